@@ -1,0 +1,81 @@
+"""One typed settings object: every default scoutless uses lives here.
+
+Values come from (highest first) explicit arguments, ``SCOUTLESS_*`` environment variables
+(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY=80``), then these defaults.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class PandaDefaults(BaseModel):
+    """The defaults PanDA/JEDI applies when a task leaves a parameter unset."""
+
+    cpu_efficiency_percent: float = Field(90.0, gt=0, le=100)
+    base_walltime_s: float = Field(600.0, ge=0)
+    core_power_hs06: float = Field(
+        10.0, gt=0, description="HS06 per core when the site's is unknown"
+    )
+    user_ramcount_mb_per_core: float = Field(2000.0, gt=0)
+    min_ramcount_mb_per_core: float = Field(
+        0.0, ge=0, description="SCOUT_RAMCOUNT_MIN: floor of the memory target"
+    )
+
+
+class TargetSettings(BaseModel):
+    """How the per-job values of a task are reduced to one robust task value (DESIGN.md §2)."""
+
+    memory_percentile: float = Field(75.0, gt=0, le=100)
+    memory_margin: float = Field(1.10, ge=1.0)
+    cputime_percentile: float = Field(95.0, gt=0, le=100)
+    cputime_margin: float = Field(1.5, ge=1.0)
+    cputime_min_events_per_core: int = Field(10, ge=0)
+    cputime_long_job_s: float = Field(6 * 3600.0, gt=0)
+    walltime_percentile: float = Field(95.0, gt=0, le=100)
+    n_scouts: int = Field(10, ge=1, description="the first N jobs of a task are its scouts")
+    min_jobs_per_task: int = Field(3, ge=1, description="fewer finished jobs: no target")
+
+
+class ServiceSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    max_batch: int = Field(10_000, ge=1, description="larger batches are refused with 413")
+    admin_token: str | None = Field(
+        None, description="bearer token for /v1/admin/*; unset: disabled"
+    )
+    remote_timeout_s: float = Field(2.0, gt=0)
+    default_alpha: float = Field(0.05, gt=0, lt=1)
+    default_safe_recall: float = Field(0.9, gt=0, le=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    workdir: Path = Path("scoutless-work")
+    db_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
+    )
+    bins_file: Path | None = Field(None, description="TOML overriding the shipped default bins")
+    seed: int = 42
+    panda: PandaDefaults = PandaDefaults()
+    targets: TargetSettings = TargetSettings()
+    service: ServiceSettings = ServiceSettings()
+
+    def resolved_db_url(self) -> str:
+        """The configured database, or the embedded default: one SQLite file in the work dir."""
+        if self.db_url:
+            return self.db_url
+        return f"sqlite:///{(self.workdir / 'history.sqlite').resolve()}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,161 @@
+"""Read and write task history in a PanDA-compatible database (SQLite, PostgreSQL, Oracle).
+
+All SQL is SQLAlchemy Core over the tables of :mod:`scoutless.history.schema`, so one code
+path serves every dialect. Large reads stream in chunks of task ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from scoutless.features.extract import task_features
+from scoutless.history.schema import (
+    PANDA_TABLES,
+    jedi_datasets,
+    jedi_taskparams,
+    jedi_tasks,
+    jobsarchived4,
+    metadata,
+)
+
+TASK_COLUMNS = [c.name for c in jedi_tasks.columns]
+JOB_COLUMNS = [c.name for c in jobsarchived4.columns]
+DATASET_COLUMNS = [c.name for c in jedi_datasets.columns]
+_ID_CHUNK = 900  # stays below Oracle's 1000-element IN-list limit
+
+
+class TaskNotFound(LookupError):
+    def __init__(self, jeditaskid: int) -> None:
+        super().__init__(f"task {jeditaskid} is not in jedi_tasks")
+        self.jeditaskid = jeditaskid
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The history database cannot be reached (the service answers 503)."""
+
+
+@dataclass
+class History:
+    """Tasks as submitted and their jobs' measured usage."""
+
+    tasks: pd.DataFrame  # jedi_tasks rows
+    taskparams: pd.Series  # jeditaskid -> task-parameter JSON text
+    datasets: pd.DataFrame  # jedi_datasets rows
+    jobs: pd.DataFrame  # jobsarchived4 rows
+
+    def features(self) -> pd.DataFrame:
+        return task_features(self.tasks, self.taskparams, self.datasets)
+
+
+def make_engine(url: str, *, create_dirs: bool = True) -> Engine:
+    """Engine for a URL; SQLite files get their folder created and WAL + busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if create_dirs:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def create_schema(engine: Engine) -> None:
+    metadata.create_all(engine, tables=list(PANDA_TABLES))
+
+
+def _chunks(ids: Sequence[int], size: int = _ID_CHUNK) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield [int(i) for i in ids[start : start + size]]
+
+
+def _read(engine: Engine, stmt, columns: list[str]) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    try:
+        with engine.connect() as conn:
+            result = conn.execute(stmt)
+            return pd.DataFrame(result.fetchall(), columns=columns)
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(f"cannot read history: {exc.__class__.__name__}: {exc}") from exc
+
+
+def task_ids(
+    engine: Engine, since: datetime | None = None, until: datetime | None = None
+) -> list[int]:
+    stmt = select(jedi_tasks.c.jeditaskid).order_by(jedi_tasks.c.jeditaskid)
+    if since is not None:
+        stmt = stmt.where(jedi_tasks.c.creationdate >= since)
+    if until is not None:
+        stmt = stmt.where(jedi_tasks.c.creationdate < until)
+    return _read(engine, stmt, ["jeditaskid"])["jeditaskid"].astype(int).tolist()
+
+
+def _read_for_tasks(engine: Engine, table, columns: list[str], ids: list[int]) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    stmt = select(*[table.c[c] for c in columns]).where(table.c.jeditaskid.in_(ids))
+    return _read(engine, stmt, columns)
+
+
+def read_history(
+    engine: Engine,
+    ids: Sequence[int] | None = None,
+    *,
+    since: datetime | None = None,
+    with_jobs: bool = True,
+) -> History:
+    """Tasks (all, those created since a date, or the given ids) with datasets and jobs."""
+    if ids is None:
+        ids = task_ids(engine, since=since)
+    parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}
+    for chunk in _chunks(list(ids), size=_ID_CHUNK):
+        parts["tasks"].append(_read_for_tasks(engine, jedi_tasks, TASK_COLUMNS, chunk))
+        parts["params"].append(
+            _read_for_tasks(engine, jedi_taskparams, ["jeditaskid", "taskparams"], chunk)
+        )
+        parts["datasets"].append(_read_for_tasks(engine, jedi_datasets, DATASET_COLUMNS, chunk))
+        if with_jobs:
+            parts["jobs"].append(_read_for_tasks(engine, jobsarchived4, JOB_COLUMNS, chunk))
+
+    def cat(name: str, columns: list[str]) -> pd.DataFrame:
+        frames = [f for f in parts[name] if not f.empty]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+    params = cat("params", ["jeditaskid", "taskparams"])
+    return History(
+        tasks=cat("tasks", TASK_COLUMNS),
+        taskparams=params.set_index("jeditaskid")["taskparams"],
+        datasets=cat("datasets", DATASET_COLUMNS),
+        jobs=cat("jobs", JOB_COLUMNS),
+    )
+
+
+def fetch_task_features(engine: Engine, jeditaskid: int) -> pd.DataFrame:
+    """One task's submission-time features (one row), through the training code path."""
+    history = read_history(engine, [jeditaskid], with_jobs=False)
+    if history.tasks.empty:
+        raise TaskNotFound(jeditaskid)
+    return history.features()
+
+
+def write_frame(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
+    """Append rows (columns named as in the schema) in one transaction; returns the count."""
+    table = metadata.tables[table_name]
+    cols = [c for c in frame.columns if c in table.c]
+    records = frame[cols].astype(object).where(frame[cols].notna(), None).to_dict("records")
+    if not records:
+        return 0
+    with engine.begin() as conn:
+        conn.execute(table.insert(), records)
+    return len(records)
