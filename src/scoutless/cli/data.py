@@ -1,7 +1,116 @@
-"""`scoutless data generate|build` (being written)."""
+"""``scoutless data generate|build``: make a history, turn it into a training table."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoutless.config import get_settings
 
 app = typer.Typer(no_args_is_help=True)
+console = Console()
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLAlchemy URL; default: SQLite file in the work dir"),
+]
+
+
+def _db_url(db: str | None) -> str:
+    return db or get_settings().resolved_db_url()
+
+
+@app.command("generate")
+def generate(
+    tasks: Annotated[int, typer.Option("--tasks", min=1, help="number of tasks")] = 50_000,
+    db: DbOption = None,
+    seed: Annotated[int, typer.Option(help="random seed")] = 42,
+    scenario: Annotated[
+        str | None, typer.Option(help="'release_drift': a new release shifts needs")
+    ] = None,
+    drift_start: Annotated[
+        datetime | None, typer.Option(help="when the drift scenario's release appears")
+    ] = None,
+    first_task_id: Annotated[int, typer.Option(help="jeditaskid of the first task")] = 1,
+) -> None:
+    """Generate a realistic synthetic PanDA history into a database."""
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.synthetic import generate_history
+
+    url = _db_url(db)
+    engine = make_engine(url)
+    stats = generate_history(
+        engine,
+        tasks,
+        seed=seed,
+        scenario=scenario,
+        drift_start=drift_start,
+        first_task_id=first_task_id,
+        progress=True,
+    )
+    console.print(
+        f"[green]generated[/] {stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in "
+        f"{stats.seconds:.1f} s ({stats.rows_per_s:,.0f} job rows/s) → {url}"
+    )
+
+
+@app.command("build")
+def build(
+    out: Annotated[Path, typer.Option("--out", help="training table (.parquet)")],
+    db: DbOption = None,
+    bins: Annotated[Path | None, typer.Option("--bins", help="TOML overriding the bins")] = None,
+    strict: Annotated[
+        bool, typer.Option(help="fail on any bad row instead of excluding it")
+    ] = False,
+    since: Annotated[datetime | None, typer.Option(help="only tasks created since")] = None,
+) -> None:
+    """Build the training table (one row per task) from a PanDA-compatible history."""
+    from scoutless.history.build import BadRowsError, build_table_from_db
+    from scoutless.history.panda_db import make_engine
+
+    url = _db_url(db)
+    try:
+        table, report = build_table_from_db(
+            make_engine(url, create_dirs=False), bins, strict, since
+        )
+    except BadRowsError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(code=1) from exc
+    table.save(out)
+    if len(report):
+        bad_path = report.save(out.with_suffix(".bad_rows.csv"))
+        console.print(f"[yellow]{len(report)} bad rows excluded[/], listed in {bad_path}")
+    console.print(summary_table(table, report))
+    console.print(f"[green]wrote[/] {out}")
+
+
+def summary_table(table, report) -> Table:  # type: ignore[no-untyped-def]
+    """Per target: classes with their share of tasks, plus the scout estimate's accuracy."""
+    from scoutless.targets.spec import class_col, scout_class_col
+
+    frame = table.frame
+    out = Table(title=f"training table: {len(frame):,} tasks ({table.source})")
+    out.add_column("target")
+    out.add_column("unit")
+    out.add_column("classes (share of tasks)")
+    out.add_column("scouts right", justify="right")
+    for target, b in table.bins.items():
+        classes = frame[class_col(target)]
+        valid = classes >= 0
+        shares = (
+            classes[valid].value_counts(normalize=True).reindex(range(b.n_classes), fill_value=0)
+        )
+        text = "  ".join(f"{lab} {s:.0%}" for lab, s in zip(b.labels, shares, strict=True))
+        scout = "-"
+        if scout_class_col(target) in frame.columns:
+            both = valid & (frame[scout_class_col(target)] >= 0)
+            scout = f"{(frame.loc[both, scout_class_col(target)] == classes[both]).mean():.1%}"
+        out.add_row(target, b.unit, text, scout)
+    excluded = sum(report.counts().values()) if report is not None else 0
+    out.caption = f"excluded rows: {excluded}"
+    return out

@@ -1,0 +1,305 @@
+"""History → training table: validate, compute targets and scout estimates, classify, split.
+
+Nothing is dropped silently: every excluded job or task is listed in a :class:`BadRowReport`
+with its task id, job id and reason; ``strict=True`` raises instead of excluding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+from sqlalchemy import Engine
+
+from scoutless.config import Settings, get_settings
+from scoutless.features.spec import PANDA_FEATURES
+from scoutless.history.panda_db import History, read_history
+from scoutless.history.table import TrainingTable
+from scoutless.targets.bins import TargetBins, fit_recommendations, load_bins
+from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
+from scoutless.targets.spec import (
+    TARGET_NAMES,
+    bayes_class_col,
+    bayes_confidence_col,
+    class_col,
+    scout_class_col,
+    scout_value_col,
+    value_col,
+)
+
+TEST_FRACTION = 0.15
+
+
+class BadRowsError(ValueError):
+    """Raised under ``strict``: the history has rows that cannot be used."""
+
+
+@dataclass
+class BadRowReport:
+    """Excluded rows: one record per job or task with the reason it could not be used."""
+
+    rows: list[dict[str, object]] = field(default_factory=list)
+
+    def add(self, frame: pd.DataFrame, table: str, reason: str) -> None:
+        for rec in frame.to_dict("records"):
+            self.rows.append(
+                {
+                    "table": table,
+                    "jeditaskid": rec.get("jeditaskid"),
+                    "pandaid": rec.get("pandaid"),
+                    "reason": reason,
+                }
+            )
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=["table", "jeditaskid", "pandaid", "reason"])
+
+    def counts(self) -> dict[str, int]:
+        if not self.rows:
+            return {}
+        return self.frame().groupby(["table", "reason"]).size().rename(None).to_dict()  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        self.frame().to_csv(path, index=False)
+        return path
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _job_problems(jobs: pd.DataFrame) -> list[tuple[pd.Series, str]]:
+    """(mask, reason) for each kind of unusable job; only finished jobs are held to them."""
+    finished = jobs["jobstatus"].eq("finished")
+    wall = pd.Series(wall_seconds(jobs), index=jobs.index)
+    numeric = {
+        c: pd.to_numeric(jobs[c], errors="coerce")
+        for c in ("maxpss", "nevents", "inputfilebytes", "outputfilebytes", "actualcorecount")
+    }
+    return [
+        (finished & (jobs["starttime"].isna() | jobs["endtime"].isna()), "missing start/end time"),
+        (finished & (wall < 0), "endtime before starttime"),
+        (finished & numeric["maxpss"].isna(), "missing maxpss"),
+        (numeric["maxpss"] < 0, "negative maxpss"),
+        (numeric["nevents"] < 0, "negative nevents"),
+        ((numeric["inputfilebytes"] < 0) | (numeric["outputfilebytes"] < 0), "negative bytes"),
+        (numeric["actualcorecount"] < 0, "negative core count"),
+    ]
+
+
+def _task_problems(tasks: pd.DataFrame, taskparams: pd.Series) -> list[tuple[pd.Series, str]]:
+    corecount = pd.to_numeric(tasks["corecount"], errors="coerce")
+
+    def bad_json(raw: object) -> bool:
+        if raw is None or (isinstance(raw, float) and np.isnan(raw)):
+            return False
+        try:
+            return not isinstance(json.loads(raw), dict)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return True
+
+    params = tasks["jeditaskid"].map(taskparams) if len(taskparams) else None
+    problems = [
+        (tasks["creationdate"].isna(), "missing creationdate"),
+        (corecount.notna() & (corecount <= 0), "non-positive corecount"),
+    ]
+    if params is not None:
+        problems.append((params.map(bad_json).astype(bool), "taskparams is not a JSON object"))
+    return problems
+
+
+def _exclude(
+    frame: pd.DataFrame, problems: list[tuple[pd.Series, str]], table: str, report: BadRowReport
+) -> pd.DataFrame:
+    bad = pd.Series(False, index=frame.index)
+    for mask, reason in problems:
+        mask = mask.fillna(False).astype(bool) & ~bad  # report each row once, first reason
+        if mask.any():
+            report.add(frame[mask], table, reason)
+        bad |= mask
+    return frame[~bad]
+
+
+def validate_history(history: History, report: BadRowReport) -> History:
+    """History without the rows that cannot be used; each excluded row lands in ``report``."""
+    tasks = _exclude(
+        history.tasks, _task_problems(history.tasks, history.taskparams), "jedi_tasks", report
+    )
+    jobs = history.jobs[history.jobs["jeditaskid"].isin(tasks["jeditaskid"])]
+    jobs = _exclude(jobs, _job_problems(jobs), "jobsarchived4", report)
+    kept = tasks["jeditaskid"]
+    params = history.taskparams[history.taskparams.index.isin(kept)]
+    datasets = history.datasets[history.datasets["jeditaskid"].isin(kept)]
+    return History(tasks, params, datasets, jobs)
+
+
+# --------------------------------------------------------------------------- table parts
+
+
+def scout_wait_hours(jobs: pd.DataFrame, tasks: pd.DataFrame, n_scouts: int) -> pd.Series:
+    """Hours from task creation until half of its scouts finished (JEDI's first trigger)."""
+    scouts = scout_jobs(jobs[jobs["jobstatus"].eq("finished")], n_scouts)
+    ends = pd.to_datetime(scouts["endtime"]).groupby(scouts["jeditaskid"])
+    half = ends.quantile(0.5, interpolation="higher")
+    created = pd.to_datetime(tasks.set_index("jeditaskid")["creationdate"])
+    return ((half - created.reindex(half.index)).dt.total_seconds() / 3600.0).rename(
+        "scout_wait_hours"
+    )
+
+
+def assign_splits(frame: pd.DataFrame, seed: int, stratify_on: str | None) -> pd.DataFrame:
+    """``split_random``: stratified 85/15; ``split_time``: the latest 15 % are the test set."""
+    out = frame.copy()
+    labels = out[stratify_on] if stratify_on else None
+    if labels is not None and labels.value_counts().min() < 2:
+        labels = None
+    test_idx = out.index[:0]
+    if len(out) >= 2:
+        try:
+            _, test_idx = train_test_split(
+                out.index, test_size=TEST_FRACTION, random_state=seed, stratify=labels
+            )
+        except ValueError:  # too few rows per class to stratify: plain random split
+            _, test_idx = train_test_split(out.index, test_size=TEST_FRACTION, random_state=seed)
+    out["split_random"] = np.where(out.index.isin(test_idx), "test", "train")
+    rank = out["creationdate"].rank(method="first")
+    out["split_time"] = np.where(rank > len(out) * (1 - TEST_FRACTION), "test", "train")
+    return out
+
+
+def add_classes(frame: pd.DataFrame, bins: dict[str, TargetBins]) -> pd.DataFrame:
+    out = frame.copy()
+    for target, b in bins.items():
+        out[class_col(target)] = b.classify(out[value_col(target)].to_numpy())
+        if scout_value_col(target) in out.columns:
+            out[scout_class_col(target)] = b.classify(out[scout_value_col(target)].to_numpy())
+    return out
+
+
+def add_bayes(
+    frame: pd.DataFrame, truth: pd.DataFrame, bins: dict[str, TargetBins]
+) -> pd.DataFrame:
+    """Bayes-optimal class and its probability, from the generator's latent truth."""
+    from scoutless.history.synthetic import bayes_probabilities
+
+    out = frame.copy()
+    probas = bayes_probabilities(truth, bins)
+    ids = truth.index if "jeditaskid" not in truth.columns else truth["jeditaskid"].unique()
+    for target, proba in probas.items():
+        best = pd.Series(proba.argmax(axis=1), index=ids)
+        conf = pd.Series(proba.max(axis=1), index=ids)
+        out[bayes_class_col(target)] = out["jeditaskid"].map(best).fillna(-1).astype(int)
+        out[bayes_confidence_col(target)] = out["jeditaskid"].map(conf)
+    return out
+
+
+def fingerprint(frame: pd.DataFrame) -> str:
+    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- build
+
+
+def build_training_table(
+    history: History,
+    *,
+    bins_file: Path | None = None,
+    strict: bool = False,
+    settings: Settings | None = None,
+    truth: pd.DataFrame | None = None,
+    bins: dict[str, TargetBins] | None = None,
+) -> tuple[TrainingTable, BadRowReport]:
+    """One row per usable task: features, target values and classes, scout estimates, splits.
+
+    ``bins`` (e.g. a serving bundle's) takes precedence over ``bins_file``; ``truth`` (from
+    the synthetic generator) adds the Bayes-optimal classes.
+    """
+    settings = settings or get_settings()
+    report = BadRowReport()
+    clean = validate_history(history, report)
+
+    targets = compute_task_targets(clean.jobs, clean.tasks, settings=settings)
+    scouts = compute_task_targets(clean.jobs, clean.tasks, settings=settings, scouts_only=True)
+    targets = targets.dropna(how="all", subset=list(TARGET_NAMES))
+    no_target = clean.tasks[~clean.tasks["jeditaskid"].isin(targets.index)]
+    if len(no_target):
+        report.add(
+            no_target,
+            "jedi_tasks",
+            f"fewer than {settings.targets.min_jobs_per_task} usable finished jobs",
+        )
+    if strict and len(report):
+        raise BadRowsError(_strict_message(report))
+
+    features = clean.features()
+    frame = features.join(targets[list(TARGET_NAMES)].add_suffix("_value"), how="inner")
+    frame = frame.join(scouts[list(TARGET_NAMES)].add_suffix("_scout_value"))
+    frame = frame.join(scout_wait_hours(clean.jobs, clean.tasks, settings.targets.n_scouts))
+    frame = frame.join(targets["n_jobs"])
+    created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
+    frame.insert(0, "creationdate", created.reindex(frame.index))
+    frame = frame.reset_index()
+
+    if bins is None:
+        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
+        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
+    bins = {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
+    frame = add_classes(frame, bins)
+    if truth is not None and len(truth):
+        frame = add_bayes(frame, truth, bins)
+    frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
+
+    table = TrainingTable(
+        frame=frame,
+        features=list(PANDA_FEATURES),
+        bins=bins,
+        source="panda",
+        info={
+            "fingerprint": fingerprint(frame),
+            "n_tasks_in_history": len(history.tasks),
+            "n_jobs_in_history": len(history.jobs),
+            "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
+        },
+    )
+    return table, report
+
+
+def _strict_message(report: BadRowReport, shown: int = 10) -> str:
+    lines = [f"{len(report)} bad rows (--strict):"]
+    for row in report.rows[:shown]:
+        where = f"task {row['jeditaskid']}"
+        if row["pandaid"] is not None and not pd.isna(row["pandaid"]):
+            where += f", job {row['pandaid']}"
+        lines.append(f"  {row['table']}: {where}: {row['reason']}")
+    if len(report) > shown:
+        lines.append(f"  … and {len(report) - shown} more")
+    return "\n".join(lines)
+
+
+def build_table_from_db(
+    engine: Engine,
+    bins_file: Path | None = None,
+    strict: bool = False,
+    since: datetime | None = None,
+    *,
+    settings: Settings | None = None,
+    bins: dict[str, TargetBins] | None = None,
+) -> tuple[TrainingTable, BadRowReport]:
+    """Read the history (and the generator's truth, if the database has it), then build."""
+    from scoutless.history.synthetic import read_truth
+
+    history = read_history(engine, since=since)
+    truth = read_truth(engine, ids=history.tasks["jeditaskid"].tolist())
+    return build_training_table(
+        history, bins_file=bins_file, strict=strict, settings=settings, truth=truth, bins=bins
+    )
