@@ -1,10 +1,95 @@
-"""`scoutless demo` (being written)."""
+"""``scoutless demo``: the whole story on the embedded default, end to end.
+
+generate a history (SQLite) → build the training table → train every model family →
+evaluate against the baselines → metrics.json, report.html and a servable bundle.
+Each artefact is written to a temporary name and renamed when complete, so an interrupted
+demo leaves the previous run's files intact.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.panel import Panel
+
+console = Console()
 
 
-def demo() -> None:
-    """Not available yet."""
-    raise typer.Exit(code=2)
+def _step(n: int, total: int, text: str) -> None:
+    console.rule(f"[bold]{n}/{total}[/] {text}")
+
+
+def demo(
+    workdir: Annotated[Path, typer.Option("--workdir", help="where everything is written")] = Path(
+        "scoutless-work"
+    ),
+    tasks: Annotated[int, typer.Option("--tasks", min=200, help="synthetic tasks")] = 50_000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 42,
+    models: Annotated[str, typer.Option(help="model families to train")] = "xgb,xgb_native,dnn",
+    max_epochs: Annotated[int | None, typer.Option(help="cap on DNN epochs")] = None,
+) -> None:
+    """Generate → build → train → evaluate on the embedded SQLite default."""
+    from scoutless.bundle import load_bundle
+    from scoutless.cli.data import summary_table
+    from scoutless.evaluation.evaluate import evaluate_bundle, headline_table
+    from scoutless.history.build import build_table_from_db
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.synthetic import generate_history
+    from scoutless.models.training import train_bundle
+
+    started = time.perf_counter()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_path = workdir / "history.sqlite"
+    table_path = workdir / "table.parquet"
+    bundle_path = workdir / "bundle"
+
+    _step(1, 4, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
+    tmp_db = workdir / f".history.{os.getpid()}.sqlite"
+    try:
+        engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
+        stats = generate_history(engine, tasks, seed=seed, progress=True)
+        engine.dispose()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp_db}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp_db, db_path)
+    finally:
+        tmp_db.unlink(missing_ok=True)
+    console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
+
+    _step(2, 4, f"build the training table → {table_path}")
+    engine = make_engine(f"sqlite:///{db_path.resolve()}", create_dirs=False)
+    table, report = build_table_from_db(engine)
+    table.save(table_path)
+    if len(report):
+        report.save(workdir / "bad_rows.csv")
+    console.print(summary_table(table, report))
+
+    _step(3, 4, f"train {models} → {bundle_path}")
+    train_bundle(
+        table,
+        bundle_path,
+        models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        trials=0,
+        seed=seed,
+        max_epochs=max_epochs,
+    )
+
+    _step(4, 4, f"evaluate against the baselines → {workdir}")
+    metrics = evaluate_bundle(load_bundle(bundle_path), table, workdir, progress=True)
+    console.print(headline_table(metrics))
+    minutes = (time.perf_counter() - started) / 60
+    console.print(
+        Panel.fit(
+            f"report:  {(workdir / 'report.html').resolve()}\n"
+            f"metrics: {(workdir / 'metrics.json').resolve()}\n"
+            f"bundle:  {bundle_path.resolve()}\n\n"
+            f"serve it:  scoutless serve --bundle {bundle_path} --db sqlite:///{db_path}\n"
+            f"ask it:    curl localhost:8000/v1/tasks/<jeditaskid>/prediction",
+            title=f"demo done in {minutes:.1f} min",
+        )
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from scoutless.config import Settings, get_settings
 from scoutless.features.spec import PANDA_FEATURES
@@ -34,6 +34,7 @@ from scoutless.targets.spec import (
 )
 
 TEST_FRACTION = 0.15
+SYNTHETIC_TRUTH_TABLE = "scoutless_synthetic_truth"  # written by history.synthetic
 
 
 class BadRowsError(ValueError):
@@ -296,10 +297,12 @@ def build_table_from_db(
     bins: dict[str, TargetBins] | None = None,
 ) -> tuple[TrainingTable, BadRowReport]:
     """Read the history (and the generator's truth, if the database has it), then build."""
-    from scoutless.history.synthetic import read_truth
-
     history = read_history(engine, since=since)
-    truth = read_truth(engine, ids=history.tasks["jeditaskid"].tolist())
+    truth = None
+    if inspect(engine).has_table(SYNTHETIC_TRUTH_TABLE):
+        from scoutless.history.synthetic import read_truth
+
+        truth = read_truth(engine, ids=history.tasks["jeditaskid"].tolist())
     return build_training_table(
         history, bins_file=bins_file, strict=strict, settings=settings, truth=truth, bins=bins
     )

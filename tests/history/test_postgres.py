@@ -1,0 +1,49 @@
+"""The same reader code on a real PostgreSQL server (started by .ci/run / scripts/services.sh)."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+from conftest import load_into
+
+from scoutless.history.build import build_table_from_db
+from scoutless.history.panda_db import make_engine
+from scoutless.history.schema import metadata
+
+PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
+
+if not PG_URL:
+    if os.environ.get("CI"):
+        pytest.fail("CI must run the PostgreSQL test: SCOUTLESS_TEST_PG_URL is not set")
+    pytest.skip(
+        "SCOUTLESS_TEST_PG_URL not set (scripts/services.sh starts a server)",
+        allow_module_level=True,
+    )
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_engine():
+    engine = make_engine(PG_URL)
+    metadata.drop_all(engine)
+    yield engine
+    metadata.drop_all(engine)
+    engine.dispose()
+
+
+def test_postgres_history_builds_the_same_table_as_sqlite(pg_engine, sqlite_engine, history_frames):
+    assert pg_engine.dialect.name == "postgresql"
+    load_into(pg_engine, history_frames)
+    load_into(sqlite_engine, history_frames)
+    pg_table, pg_report = build_table_from_db(pg_engine)
+    lite_table, _ = build_table_from_db(sqlite_engine)
+    assert len(pg_report) == 0
+    assert len(pg_table.frame) == len(history_frames["jedi_tasks"])
+    pd.testing.assert_frame_equal(
+        pg_table.frame.drop(columns=["creationdate"]),
+        lite_table.frame.drop(columns=["creationdate"]),
+        check_dtype=False,
+    )
