@@ -67,11 +67,15 @@ def job_frame(jobs: pd.DataFrame, tasks: pd.DataFrame, settings: Settings) -> Jo
     tasks = tasks.set_index("jeditaskid") if "jeditaskid" in tasks.columns else tasks
     task_id = jobs["jeditaskid"].to_numpy(dtype=np.int64)
 
+    position = tasks.index.get_indexer(task_id)  # -1: job of a task not in `tasks`
+
     def per_task(name: str, default: float) -> np.ndarray:
         if name not in tasks.columns:
             return np.full(len(jobs), default)
-        values = pd.to_numeric(tasks[name], errors="coerce")
-        mapped = jobs["jeditaskid"].map(values).to_numpy(dtype=float)
+        values = np.append(
+            pd.to_numeric(tasks[name], errors="coerce").to_numpy(dtype=float), np.nan
+        )
+        mapped = values[position]
         return np.where(np.isnan(mapped), default, mapped)
 
     cores = _col(jobs, "actualcorecount")
