@@ -71,7 +71,7 @@ def build(
 ) -> None:
     """Build the training table (one row per task) from a PanDA-compatible history."""
     from scoutless.history.build import BadRowsError, build_table_from_db
-    from scoutless.history.panda_db import make_engine
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 
     url = _db_url(db)
     try:
@@ -81,6 +81,9 @@ def build(
     except BadRowsError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(code=1) from exc
+    except DatabaseUnavailable as exc:
+        console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
+        raise typer.Exit(code=2) from exc
     table.save(out)
     if len(report):
         bad_path = report.save(out.with_suffix(".bad_rows.csv"))
