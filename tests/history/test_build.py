@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import load_into, make_history_frames
+from panda_history import load_into, make_history_frames
 
 from scoutless.features.spec import MEASURED_COLUMNS, PANDA_FEATURES
 from scoutless.history.build import BadRowsError, build_training_table

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
+from panda_history import load_into, make_history_frames
 from typer.testing import CliRunner
 
-from conftest import load_into, make_history_frames
 from scoutless.cli.main import app
 from scoutless.history.panda_db import make_engine
 from scoutless.history.table import TrainingTable

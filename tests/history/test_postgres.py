@@ -6,8 +6,8 @@ import os
 
 import pandas as pd
 import pytest
+from panda_history import load_into
 
-from conftest import load_into
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import make_engine
 from scoutless.history.schema import metadata

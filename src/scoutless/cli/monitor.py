@@ -1,12 +1,234 @@
-"""`scoutless monitor ...` and `scoutless retrain` (being written)."""
+"""`scoutless monitor collect|report|run` and `scoutless retrain`."""
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from scoutless.config import get_settings
+from scoutless.history.panda_db import make_engine
 
 app = typer.Typer(no_args_is_help=True)
+console = Console()
+
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help="PanDA history database URL (default: settings)")
+]
+LogDbOpt = Annotated[
+    str | None,
+    typer.Option("--log-db", help="database of the prediction log and ops tables (default: --db)"),
+]
+RegistryOpt = Annotated[
+    Path, typer.Option("--registry", help="registry folder (or a single bundle folder)")
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="alert rules TOML (see docs/operations.md)")
+]
 
 
-def retrain() -> None:
-    """Not available yet."""
-    raise typer.Exit(code=2)
+def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
+    engine = make_engine(db or get_settings().resolved_db_url())
+    return engine, make_engine(log_db) if log_db else engine
+
+
+def _load_champion(registry: Path) -> Any:
+    from scoutless.bundle import load_bundle
+    from scoutless.ops.registry import RegistryError, resolve_champion
+
+    try:
+        return load_bundle(resolve_champion(registry))
+    except (RegistryError, FileNotFoundError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _print_frame(frame: Any, title: str) -> None:
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
+    for row in frame.itertuples(index=False):
+        table.add_row(*[_fmt(v) for v in row])
+    console.print(table if len(frame) else f"[dim]{title}: no data[/dim]")
+
+
+@app.command("collect")
+def collect(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    recollect: Annotated[bool, typer.Option(help="recompute tasks already collected")] = False,
+) -> None:
+    """Compute actual classes of finished predicted tasks (training's target code, serving bins)."""
+    from scoutless.ops.actuals import collect_actuals
+
+    engine, ops_engine = _engines(db, log_db)
+    predictor = _load_champion(registry)
+    with console.status("collecting actuals"):
+        result = collect_actuals(engine, predictor.bins, recollect=recollect, log_engine=ops_engine)
+    table = Table(title="actuals collected")
+    table.add_column("figure")
+    table.add_column("tasks", justify="right")
+    for name, value in result.__dict__.items():
+        table.add_row(name.removeprefix("n_").replace("_", " "), str(value))
+    console.print(table)
+
+
+@app.command("report")
+def report(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")] = "1D",
+    days: Annotated[float, typer.Option(help="look back this many days")] = 30.0,
+    html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
+    all_versions: Annotated[
+        bool, typer.Option(help="judge every model's predictions, not only the champion's")
+    ] = False,
+) -> None:
+    """Quality, feature drift and class-prior drift per window, as tables (and HTML)."""
+    from scoutless.ops.actuals import read_actuals
+    from scoutless.ops.alerts import read_alerts
+    from scoutless.ops.monitoring import build_snapshot
+    from scoutless.ops.prediction_log import PredictionLog
+    from scoutless.ops.report import render_report
+
+    _, ops_engine = _engines(db, log_db)
+    predictor = _load_champion(registry)
+    since = datetime.now(UTC) - timedelta(days=days)
+    snapshot = build_snapshot(
+        PredictionLog(ops_engine).read(since=since),
+        read_actuals(ops_engine),
+        predictor.bins,
+        reference=predictor.reference(),
+        specs=list(predictor.feature_specs),
+        every=every,
+        model_version=None if all_versions else str(predictor.version),
+    )
+    _print_frame(snapshot.performance, "prediction quality per window")
+    drift = snapshot.feature_drift
+    if not drift.empty:
+        drift = drift.sort_values("psi", ascending=False).groupby("window_start").head(5)
+        drift = drift.sort_values(["window_start", "psi"], ascending=[True, False])
+    _print_frame(drift, "feature drift (top 5 by PSI per window)")
+    _print_frame(snapshot.prior_drift, "class-prior drift")
+    alerts = read_alerts(ops_engine)
+    if html is not None:
+        path = render_report(snapshot, predictor.bins, html, alerts=alerts)
+        console.print(f"HTML report: {path}")
+
+
+@app.command("run")
+def run(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: Annotated[str, typer.Option(help="time between steps: 15min, 1h, 1D …")] = "1h",
+    config: ConfigOpt = None,
+    once: Annotated[bool, typer.Option(help="one step, then exit (for cron/systemd)")] = False,
+    retrain_on_alert: Annotated[bool, typer.Option(help="retrain when a rule says so")] = True,
+    history_days: Annotated[float, typer.Option(help="retrain on this many days")] = 30.0,
+    margin: Annotated[float, typer.Option(help="accuracy gain needed to promote")] = 0.01,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="serve Prometheus gauges on 127.0.0.1:PORT")
+    ] = None,
+) -> None:
+    """Collect → check alert rules → retrain on alert, every interval, until SIGINT/SIGTERM."""
+    from scoutless.ops.alerts import load_alert_config
+    from scoutless.ops.loop import (
+        MonitorContext,
+        RetrainOptions,
+        monitor_step,
+        parse_interval,
+        run_loop,
+    )
+    from scoutless.ops.monitoring import MonitorGauges
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        interval = parse_interval(every)
+        alert_config = load_alert_config(config)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    engine, ops_engine = _engines(db, log_db)
+    gauges = MonitorGauges()
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr="127.0.0.1", registry=gauges.registry)
+    ctx = MonitorContext(
+        engine=engine,
+        registry=registry,
+        config=alert_config,
+        log_engine=ops_engine,
+        retrain=RetrainOptions(history_days=history_days, margin=margin)
+        if retrain_on_alert
+        else None,
+        gauges=gauges,
+    )
+    if once:
+        monitor_step(ctx)
+        return
+    raise typer.Exit(code=run_loop(lambda: monitor_step(ctx), interval))
+
+
+def _parse_date(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--since {value!r}: expected a date such as 2026-01-31") from exc
+
+
+def retrain(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    since: Annotated[
+        str | None, typer.Option(help="train on tasks created since this date (ISO)")
+    ] = None,
+    margin: Annotated[float, typer.Option(help="mean accuracy gain needed to promote")] = 0.01,
+    models: Annotated[str, typer.Option(help="comma-separated model kinds")] = "xgb",
+    max_epochs: Annotated[int | None, typer.Option(help="cap DNN epochs")] = None,
+) -> None:
+    """Train a challenger on recent history; promote it only if it beats the champion."""
+    from scoutless.ops.retrain import RetrainError
+    from scoutless.ops.retrain import retrain as run_retrain
+
+    engine = make_engine(db or get_settings().resolved_db_url())
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("retraining", total=None)
+        try:
+            result = run_retrain(
+                engine, registry, since=_parse_date(since), margin=margin,
+                models=tuple(m.strip() for m in models.split(",") if m.strip()),
+                max_epochs=max_epochs,
+                on_step=lambda msg: progress.update(task, description=msg),
+            )  # fmt: skip
+        except RetrainError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(code=2) from exc
+    table = Table(title=f"retrain: {'promoted' if result.promoted else 'kept champion'}")
+    table.add_column("target")
+    table.add_column(f"champion {result.champion_before or '-'}", justify="right")
+    table.add_column(f"challenger {result.challenger}", justify="right")
+    for target, score in result.challenger_scores.items():
+        champion = result.champion_scores.get(target)
+        table.add_row(target, "-" if champion is None else f"{champion:.3f}", f"{score:.3f}")
+    table.add_row("mean", _fmt(result.champion_score), _fmt(result.challenger_score))
+    console.print(table)
+    console.print(f"{result.reason} (train {result.n_train}, hold-out {result.n_holdout} tasks)")

@@ -8,18 +8,42 @@ Layout of a registry folder ``REG``::
 
 The pointer is replaced with ``os.replace`` so readers see the old or the new id, never
 a torn one; the service polls :func:`resolve_champion` to follow promotions.
+Promotions and rollbacks form a stack: ``rollback`` returns to the champion that the
+current one replaced, however many rollbacks came before.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 CHAMPION_FILE = "champion"
 VERSIONS_DIR = "versions"
+HISTORY_FILE = "history.jsonl"
+MANIFEST_FILE = "manifest.json"
+_STAGING_PREFIX = ".staging-"
 
 
 class RegistryError(LookupError):
     pass
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One registered bundle, as ``registry list`` shows it."""
+
+    version: str
+    path: Path
+    created_at: str | None
+    is_champion: bool
+    manifest: dict[str, Any]
 
 
 def is_registry(path: str | Path) -> bool:
@@ -39,3 +63,202 @@ def resolve_champion(path: str | Path) -> Path:
     if not bundle.is_dir():
         raise RegistryError(f"registry {path}: champion {version!r} has no folder {bundle}")
     return bundle
+
+
+def init_registry(path: str | Path) -> Path:
+    """Create the registry folder layout (idempotent)."""
+    path = Path(path)
+    (path / VERSIONS_DIR).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def champion_version(path: str | Path) -> str | None:
+    pointer = Path(path) / CHAMPION_FILE
+    if not pointer.exists():
+        return None
+    return pointer.read_text().strip() or None
+
+
+def read_manifest(bundle: str | Path) -> dict[str, Any]:
+    """The bundle's manifest.json as a dict; RegistryError when missing or not JSON."""
+    manifest = Path(bundle) / MANIFEST_FILE
+    if not manifest.is_file():
+        raise RegistryError(f"{bundle}: not a complete bundle (no {MANIFEST_FILE})")
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        raise RegistryError(f"{manifest}: cannot be read as JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RegistryError(f"{manifest}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _deep_check(bundle: Path) -> None:
+    """Load the bundle with the serving code, so a broken one is refused before it serves."""
+    try:
+        from scoutless.bundle import load_bundle
+    except ImportError:  # bundle code not installed: the manifest check has to do
+        return
+    try:
+        load_bundle(bundle)
+    except Exception as exc:
+        raise RegistryError(f"{bundle}: bundle does not load: {exc}") from exc
+
+
+def verify_bundle(bundle: str | Path) -> dict[str, Any]:
+    """Manifest of a complete, loadable bundle; RegistryError otherwise."""
+    manifest = read_manifest(bundle)
+    _deep_check(Path(bundle))
+    return manifest
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _append_history(path: Path, record: dict[str, Any]) -> None:
+    with open(path / HISTORY_FILE, "a") as fh:
+        fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_history(path: str | Path) -> list[dict[str, Any]]:
+    """Promotion and rollback records, oldest first (torn last lines are skipped)."""
+    file = Path(path) / HISTORY_FILE
+    if not file.exists():
+        return []
+    records = []
+    for line in file.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_version_id() -> str:
+    """Sortable and unique: UTC time to the second plus a random suffix."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def staging_dir(path: str | Path) -> Path:
+    """A fresh folder inside the registry for writing a bundle before it is registered."""
+    versions = init_registry(path) / VERSIONS_DIR
+    return Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=versions))
+
+
+def register(
+    path: str | Path, bundle: str | Path, *, version: str | None = None, move: bool = False
+) -> str:
+    """Add a complete bundle as a new version (copied, or moved with ``move``); its id.
+
+    The version appears in one ``rename``: a crash leaves no half-copied version.
+    """
+    reg = init_registry(path)
+    bundle = Path(bundle)
+    manifest = verify_bundle(bundle)
+    version = version or str(manifest.get("version") or "") or new_version_id()
+    if "/" in version or version.startswith(".") or version in ("", CHAMPION_FILE):
+        raise RegistryError(f"version id {version!r} is not a valid folder name")
+    target = reg / VERSIONS_DIR / version
+    if target.exists():
+        if target.resolve() == bundle.resolve():
+            return version
+        raise RegistryError(f"registry {reg}: version {version!r} exists already")
+    if move:
+        os.rename(bundle, target)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=reg / VERSIONS_DIR))
+        try:
+            shutil.copytree(bundle, tmp, dirs_exist_ok=True)
+            os.rename(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    _fsync_dir(reg / VERSIONS_DIR)
+    return version
+
+
+def list_versions(path: str | Path) -> list[VersionInfo]:
+    """Registered versions, oldest first (by manifest time, then id)."""
+    reg = Path(path)
+    if not is_registry(reg):
+        raise RegistryError(f"{reg} is not a registry (no {VERSIONS_DIR}/ folder)")
+    champion = champion_version(reg)
+    out = []
+    for folder in sorted((reg / VERSIONS_DIR).iterdir()):
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue
+        try:
+            manifest = read_manifest(folder)
+        except RegistryError:
+            manifest = {}
+        created = manifest.get("created_at") or manifest.get("created")
+        out.append(VersionInfo(folder.name, folder, created, folder.name == champion, manifest))
+    return sorted(out, key=lambda v: (str(v.created_at or ""), v.version))
+
+
+def _set_champion(reg: Path, version: str, action: str, reason: str, **extra: Any) -> None:
+    previous = champion_version(reg)
+    _atomic_write_text(reg / CHAMPION_FILE, version + "\n")
+    record = {"time": _now(), "action": action, "version": version, "previous": previous}
+    _append_history(reg, {**record, "reason": reason, **extra})
+
+
+def promote(path: str | Path, version: str, *, reason: str = "", **extra: Any) -> str:
+    """Make ``version`` the champion, after checking it is a complete, loadable bundle."""
+    reg = Path(path)
+    bundle = reg / VERSIONS_DIR / version
+    if not bundle.is_dir():
+        raise RegistryError(f"registry {reg}: no version {version!r} (looked in {bundle})")
+    verify_bundle(bundle)
+    if champion_version(reg) == version:
+        return version
+    _set_champion(reg, version, "promote", reason, **extra)
+    return version
+
+
+def champion_stack(path: str | Path) -> list[str]:
+    """Champions in force, oldest first, replaying promotions (push) and rollbacks (pop)."""
+    stack: list[str] = []
+    for record in read_history(path):
+        if record.get("action") == "promote":
+            stack.append(record["version"])
+        elif record.get("action") == "rollback" and stack:
+            stack.pop()
+    return stack
+
+
+def rollback(path: str | Path, *, reason: str = "") -> str:
+    """Return to the champion the current one replaced; the version id now serving."""
+    reg = Path(path)
+    stack = champion_stack(reg)
+    if len(stack) < 2:
+        raise RegistryError(f"registry {reg}: no earlier champion to roll back to")
+    previous = stack[-2]
+    verify_bundle(reg / VERSIONS_DIR / previous)
+    _set_champion(reg, previous, "rollback", reason)
+    return previous

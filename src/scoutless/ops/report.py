@@ -1,0 +1,169 @@
+"""The monitor's HTML page: quality and drift over time, one self-contained file.
+
+Plots are PNGs drawn with matplotlib's Agg backend and embedded as base64, so the page can
+be mailed or archived without its images getting lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from jinja2 import Environment, select_autoescape
+
+from scoutless.ops.monitoring import MonitorSnapshot
+from scoutless.targets.bins import TargetBins
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
+text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+img{max-width:100%}.alert{color:#a00}
+</style></head><body>
+<h1>{{ title }}</h1>
+<p>Generated {{ generated }} UTC · window {{ every }} · {{ n_predictions }} logged predictions,
+{{ n_joined }} with actuals.</p>
+<h2>Alerts</h2>
+{% if alerts %}<table><tr><th>window</th><th>rule</th><th>message</th></tr>
+{% for a in alerts %}<tr class="alert"><td>{{ a.window_start }}</td><td>{{ a.rule }}</td>
+<td style="text-align:left">{{ a.message }}</td></tr>{% endfor %}</table>
+{% else %}<p>None.</p>{% endif %}
+{% for section in sections %}<h2>{{ section.title }}</h2>
+{% if section.image %}<img alt="{{ section.title }}" src="data:image/png;base64,{{ section.image }}">
+{% endif %}{{ section.table | safe }}{% endfor %}
+</body></html>
+"""
+
+
+def _png(fig: plt.Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _time_series(frame: pd.DataFrame, key: str, metrics: list[str], title: str) -> str | None:
+    if frame.empty:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.2), squeeze=False)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for name, group in frame.groupby(key, sort=True):
+            group = group.sort_values("window_start")
+            ax.plot(group["window_start"], group[metric], marker="o", label=str(name))
+        ax.set_title(metric)
+        ax.tick_params(axis="x", rotation=30)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title)
+    return _png(fig)
+
+
+def _top_features(drift: pd.DataFrame, n: int = 8) -> pd.DataFrame:
+    """The features whose PSI peaked highest: a plot of all 24 would be unreadable."""
+    if drift.empty:
+        return drift
+    top = drift.groupby("feature")["psi"].max().nlargest(n).index
+    return drift[drift["feature"].isin(top)]
+
+
+def _confusion_plot(confusion: dict[str, np.ndarray], bins: dict[str, TargetBins]) -> str | None:
+    if not confusion:
+        return None
+    fig, axes = plt.subplots(1, len(confusion), figsize=(4 * len(confusion), 3.6), squeeze=False)
+    for ax, (target, matrix) in zip(axes[0], confusion.items(), strict=True):
+        labels = list(bins[target].labels) if target in bins else list(range(len(matrix)))
+        ax.imshow(matrix, cmap="Blues")
+        for (i, j), count in np.ndenumerate(matrix):
+            ax.text(j, i, str(count), ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels, rotation=45, fontsize=7)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("actual")
+        ax.set_title(target)
+    return _png(fig)
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "<p>No data.</p>"
+    return frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+
+
+def render_report(
+    snapshot: MonitorSnapshot,
+    bins: dict[str, TargetBins],
+    out: str | Path,
+    *,
+    alerts: pd.DataFrame | None = None,
+    title: str = "scoutless monitoring",
+) -> Path:
+    """Write the page to ``out`` and return its path."""
+    perf, drift, prior = snapshot.performance, snapshot.feature_drift, snapshot.prior_drift
+    sections = [
+        {
+            "title": "Prediction quality per window",
+            "image": _time_series(
+                perf, "target", ["accuracy", "under_rate", "over_rate"], "quality against actuals"
+            ),
+            "table": _html_table(perf),
+        },
+        {
+            "title": "Confusion (all windows; rows actual, columns predicted)",
+            "image": _confusion_plot(snapshot.confusion, bins),
+            "table": "",
+        },
+        {
+            "title": "Feature drift (PSI; KS for numericals), top features",
+            "image": _time_series(
+                _top_features(drift),
+                "feature",
+                ["psi", "ks_stat"],
+                "feature drift against training",
+            ),
+            "table": _html_table(
+                drift.sort_values(["window_start", "psi"], ascending=[True, False])
+                if not drift.empty
+                else drift
+            ),
+        },
+        {
+            "title": "Class-prior drift (PSI of class shares against training)",
+            "image": _time_series(
+                prior.assign(series=prior["target"] + "/" + prior["source"])
+                if not prior.empty
+                else prior,
+                "series",
+                ["psi", "tvd"],
+                "class priors",
+            ),
+            "table": _html_table(prior),
+        },
+    ]
+    alert_rows = [] if alerts is None or alerts.empty else alerts.to_dict("records")
+    html = (
+        Environment(autoescape=select_autoescape(default=True))
+        .from_string(_TEMPLATE)
+        .render(
+            title=title,
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+            every=snapshot.every,
+            n_predictions=snapshot.n_predictions,
+            n_joined=snapshot.n_joined,
+            alerts=alert_rows,
+            sections=sections,
+        )
+    )
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html)
+    return out

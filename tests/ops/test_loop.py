@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from ops_fakes import prediction_rows, small_history
+from test_retrain import _registry_with_champion, _table, fake_loader, fake_trainer
+
+from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.ops import retrain as rt
+from scoutless.ops.alerts import AlertConfig, AlertRule, read_alerts
+from scoutless.ops.loop import MonitorContext, monitor_step, parse_interval, run_loop
+from scoutless.ops.prediction_log import PredictionLog
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_finishes_current_step_then_exits_zero(signum: int) -> None:
+    finished = []
+
+    def step() -> None:
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        time.sleep(0.3)
+        finished.append(True)
+
+    before = signal.getsignal(signum)
+    assert run_loop(step, every_s=3600) == 0
+    assert finished == [True]
+    assert signal.getsignal(signum) is before  # handlers restored
+
+
+def test_failing_step_does_not_end_the_loop(caplog) -> None:
+    calls = []
+
+    def step() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("database down")
+
+    assert run_loop(step, every_s=0, max_steps=2, install_signals=False) == 0
+    assert len(calls) == 2 and "database down" in caplog.text
+
+
+def test_parse_interval() -> None:
+    assert parse_interval("1h") == 3600 and parse_interval("15min") == 900
+    with pytest.raises(ValueError, match="not an interval"):
+        parse_interval("often")
+
+
+@pytest.mark.usefixtures("shallow_registry")
+def test_step_collects_alerts_and_retrains(tmp_path: Path, monkeypatch) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'panda.sqlite'}")
+    create_schema(engine)
+    ids = list(range(1, 41))
+    for name, frame in small_history(dict.fromkeys(ids, 6.0)).items():  # all >4GB
+        write_frame(engine, name, frame)
+    root = _registry_with_champion(tmp_path, {"reco": 1, "simul": 1})
+    log = PredictionLog(engine)
+    for day, chunk in ((1, ids[:20]), (2, ids[20:])):  # the champion said 1-2GB: wrong
+        log.write(prediction_rows(chunk, [1] * 20, version="old",
+                                  created_at=pd.Timestamp(f"2026-01-0{day} 12:00")))  # fmt: skip
+    monkeypatch.setattr(rt, "build_recent_table", lambda *a, **k: _table())
+    rule = AlertRule(name="acc", metric="accuracy", op="<", threshold=0.6, windows=2,
+                     min_samples=10, retrain=True)  # fmt: skip
+    ctx = MonitorContext(engine=engine, registry=root, config=AlertConfig(rules=[rule]),
+                         lookback=None, loader=fake_loader, trainer=fake_trainer)  # fmt: skip
+    report = monitor_step(ctx)
+    assert report.collected.n_collected == 40
+    assert [a.rule for a in report.alerts] == ["acc"]
+    assert report.retrained is not None and report.retrained.promoted
+    assert len(read_alerts(engine)) == 1
+    # the new champion has made no predictions yet: the next step fires nothing
+    again = monitor_step(ctx)
+    assert again.alerts == [] and again.retrained is None

@@ -1,0 +1,64 @@
+"""The prediction log: write, filtered read-back, group commit and its failure path."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import create_engine
+
+from scoutless.history.panda_db import DatabaseUnavailable
+from scoutless.ops.prediction_log import LOG_COLUMNS, GroupCommitWriter, PredictionLog
+
+
+def _row(target: str, version: str = "v1", request_id: str = "r1", **extra) -> dict:
+    return {
+        "request_id": request_id, "jeditaskid": 7, "model_version": version, "target": target,
+        "class_id": 1, "class_label": "1-2GB", "probabilities": "[0.2, 0.8]",
+        "recommended_value": 2000.0, "policy": "argmax", "features": '{"corecount": 8.0}',
+        **extra,
+    }  # fmt: skip
+
+
+def test_write_and_read_back_with_filters(tmp_path) -> None:
+    log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
+    old = datetime(2020, 1, 1)
+    assert log.write([_row("memory"), _row("walltime", "v2"), _row("io", created_at=old)]) == 3
+    frame = log.read()
+    assert list(frame.columns) == LOG_COLUMNS
+    assert frame["id"].tolist() == [1, 2, 3]
+    assert log.read(target="walltime")["model_version"].tolist() == ["v2"]
+    assert log.read(model_version="v1")["target"].tolist() == ["memory", "io"]
+    recent = log.read(since=datetime.now(UTC) - timedelta(hours=1))
+    assert recent["target"].tolist() == ["memory", "walltime"]
+    assert log.read(until=datetime(2021, 1, 1))["target"].tolist() == ["io"]
+    assert log.count() == 3
+
+
+def test_group_commit_resolves_each_request_after_its_commit(tmp_path) -> None:
+    log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
+    writer = GroupCommitWriter(log)
+    futures = [writer.submit([_row("memory", request_id=f"r{i}")] * 2) for i in range(50)]
+    assert [f.result(10) for f in futures] == [2] * 50
+    writer.close()
+    assert log.count() == 100
+    assert writer.commits <= 50
+    with pytest.raises(DatabaseUnavailable):
+        writer.submit([_row("memory")]).result(1)
+
+
+def test_write_failure_reaches_every_waiter(tmp_path) -> None:
+    log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
+    writer = GroupCommitWriter(log)
+    bad = _row("memory")
+    del bad["class_label"]  # NOT NULL column
+    with pytest.raises(DatabaseUnavailable, match="cannot write"):
+        writer.submit([bad]).result(10)
+    assert writer.submit([_row("memory")]).result(10) == 1
+    writer.close()
+
+
+def test_unreachable_database_is_named(tmp_path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'missing' / 'log.sqlite'}")
+    with pytest.raises(DatabaseUnavailable, match="scoutless_predictions"):
+        PredictionLog(engine)
