@@ -1,10 +1,78 @@
-"""`scoutless serve` (being written)."""
+"""`scoutless serve`: the HTTP prediction service (uvicorn), one bundle or a gateway."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoutless.config import get_settings
+
+console = Console(stderr=True)
 
 
-def serve() -> None:
-    """Not available yet."""
-    raise typer.Exit(code=2)
+def serve(
+    bundle: Annotated[
+        Path | None,
+        typer.Option(help="bundle folder, or registry folder (its champion is followed)"),
+    ] = None,
+    db: Annotated[str | None, typer.Option(help="PanDA database URL (default: settings)")] = None,
+    log_db: Annotated[
+        str | None, typer.Option(help="prediction-log database URL (default: --db)")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="bind address")] = None,
+    port: Annotated[int | None, typer.Option(help="port")] = None,
+    targets: Annotated[
+        str | None, typer.Option(help="comma-separated subset of targets to host")
+    ] = None,
+    remote: Annotated[
+        str | None,
+        typer.Option(help="gateway mode: TARGET=http://host:port,… (no --bundle)"),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes")] = 1,
+    poll: Annotated[float, typer.Option(help="seconds between champion checks")] = 5.0,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+) -> None:
+    """Serve predictions over HTTP (POST /v1/predict, GET /v1/tasks/{id}/prediction …)."""
+    import uvicorn
+
+    from scoutless.service.app import OPTIONS_ENV, create_app
+
+    if (bundle is None) == (remote is None):
+        console.print("[red]give exactly one of --bundle (serve a model) or --remote (gateway)")
+        raise typer.Exit(code=2)
+    settings = get_settings()
+    host = host or settings.service.host
+    port = settings.service.port if port is None else port
+    options = {
+        "bundle": str(bundle) if bundle else None,
+        "db_url": db,
+        "log_db_url": log_db,
+        "targets": [t.strip() for t in targets.split(",") if t.strip()] if targets else None,
+        "remote": remote,
+        "poll_s": poll,
+    }
+    _print_plan(options, host, port, workers)
+    common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
+    if workers == 1:
+        uvicorn.run(create_app(**options), **common)  # type: ignore[arg-type]
+        return
+    os.environ[OPTIONS_ENV] = json.dumps(options)
+    uvicorn.run("scoutless.service.app:app_from_env", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+
+
+def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:
+    table = Table(title="scoutless serve", show_header=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    table.add_row("listen", f"http://{host}:{port}")
+    table.add_row("workers", str(workers))
+    for key, value in options.items():
+        if value is not None:
+            table.add_row(key, str(value))
+    console.print(table)

@@ -1,0 +1,208 @@
+"""The durable prediction log: every prediction the service answers, one row per task and target.
+
+The ops side joins these rows with actuals (same target code) to measure accuracy and
+drift, so the column names below are a contract. Rows are written and committed *before*
+the service answers: a prediction answered is a prediction stored.
+
+Concurrent requests are group-committed by :class:`GroupCommitWriter` (one writer thread,
+one transaction for everything pending), which keeps the commit rate low under load
+without weakening the guarantee: each request waits for the commit holding its rows.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Engine,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    select,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+
+TABLE_NAME = "scoutless_predictions"
+
+log_metadata = MetaData()
+
+predictions_table = Table(
+    TABLE_NAME,
+    log_metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", String(64), nullable=False),
+    Column("jeditaskid", BigInteger, nullable=True),
+    Column("model_version", String(128), nullable=False),
+    Column("target", String(32), nullable=False),
+    Column("class_id", Integer, nullable=False),
+    Column("class_label", String(64), nullable=False),
+    Column("probabilities", Text, nullable=False),  # JSON list, one per class
+    Column("recommended_value", Float),
+    Column("policy", String(16), nullable=False),
+    Column("features", Text),  # JSON object: the task's feature dict (drift monitoring)
+    Column("created_at", DateTime, nullable=False),  # UTC, naive
+    Index("scoutless_predictions_created_idx", "created_at"),
+    Index("scoutless_predictions_task_idx", "jeditaskid"),
+)
+
+LOG_COLUMNS: list[str] = [c.name for c in predictions_table.columns]
+
+
+def utcnow() -> datetime:
+    """Naive UTC timestamp (portable across SQLite, PostgreSQL and Oracle)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class PredictionLog:
+    """Write and read ``scoutless_predictions`` in any SQLAlchemy database."""
+
+    def __init__(self, engine_or_url: Engine | str, *, create: bool = True) -> None:
+        self.engine = (
+            make_engine(engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
+        )
+        if create:
+            self.create()
+
+    def create(self) -> None:
+        try:
+            log_metadata.create_all(self.engine, tables=[predictions_table])
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(
+                f"prediction log {self.engine.url!r}: cannot create {TABLE_NAME}: {exc}"
+            ) from exc
+
+    def write(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert rows in one committed transaction; returns the count."""
+        if not rows:
+            return 0
+        stamped = [r if r.get("created_at") else {**r, "created_at": utcnow()} for r in rows]
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(predictions_table.insert(), stamped)
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(
+                f"prediction log {self.engine.url!r}: cannot write {len(rows)} rows: {exc}"
+            ) from exc
+        return len(stamped)
+
+    def read(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        target: str | None = None,
+        model_version: str | None = None,
+    ) -> pd.DataFrame:
+        """Logged predictions (oldest first), filtered; ``since``/``until`` are UTC."""
+        t = predictions_table
+        stmt = select(t).order_by(t.c.id)
+        if since is not None:
+            stmt = stmt.where(t.c.created_at >= _naive_utc(since))
+        if until is not None:
+            stmt = stmt.where(t.c.created_at < _naive_utc(until))
+        if target is not None:
+            stmt = stmt.where(t.c.target == target)
+        if model_version is not None:
+            stmt = stmt.where(t.c.model_version == model_version)
+        try:
+            with self.engine.connect() as conn:
+                frame = pd.DataFrame(conn.execute(stmt).fetchall(), columns=LOG_COLUMNS)
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
+        frame["created_at"] = pd.to_datetime(frame["created_at"])
+        return frame
+
+    def count(self) -> int:
+        from sqlalchemy import func
+
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(predictions_table)).scalar())
+
+
+def _naive_utc(ts: datetime) -> datetime:
+    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
+
+
+class GroupCommitWriter:
+    """One writer thread committing everything pending in one transaction.
+
+    ``submit(rows)`` returns a future resolved once the rows are committed (or failed with
+    :class:`DatabaseUnavailable`). ``close()`` drains what is queued before returning, so a
+    graceful shutdown loses nothing; an abrupt kill loses only unanswered requests.
+    """
+
+    _STOP = object()
+
+    def __init__(self, log: PredictionLog, *, max_rows: int = 50_000) -> None:
+        self.log = log
+        self.max_rows = max_rows
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="prediction-log", daemon=True)
+        self._thread.start()
+        self.commits = 0
+
+    def submit(self, rows: list[dict[str, Any]]) -> Future[int]:
+        future: Future[int] = Future()
+        if not self._thread.is_alive():
+            future.set_exception(DatabaseUnavailable("prediction log writer is closed"))
+            return future
+        self._queue.put((rows, future))
+        return future
+
+    def close(self, timeout: float = 30.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(self._STOP)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._STOP:
+                return
+            batch = [item]
+            n_rows = len(item[0])
+            stop = False
+            while n_rows < self.max_rows:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is self._STOP:
+                    stop = True
+                    break
+                batch.append(more)
+                n_rows += len(more[0])
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[tuple[list[dict[str, Any]], Future[int]]]) -> None:
+        rows = [r for rows, _ in batch for r in rows]
+        error: BaseException | None = None
+        try:
+            self.log.write(rows)
+            self.commits += 1
+        except Exception as exc:  # every waiter must hear of the failure
+            error = exc
+        for rows_of_one, future in batch:
+            if not future.set_running_or_notify_cancel():
+                continue
+            if error is None:
+                future.set_result(len(rows_of_one))
+            else:
+                future.set_exception(error)

@@ -1,0 +1,155 @@
+"""Assemble the FastAPI app: settings, lifespan (bundle, databases, writer), routers, errors.
+
+``create_app`` only wires pieces together; each piece lives in its own module. One app can
+serve a whole bundle, a subset of its targets (``targets=["memory"]``), or act as a
+gateway to per-target services (``remote={"memory": "http://…"}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from scoutless.config import Settings, get_settings
+from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
+from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
+from scoutless.ops.registry import is_registry
+from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
+from scoutless.service.pipeline import InputError, InputErrors, Predictor
+from scoutless.service.routes import admin, health, model, predict
+from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
+from scoutless.service.state import ServiceState
+from scoutless.service.telemetry import Metrics, MetricsMiddleware
+
+#: Environment variable through which ``scoutless serve --workers N`` passes its options.
+OPTIONS_ENV = "SCOUTLESS_SERVE_OPTIONS"
+
+
+def create_app(
+    bundle: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    db_url: str | None = None,
+    log_db_url: str | None = None,
+    targets: Sequence[str] | None = None,
+    remote: dict[str, str] | str | None = None,
+    predictor: Predictor | None = None,
+    loader: BundleLoader = load_bundle_default,
+    log_predictions: bool = True,
+    poll_s: float = 5.0,
+) -> FastAPI:
+    """The service app.
+
+    ``bundle`` is a bundle folder or a registry folder (its champion is served and followed
+    every ``poll_s`` seconds); ``predictor`` serves an already-loaded bundle instead.
+    ``db_url`` is the PanDA database (default: the settings'); the prediction log goes to
+    ``log_db_url`` (default: the same database).
+    """
+    settings = settings or get_settings()
+    remotes = parse_remotes(remote) if isinstance(remote, str) else dict(remote or {})
+    if not remotes and bundle is None and predictor is None:
+        raise ValueError("create_app needs a bundle, a predictor or remotes")
+    state = ServiceState(settings=settings, metrics=Metrics())
+    history_url = db_url or settings.resolved_db_url()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        n_targets = len(targets or remotes or ["memory", "cputime", "io", "walltime"])
+        state.executor = ThreadPoolExecutor(max(2, n_targets), thread_name_prefix="target")
+        poller: asyncio.Task[None] | None = None
+        try:
+            if remotes:
+                state.gateway = Gateway(remotes, settings.service.remote_timeout_s)
+            else:
+                state.holder = ModelHolder(
+                    Path(bundle) if bundle is not None else None,
+                    targets=targets,
+                    executor=state.executor,
+                    loader=loader,
+                    safe_recall=settings.service.default_safe_recall,
+                    on_swap=lambda s: state.metrics.set_model(s.version),
+                )
+                if predictor is not None:
+                    state.holder.install(state.holder.build(predictor, None))
+                else:
+                    await asyncio.to_thread(state.holder.load)
+                state.history_engine = make_engine(history_url, create_dirs=False)
+                if log_predictions:
+                    state.log = await asyncio.to_thread(PredictionLog, log_db_url or history_url)
+                    state.writer = GroupCommitWriter(state.log)
+                if bundle is not None and is_registry(bundle):
+                    poller = asyncio.create_task(state.holder.follow_champion(poll_s))
+            yield
+        finally:
+            if poller is not None:
+                poller.cancel()
+            if state.writer is not None:
+                await asyncio.to_thread(state.writer.close)
+            if state.gateway is not None:
+                await state.gateway.close()
+            state.executor.shutdown(wait=False, cancel_futures=True)
+            for engine in (state.history_engine, state.log.engine if state.log else None):
+                if engine is not None:
+                    engine.dispose()
+
+    app = FastAPI(
+        title="scoutless",
+        summary="Submission-time predictions of PanDA task memory, CPU, I/O and walltime",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.service = state
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    for router in (predict.router, model.router, health.router, admin.router):
+        app.include_router(router)
+    _install_error_handlers(app, state)
+    return app
+
+
+def _install_error_handlers(app: FastAPI, state: ServiceState) -> None:
+    def error(status: int, kind: str, detail: Any) -> JSONResponse:
+        state.metrics.error(kind)
+        return JSONResponse({"detail": detail}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        state.metrics.error("invalid_request")
+        return await request_validation_exception_handler(request, exc)
+
+    @app.exception_handler(InputError)
+    async def _input(_: Request, exc: InputError) -> JSONResponse:
+        return error(422, "invalid_features", [exc.detail()])
+
+    @app.exception_handler(InputErrors)
+    async def _inputs(_: Request, exc: InputErrors) -> JSONResponse:
+        return error(422, "invalid_features", [e.detail() for e in exc.errors])
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def _db(_: Request, exc: DatabaseUnavailable) -> JSONResponse:
+        return error(503, "database_unavailable", {"kind": "database_unavailable", "msg": str(exc)})
+
+    @app.exception_handler(TaskNotFound)
+    async def _not_found(_: Request, exc: TaskNotFound) -> JSONResponse:
+        return error(404, "task_not_found", {"kind": "task_not_found", "msg": str(exc)})
+
+    @app.exception_handler(PassThrough)
+    async def _remote_refused(_: Request, exc: PassThrough) -> JSONResponse:
+        state.metrics.error("remote_refused")
+        return JSONResponse(exc.body, status_code=exc.status)
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` workers: options come as JSON in ``OPTIONS_ENV``."""
+    options: dict[str, Any] = json.loads(os.environ.get(OPTIONS_ENV, "{}"))
+    return create_app(**options)

@@ -1,0 +1,162 @@
+"""Gateway mode: fan a request out to per-target services and merge what comes back.
+
+Each remote service hosts a subset of the targets (``scoutless serve --targets memory``).
+The gateway sends every remote the same request restricted to its targets, waits at most
+``timeout_s``, and answers with the targets that responded; each target that did not gets
+an error object (``timeout``, ``unavailable``, ``http_error``) instead. Input errors (4xx)
+are the same for every remote and are passed through unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+def parse_remotes(spec: str | None) -> dict[str, str]:
+    """``memory=http://h:p,walltime=http://h:q`` → {target: base URL}."""
+    remotes: dict[str, str] = {}
+    for part in (spec or "").split(","):
+        if not part.strip():
+            continue
+        target, sep, url = part.partition("=")
+        if not sep or not target.strip() or not url.strip().startswith(("http://", "https://")):
+            raise ValueError(f"--remote item {part!r}: expected TARGET=http://host:port")
+        remotes[target.strip()] = url.strip().rstrip("/")
+    return remotes
+
+
+@dataclass
+class RemoteAnswer:
+    url: str
+    targets: list[str]
+    status: int | None = None
+    body: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class PassThrough(Exception):
+    """A remote refused the input (4xx): the gateway answers the same."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(f"remote answered {status}")
+        self.status = status
+        self.body = body
+
+
+class Gateway:
+    def __init__(self, remotes: dict[str, str], timeout_s: float) -> None:
+        if not remotes:
+            raise ValueError("gateway needs at least one remote (TARGET=URL)")
+        self.remotes = remotes
+        self.timeout_s = timeout_s
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.remotes)
+
+    def by_url(self, targets: list[str] | None) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = defaultdict(list)
+        for target in targets or self.targets:
+            groups[self.remotes[target]].append(target)
+        return dict(groups)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def _call(
+        self, url: str, targets: list[str], method: str, path: str, **kwargs: Any
+    ) -> RemoteAnswer:
+        answer = RemoteAnswer(url, targets)
+        try:
+            response = await self.client.request(method, url + path, **kwargs)
+        except httpx.TimeoutException as exc:
+            answer.error = _error("timeout", f"no answer within {self.timeout_s}s: {exc!r}", url)
+            return answer
+        except httpx.TransportError as exc:
+            answer.error = _error("unavailable", f"cannot reach: {exc!r}", url)
+            return answer
+        answer.status = response.status_code
+        if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+            raise PassThrough(response.status_code, response.json())
+        if response.status_code != 200:
+            answer.error = _error(
+                "http_error", f"status {response.status_code}: {response.text[:300]}", url
+            )
+            return answer
+        answer.body = response.json()
+        return answer
+
+    async def predict(self, body: dict[str, Any], targets: list[str] | None) -> dict[str, Any]:
+        """POST /v1/predict to every remote concerned, merged."""
+        start = time.perf_counter()
+        calls = [
+            self._call(url, ts, "POST", "/v1/predict", json={**body, "targets": ts})
+            for url, ts in self.by_url(targets).items()
+        ]
+        return merge(await asyncio.gather(*calls), body.get("policy", "argmax"), start)
+
+    async def task_prediction(
+        self, jeditaskid: int, params: dict[str, Any], targets: list[str] | None
+    ) -> dict[str, Any]:
+        start = time.perf_counter()
+        path = f"/v1/tasks/{jeditaskid}/prediction"
+        calls = [
+            self._call(url, ts, "GET", path, params={**params, "targets": ",".join(ts)})
+            for url, ts in self.by_url(targets).items()
+        ]
+        return merge(await asyncio.gather(*calls), params.get("policy", "argmax"), start)
+
+    async def models(self) -> dict[str, Any]:
+        calls = [self._call(url, ts, "GET", "/v1/model") for url, ts in self.by_url(None).items()]
+        out: dict[str, Any] = {}
+        for answer in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(answer, BaseException):
+                continue
+            out[answer.url] = answer.body if answer.body is not None else answer.error
+        return {"mode": "gateway", "remotes": self.remotes, "models": out}
+
+
+def _error(kind: str, message: str, remote: str) -> dict[str, Any]:
+    return {"kind": kind, "message": message, "remote": remote}
+
+
+def merge(answers: list[RemoteAnswer], policy: str, start: float) -> dict[str, Any]:
+    """One response from the remotes' answers; failed targets listed under ``errors``."""
+    tasks: list[dict[str, Any]] | None = None
+    errors: dict[str, Any] = {}
+    versions: dict[str, str] = {}
+    request_ids: list[str] = []
+    for answer in answers:
+        if answer.body is None:
+            for target in answer.targets:
+                errors[target] = answer.error
+            continue
+        body = answer.body
+        request_ids.append(body.get("request_id", ""))
+        versions.update(body.get("model_versions", {}))
+        errors.update(body.get("errors", {}))
+        if tasks is None:
+            tasks = [dict(t, targets=dict(t["targets"])) for t in body["tasks"]]
+            continue
+        for mine, theirs in zip(tasks, body["tasks"], strict=True):
+            mine["targets"].update(theirs["targets"])
+            mine["flags"] = mine["flags"] + [f for f in theirs["flags"] if f not in mine["flags"]]
+    return {
+        "request_id": ",".join(request_ids),
+        "model_version": ",".join(sorted(set(versions.values()))),
+        "model_versions": versions,
+        "policy": policy,
+        "tasks": tasks or [],
+        "errors": errors,
+        "timings_ms": {"fanout": (time.perf_counter() - start) * 1e3},
+    }

@@ -1,0 +1,373 @@
+"""The serving pipeline: preprocess → predict the targets in parallel → aggregate.
+
+(The fetch stage, for tasks read from the PanDA database, is ``history.panda_db``'s
+``fetch_task_features``: the same code as training.) The pipeline does no HTTP and no
+logging I/O; it returns the response body's tasks and the prediction-log rows, with the
+time each stage took. Feature validation is the bundle's (``Predictor.validate_frame``),
+so the service never re-implements preprocessing.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
+from scoutless.features.extract import features_from_taskparams
+from scoutless.features.spec import FeatureSpec
+from scoutless.targets.bins import TargetBins
+from scoutless.targets.spec import TARGETS
+
+JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+class Predictor(Protocol):
+    """What the service needs of a loaded bundle (``scoutless.bundle.Predictor``)."""
+
+    version: str
+    manifest: dict[str, Any]
+    targets: list[str]
+    bins: Mapping[str, TargetBins]
+    feature_specs: Sequence[FeatureSpec]
+
+    def validate_frame(self, data: Any) -> pd.DataFrame: ...
+    def unknown_categories(self, frame: pd.DataFrame) -> list[dict[str, str]]: ...
+    def predict_proba(
+        self, data: pd.DataFrame, targets: list[str] | None = None, model: str | None = None
+    ) -> dict[str, np.ndarray]: ...
+    def calibration(self, target: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class InputError(ValueError):
+    """A request the service refuses (422): names the field and what was expected."""
+
+    def __init__(self, loc: Sequence[str | int], message: str, kind: str = "value_error") -> None:
+        super().__init__(f"{'.'.join(map(str, loc))}: {message}")
+        self.loc = list(loc)
+        self.message = message
+        self.kind = kind
+
+    def detail(self) -> dict[str, Any]:
+        return {"loc": self.loc, "msg": self.message, "type": self.kind}
+
+
+class InputErrors(ValueError):
+    """Several input errors found at once (all are reported)."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+@dataclass
+class Prepared:
+    """Validated features of a request, ready for the models."""
+
+    frame: pd.DataFrame
+    jeditaskids: list[int | None]
+    flags: list[list[dict[str, Any]]]
+    features_json: list[str]
+
+
+@dataclass
+class Outcome:
+    """What one request produced: response tasks, log rows, stage timings (ms)."""
+
+    tasks: list[dict[str, Any]]
+    log_rows: list[dict[str, Any]]
+    class_counts: dict[str, dict[str, int]]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class PolicyCache:
+    """Fitted policies per (target, name, alpha, recall); fitting needs the calibration set."""
+
+    def __init__(self, predictor: Predictor) -> None:
+        self.predictor = predictor
+        self._fitted: dict[tuple[str, str, float, float], Policy] = {}
+        self._lock = threading.Lock()
+
+    def get(self, target: str, name: str, alpha: float, recall: float) -> Policy:
+        key = (target, name, alpha, recall)
+        policy = self._fitted.get(key)
+        if policy is None:
+            calibration = () if name == "argmax" else self.predictor.calibration(target)
+            try:
+                policy = make_policy(name, *calibration, alpha=alpha, recall=recall)
+            except PolicyError as exc:
+                raise InputError(["body", "policy"], f"{name!r} for {target}: {exc}") from exc
+            with self._lock:
+                self._fitted[key] = policy
+        return policy
+
+
+class Pipeline:
+    """Serve a subset of a bundle's targets; one thread-pool task per target."""
+
+    def __init__(
+        self,
+        predictor: Predictor,
+        targets: Sequence[str] | None,
+        executor: Executor,
+        *,
+        safe_recall: float = 0.9,
+    ) -> None:
+        self.predictor = predictor
+        self.targets = list(targets) if targets else list(predictor.targets)
+        unknown = [t for t in self.targets if t not in predictor.targets]
+        if unknown:
+            raise ValueError(
+                f"targets {unknown} are not in bundle {predictor.version} "
+                f"(it has {list(predictor.targets)})"
+            )
+        self.executor = executor
+        self.safe_recall = safe_recall
+        self.policies = PolicyCache(predictor)
+        self.feature_names = [s.name for s in predictor.feature_specs]
+        self._views = {t: _BinsView.of(t, predictor.bins[t]) for t in self.targets}
+
+    @property
+    def version(self) -> str:
+        return str(self.predictor.version)
+
+    # -- stages -----------------------------------------------------------------------------
+    def preprocess(self, rows: Sequence[Any], *, taskparams: bool = False) -> Prepared:
+        field_name = "taskparams" if taskparams else "tasks"
+        records, ids = _records(rows, field_name, taskparams)
+        try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
+            frame = self.predictor.validate_frame(records)
+        except ValueError as exc:
+            raise _schema_errors(exc, records, field_name) from exc
+        flags: list[list[dict[str, Any]]] = [[] for _ in records]
+        for row, unknown in enumerate(self.predictor.unknown_categories(frame) if records else []):
+            for feature, value in unknown.items():
+                flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
+        names = [c for c in self.feature_names if c in frame.columns]
+        features_json = [
+            orjson.dumps(dict(zip(names, values, strict=True)), option=JSON_OPTS).decode()
+            for values in frame[names].itertuples(index=False, name=None)
+        ]
+        return Prepared(frame, ids, flags, features_json)
+
+    def predict(self, frame: pd.DataFrame, targets: Sequence[str]) -> dict[str, np.ndarray]:
+        """Probabilities per target; the targets run in parallel on the executor."""
+        futures = {
+            t: self.executor.submit(self.predictor.predict_proba, frame, [t]) for t in targets
+        }
+        return {t: np.asarray(f.result()[t], dtype=float) for t, f in futures.items()}
+
+    def aggregate(
+        self,
+        prepared: Prepared,
+        proba: Mapping[str, np.ndarray],
+        *,
+        policy: str,
+        alpha: float,
+        request_id: str,
+    ) -> Outcome:
+        n = len(prepared.jeditaskids)
+        tasks: list[dict[str, Any]] = [
+            {
+                "index": i,
+                "jeditaskid": prepared.jeditaskids[i],
+                "targets": {},
+                "flags": prepared.flags[i],
+            }
+            for i in range(n)
+        ]
+        log_rows: list[dict[str, Any]] = []
+        counts: dict[str, dict[str, int]] = {}
+        for target, p in proba.items():
+            chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
+            view = self._views[target]
+            rows_p = p.tolist()
+            confidence = p[np.arange(n), chosen].tolist()
+            p_sufficient = np.cumsum(p, axis=1)[np.arange(n), chosen].clip(0, 1).tolist()
+            counts[target] = dict(
+                zip(
+                    view.labels,
+                    np.bincount(chosen, minlength=len(view.labels)).tolist(),
+                    strict=True,
+                )
+            )
+            for i, c in enumerate(chosen.tolist()):
+                tasks[i]["targets"][target] = {
+                    "class_id": c,
+                    "class_label": view.labels[c],
+                    "bin_range": view.ranges[c],
+                    "probabilities": rows_p[i],
+                    "recommended_value": view.recommended[c],
+                    "unit": view.unit,
+                    "panda_field": view.panda_field,
+                    "confidence": confidence[i],
+                    "p_sufficient": p_sufficient[i],
+                    "policy": policy,
+                }
+                log_rows.append(
+                    {
+                        "request_id": request_id,
+                        "jeditaskid": prepared.jeditaskids[i],
+                        "model_version": self.version,
+                        "target": target,
+                        "class_id": c,
+                        "class_label": view.labels[c],
+                        "probabilities": orjson.dumps(rows_p[i]).decode(),
+                        "recommended_value": view.recommended[c],
+                        "policy": policy,
+                        "features": prepared.features_json[i],
+                    }
+                )
+        return Outcome(tasks, log_rows, counts)
+
+    # -- the whole thing ---------------------------------------------------------------------
+    def run(
+        self,
+        rows: Sequence[Any],
+        *,
+        taskparams: bool = False,
+        targets: Sequence[str] | None = None,
+        policy: str = "argmax",
+        alpha: float = 0.05,
+        request_id: str = "",
+        prepared: Prepared | None = None,
+    ) -> Outcome:
+        chosen_targets = self.check_targets(targets)
+        t0 = time.perf_counter()
+        if prepared is None:
+            prepared = self.preprocess(rows, taskparams=taskparams)
+        t1 = time.perf_counter()
+        proba = self.predict(prepared.frame, chosen_targets) if len(prepared.frame) else {}
+        t2 = time.perf_counter()
+        outcome = self.aggregate(prepared, proba, policy=policy, alpha=alpha, request_id=request_id)
+        t3 = time.perf_counter()
+        outcome.timings_ms = {
+            "preprocess": (t1 - t0) * 1e3,
+            "predict": (t2 - t1) * 1e3,
+            "aggregate": (t3 - t2) * 1e3,
+        }
+        return outcome
+
+    def check_targets(self, targets: Sequence[str] | None) -> list[str]:
+        if not targets:
+            return self.targets
+        unknown = [t for t in targets if t not in self.targets]
+        if unknown:
+            raise InputError(
+                ["body", "targets"], f"{unknown} not served here; this service has {self.targets}"
+            )
+        return list(dict.fromkeys(targets))
+
+
+@dataclass(frozen=True)
+class _BinsView:
+    """A target's bins as plain Python values, ready to go into a response."""
+
+    labels: list[str]
+    ranges: list[tuple[float | None, float | None]]
+    recommended: list[float]
+    unit: str
+    panda_field: str
+
+    @classmethod
+    def of(cls, target: str, bins: TargetBins) -> _BinsView:
+        def finite(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        spec = TARGETS.get(target)
+        return cls(
+            labels=[str(label) for label in bins.labels],
+            ranges=[
+                (finite(bins.bounds(c)[0]), finite(bins.bounds(c)[1]))
+                for c in range(bins.n_classes)
+            ],
+            recommended=[float(r) for r in bins.recommended],
+            unit=bins.unit or (spec.unit if spec else ""),
+            panda_field=spec.panda_field if spec else target,
+        )
+
+
+def _records(
+    rows: Sequence[Any], field_name: str, taskparams: bool
+) -> tuple[list[dict[str, Any]], list[int | None]]:
+    records: list[dict[str, Any]] = []
+    ids: list[int | None] = []
+    errors: list[InputError] = []
+    for i, row in enumerate(rows):
+        try:
+            if taskparams:
+                record = features_from_taskparams(row)
+                raw_id = _taskparam_id(row)
+            else:
+                record = dict(row)
+                raw_id = record.pop("jeditaskid", None)
+            ids.append(_task_id(raw_id, [*(["body", field_name, i]), "jeditaskid"]))
+            records.append(record)
+        except InputError as exc:
+            errors.append(exc)
+        except (ValueError, TypeError) as exc:  # JSON text that is not a task-parameter object
+            errors.append(InputError(["body", field_name, i], f"not a task-parameter JSON: {exc}"))
+    if errors:
+        raise InputErrors(errors)
+    return records, ids
+
+
+def _taskparam_id(row: Any) -> Any:
+    if isinstance(row, Mapping):
+        return row.get("jediTaskID")
+    return orjson.loads(row).get("jediTaskID") if isinstance(row, str | bytes) else None
+
+
+def _task_id(raw: Any, loc: list[str | int]) -> int | None:
+    if raw is None or raw == 0:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise InputError(loc, f"expected an integer task id, got {raw!r}", "int_type")
+    try:
+        return int(raw)
+    except ValueError:
+        raise InputError(loc, f"expected an integer task id, got {raw!r}", "int_parsing") from None
+
+
+def _names(value: Any) -> list[tuple[str, str]]:
+    """(field, detail) pairs from a SchemaError attribute (list, mapping or None)."""
+    if not value:
+        return []
+    if isinstance(value, Mapping):
+        return [(str(k), str(v)) for k, v in value.items()]
+    out = []
+    for item in value:
+        if isinstance(item, tuple | list) and item:
+            out.append((str(item[0]), " ".join(map(str, item[1:]))))
+        else:
+            out.append((str(item), ""))
+    return out
+
+
+def _schema_errors(exc: ValueError, records: list[dict[str, Any]], field_name: str) -> InputErrors:
+    """Turn the bundle's SchemaError into 422 details naming the field (and first bad row)."""
+    errors: list[InputError] = []
+    for name, _ in _names(getattr(exc, "missing", None)):
+        row = next((i for i, r in enumerate(records) if name not in r), 0)
+        errors.append(InputError(["body", field_name, row, name], "field required", "missing"))
+    for name, detail in _names(getattr(exc, "wrong_type", None)):
+        msg = f"wrong type{', expected ' + detail if detail else ''}"
+        errors.append(InputError(["body", field_name, name], msg, "type_error"))
+    for name, _ in _names(getattr(exc, "unexpected", None)):
+        row = next((i for i, r in enumerate(records) if name in r), 0)
+        errors.append(
+            InputError(
+                ["body", field_name, row, name], "not a feature of the served bundle", "extra"
+            )
+        )
+    if not errors:
+        errors.append(InputError(["body", field_name], str(exc)))
+    return InputErrors(errors)

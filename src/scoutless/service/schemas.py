@@ -1,0 +1,107 @@
+"""Request and response bodies of the HTTP API.
+
+Feature *values* are checked by the served bundle (``Predictor.validate_frame``), not by a
+model frozen at import time: a hot-reloaded bundle with another feature schema is then
+validated against its own schema, and a missing or wrong-typed feature still answers 422
+naming the field. The response models document the API; the routes serialise plain dicts
+with orjson for speed, in exactly these shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PolicyName = Literal["argmax", "safe", "risk"]
+
+
+class PredictRequest(BaseModel):
+    """One or many tasks: feature dicts as in training, or PanDA task-parameter JSONs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[dict[str, Any]] | None = Field(
+        None, description="submission-time features per task (optional key 'jeditaskid')"
+    )
+    task: dict[str, Any] | None = Field(None, description="a single task's features")
+    taskparams: list[dict[str, Any] | str] | None = Field(
+        None, description="PanDA task-parameter JSON per task, as submitted"
+    )
+    policy: PolicyName = "argmax"
+    alpha: float | None = Field(None, gt=0, lt=1, description="risk bound (policy 'risk')")
+    targets: list[str] | None = Field(None, description="subset of the served targets")
+
+    @model_validator(mode="after")
+    def _exactly_one_input(self) -> PredictRequest:
+        given = [n for n in ("tasks", "task", "taskparams") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of 'tasks', 'task' or 'taskparams' (got {given or 'none'})"
+            )
+        return self
+
+    def rows(self) -> list[dict[str, Any]] | list[dict[str, Any] | str]:
+        if self.task is not None:
+            return [self.task]
+        return self.tasks if self.tasks is not None else self.taskparams  # type: ignore[return-value]
+
+    @property
+    def is_taskparams(self) -> bool:
+        return self.taskparams is not None
+
+
+class TargetPrediction(BaseModel):
+    class_id: int
+    class_label: str
+    bin_range: tuple[float | None, float | None] = Field(
+        description="(lower, upper] of the class in the target's unit; null = unbounded"
+    )
+    probabilities: list[float] = Field(description="one per class, in class order")
+    recommended_value: float = Field(description="value to allocate, in PanDA's unit")
+    unit: str
+    panda_field: str
+    confidence: float = Field(description="probability of the chosen class")
+    p_sufficient: float = Field(description="probability that the true class is <= chosen")
+    policy: PolicyName
+
+
+class TargetError(BaseModel):
+    kind: str = Field(description="timeout, unavailable, http_error, not_served …")
+    message: str
+    remote: str | None = None
+
+
+class TaskPrediction(BaseModel):
+    index: int
+    jeditaskid: int | None
+    targets: dict[str, TargetPrediction]
+    flags: list[dict[str, Any]] = Field(
+        default_factory=list, description="e.g. {'kind': 'unknown_category', 'feature': …}"
+    )
+
+
+class PredictResponse(BaseModel):
+    request_id: str
+    model_version: str
+    model_versions: dict[str, str] = Field(description="bundle version per target")
+    policy: PolicyName
+    tasks: list[TaskPrediction]
+    errors: dict[str, TargetError] = Field(
+        default_factory=dict, description="targets that could not be answered (gateway)"
+    )
+    timings_ms: dict[str, float]
+
+
+class ReloadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bundle: str | None = Field(
+        None, description="bundle or registry folder; default: the one served (re-resolved)"
+    )
+
+
+class ReloadResponse(BaseModel):
+    previous_version: str | None
+    model_version: str
+    bundle: str

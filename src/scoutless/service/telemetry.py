@@ -1,0 +1,102 @@
+"""Prometheus metrics of one app, on its own registry (several apps can live in one process).
+
+The request middleware is plain ASGI (no BaseHTTPMiddleware) so it costs microseconds.
+Routes are labelled by their template (``/v1/tasks/{jeditaskid}/prediction``), never by
+the raw path, to keep label cardinality bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    Info,
+    generate_latest,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+class Metrics:
+    """Requests, latency by route and pipeline stage, errors by kind, predictions by class."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "scoutless_requests", "HTTP requests", ["route", "method", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "scoutless_request_latency_seconds",
+            "HTTP request latency",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.stage_latency = Histogram(
+            "scoutless_stage_latency_seconds",
+            "Latency of one pipeline stage (fetch, preprocess, predict, aggregate, log)",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.errors = Counter("scoutless_errors", "Errors by kind", ["kind"], registry=r)
+        self.predictions = Counter(
+            "scoutless_predictions", "Predictions served", ["target", "class_label"], registry=r
+        )
+        self.model = Info("scoutless_model", "The bundle being served", registry=r)
+
+    def observe_stages(self, timings_ms: Mapping[str, float]) -> None:
+        for stage, ms in timings_ms.items():
+            self.stage_latency.labels(stage).observe(ms / 1000.0)
+
+    def count_predictions(self, target: str, counts: Mapping[str, int]) -> None:
+        for label, n in counts.items():
+            if n:
+                self.predictions.labels(target, label).inc(n)
+
+    def set_model(self, version: str, **extra: str) -> None:
+        self.model.info({"version": version, **extra})
+
+    def error(self, kind: str) -> None:
+        self.errors.labels(kind).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsMiddleware:
+    """Count and time every request under its route template."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            name = getattr(route, "path", None) or "unmatched"
+            self.metrics.requests.labels(name, scope["method"], str(status)).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - start)

@@ -1,0 +1,40 @@
+"""Fixtures of the service tests: an in-process app on a fake bundle, real server processes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from service_fakes import FakePredictor
+from service_procs import ServerProcess
+
+from scoutless.config import Settings
+from scoutless.service.app import create_app
+
+
+@pytest.fixture
+def servers() -> Iterator[list[ServerProcess]]:
+    """Start servers with ``servers.append(ServerProcess(...))``; all are stopped after."""
+    started: list[ServerProcess] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'panda.sqlite'}"
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(service={"max_batch": 50, "admin_token": "sesame"})
+
+
+@pytest.fixture
+def client(db_url: str, settings: Settings) -> Iterator[TestClient]:
+    app = create_app(predictor=FakePredictor(), db_url=db_url, settings=settings)
+    with TestClient(app) as c:
+        yield c

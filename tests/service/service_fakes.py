@@ -1,0 +1,78 @@
+"""A small stand-in for ``scoutless.bundle.Predictor``: the real feature encoder, fake models.
+
+Probabilities come from a hash of each row's features, so they are deterministic and
+differ between tasks; the calibration set is fixed. Used where a real bundle would only
+slow a test down (the real bundle is exercised in ``test_real_bundle.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.encoders import FeatureEncoder
+from scoutless.features.spec import PANDA_FEATURES
+from scoutless.targets.bins import load_bins
+
+PROCESSING_TYPES = ["evgen", "simul", "reco", "deriv", "merge"]
+
+
+def task(**overrides: Any) -> dict[str, Any]:
+    """A valid feature dict for one task."""
+    row: dict[str, Any] = {s.name: None for s in PANDA_FEATURES}
+    row.update(
+        prodsourcelabel="managed", tasktype="prod", processingtype="simul",
+        transpath="Sim_tf.py", corecount=8.0, baseramcount=0.0, basewalltime=600.0,
+        cpuefficiency=90.0, requested_ramcount=2000.0, nevents_per_job=100.0,
+        nfiles_per_job=1.0, n_input_datasets=1.0, input_nfiles=10.0, input_nevents=1000.0,
+    )  # fmt: skip
+    row.update(overrides)
+    return row
+
+
+def _fitted_encoder() -> FeatureEncoder:
+    rows = [task(processingtype=p, corecount=float(c)) for p in PROCESSING_TYPES for c in (1, 8)]
+    return FeatureEncoder(list(PANDA_FEATURES), min_count=1).fit(pd.DataFrame(rows))
+
+
+class FakePredictor:
+    def __init__(self, version: str = "fake-1", targets: list[str] | None = None) -> None:
+        self.version = version
+        self.targets = targets or ["memory", "cputime", "io", "walltime"]
+        self.bins = load_bins(targets=self.targets)
+        self.feature_specs = list(PANDA_FEATURES)
+        self.manifest = {"version": version, "targets": self.targets, "fake": True}
+        self.encoder = _fitted_encoder()
+
+    def validate_frame(self, data: Any) -> pd.DataFrame:
+        return self.encoder.validate(data)
+
+    def unknown_categories(self, frame: Any) -> list[dict[str, str]]:
+        return self.encoder.unknown_categories(frame)
+
+    def predict_proba(self, data: Any, targets=None, model=None) -> dict[str, np.ndarray]:
+        typed = self.encoder.validate(data)
+        keys = ["|".join(map(str, row)) for row in typed.itertuples(index=False)]
+        out = {}
+        for t in targets or self.targets:
+            k = self.bins[t].n_classes
+            digests = [hashlib.md5(f"{self.version}{t}{key}".encode()).digest()[:k] for key in keys]
+            logits = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, k) / 40.0
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            out[t] = e / e.sum(axis=1, keepdims=True)
+        return out
+
+    def calibration(self, target: str) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(0)
+        proba = rng.dirichlet(np.ones(self.bins[target].n_classes), size=200)
+        return proba, proba.argmax(axis=1)
+
+
+def fake_loader(path) -> FakePredictor:
+    """Loader for create_app(loader=…): the bundle 'version' is the folder's name."""
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such bundle folder")
+    return FakePredictor(version=str(path.name))

@@ -1,0 +1,117 @@
+"""Endpoints of the service on a fake bundle, in process."""
+
+from __future__ import annotations
+
+import json
+
+from service_fakes import task
+
+from scoutless.ops.prediction_log import PredictionLog
+from scoutless.targets.bins import load_bins
+
+
+def test_predict_answers_every_target_with_panda_units(client) -> None:
+    r = client.post("/v1/predict", json={"tasks": [task(jeditaskid=11), task()]})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["model_version"] == "fake-1"
+    assert set(body["timings_ms"]) == {"preprocess", "predict", "aggregate", "log"}
+    assert [t["jeditaskid"] for t in body["tasks"]] == [11, None]
+    bins = load_bins()
+    for target, pred in body["tasks"][0]["targets"].items():
+        c = pred["class_id"]
+        assert pred["class_label"] == bins[target].labels[c]
+        assert pred["recommended_value"] == bins[target].recommended[c]
+        assert abs(sum(pred["probabilities"]) - 1) < 1e-9
+        assert pred["confidence"] == pred["probabilities"][c]
+        lo, hi = pred["bin_range"]
+        assert lo == bins[target].edges[c]
+        assert hi is None or hi == bins[target].edges[c + 1]
+    assert body["tasks"][0]["targets"]["memory"]["panda_field"].startswith("ramCount")
+
+
+def test_single_task_and_target_subset(client) -> None:
+    r = client.post("/v1/predict", json={"task": task(), "targets": ["walltime", "io"]})
+    assert r.status_code == 200
+    assert set(r.json()["tasks"][0]["targets"]) == {"walltime", "io"}
+    assert r.json()["model_versions"] == {"walltime": "fake-1", "io": "fake-1"}
+
+
+def test_taskparams_input_goes_through_feature_extraction(client) -> None:
+    params = {
+        "jediTaskID": 4242,
+        "taskName": "mc16_13TeV.123.Sim",
+        "prodSourceLabel": "managed",
+        "processingType": "simul",
+        "coreCount": 8,
+        "ramCount": 2000,
+        "nEventsPerJob": 100,
+    }
+    r = client.post("/v1/predict", json={"taskparams": [params, json.dumps(params)]})
+    assert r.status_code == 200, r.text
+    tasks = r.json()["tasks"]
+    assert [t["jeditaskid"] for t in tasks] == [4242, 4242]
+    assert tasks[0]["targets"] == tasks[1]["targets"]
+
+
+def test_risk_policy_allocates_more_when_alpha_shrinks(client) -> None:
+    rows = [task(corecount=float(c)) for c in range(1, 30)]
+
+    def classes(policy: str, alpha: float | None = None) -> list[int]:
+        body = {"tasks": rows, "policy": policy, "targets": ["walltime"]}
+        if alpha is not None:
+            body["alpha"] = alpha
+        r = client.post("/v1/predict", json=body)
+        assert r.status_code == 200, r.text
+        assert {t["targets"]["walltime"]["policy"] for t in r.json()["tasks"]} == {policy}
+        return [t["targets"]["walltime"]["class_id"] for t in r.json()["tasks"]]
+
+    loose, strict = classes("risk", 0.5), classes("risk", 0.01)
+    assert all(s >= lo for s, lo in zip(strict, loose, strict=True))
+    assert sum(strict) > sum(loose)
+    assert len(classes("safe")) == len(rows)
+
+
+def test_unknown_category_is_served_and_flagged(client) -> None:
+    r = client.post("/v1/predict", json={"tasks": [task(processingtype="brand-new"), task()]})
+    assert r.status_code == 200
+    flags = [t["flags"] for t in r.json()["tasks"]]
+    assert flags[0] == [
+        {"kind": "unknown_category", "feature": "processingtype", "value": "brand-new"}
+    ]
+    assert flags[1] == []
+
+
+def test_every_prediction_is_in_the_log(client, db_url) -> None:
+    r = client.post("/v1/predict", json={"tasks": [task(jeditaskid=7), task()], "policy": "safe"})
+    request_id = r.json()["request_id"]
+    log = PredictionLog(db_url)
+    rows = log.read()
+    assert len(rows) == 8
+    assert set(rows["request_id"]) == {request_id}
+    assert set(rows["policy"]) == {"safe"}
+    memory = log.read(target="memory")
+    assert sorted(memory["jeditaskid"].dropna().astype(int)) == [7]
+    answered = r.json()["tasks"][0]["targets"]["memory"]
+    logged = memory[memory["jeditaskid"] == 7].iloc[0]
+    assert logged["class_id"] == answered["class_id"]
+    assert json.loads(logged["probabilities"]) == answered["probabilities"]
+    assert json.loads(logged["features"])["corecount"] == 8.0
+    assert log.read(model_version="other").empty
+
+
+def test_model_health_ready_metrics(client) -> None:
+    model = client.get("/v1/model").json()
+    assert model["model_version"] == "fake-1"
+    assert model["targets"] == ["memory", "cputime", "io", "walltime"]
+    assert {f["name"] for f in model["features"]} >= {"corecount", "processingtype"}
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json()["ready"] is True
+    client.post("/v1/predict", json={"task": task()})
+    client.post("/v1/predict", json={"task": {"corecount": 1}})
+    text = client.get("/metrics").text
+    assert 'scoutless_requests_total{method="POST",route="/v1/predict",status="200"} 1.0' in text
+    assert 'scoutless_stage_latency_seconds_count{stage="predict"} 1.0' in text
+    assert 'scoutless_errors_total{kind="invalid_features"} 1.0' in text
+    assert 'scoutless_model_info{version="fake-1"} 1.0' in text
+    assert "scoutless_predictions_total{" in text

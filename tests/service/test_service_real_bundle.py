@@ -1,0 +1,113 @@
+"""The service on a tiny real bundle (trained once per session), in process and via the CLI."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+from fastapi.testclient import TestClient
+from service_fakes import task
+from service_procs import free_port
+
+from scoutless.features.spec import PANDA_FEATURES
+from scoutless.history.table import TrainingTable
+from scoutless.ops.prediction_log import PredictionLog
+from scoutless.service.app import create_app
+from scoutless.targets.bins import load_bins
+from scoutless.targets.spec import class_col, value_col
+
+
+def _tiny_table(n: int = 300, seed: int = 0) -> TrainingTable:
+    rng = np.random.default_rng(seed)
+    kinds = np.array(["evgen", "simul", "reco", "deriv", "merge"])
+    kind = rng.integers(0, len(kinds), n)
+    frame = pd.DataFrame({s.name: [None] * n for s in PANDA_FEATURES})
+    frame["processingtype"] = kinds[kind]
+    for spec in PANDA_FEATURES:
+        if spec.kind == "numerical":
+            frame[spec.name] = rng.lognormal(3, 1, n)
+    bins = load_bins()
+    scale = {"memory": 700.0, "cputime": 60.0, "io": 300.0, "walltime": 9000.0}
+    for target, b in bins.items():
+        values = scale[target] * (1 + kind) * rng.lognormal(0, 0.3, n)
+        frame[value_col(target)] = values
+        frame[class_col(target)] = b.classify(values)
+    frame["split_random"] = np.where(rng.random(n) < 0.2, "test", "train")
+    return TrainingTable(frame, list(PANDA_FEATURES), bins)
+
+
+@pytest.fixture(scope="session")
+def real_bundle(tmp_path_factory) -> Path:
+    training = pytest.importorskip("scoutless.models.training")
+    out = tmp_path_factory.mktemp("service-bundle") / "bundle"
+    return training.train_bundle(
+        _tiny_table(), out, models=("xgb",), progress=False, max_epochs=2, n_jobs=1
+    )
+
+
+def test_real_bundle_predicts_validates_and_logs(real_bundle, tmp_path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with TestClient(create_app(real_bundle, db_url=db_url)) as client:
+        version = client.get("/v1/model").json()["model_version"]
+        rows = [task(processingtype=p) for p in ("evgen", "merge", "never-seen")]
+        for policy in ("argmax", "safe", "risk"):
+            r = client.post("/v1/predict", json={"tasks": rows, "policy": policy})
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["model_version"] == version
+            memory = [t["targets"]["memory"] for t in body["tasks"]]
+            assert all(abs(sum(m["probabilities"]) - 1) < 1e-5 for m in memory)
+        unseen = {"kind": "unknown_category", "feature": "processingtype", "value": "never-seen"}
+        assert [unseen in t["flags"] for t in body["tasks"]] == [False, False, True]
+        bad = task(corecount="eight")
+        r = client.post("/v1/predict", json={"tasks": [bad]})
+        assert r.status_code == 422
+        assert r.json()["detail"][0]["loc"][-1] == "corecount"
+        del bad["corecount"]
+        r = client.post("/v1/predict", json={"tasks": [bad]})
+        assert r.json()["detail"][0]["loc"] == ["body", "tasks", 0, "corecount"]
+    logged = PredictionLog(db_url).read(model_version=version)
+    assert len(logged) == 3 * 3 * 4
+
+
+def test_cli_serve_runs_and_stops_on_sigterm(real_bundle, tmp_path) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
+           "--bundle", str(real_bundle), "--db", f"sqlite:///{tmp_path}/db.sqlite",
+           "--port", str(port), "--targets", "memory,walltime"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        body = httpx.post(url + "/v1/predict", json={"task": task()}, timeout=10).json()
+        assert set(body["tasks"][0]["targets"]) == {"memory", "walltime"}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises it after draining
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()
+
+
+def test_cli_serve_refuses_bundle_and_remote_together(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code == 2
