@@ -1,0 +1,70 @@
+"""The self-contained HTML report of an evaluation: tables + figures embedded as base64 PNG.
+
+It is rendered from the metrics dict alone, so a report can be redrawn from a saved
+metrics.json (``write_report(json.loads(path.read_text()), out)``).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from scoutless.evaluation import plots
+from scoutless.evaluation.tables import best_model, fmt, headline_columns, headline_rows
+
+TEMPLATE = "report.html"
+
+
+def _template() -> jinja2.Template:
+    source = resources.files("scoutless.evaluation").joinpath("templates", TEMPLATE).read_text()
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["fmt"] = fmt
+    return env.from_string(source)
+
+
+def target_figures(target: str, entry: dict[str, Any], alpha: float) -> dict[str, str]:
+    """The base64 PNG figures of one target's section, by name."""
+    figures = {
+        "models": plots.model_bars(entry, f"{target}: models vs baselines"),
+        "confusion": plots.confusion_matrices(entry, f"{target}: confusion matrices"),
+        "per_class": plots.per_class_bars(entry, f"{target}: per-class precision and recall"),
+    }
+    if entry.get("calibration"):
+        figures["reliability"] = plots.reliability_diagram(entry, f"{target}: reliability")
+    if entry.get("tradeoff"):
+        figures["tradeoff"] = plots.tradeoff_curves(entry, alpha, f"{target}: τ/α trade-off")
+    return figures
+
+
+def render_report(metrics: dict[str, Any]) -> str:
+    """The report as one HTML string (no external resources)."""
+    alpha = metrics.get("settings", {}).get("alpha", 0.05)
+    sections = [
+        {
+            "name": target,
+            "entry": entry,
+            "best": best_model(entry),
+            "figures": target_figures(target, entry, alpha),
+        }
+        for target, entry in metrics["targets"].items()
+    ]
+    version = metrics.get("bundle", {}).get("version", "?")
+    pipeline = metrics.get("pipeline")
+    return _template().render(
+        metrics=metrics,
+        title=f"scoutless evaluation — bundle {version}",
+        headline=headline_rows(metrics),
+        headline_columns=headline_columns(metrics),
+        sections=sections,
+        pipeline_figure=plots.pipeline_bars(pipeline) if pipeline else None,
+    )
+
+
+def write_report(metrics: dict[str, Any], path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(metrics), encoding="utf-8")
+    return path

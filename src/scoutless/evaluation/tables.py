@@ -1,0 +1,155 @@
+"""Rich tables of an evaluation's metrics dict (the same rows feed the HTML report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+#: Comparison columns of the headline, in order (absent ones are left out).
+HEADLINE_BASELINES: tuple[str, ...] = ("xgb", "scouts", "history", "bayes", "user_request", "last2")
+
+
+SHORT_NAMES: dict[str, str] = {"scouts": "scout", "history": "hist", "user_request": "req"}
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for people: fixed digits, "–" when missing."""
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def best_model(entry: dict[str, Any]) -> str | None:
+    """The bundle model with the highest accuracy on this target (None if it has none)."""
+    models = {
+        n: m
+        for n, m in entry["models"].items()
+        if m.get("kind") == "model" and m["accuracy"] is not None
+    }
+    return max(models, key=lambda n: models[n]["accuracy"]) if models else None
+
+
+def headline_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per target: the best model's accuracy/macro-F1, the baselines' accuracy, risk policy."""
+    rows = []
+    for target, entry in metrics["targets"].items():
+        best = best_model(entry)
+        models = entry["models"]
+        risk = entry.get("policies", {}).get("risk", {})
+        rows.append(
+            {
+                "target": target,
+                "best": best,
+                "accuracy": models[best]["accuracy"] if best else None,
+                "macro_f1": models[best]["macro_f1"] if best else None,
+                "baselines": {
+                    name: models[name]["accuracy"] if name in models else None
+                    for name in HEADLINE_BASELINES
+                },
+                "risk_under": risk.get("under_allocation_rate"),
+                "risk_alpha": risk.get("alpha"),
+                "risk_over_median": risk.get("over_allocation_median"),
+            }
+        )
+    return rows
+
+
+def headline_columns(metrics: dict[str, Any]) -> list[str]:
+    """Baseline columns present for at least one target."""
+    rows = headline_rows(metrics)
+    return [n for n in HEADLINE_BASELINES if any(r["baselines"][n] is not None for r in rows)]
+
+
+def headline_table(metrics: dict[str, Any]) -> Table:
+    """Per target: best model accuracy/macro-F1 vs xgb and the baselines present; risk policy."""
+    columns = headline_columns(metrics)
+    split = metrics.get("dataset", {}).get("split", "")
+    alpha = metrics.get("settings", {}).get("alpha")
+    title = f"test accuracy ({split} split); risk policy at α={fmt(alpha, 2)}"
+    caption = "mF1: macro-F1 · under: under-allocation rate · over×: median allocated/true"
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("target", style="bold")
+    table.add_column("best")
+    number = {"justify": "right", "min_width": 5, "no_wrap": True}
+    table.add_column("acc", style="green", **number)
+    table.add_column("mF1", **number)
+    for name in columns:
+        table.add_column(SHORT_NAMES.get(name, name), **number)
+    table.add_column("under", **number)
+    table.add_column("over×", **number)
+    for row in headline_rows(metrics):
+        table.add_row(
+            row["target"],
+            row["best"] or "–",
+            fmt(row["accuracy"]),
+            fmt(row["macro_f1"]),
+            *(fmt(row["baselines"][n]) for n in columns),
+            fmt(row["risk_under"]),
+            fmt(row["risk_over_median"], 2),
+        )
+    return table
+
+
+def models_table(metrics: dict[str, Any], target: str) -> Table:
+    """Every model and baseline on one target."""
+    entry = metrics["targets"][target]
+    table = Table(title=f"{target} ({entry['unit']}): {len(entry['classes'])} classes")
+    for col in ("model", "kind", "accuracy", "macro-F1", "weighted-F1", "ECE", "under-alloc",
+                "over-alloc median"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("model", "kind") else "right")
+    ranked = sorted(entry["models"].items(), key=lambda kv: -(kv[1]["accuracy"] or 0.0))
+    for name, m in ranked:
+        table.add_row(
+            name + (" *" if name == entry.get("champion") else ""),
+            m.get("kind", ""),
+            fmt(m["accuracy"]),
+            fmt(m["macro_f1"]),
+            fmt(m["weighted_f1"]),
+            fmt(m.get("ece")),
+            fmt(m.get("under_allocation_rate")),
+            fmt(m.get("over_allocation_median"), 2),
+        )
+    return table
+
+
+def policies_table(metrics: dict[str, Any]) -> Table:
+    """Decision policies of each target's champion."""
+    table = Table(title="decision policies (champion model)")
+    for col in ("target", "policy", "model", "accuracy", "under-alloc", "over-alloc median",
+                "over-alloc P90", "α", "τ"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("target", "policy", "model") else "right")
+    for target, entry in metrics["targets"].items():
+        for name, p in entry.get("policies", {}).items():
+            table.add_row(
+                target, name, p["model"], fmt(p["accuracy"]), fmt(p["under_allocation_rate"]),
+                fmt(p["over_allocation_median"], 2), fmt(p["over_allocation_p90"], 2),
+                fmt(p["alpha"], 2), fmt(p["tau"], 2),
+            )  # fmt: skip
+    return table
+
+
+def pipeline_table(metrics: dict[str, Any]) -> Table:
+    """All targets at once: exact match, at least k right, mean accuracy."""
+    pipeline = metrics["pipeline"]
+    ks = sorted({k for p in pipeline.values() for k in p["at_least"]}, key=int)
+    table = Table(title="pipeline: all targets of a task")
+    table.add_column("model")
+    table.add_column("exact match", justify="right", style="green")
+    for k in ks:
+        table.add_column(f"≥{k} right", justify="right")
+    table.add_column("mean accuracy", justify="right")
+    ranked = sorted(pipeline.items(), key=lambda kv: -(kv[1]["exact_match"] or 0.0))
+    for name, p in ranked:
+        table.add_row(
+            name,
+            fmt(p["exact_match"]),
+            *(fmt(p["at_least"].get(k)) for k in ks),
+            fmt(p["mean_accuracy"]),
+        )
+    return table
