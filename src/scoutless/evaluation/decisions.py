@@ -6,7 +6,8 @@ so the service can re-fit them per request (e.g. for a requested alpha) in micro
 
 - ``ArgmaxPolicy``: the most probable class.
 - ``SafePolicy``: move up to a larger class when P(that class or larger) >= tau; tau is the
-  largest value that still reaches the requested recall of the largest class on calibration.
+  largest value at which the requested share of large tasks (upper half of the classes)
+  is allocated enough on calibration.
 - ``RiskPolicy``: the smallest class whose cumulative probability reaches a split-conformal
   threshold, so that P(true class > chosen class) <= alpha on exchangeable new data.
 """
@@ -43,6 +44,11 @@ class ArgmaxPolicy:
         return np.asarray(proba).argmax(axis=1)
 
 
+def large_class_start(n_classes: int) -> int:
+    """First class counted as "large" by the safe policy: the upper half of the classes."""
+    return max(1, n_classes // 2)
+
+
 def _upper_tail(proba: np.ndarray) -> np.ndarray:
     """tail[:, c] = P(class >= c)."""
     return np.cumsum(np.asarray(proba)[:, ::-1], axis=1)[:, ::-1]
@@ -67,21 +73,32 @@ class SafePolicy:
 
     @classmethod
     def fit(
-        cls, cal_proba: np.ndarray, cal_y: np.ndarray, target_recall: float = 0.9
+        cls,
+        cal_proba: np.ndarray,
+        cal_y: np.ndarray,
+        target_recall: float = 0.9,
+        min_tau: float = 0.1,
     ) -> SafePolicy:
-        """The largest tau whose recall of the largest class on calibration reaches the target."""
+        """The largest tau at which large tasks get enough on calibration.
+
+        "Recall of the large classes" is the share of tasks whose true class lies in the upper
+        half (``y >= K // 2``) that are allocated at least their class. Measuring the upper
+        half rather than the single top class keeps tau meaningful when the top class is
+        rare; ``min_tau`` stops a hopeless target from moving nearly every task up.
+        """
         if not 0 < target_recall <= 1:
             raise PolicyError(f"{target_recall=} must be in (0, 1]")
+        if not 0 < min_tau <= 0.5:
+            raise PolicyError(f"{min_tau=} must be in (0, 0.5]")
         cal_proba, cal_y = np.asarray(cal_proba), np.asarray(cal_y)
-        top = cal_proba.shape[1] - 1
-        is_top = cal_y == top
-        if not is_top.any():
+        is_large = cal_y >= large_class_start(cal_proba.shape[1])
+        if not is_large.any():
             return cls(tau=0.5)
-        for tau in np.linspace(0.5, 0.01, 50):
-            chosen = cls(tau=float(tau)).choose(cal_proba[is_top])
-            if (chosen == top).mean() >= target_recall:
+        for tau in np.linspace(0.5, min_tau, 41):
+            chosen = cls(tau=float(tau)).choose(cal_proba[is_large])
+            if (chosen >= cal_y[is_large]).mean() >= target_recall:
                 return cls(tau=float(tau))
-        return cls(tau=0.01)
+        return cls(tau=float(min_tau))
 
 
 @dataclass(frozen=True)
