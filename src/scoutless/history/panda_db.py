@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import make_url
@@ -159,3 +160,65 @@ def write_frame(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
     with engine.begin() as conn:
         conn.execute(table.insert(), records)
     return len(records)
+
+
+def _dbapi_rows(frame: pd.DataFrame, *, datetime_text: bool) -> list[tuple]:
+    """Rows of plain Python values (None for missing), datetimes as SQLite stores them."""
+    columns = []
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(col):
+            values = col.to_numpy(dtype="datetime64[us]")
+            if datetime_text:
+                text = np.datetime_as_string(values, unit="us").astype("U26")
+                text.view(np.uint32).reshape(-1, 26)[:, 10] = ord(" ")  # ISO 'T' -> ' '
+                text = text.astype(object)
+                text[np.isnat(values)] = None
+                columns.append(text.tolist())
+            else:
+                columns.append(col.astype(object).where(col.notna(), None).tolist())
+        elif (
+            pd.api.types.is_float_dtype(col)
+            or isinstance(col.dtype, pd.api.extensions.ExtensionDtype)
+            or pd.api.types.is_object_dtype(col)
+            or pd.api.types.is_string_dtype(col)
+        ):
+            columns.append(col.astype(object).where(col.notna(), None).tolist())
+        else:
+            columns.append(col.tolist())
+    return list(zip(*columns, strict=True))
+
+
+def bulk_insert(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
+    """Append many rows fast via the raw DBAPI: one executemany transaction on SQLite,
+    ``COPY`` on PostgreSQL, SQLAlchemy executemany elsewhere. Returns the row count."""
+    table = metadata.tables[table_name]
+    cols = [c.name for c in table.columns if c.name in frame.columns]
+    if frame.empty or not cols:
+        return 0
+    backend = engine.dialect.name
+    frame = frame[cols]
+    if backend == "sqlite":
+        rows = _dbapi_rows(frame, datetime_text=True)
+        sql = f"INSERT INTO {table_name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        raw = engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.executemany(sql, rows)
+            raw.commit()
+        finally:
+            raw.close()
+        return len(rows)
+    if backend == "postgresql" and engine.dialect.driver == "psycopg":
+        rows = _dbapi_rows(frame, datetime_text=False)
+        raw = engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            with cur.copy(f"COPY {table_name} ({', '.join(cols)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            raw.commit()
+        finally:
+            raw.close()
+        return len(rows)
+    return write_frame(engine, table_name, frame)

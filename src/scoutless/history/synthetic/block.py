@@ -1,0 +1,388 @@
+"""One block of tasks as PanDA tables: the unit of determinism (seeded by seed and block)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from scoutless.history.synthetic.jobs import (
+    N_SCOUTS,
+    cputime_offsets,
+    io_bytes,
+    job_shapes,
+    memory_per_core,
+    reference_targets,
+    scale_walltime,
+)
+from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
+from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
+
+BLOCK_TASKS = 1000  # tasks per seeded block: chunks are whole blocks, so any chunk size agrees
+PANDAID_STRIDE = 10_000  # pandaid = jeditaskid * stride + rank of the job inside its task
+TARGET_NAMES = ("memory", "cputime", "io", "walltime")
+
+
+@dataclass
+class Frames:
+    """DataFrames ready for the PanDA tables and the truth table."""
+
+    tasks: pd.DataFrame
+    taskparams: pd.DataFrame
+    datasets: pd.DataFrame
+    jobs: pd.DataFrame
+    truth: pd.DataFrame
+
+    @classmethod
+    def concat(cls, parts: list[Frames]) -> Frames:
+        return cls(
+            *(
+                pd.concat([getattr(p, name) for p in parts], ignore_index=True)
+                for name in ("tasks", "taskparams", "datasets", "jobs", "truth")
+            )
+        )
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    seed: int
+    n_tasks: int
+    first_task_id: int
+    start: datetime
+    days: float
+    drift_start: datetime | None
+
+
+def _seconds(dt: datetime) -> np.datetime64:
+    return np.datetime64(dt.replace(tzinfo=None), "us")
+
+
+def _task_names(draw: TaskDraw, vocab: Vocabulary, rng: np.random.Generator, ids: np.ndarray):  # type: ignore[no-untyped-def]
+    cols, lat = draw.cols, draw.lat
+    n = len(draw)
+    dsid = rng.integers(300000, 700000, n)
+    gen = np.array(vocab.generators, dtype=object)[rng.integers(0, len(vocab.generators), n)]
+    proc = np.array(vocab.processes, dtype=object)[rng.integers(0, len(vocab.processes), n)]
+    words = np.array(vocab.analysis_words, dtype=object)[
+        rng.integers(0, len(vocab.analysis_words), n)
+    ]
+    tags = rng.integers(1000, 9999, (n, 3))
+    names, outputs = [], []
+    for i in range(n):
+        fam = FAMILIES[lat["family"][i]]
+        if lat["is_user"][i]:
+            name = f"user.{cols['username'][i]}.{dsid[i]}.{words[i]}.v{tags[i, 0] % 20 + 1}"
+            names.append(name)
+            outputs.append([f"{name}_hist/", f"{name}_tree.root/"])
+            continue
+        step, fmt, letter = vocab.steps[fam]
+        amitag = "_".join(f"{c}{t}" for c, t in zip(("e", "s", letter), tags[i], strict=False))
+        if cols["project"][i].startswith("data"):
+            body = f"{cols['project'][i]}.00{dsid[i]}.physics_Main"
+        else:
+            body = f"{cols['project'][i]}.{dsid[i]}.{gen[i]}_{proc[i]}"
+        names.append(f"{body}.{step}.{amitag}")
+        outputs.append([f"{body}.{step}.{fmt}.{amitag}_tid{ids[i]:08d}_00"])
+    return names, outputs
+
+
+def _taskparams_json(row: dict, outputs: list[str], log_name: str) -> str:
+    """The task-parameter JSON as a submitter (prodsys or panda-client) sends it."""
+    params = {
+        "taskName": row["taskname"],
+        "userName": row["username"],
+        "prodSourceLabel": row["prodsourcelabel"],
+        "taskType": row["tasktype"],
+        "processingType": row["processingtype"],
+        "transPath": row["transpath"],
+        "transUses": row["transuses"],
+        "transHome": row["transhome"],
+        "architecture": row["architecture"],
+        "coreCount": int(row["corecount"]),
+        "campaign": row["campaign"],
+        "workQueueID": int(row["workqueue_id"]),
+        "gshare": row["gshare"],
+        "site": row["site"],
+        "ramCountUnit": row["ramcountunit"],
+        "cpuTimeUnit": "HS06sPerEvent",
+        "vo": "atlas",
+        "jobParameters": [
+            {"type": "constant", "value": "--maxEvents=${MAXEVENTS}"},
+            {"type": "template", "param_type": "output", "dataset": outputs[0]},
+        ],
+        "log": {"type": "template", "param_type": "log", "dataset": log_name,
+                "value": f"{log_name}.${{SN}}.log.tgz"},
+    }  # fmt: skip
+    for key, col in (
+        ("baseRamCount", "baseramcount"), ("baseWalltime", "basewalltime"),
+        ("cpuEfficiency", "cpuefficiency"), ("ramCount", "requested_ramcount"),
+        ("nEventsPerJob", "nevents_per_job"), ("nFilesPerJob", "nfiles_per_job"),
+    ):  # fmt: skip
+        value = row[col]
+        if value is not None and not (isinstance(value, float) and np.isnan(value)):
+            params[key] = int(value)
+    return json.dumps({k: v for k, v in params.items() if v is not None})
+
+
+def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) -> Frames:
+    """Tasks ``block*BLOCK_TASKS ...`` of the run, with all their rows."""
+    lo = block * BLOCK_TASKS
+    n = min(BLOCK_TASKS, spec.n_tasks - lo)
+    rng = np.random.default_rng([spec.seed, block])
+    ordinal = lo + np.arange(n)
+    tfrac = (ordinal + rng.random(n)) / spec.n_tasks
+    created = _seconds(spec.start) + (tfrac * spec.days * 86400e6).astype("timedelta64[us]")
+    created = created.astype("datetime64[s]")
+    drift_mask = np.zeros(n, dtype=bool)
+    if spec.drift_start is not None:
+        drift_mask = created >= _seconds(spec.drift_start)
+    draw = draw_tasks(rng, vocab, world, tfrac, drift_mask)
+    ids = spec.first_task_id + ordinal
+    cols, lat = draw.cols, draw.lat
+
+    site_index = {s: i for i, s in enumerate(vocab.site_names)}
+    requested_site = np.array([site_index.get(s, -1) for s in cols["site"]], dtype=np.int64)
+    power = vocab.site_core_power
+    shapes = job_shapes(rng, draw, np.arange(n), lat["n_units"], power, requested_site)
+    wall = scale_walltime(shapes, draw, n)
+    maxpss = memory_per_core(shapes, draw, rng, n)
+    in_bytes, out_bytes = io_bytes(shapes, wall, draw, rng, n)
+    r_mean, r_sd = cputime_offsets(
+        np.random.default_rng([spec.seed, block, 1]), draw, power, requested_site
+    )
+    jobs = _job_rows(rng, spec, draw, shapes, wall, maxpss, in_bytes, out_bytes, created, ids)
+    jobs_frame = _jobs_frame(jobs, vocab)
+
+    names, outputs = _task_names(draw, vocab, rng, ids)
+    tasks = _tasks_frame(draw, ids, names, created, jobs, n)
+    params = pd.DataFrame(
+        {
+            "jeditaskid": ids,
+            "taskparams": [
+                _taskparams_json(row, outputs[i], f"{names[i]}.log")
+                for i, row in enumerate(
+                    tasks.assign(
+                        requested_ramcount=cols["requested_ramcount"],
+                        nevents_per_job=cols["nevents_per_job"],
+                        nfiles_per_job=cols["nfiles_per_job"],
+                    ).to_dict("records")
+                )
+            ],
+        }
+    )
+    datasets = _datasets_frame(draw, ids, names, outputs)
+    truth = _truth_frame(draw, ids, r_mean, r_sd)
+    return Frames(tasks, params, datasets, jobs_frame, truth)
+
+
+def _job_rows(rng, spec, draw, shapes, wall, maxpss, in_bytes, out_bytes, created, ids):  # type: ignore[no-untyped-def]
+    """Units + failed attempts, with times, ids and scout flags (arrays, one per column)."""
+    lat, cols = draw.lat, draw.cols
+    t = shapes.task
+    n = len(draw)
+    units = len(t)
+    # start offsets: scouts first, the rest after the scouts finished, spread over time
+    scout = shapes.position < N_SCOUTS
+    start = np.where(scout, 120 + rng.exponential(1800, units), 0.0)
+    scout_end = np.zeros(n)
+    np.maximum.at(scout_end, t[scout], (start + wall)[scout])
+    spread = np.minimum(lat["n_units"] * 900.0, 10 * 86400.0)[t]
+    later = scout_end[t] + rng.exponential(1800, units) + rng.random(units) * spread
+    start = np.where(scout, start, later)
+
+    fail_p = np.clip(lat["fail_rate"] * np.exp(0.4 * rng.standard_normal(n)), 0, 0.3)[t]
+    failed = rng.random(units) < fail_p
+    f = np.flatnonzero(failed)
+    bw = lat["bw_eff"][t]
+    f_wall = np.maximum(
+        np.rint(bw[f] * rng.random(f.size) + rng.uniform(0.05, 0.9, f.size) * (wall[f] - bw[f])), 30
+    )
+    retry_start = start[f] + f_wall + rng.exponential(900, f.size)
+    final_start = start.copy()
+    final_start[f] = retry_start
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, b])
+
+    eff_actual = np.clip(0.85 * np.exp(0.15 * rng.standard_normal(units)), 0.2, 1.0)
+    rows = {
+        "task": cat(t, t[f]),
+        "status_finished": cat(np.ones(units, bool), np.zeros(f.size, bool)),
+        "attemptnr": cat(np.where(failed, 2, 1), np.ones(f.size, np.int64)),
+        "cores": cat(shapes.cores, shapes.cores[f]),
+        "site": cat(shapes.site, shapes.site[f]),
+        "hs06": cat(shapes.hs06, shapes.hs06[f]),
+        "wall": cat(wall, f_wall),
+        "start": cat(np.rint(final_start), np.rint(start[f])),
+        "maxpss": cat(maxpss, np.ceil(maxpss[f] * rng.uniform(0.5, 1.4, f.size))),
+        "nevents": cat(shapes.nevents, np.zeros(f.size)),
+        "inputfilebytes": cat(in_bytes, in_bytes[f]),
+        "outputfilebytes": cat(out_bytes, np.zeros(f.size)),
+        "eff_actual": cat(eff_actual, eff_actual[f] * 0.5),
+    }
+    # rank by start inside each task -> pandaid; the first N_SCOUTS are the scouts
+    order = np.lexsort((rows["start"], rows["task"]))
+    rows = {k: v[order] for k, v in rows.items()}
+    counts = np.bincount(rows["task"], minlength=n)
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    rows["rank"] = rank
+    rows["jeditaskid"] = ids[rows["task"]]
+    rows["pandaid"] = rows["jeditaskid"] * PANDAID_STRIDE + rank
+    rows["created"] = created[rows["task"]]
+    rows["is_scout"] = rank < N_SCOUTS
+    rows["base_mb"] = cols["baseramcount"][rows["task"]]
+    rows["bw"] = lat["bw_eff"][rows["task"]]
+    rows["eff"] = lat["eff"][rows["task"]]
+    return rows
+
+
+def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
+    m = len(rows["task"])
+    rng = np.random.default_rng(int(rows["pandaid"][0]) if m else 0)
+    starttime = rows["created"] + rows["start"].astype("timedelta64[s]")
+    endtime = starttime + rows["wall"].astype("timedelta64[s]")
+    sites = np.array(vocab.site_names, dtype=object)
+    host = np.char.add("wn", rng.integers(100, 999, m).astype(str)).astype(object)
+    domain = np.array([f".{s.lower()}.grid" for s in vocab.site_names], dtype=object)
+    cpu_s = rows["wall"] * rows["cores"] * rows["eff_actual"]
+    finished = rows["status_finished"]
+    return pd.DataFrame(
+        {
+            "pandaid": rows["pandaid"].astype(np.int64),
+            "jeditaskid": rows["jeditaskid"].astype(np.int64),
+            "jobstatus": np.where(finished, "finished", "failed").astype(object),
+            "specialhandling": np.where(rows["is_scout"], "sj", None),
+            "attemptnr": rows["attemptnr"].astype(np.int64),
+            "corecount": rows["cores"].astype(np.int64),
+            "actualcorecount": rows["cores"].astype(np.int64),
+            "maxpss": rows["maxpss"].astype(np.int64),
+            "maxrss": np.rint(rows["maxpss"] * rng.uniform(1.01, 1.3, m)).astype(np.int64),
+            "cpuconsumptiontime": np.rint(cpu_s).astype(np.int64),
+            "starttime": starttime.astype("datetime64[us]"),
+            "endtime": endtime.astype("datetime64[us]"),
+            "nevents": rows["nevents"].astype(np.int64),
+            "inputfilebytes": rows["inputfilebytes"].astype(np.int64),
+            "outputfilebytes": rows["outputfilebytes"].astype(np.int64),
+            "totrbytes": np.rint(rows["inputfilebytes"] * rng.uniform(0.2, 1.05, m)).astype(
+                np.int64
+            ),
+            "totwbytes": np.rint(rows["outputfilebytes"] * rng.uniform(1.0, 1.1, m)).astype(
+                np.int64
+            ),
+            "hs06sec": np.rint(rows["wall"] * rows["hs06"]).astype(np.int64),
+            "hs06": rows["hs06"].astype(np.int64),
+            "computingsite": sites[rows["site"]],
+            "modificationhost": host + domain[rows["site"]],
+        }
+    )
+
+
+def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped-def]
+    cols = draw.cols
+    t = jobs["task"]
+    scouts = reference_targets(
+        t, n, finished=jobs["status_finished"] & jobs["is_scout"], maxpss_kb=jobs["maxpss"],
+        cores=jobs["cores"], baseramcount_mb=jobs["base_mb"], wall=jobs["wall"],
+        basewalltime=jobs["bw"], hs06=jobs["hs06"], eff=jobs["eff"], nevents=jobs["nevents"],
+        inputfilebytes=jobs["inputfilebytes"], outputfilebytes=jobs["outputfilebytes"], min_jobs=1,
+    )  # fmt: skip
+    end = np.zeros(n)
+    np.maximum.at(end, t, jobs["start"] + jobs["wall"])
+
+    def as_int(values: np.ndarray) -> pd.Series:
+        return pd.Series(np.ceil(values)).astype("Int64")
+
+    frame = pd.DataFrame(
+        {
+            "jeditaskid": ids.astype(np.int64),
+            "taskname": names,
+            **{
+                k: cols[k]
+                for k in (
+                    "username",
+                    "prodsourcelabel",
+                    "tasktype",
+                    "processingtype",
+                    "transpath",
+                    "transuses",
+                    "transhome",
+                    "architecture",
+                    "corecount",
+                    "campaign",
+                    "workqueue_id",
+                    "gshare",
+                    "site",
+                )
+            },
+            "baseramcount": pd.Series(cols["baseramcount"]).astype("Int64"),
+            "basewalltime": pd.Series(cols["basewalltime"]).astype("Int64"),
+            "cpuefficiency": pd.Series(cols["cpuefficiency"]).astype("Int64"),
+            "cputimeunit": "HS06sPerEvent",
+            "ramcountunit": cols["ramcountunit"],
+            "status": "done",
+            "creationdate": created.astype("datetime64[us]"),
+            "modificationtime": (created + end.astype("timedelta64[s]")).astype("datetime64[us]"),
+            "ramcount": as_int(scouts["memory"]),
+            "cputime": as_int(scouts["cputime"]),
+            "walltime": as_int(scouts["walltime"]),
+            "iointensity": as_int(scouts["io"]),
+            "diskio": pd.Series([None] * n, dtype="Int64"),
+        }
+    )
+    return frame
+
+
+def _datasets_frame(draw, ids, names, outputs):  # type: ignore[no-untyped-def]
+    cols, lat = draw.cols, draw.lat
+    rows = []
+    pile = FAMILIES.index("pile")
+    evgen = FAMILIES.index("evgen")
+    for i, tid in enumerate(ids):
+        base = int(tid) * 100
+        k = int(cols["n_input_datasets"][i])
+        nfiles = int(cols["input_nfiles"][i])
+        nevents = int(cols["input_nevents"][i])
+        kind = "pseudo_input" if lat["family"][i] == evgen else "input"
+        file_split = np.diff(np.linspace(0, nfiles, k + 1).round()).astype(int)
+        ev_split = np.diff(np.linspace(0, nevents, k + 1).round()).astype(int)
+        for j in range(k):
+            rows.append((tid, base + 1 + j, f"{names[i]}.in{j}", kind, None,
+                         int(file_split[j]), int(ev_split[j])))  # fmt: skip
+        if lat["family"][i] == pile:
+            rows.append((tid, base + 20, f"{cols['project'][i]}.minbias.merge.HITS",
+                         "input", base + 1, 5000, 5000 * 2000))  # fmt: skip
+        n_units = int(lat["n_units"][i])
+        for j, out in enumerate(outputs[i]):
+            rows.append((tid, base + 40 + j, out, "output", None, n_units, nevents))
+        rows.append((tid, base + 60, f"{names[i]}.log", "log", None, n_units, None))
+    frame = pd.DataFrame(
+        rows,
+        columns=["jeditaskid", "datasetid", "datasetname", "type", "masterid", "nfiles", "nevents"],
+    )
+    frame["masterid"] = frame["masterid"].astype("Int64")
+    frame["nevents"] = frame["nevents"].astype("Int64")
+    return frame
+
+
+def _truth_frame(draw: TaskDraw, ids, r_mean, r_sd) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    lat = draw.lat
+    offset = {"memory": 0.0, "cputime": 0.0, "io": 0.0, "walltime": lat["bw_eff"]}
+    data: dict[str, object] = {
+        "jeditaskid": ids.astype(np.int64),
+        "family": np.array(FAMILIES, dtype=object)[lat["family"]],
+        "drifted": lat["drifted"].astype(np.int64),
+        "n_units": lat["n_units"].astype(np.int64),
+    }
+    for t in TARGET_NAMES:
+        if t == "cputime":
+            mu = lat["cputime_mu_base"] + r_mean
+            sigma = np.sqrt(lat["cputime_sigma_base"] ** 2 + np.nan_to_num(r_sd) ** 2)
+        else:
+            mu, sigma = lat[f"{t}_mu"], lat[f"{t}_sigma"]
+        data[f"{t}_mu"] = mu
+        data[f"{t}_sigma"] = sigma
+        data[f"{t}_offset"] = np.broadcast_to(offset[t], len(draw)).astype(float)
+    return pd.DataFrame(data)

@@ -1,0 +1,97 @@
+"""The latent truth: calibrated against the computed targets, and not beaten by a model."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+from sklearn.ensemble import HistGradientBoostingClassifier
+from synthetic_helpers import features_of, targets_of
+from threadpoolctl import threadpool_limits
+
+from scoutless.features.extract import CATEGORICAL
+from scoutless.history.synthetic import bayes_probabilities, generate_chunk
+from scoutless.targets.bins import TargetBins, load_bins
+
+
+@pytest.fixture(scope="module")
+def run():
+    frames = generate_chunk(4000, seed=11)
+    truth = frames.truth.set_index("jeditaskid").loc[frames.tasks["jeditaskid"]]
+    return frames, truth, targets_of(frames)
+
+
+def _pit(truth, values, target):  # type: ignore[no-untyped-def]
+    """P(value <= observed | features): uniform when the truth matches the targets."""
+    above = values[target].to_numpy() - truth[f"{target}_offset"].to_numpy()
+    z = (np.log(above) - truth[f"{target}_mu"].to_numpy()) / truth[f"{target}_sigma"].to_numpy()
+    return ndtr(z)
+
+
+@pytest.mark.parametrize("target", ["memory", "cputime", "io", "walltime"])
+def test_truth_distribution_matches_computed_targets_in_every_family(run, target) -> None:
+    _frames, truth, values = run
+    pit = _pit(truth, values, target)
+    assert np.isfinite(pit).all()
+    for family, rows in truth.groupby("family").indices.items():
+        deciles = np.histogram(pit[rows], bins=10, range=(0, 1))[0] / len(rows)
+        tol = 0.06 + 2.5 / np.sqrt(len(rows))
+        assert np.abs(deciles - 0.1).max() < tol, (target, family, deciles.round(3))
+
+
+def test_bayes_probabilities_are_calibrated_for_other_bins(run) -> None:
+    _, truth, values = run
+    bins = {"memory": TargetBins("memory", "MB", (0, 1500, 3000, np.inf), ("a", "b", "c"))}
+    proba = bayes_probabilities(truth, bins)["memory"]
+    assert proba.shape == (len(truth), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-9)
+    observed = bins["memory"].classify(values["memory"].to_numpy())
+    expected = proba.mean(axis=0)
+    share = np.bincount(observed, minlength=3) / len(observed)
+    np.testing.assert_allclose(share, expected, atol=0.02)
+
+
+def test_bayes_accuracy_is_in_the_learnable_band_and_not_beaten_by_a_model(run) -> None:
+    frames, truth, values = run
+    features = features_of(frames)
+    X = features.copy()
+    for name in CATEGORICAL:  # sorted codes; release names sort by patch number
+        X[name] = X[name].astype("category").cat.codes
+    small = [c for c in CATEGORICAL if X[c].nunique() <= 250]  # the rest stay ordinal
+    n_train = 3000
+    for target, bins in load_bins().items():
+        y = bins.classify(values[target].to_numpy())
+        bayes = bayes_probabilities(truth, {target: bins})[target].argmax(axis=1)
+        bayes_acc = (bayes[n_train:] == y[n_train:]).mean()
+        model = HistGradientBoostingClassifier(
+            max_iter=60, learning_rate=0.15, categorical_features=small, random_state=0
+        )
+        with threadpool_limits(1):
+            model.fit(X.iloc[:n_train], y[:n_train])
+        model_acc = (model.predict(X.iloc[n_train:]) == y[n_train:]).mean()
+        assert 0.7 <= bayes_acc <= 0.96, (target, bayes_acc)
+        assert model_acc <= bayes_acc + 0.02, (target, model_acc, bayes_acc)
+        assert model_acc >= bayes_acc - 0.25, (target, model_acc, bayes_acc)  # learnable
+
+
+def test_release_drift_raises_memory_and_cpu_of_new_release_tasks() -> None:
+    drift_start = datetime(2024, 7, 1)
+    frames = generate_chunk(3000, seed=4, scenario="release_drift", drift_start=drift_start)
+    truth = frames.truth.set_index("jeditaskid").loc[frames.tasks["jeditaskid"]]
+    values = targets_of(frames)
+    tasks = frames.tasks.set_index("jeditaskid")
+    drifted = truth["drifted"].eq(1).to_numpy()
+    assert drifted.any()
+    assert (tasks["creationdate"].to_numpy()[drifted] >= np.datetime64(drift_start)).all()
+    assert tasks.loc[drifted, "transuses"].str.startswith("Atlas-25.0").all()
+    # same families before vs after: memory and cputime clearly higher after the drift
+    before = (~drifted) & truth["family"].isin(["simul", "pile", "reco", "deriv"]).to_numpy()
+    before &= tasks["creationdate"].to_numpy() < np.datetime64(drift_start)
+    for target, factor in (("memory", 1.4), ("cputime", 1.25)):
+        ratio = np.median(values[target][drifted]) / np.median(values[target][before])
+        assert ratio > factor, (target, ratio)
+    # a run without the scenario has no new release
+    plain = generate_chunk(1000, seed=4)
+    assert not plain.tasks["transuses"].fillna("").str.startswith("Atlas-25.0").any()
