@@ -1,0 +1,223 @@
+"""From one normalised frame of trace jobs to a :class:`TrainingTable`, the same for every
+format: time split, look-ahead-free baselines and user-history features, quantile bins
+fitted on the training rows only, classes.
+
+Every adapter produces a :class:`TraceJobs`; this module is the only place that decides
+splits, bins and baselines, so all traces are treated alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
+from scoutless.history.table import TrainingTable
+from scoutless.sources.baselines import user_history, user_request, with_fallback
+from scoutless.sources.common import TraceParseError
+from scoutless.targets.bins import (
+    BinsError,
+    TargetBins,
+    _quantile_labels,
+    fit_recommendations,
+    quantile_edges,
+)
+from scoutless.targets.spec import (
+    TARGET_NAMES,
+    baseline_class_col,
+    baseline_value_col,
+    class_col,
+    scout_class_col,
+    scout_value_col,
+    value_col,
+)
+
+#: Classes per target when ``n_quantiles`` is not given (the shipped bins' counts).
+DEFAULT_N_CLASSES: dict[str, int] = {"memory": 4, "cputime": 4, "io": 2, "walltime": 5}
+TEST_FRACTION = 0.15
+MIN_TRAIN_VALUES = 5
+BASELINES = ("user_request", "last2")
+
+
+def request_col(target: str) -> str:
+    """Column of a :class:`TraceJobs` frame holding the user's request for ``target``."""
+    return f"{target}_request"
+
+
+@dataclass
+class TraceJobs:
+    """One row per job of a trace, normalised by its adapter.
+
+    ``frame`` holds ``jeditaskid`` (stable int id), ``creationdate`` (submit time, UTC),
+    optionally ``finished_at`` (UTC) and ``user`` (enable last-2 and history features), the
+    feature columns, ``{t}_value`` for each target in ``units``, and optionally
+    ``{t}_request`` (the user's request in the target's unit) and ``{t}_scout_value``.
+    """
+
+    frame: pd.DataFrame
+    features: list[FeatureSpec]
+    units: dict[str, str]
+    source: str
+    info: dict[str, Any] = field(default_factory=dict)
+    bad_lines: list[TraceParseError] = field(default_factory=list)
+    #: the column giving submission order (``creationdate`` unless the trace has no times)
+    order_column: str = "creationdate"
+
+    def __post_init__(self) -> None:
+        leaked = sorted({f.name for f in self.features} & MEASURED_COLUMNS)
+        if leaked:
+            raise ValueError(f"{self.source}: measured columns used as features: {leaked}")
+        unknown = sorted(set(self.units) - set(TARGET_NAMES))
+        if unknown:
+            raise ValueError(f"{self.source}: unknown targets {unknown}, expected {TARGET_NAMES}")
+
+
+def time_split(submit: pd.Series, test_fraction: float = TEST_FRACTION) -> np.ndarray:
+    """'train' for the first (1 − f) of submit times, 'test' for the rest (ties by order)."""
+    order = np.argsort(submit.to_numpy(), kind="stable")
+    n_train = math.ceil(len(order) * (1.0 - test_fraction))
+    split = np.full(len(order), "test", dtype=object)
+    split[order[:n_train]] = "train"
+    return split
+
+
+def random_split(n: int, seed: int, test_fraction: float = TEST_FRACTION) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(n) < test_fraction, "test", "train").astype(object)
+
+
+def _seconds(times: pd.Series) -> np.ndarray:
+    t = pd.to_datetime(times, utc=True, errors="coerce")
+    ns = t.astype("int64").to_numpy(dtype=float)
+    return np.where(t.isna().to_numpy(), np.nan, ns / 1e9)
+
+
+def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+    """last-2 baselines and the user's recent history as submission-time features."""
+    submit = _seconds(frame["creationdate"])
+    finished = _seconds(frame["finished_at"])
+    users = frame["user"].astype("string").to_numpy(dtype=object, na_value=None)
+    specs: list[FeatureSpec] = []
+    new: dict[str, np.ndarray] = {}
+    for t in targets:
+        hist = user_history(frame[value_col(t)].to_numpy(dtype=float), users, submit, finished)
+        request = frame[request_col(t)].to_numpy(dtype=float) if request_col(t) in frame else None
+        new[baseline_value_col(t, "last2")] = with_fallback(
+            hist.mean2, None if request is None else user_request(request)
+        )
+        new[f"user_prev_{t}_last"] = hist.last
+        new[f"user_prev_{t}_mean2"] = hist.mean2
+        specs += [
+            FeatureSpec(f"user_prev_{t}_last", "numerical", "history", f"user's last finished {t}"),
+            FeatureSpec(f"user_prev_{t}_mean2", "numerical", "history", "mean of last two"),
+        ]
+        if "user_prev_n_finished" not in new:
+            new["user_prev_n_finished"] = hist.n_finished.astype(float)
+            specs.append(
+                FeatureSpec("user_prev_n_finished", "numerical", "history", "jobs finished")
+            )
+    new["user_since_last_submit_s"] = _since_previous_submit(users, submit)
+    specs.append(
+        FeatureSpec("user_since_last_submit_s", "numerical", "history", "burst of the user")
+    )
+    return pd.concat([frame, pd.DataFrame(new, index=frame.index)], axis=1), specs
+
+
+def _since_previous_submit(users: np.ndarray, submit_s: np.ndarray) -> np.ndarray:
+    """Seconds since the same user's previous submission (NaN for their first job)."""
+    order = pd.DataFrame({"user": pd.Series(users, dtype=object).fillna("\0missing"),
+                          "t": submit_s})  # fmt: skip
+    return order.groupby("user", sort=False)["t"].diff().to_numpy(dtype=float)
+
+
+def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
+    """A past value's class as a category ("none" without history): a lookup the DNN can
+    embed directly instead of having to learn the bin edges from a standardised number."""
+    classes = bins.classify(values.to_numpy(dtype=float))
+    return pd.Series(np.where(classes < 0, "none", classes.astype(str)), index=values.index)
+
+
+def fit_quantile_bins(target: str, unit: str, train_values: np.ndarray, n: int) -> TargetBins:
+    """Quantile edges over the training rows only (no look-ahead into the test period)."""
+    edges = quantile_edges(train_values, n)
+    bins = TargetBins(target, unit, edges, _quantile_labels(edges))
+    return fit_recommendations(bins, train_values)
+
+
+def to_training_table(
+    jobs: TraceJobs,
+    *,
+    n_quantiles: int | None = None,
+    history_features: bool = True,
+    test_fraction: float = TEST_FRACTION,
+    seed: int = 42,
+) -> TrainingTable:
+    """The trace as a training table (see the module docstring for every choice)."""
+    frame = jobs.frame.copy()
+    targets = [t for t in jobs.units if value_col(t) in frame.columns]
+    has_value = frame[[value_col(t) for t in targets]].notna().any(axis=1)
+    n_no_target = int((~has_value).sum())
+    frame = frame[has_value].sort_values([jobs.order_column, "jeditaskid"], kind="stable")
+    frame = frame.reset_index(drop=True)
+    if frame.empty:
+        raise TraceParseError("no job has a usable target value", source=jobs.source)
+    features = list(jobs.features)
+    frame["split_time"] = time_split(frame[jobs.order_column], test_fraction)
+    frame["split_random"] = random_split(len(frame), seed, test_fraction)
+    if history_features and {"user", "finished_at"} <= set(frame.columns):
+        frame, history_specs = _add_history(frame, targets)
+        features += history_specs
+
+    train = frame["split_time"].eq("train").to_numpy()
+    bins: dict[str, TargetBins] = {}
+    dropped: dict[str, str] = {}
+    for t in targets:
+        values = frame[value_col(t)].to_numpy(dtype=float)
+        n_known = int(np.isfinite(values[train]).sum())
+        if n_known < MIN_TRAIN_VALUES:
+            dropped[t] = f"{n_known} training values (< {MIN_TRAIN_VALUES})"
+            continue
+        try:
+            b = fit_quantile_bins(
+                t, jobs.units[t], values[train], n_quantiles or DEFAULT_N_CLASSES[t]
+            )
+        except BinsError as exc:
+            dropped[t] = str(exc)
+            continue
+        bins[t] = b
+        frame[class_col(t)] = b.classify(values)
+        if request_col(t) in frame:
+            frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])
+        for name in BASELINES:
+            col = baseline_value_col(t, name)
+            if col in frame:
+                frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
+        if scout_value_col(t) in frame:
+            frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
+        for history_col in (f"user_prev_{t}_mean2", f"user_prev_{t}_last"):
+            if history_col in frame:
+                frame[f"{history_col}_class"] = _class_category(b, frame[history_col])
+                features.append(
+                    FeatureSpec(f"{history_col}_class", "categorical", "history", "its class")
+                )
+    if not bins:
+        raise TraceParseError(f"no target could be binned: {dropped}", source=jobs.source)
+
+    info = {
+        **jobs.info,
+        "n_rows": len(frame),
+        "split": "time",  # traces are evaluated on their last submit times (train/evaluate)
+        "n_rows_without_target": n_no_target,
+        "n_bad_lines": len(jobs.bad_lines),
+        "bad_lines": [str(e) for e in jobs.bad_lines[:20]],
+        "bins": "quantiles of the time-split training rows (first "
+        f"{1 - test_fraction:.0%} of submit times)",
+        "units": {t: jobs.units[t] for t in bins},
+        "dropped_targets": dropped,
+        "baselines": [n for n in BASELINES if any(baseline_class_col(t, n) in frame for t in bins)],
+    }
+    return TrainingTable(frame, features, bins, source=jobs.source, info=info)

@@ -1,0 +1,155 @@
+"""What every trace adapter shares: the parse error with its place, gzip-transparent
+reading, bad-line bookkeeping and the unit parsers of batch systems (Slurm durations and
+memory sizes)."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TraceParseError(ValueError):
+    """A trace that cannot be read: names the file, the line (1-based) and what was expected."""
+
+    def __init__(self, message: str, *, source: str = "<text>", line: int | None = None):
+        self.message = message
+        self.source = source
+        self.line = line
+        place = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{place}: {message}")
+
+
+@dataclass
+class BadLines:
+    """Collects malformed lines: fail on the first one, or (``skip``) remember and go on."""
+
+    skip: bool = False
+    errors: list[TraceParseError] = field(default_factory=list)
+
+    def report(self, error: TraceParseError) -> None:
+        if not self.skip:
+            raise error
+        self.errors.append(error)
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text, gunzipped when it starts with the gzip magic (whatever its name)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceParseError(f"cannot read: {exc.strerror or exc}", source=str(path)) from exc
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise TraceParseError(f"corrupt gzip data: {exc}", source=str(path)) from exc
+    return raw.decode("utf-8", errors="replace")
+
+
+# --------------------------------------------------------------------------- Slurm durations
+
+_DURATION = re.compile(
+    r"""^(?:(?P<days>\d+)-)?              # D-
+        (?:(?P<a>\d+):)?(?:(?P<b>\d+):)?  # up to two leading fields
+        (?P<c>\d+(?:\.\d+)?)$             # last field, may carry fractions
+    """,
+    re.VERBOSE,
+)
+_NO_DURATION = {"", "unlimited", "partition_limit", "infinite", "none", "unknown", "invalid"}
+
+
+def parse_slurm_duration(text: str) -> float:
+    """Seconds in a Slurm duration: ``D-HH:MM:SS``, ``D-HH[:MM]``, ``HH:MM:SS``, ``MM:SS[.mmm]``
+    or plain minutes (as Slurm reads ``--time=30``). NaN for ``UNLIMITED``/empty.
+
+    Raises ValueError naming the text when it is none of those.
+    """
+    s = text.strip()
+    if s.lower() in _NO_DURATION:
+        return math.nan
+    m = _DURATION.match(s)
+    if m is None:
+        raise ValueError(f"not a Slurm duration: {text!r} (expected [D-]HH:MM:SS or MM:SS)")
+    days = int(m["days"]) if m["days"] else 0
+    parts = [m["a"], m["b"], m["c"]]
+    fields = [float(p) for p in parts if p is not None]
+    if m["days"] is not None:
+        # D-HH, D-HH:MM, D-HH:MM:SS
+        hours, minutes, seconds = ([*fields, 0.0, 0.0])[:3]
+    elif len(fields) == 3:
+        hours, minutes, seconds = fields
+    elif len(fields) == 2:
+        hours, (minutes, seconds) = 0.0, fields
+    else:
+        # a bare number is minutes (Slurm's --time convention)
+        hours, minutes, seconds = 0.0, fields[0], 0.0
+    return days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+
+
+def format_slurm_duration(seconds: float) -> str:
+    """The inverse of :func:`parse_slurm_duration` for whole seconds: ``[D-]HH:MM:SS``."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "UNLIMITED"
+    total = round(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    hms = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{hms}" if days else hms
+
+
+# --------------------------------------------------------------------------- Slurm memory
+
+MemoryScope = Literal["job", "node", "cpu"]
+_MEMORY = re.compile(
+    r"^(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?P<unit>[KMGTPkmgtp]?)(?P<per>[nc]?)$"
+)
+_UNIT_MB = {"": 1.0, "K": 1.0 / 1024.0, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+@dataclass(frozen=True)
+class MemoryAmount:
+    """A Slurm memory size in MB and what it counts: per node (``n``), per CPU (``c``) or as
+    printed without a suffix (``job``: sacct's MaxRSS, or a modern ReqMem per node)."""
+
+    mb: float
+    per: MemoryScope = "job"
+
+    def total_mb(self, *, cpus: float = math.nan, nodes: float = math.nan) -> float:
+        """MB for the whole job, scaling a per-CPU or per-node request (NaN if unknown)."""
+        if self.per == "cpu":
+            return self.mb * cpus
+        if self.per == "node":
+            return self.mb * (nodes if nodes > 0 else 1.0)
+        return self.mb
+
+
+def parse_slurm_memory(text: str, *, default_unit: str = "M") -> MemoryAmount | None:
+    """A Slurm memory field: ``4Gn`` (per node), ``3000Mc`` (per CPU), ``123K``, ``0.31M``;
+    a bare number is in ``default_unit`` (MB for ReqMem, bytes are never printed). None when
+    empty. Raises ValueError naming the text otherwise."""
+    s = text.strip()
+    if s == "":
+        return None
+    m = _MEMORY.match(s)
+    if m is None:
+        raise ValueError(f"not a Slurm memory size: {text!r} (expected e.g. 4Gn, 3000Mc, 123K)")
+    unit = (m["unit"] or default_unit).upper()
+    per: MemoryScope = {"n": "node", "c": "cpu", "": "job"}[m["per"]]
+    return MemoryAmount(float(m["num"]) * _UNIT_MB[unit], per)
+
+
+def format_slurm_memory(amount: MemoryAmount) -> str:
+    """The inverse of :func:`parse_slurm_memory`, in whole kilobytes."""
+    suffix = {"job": "", "node": "n", "cpu": "c"}[amount.per]
+    return f"{round(amount.mb * 1024)}K{suffix}"

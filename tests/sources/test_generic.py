@@ -1,0 +1,106 @@
+"""The generic adapter on a CSV/Parquet derived from the real LANL excerpt (same rows)."""
+
+import contextlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoutless.sources.assemble import to_training_table
+from scoutless.sources.common import TraceParseError
+from scoutless.sources.generic import generic_jobs, parse_csv_text, read_table
+from scoutless.sources.load import load_trace
+from scoutless.sources.swf import read_swf
+
+MAPPING = {
+    "columns": {"id": "job_number", "submit_time": "submit_epoch", "end_time": "end_epoch",
+                "user": "user_id"},
+    "features": {"categorical": ["user_id", "queue"], "numerical": ["requested_processors"]},
+    "targets": {
+        "walltime": {"column": "run_time", "unit": "s", "request": "requested_time"},
+        "memory": {"column": "used_memory_kb", "unit": "MB/core", "scale": 1 / 1024},
+    },
+}  # fmt: skip
+
+
+@pytest.fixture
+def lanl_csv(traces, tmp_path):
+    log = read_swf(traces / "swf/LANL-CM5-1994-4.1-cln.head60.swf")
+    jobs = log.jobs.copy()
+    jobs["submit_epoch"] = 781275672 + jobs["submit_time"]
+    jobs["end_epoch"] = jobs["submit_epoch"] + jobs["wait_time"] + jobs["run_time"]
+    path = tmp_path / "lanl.csv"
+    jobs.to_csv(path, index=False)
+    return path, jobs
+
+
+def test_csv_with_mapping(lanl_csv):
+    path, _jobs = lanl_csv
+    trace = load_trace("table", [path], mapping=MAPPING)
+    frame = trace.frame.set_index("jeditaskid")
+    assert len(frame) == 60
+    assert frame.loc[1, "walltime_value"] == 3691 and frame.loc[1, "walltime_request"] == 3600
+    assert frame.loc[1, "memory_value"] == pytest.approx(6676 / 1024)
+    assert frame.loc[1, "creationdate"].timestamp() == 781275672
+    table = to_training_table(trace)
+    assert table.source == "table" and "walltime_last2_class" in table.frame.columns
+    assert table.bins["walltime"].unit == "s"
+
+
+def test_parquet_gives_the_same_rows(lanl_csv, tmp_path):
+    path, jobs = lanl_csv
+    parquet = tmp_path / "lanl.parquet"
+    jobs.to_parquet(parquet)
+    a = load_trace("table", [path], mapping=MAPPING).frame
+    b = load_trace("table", [parquet], mapping=MAPPING).frame
+    cols = ["jeditaskid", "walltime_value", "memory_value", "creationdate"]
+    pd.testing.assert_frame_equal(a[cols], b[cols], check_dtype=False)
+
+
+def test_mapping_errors_name_what_is_wrong(lanl_csv):
+    path, _ = lanl_csv
+    frame, _lines, _ = read_table(path)
+    with pytest.raises(TraceParseError, match="submit_time"):
+        generic_jobs(frame, {"targets": MAPPING["targets"]})
+    bad = {**MAPPING, "targets": {"walltime": {"column": "nope"}}}
+    with pytest.raises(TraceParseError, match="'nope'"):
+        generic_jobs(frame, bad)
+    with pytest.raises(TraceParseError, match="mapping"):
+        load_trace("table", [path])
+
+
+def test_bad_cells_and_rows_carry_line_numbers(lanl_csv):
+    path, _ = lanl_csv
+    lines = path.read_text().splitlines()
+    fields = lines[4].split(",")
+    fields[3] = "long"  # run_time
+    lines[4] = ",".join(fields)
+    lines[7] += ",1"
+    text = "\n".join(lines)
+    with pytest.raises(TraceParseError, match=r":8: expected 20 fields, got 21"):
+        parse_csv_text(text)
+    frame, numbers, bad = parse_csv_text(text, skip_bad=True)
+    assert len(frame) == 59 and bad[0].line == 8
+    with pytest.raises(TraceParseError, match=r"x.csv:5: column 'run_time'"):
+        generic_jobs(frame, MAPPING, lines=numbers, source="x.csv")
+    kept = generic_jobs(frame, MAPPING, lines=numbers, bad_lines=bad, source="x.csv", skip_bad=True)
+    assert len(kept.frame) == 58 and [e.line for e in kept.bad_lines] == [8, 5]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=200))
+def test_csv_parser_parses_or_raises_own_error(text):
+    try:
+        frame, lines, _ = parse_csv_text(text)
+    except TraceParseError:
+        return
+    assert len(frame) == len(lines)
+    assert np.all(np.diff(lines) > 0)
+    mapping = {
+        "columns": {"submit_time": frame.columns[0]},
+        "targets": {"walltime": {"column": frame.columns[-1]}},
+    }
+    with contextlib.suppress(TraceParseError):
+        generic_jobs(frame, mapping)
