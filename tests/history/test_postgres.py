@@ -47,3 +47,15 @@ def test_postgres_history_builds_the_same_table_as_sqlite(pg_engine, sqlite_engi
         lite_table.frame.drop(columns=["creationdate"]),
         check_dtype=False,
     )
+
+
+def test_generated_history_through_copy_into_postgres(pg_engine):
+    """The generator's COPY path and the reader on PostgreSQL, with the Bayes truth."""
+    from scoutless.history.synthetic import generate_history
+
+    stats = generate_history(pg_engine, 300, seed=3, progress=False)
+    assert stats.n_tasks == 300 and stats.n_jobs > 300 * 5
+    table, report = build_table_from_db(pg_engine)
+    assert len(table.frame) + len({r["jeditaskid"] for r in report.rows}) >= 290
+    assert table.frame["memory_bayes_class"].ge(0).all()
+    assert set(table.frame["split_random"]) == {"train", "test"}
