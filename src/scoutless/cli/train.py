@@ -1,10 +1,101 @@
-"""`scoutless train` (being written)."""
+"""``scoutless train``: a training table in, a model bundle out, validation metrics printed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
 
 
-def train() -> None:
-    """Not available yet."""
-    raise typer.Exit(code=2)
+def _grid(text: str | None) -> dict[str, list] | None:
+    """The XGBoost grid from inline JSON or a JSON file."""
+    if text is None:
+        return None
+    raw = Path(text).read_text() if Path(text).is_file() else text
+    try:
+        grid = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"--xgb-grid {text!r}: not JSON ({exc})") from exc
+    if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
+        raise typer.BadParameter(f'--xgb-grid {text!r}: expected {{"param": [values, ...]}}')
+    return grid
+
+
+def metrics_table(manifest: dict) -> Table:
+    """Validation accuracy / macro-F1 per target and model, champion marked."""
+    table = Table(title=f"bundle {manifest['version']}: validation metrics")
+    for col in ("target", "model", "accuracy", "macro-F1", "train s", ""):
+        table.add_column(
+            col, justify="right" if col in ("accuracy", "macro-F1", "train s") else "left"
+        )
+    seconds = manifest.get("training", {}).get("train_seconds", {})
+    for target, by_model in manifest["validation_metrics"].items():
+        for name, m in by_model.items():
+            champion = manifest["champion"][target] == name
+            table.add_row(
+                target,
+                name,
+                f"{m['accuracy']:.3f}",
+                f"{m['macro_f1']:.3f}",
+                f"{seconds.get(target, {}).get(name, float('nan')):.1f}",
+                "[green]champion[/]" if champion else "",
+            )
+    return table
+
+
+def train(
+    table: Annotated[Path, typer.Option("--table", help="training table (.parquet)")],
+    out: Annotated[Path, typer.Option("--out", help="bundle folder to write")],
+    models: Annotated[
+        str, typer.Option(help="comma-separated families: xgb, xgb_native, dnn")
+    ] = "xgb,xgb_native,dnn",
+    trials: Annotated[
+        int, typer.Option(min=0, help="DNN random-search trials; > 0 also runs the XGBoost grid")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="seed of the parts, the models and the search")] = 42,
+    split: Annotated[str, typer.Option(help="'random' or 'time': whose train rows to use")] = (
+        "random"
+    ),
+    max_epochs: Annotated[int | None, typer.Option(min=1, help="cap on DNN epochs")] = None,
+    xgb_grid: Annotated[
+        str | None,
+        typer.Option(
+            help="XGBoost k-fold grid (runs even without --trials), JSON or a JSON file: "
+            '{"max_depth": [4, 6]}'
+        ),
+    ] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads for training")] = None,
+) -> None:
+    """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
+    from scoutless.history.table import TableError, TrainingTable
+    from scoutless.models.training import TrainingError, check_model_names, train_bundle
+
+    if split not in ("random", "time"):
+        raise typer.BadParameter(f"--split {split!r}: expected 'random' or 'time'")
+    try:
+        names = check_model_names(models.split(","))
+        training_table = TrainingTable.load(table)
+        path = train_bundle(
+            training_table,
+            out,
+            models=names,
+            trials=trials,
+            seed=seed,
+            split=split,
+            progress=True,
+            max_epochs=max_epochs,
+            xgb_grid=_grid(xgb_grid),
+            n_jobs=threads,
+        )
+    except (FileNotFoundError, TableError, TrainingError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(code=1) from exc
+    manifest = json.loads((path / "manifest.json").read_text())
+    console.print(metrics_table(manifest))
+    console.print(f"[green]bundle[/] {manifest['version']} → {path}")

@@ -1,0 +1,238 @@
+"""Model bundles: a versioned folder holding everything a prediction needs, and its Predictor.
+
+Layout::
+
+    BUNDLE/manifest.json                 version, data fingerprint, schema, bins, metrics, champions
+    BUNDLE/encoder.json                  fitted FeatureEncoder
+    BUNDLE/models/<target>/<model>.*     one fitted model per target and family
+    BUNDLE/calibration/<target>/<model>.npz   held-out probabilities + true classes
+    BUNDLE/reference.parquet             training feature sample + classes (drift reference)
+
+A bundle is written into a hidden sibling folder and renamed into place at the end, so an
+interrupted run leaves no half bundle and never touches an existing one until it succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.encoders import FeatureEncoder, FeatureInput, SchemaError
+from scoutless.features.spec import FeatureSpec
+from scoutless.models.base import ClassModel
+from scoutless.ops.registry import resolve_champion
+from scoutless.targets.bins import TargetBins
+
+MANIFEST = "manifest.json"
+ENCODER = "encoder.json"
+REFERENCE = "reference.parquet"
+FORMAT_VERSION = 1
+
+__all__ = [
+    "BundleContents",
+    "BundleError",
+    "Predictor",
+    "SchemaError",
+    "load_bundle",
+    "save_bundle",
+]
+
+
+class BundleError(ValueError):
+    """A bundle folder that is missing a part or names something it does not hold."""
+
+
+def model_types() -> dict[str, type]:
+    """Model family name -> class with ``load(folder)``; imported lazily (torch is heavy)."""
+    from scoutless.models.dnn_trainer import DNNModel
+    from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
+
+    return {"xgb": XGBLabelModel, "xgb_native": XGBNativeModel, "dnn": DNNModel}
+
+
+@dataclass
+class BundleContents:
+    """What training hands to :func:`save_bundle` (the manifest is completed there)."""
+
+    manifest: dict[str, Any]
+    encoder: FeatureEncoder
+    models: dict[str, dict[str, ClassModel]]
+    #: target -> model -> (probabilities, true classes, row numbers in the table's frame)
+    calibration: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    reference: pd.DataFrame
+
+
+def _write_contents(folder: Path, contents: BundleContents) -> None:
+    manifest = dict(contents.manifest)
+    manifest["format_version"] = FORMAT_VERSION
+    (folder / ENCODER).write_text(json.dumps(contents.encoder.to_dict()))
+    files: dict[str, dict[str, Any]] = {}
+    for target, by_name in contents.models.items():
+        files[target] = {}
+        for name, model in by_name.items():
+            rel = Path("models") / target / name
+            written = model.save(folder / rel)
+            files[target][name] = {"folder": rel.as_posix(), "files": written}
+    manifest["models"] = files
+    calibration: dict[str, dict[str, str]] = {}
+    for target, by_name in contents.calibration.items():
+        calibration[target] = {}
+        for name, (proba, y, rows) in by_name.items():
+            rel = Path("calibration") / target / f"{name}.npz"
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            np.savez(folder / rel, proba=proba, y=y, rows=rows)
+            calibration[target][name] = rel.as_posix()
+    manifest["calibration"] = calibration
+    contents.reference.to_parquet(folder / REFERENCE, index=False)
+    manifest["reference"] = REFERENCE
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
+
+
+def save_bundle(
+    out: str | Path,
+    contents: BundleContents,
+    *,
+    write: Callable[[Path, BundleContents], None] = _write_contents,
+) -> Path:
+    """Write the bundle to ``out`` atomically: a hidden sibling folder, then a rename."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        write(tmp, contents)
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+class Predictor:
+    """Class probabilities per target from a loaded bundle; the service's only model API."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        encoder: FeatureEncoder,
+        models: dict[str, dict[str, ClassModel]],
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.version: str = manifest["version"]
+        self.targets: list[str] = list(manifest["targets"])
+        self.bins: dict[str, TargetBins] = {
+            t: TargetBins.from_dict(b) for t, b in manifest["bins"].items()
+        }
+        self.feature_specs: list[FeatureSpec] = [
+            FeatureSpec.from_dict(f) for f in manifest["features"]
+        ]
+        self.encoder = encoder
+        self._models = models
+        self._calibration: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._reference: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        return f"Predictor(version={self.version!r}, targets={self.targets}, path={self.path})"
+
+    def _check_target(self, target: str) -> None:
+        if target not in self._models:
+            raise KeyError(f"bundle {self.version} has no target {target!r}; it has {self.targets}")
+
+    def models(self, target: str) -> list[str]:
+        self._check_target(target)
+        return list(self._models[target])
+
+    def champion(self, target: str) -> str:
+        self._check_target(target)
+        return self.manifest["champion"][target]
+
+    def _model(self, target: str, model: str | None) -> tuple[str, ClassModel]:
+        name = model or self.champion(target)
+        if name not in self._models[target]:
+            raise KeyError(
+                f"bundle {self.version}: target {target!r} has no model {name!r}; "
+                f"available: {self.models(target)}"
+            )
+        return name, self._models[target][name]
+
+    def validate_frame(self, data: FeatureInput) -> pd.DataFrame:
+        """Typed frame in feature order; :class:`SchemaError` names wrong columns and types."""
+        return self.encoder.validate(data)
+
+    def unknown_categories(self, frame: FeatureInput) -> list[dict[str, str]]:
+        return self.encoder.unknown_categories(frame)
+
+    def predict_proba(
+        self, data: FeatureInput, targets: list[str] | None = None, model: str | None = None
+    ) -> dict[str, np.ndarray]:
+        """(n, n_classes) probabilities per target; the champion unless ``model`` is named."""
+        wanted = self.targets if targets is None else list(targets)
+        for t in wanted:
+            self._check_target(t)
+            self._model(t, model)
+        encoded = self.encoder.transform(data)
+        return {t: self._model(t, model)[1].predict_proba(encoded) for t in wanted}
+
+    def calibration(self, target: str, model: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Held-out calibration probabilities (n_cal, K) and true classes of a target's model."""
+        name, _ = self._model(target, model)
+        key = (target, name)
+        if key not in self._calibration:
+            rel = self.manifest["calibration"][target][name]
+            with np.load(self.path / rel) as arrays:
+                self._calibration[key] = (arrays["proba"], arrays["y"])
+        return self._calibration[key]
+
+    def calibration_rows(self, target: str, model: str | None = None) -> np.ndarray:
+        """Row numbers (in the training table's frame) of the calibration set."""
+        name, _ = self._model(target, model)
+        with np.load(self.path / self.manifest["calibration"][target][name]) as arrays:
+            return arrays["rows"]
+
+    def reference(self) -> pd.DataFrame:
+        """Training feature sample (<= 5000 rows) with ``{t}_class`` columns, for drift checks."""
+        if self._reference is None:
+            self._reference = pd.read_parquet(self.path / self.manifest["reference"])
+        return self._reference.copy()
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    file = path / MANIFEST
+    if not file.is_file():
+        raise BundleError(f"{path} is not a bundle: no {MANIFEST}")
+    return json.loads(file.read_text())
+
+
+def load_bundle(path: str | Path) -> Predictor:
+    """The Predictor of a bundle folder (or of a registry's champion bundle)."""
+    path = resolve_champion(Path(path))
+    manifest = read_manifest(path)
+    encoder = FeatureEncoder.from_dict(json.loads((path / ENCODER).read_text()))
+    types = model_types()
+    models: dict[str, dict[str, ClassModel]] = {}
+    for target, by_name in manifest["models"].items():
+        models[target] = {}
+        for name, entry in by_name.items():
+            kind = entry.get("kind", name)
+            if kind not in types:
+                raise BundleError(f"{path}: model {target}/{name} of unknown kind {kind!r}")
+            models[target][name] = types[kind].load(path / entry["folder"])
+    return Predictor(path, manifest, encoder, models)

@@ -1,0 +1,353 @@
+"""Fitted feature encoders: what turns a feature frame (or request records) into model arrays.
+
+Fitted on the training rows only. Categoricals become vocabulary indices with index 0
+reserved for missing, rare and never-seen values, so a new user or release never crashes
+a prediction. Numericals become ``sign(x)·log1p(|x|)`` standardised; missing values stay
+NaN here (XGBoost handles them natively; the DNN adds a missing flag).
+
+The encoder remembers its feature schema (``feature_names_in_`` and kinds), so a request
+with the wrong columns or types is refused with a :class:`SchemaError` that names them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Number
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.spec import FeatureSpec
+
+UNKNOWN_INDEX = 0
+#: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups.
+SMALL_BATCH = 64
+
+
+class SchemaError(ValueError):
+    """Input whose columns or value types differ from the schema the encoder was fitted on."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        missing: Sequence[str] = (),
+        unexpected: Sequence[str] = (),
+        wrong_type: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.missing = list(missing)
+        self.unexpected = list(unexpected)
+        self.wrong_type = dict(wrong_type or {})
+
+
+@dataclass(frozen=True)
+class EncodedFeatures:
+    """Model-ready arrays for ``n`` rows.
+
+    ``codes``: (n, n_categorical) int64 vocabulary indices, 0 = unknown/missing.
+    ``numeric``: (n, n_numerical) float32, log1p-standardised, NaN where missing.
+    """
+
+    codes: np.ndarray
+    numeric: np.ndarray
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def take(self, rows: np.ndarray) -> EncodedFeatures:
+        return EncodedFeatures(self.codes[rows], self.numeric[rows])
+
+
+Records = Sequence[Mapping[str, Any]]
+FeatureInput = pd.DataFrame | Records | Mapping[str, Any]
+
+
+def category_text(value: Any) -> str | None:
+    """One categorical value as text; None for missing. Integral floats lose their '.0'."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if value.is_integer():
+            return str(int(value))
+    if isinstance(value, np.floating | np.integer):
+        return category_text(value.item())
+    text = str(value)
+    return text or None
+
+
+def _is_category_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | Number | bool | np.generic)
+
+
+def _number(value: Any) -> float | None:
+    """A numerical value as float; None when it is not a number (wrong type)."""
+    if value is None or value is pd.NA:
+        return math.nan
+    if isinstance(value, bool | np.bool_):
+        return float(value)
+    if isinstance(value, Number | np.number):
+        return float(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip() else math.nan
+        except ValueError:
+            return None
+    return None
+
+
+def signed_log1p(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
+class FeatureEncoder:
+    """Vocabulary + log-standardisation per feature, fitted on training rows.
+
+    ``min_count``: categories seen fewer times in training map to the unknown index, so
+    that index is learned from real rare values and not only from missing ones.
+    """
+
+    def __init__(self, features: Sequence[FeatureSpec], *, min_count: int = 2) -> None:
+        if min_count < 1:
+            raise ValueError(f"{min_count=} must be at least 1")
+        self.features = list(features)
+        self.min_count = min_count
+
+    @property
+    def categorical(self) -> list[str]:
+        return [f.name for f in self.features if f.kind == "categorical"]
+
+    @property
+    def numerical(self) -> list[str]:
+        return [f.name for f in self.features if f.kind == "numerical"]
+
+    @property
+    def cardinalities(self) -> list[int]:
+        """Embedding table sizes: vocabulary plus the unknown index 0."""
+        return [len(self.vocabulary_[name]) + 1 for name in self.categorical]
+
+    # -- fitting ---------------------------------------------------------------------
+
+    def fit(self, frame: pd.DataFrame) -> FeatureEncoder:
+        self.feature_names_in_ = [f.name for f in self.features]
+        typed = self.validate(frame)
+        self.vocabulary_: dict[str, list[str]] = {}
+        for name in self.categorical:
+            counts = typed[name].value_counts(dropna=True)
+            self.vocabulary_[name] = sorted(str(v) for v in counts.index[counts >= self.min_count])
+        self.mean_: dict[str, float] = {}
+        self.scale_: dict[str, float] = {}
+        for name in self.numerical:
+            logged = signed_log1p(typed[name].to_numpy(dtype=float))
+            finite = logged[np.isfinite(logged)]
+            mean = float(finite.mean()) if finite.size else 0.0
+            std = float(finite.std()) if finite.size else 0.0
+            self.mean_[name] = mean
+            self.scale_[name] = std if std > 1e-12 else 1.0
+        self._build_lookups()
+        return self
+
+    def _build_lookups(self) -> None:
+        self._index = {name: pd.Index(vocab) for name, vocab in self.vocabulary_.items()}
+        self._lookup = {
+            name: {v: i + 1 for i, v in enumerate(vocab)}
+            for name, vocab in self.vocabulary_.items()
+        }
+        self._mean = np.array([self.mean_[n] for n in self.numerical], dtype=float)
+        self._scale = np.array([self.scale_[n] for n in self.numerical], dtype=float)
+        self._kinds = {f.name: f.kind for f in self.features}
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "vocabulary_"):
+            raise RuntimeError("FeatureEncoder is not fitted; call fit(frame) first")
+
+    # -- schema ----------------------------------------------------------------------
+
+    def _schema_error(self, missing: list[str], unexpected: list[str], wrong: dict[str, str]):
+        parts = []
+        if missing:
+            parts.append(f"missing features {missing}")
+        if unexpected:
+            parts.append(f"unexpected features {unexpected}")
+        if wrong:
+            parts.append(
+                "wrong value types " + ", ".join(f"{k} (expected {v})" for k, v in wrong.items())
+            )
+        return SchemaError(
+            "input does not match the model's feature schema: " + "; ".join(parts),
+            missing=missing,
+            unexpected=unexpected,
+            wrong_type=wrong,
+        )
+
+    def _expected_names(self) -> list[str]:
+        return getattr(self, "feature_names_in_", [f.name for f in self.features])
+
+    def validate(self, data: FeatureInput) -> pd.DataFrame:
+        """A typed frame in feature order: categoricals as text/None, numericals as float.
+
+        DataFrames may carry extra columns (a training table carries targets); request
+        records (dicts) may not: an unknown key is almost always a misspelt feature.
+        """
+        categories, numbers, index = self._typed_columns(data)
+        cats = [f.name for f in self.features if f.kind == "categorical"]
+        nums = [f.name for f in self.features if f.kind == "numerical"]
+        # two blocks + one concat: ~10x faster than a column-by-column frame for one row
+        text = np.empty((len(index), len(cats)), dtype=object)
+        for j, name in enumerate(cats):
+            text[:, j] = categories[name]
+        blocks = [pd.DataFrame(text, columns=cats, index=index, dtype=object)]
+        if nums:
+            values = np.column_stack([numbers[n] for n in nums]) if len(index) else None
+            blocks.append(pd.DataFrame(values, columns=nums, index=index, dtype=float))
+        frame = pd.concat(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+        names = self._expected_names()
+        return frame if list(frame.columns) == names else frame[names]
+
+    def _typed_columns(
+        self, data: FeatureInput
+    ) -> tuple[dict[str, list[str | None]], dict[str, np.ndarray], pd.Index]:
+        """Categoricals as text lists and numericals as float arrays, types checked."""
+        names = self._expected_names()
+        if isinstance(data, pd.DataFrame):
+            missing = [n for n in names if n not in data.columns]
+            if missing:
+                raise self._schema_error(missing, [], {})
+            index = data.index
+            if len(data) <= SMALL_BATCH:  # plain lists beat per-column pandas for a few rows
+                block = data.to_numpy(dtype=object)
+                where = data.columns.get_indexer(names)
+                columns: dict[str, Any] = {
+                    n: block[:, j].tolist() for n, j in zip(names, where, strict=True)
+                }
+            else:
+                columns = {n: data[n] for n in names}
+        else:
+            records = _as_records(data)
+            columns = self._record_columns(records)
+            index = pd.RangeIndex(len(records))
+        categories: dict[str, list[str | None]] = {}
+        numbers: dict[str, np.ndarray] = {}
+        wrong: dict[str, str] = {}
+        for spec in self.features:
+            if spec.kind == "categorical":
+                text = self._categorical_column(columns[spec.name])
+                if text is None:
+                    wrong[spec.name] = "categorical"
+                else:
+                    categories[spec.name] = text
+            else:
+                values = self._numerical_column(columns[spec.name])
+                if values is None:
+                    wrong[spec.name] = "numerical"
+                else:
+                    numbers[spec.name] = values
+        if wrong:
+            raise self._schema_error([], [], wrong)
+        return categories, numbers, index
+
+    def _record_columns(self, records: Records) -> dict[str, list[Any]]:
+        names = self._expected_names()
+        expected = set(names)
+        seen: set[str] = set()
+        for rec in records:
+            seen.update(rec.keys())
+        unexpected = sorted(seen - expected)
+        missing = [n for n in names if any(n not in rec for rec in records)]
+        if missing or unexpected:
+            raise self._schema_error(missing, unexpected, {})
+        return {n: [rec[n] for rec in records] for n in names}
+
+    @staticmethod
+    def _categorical_column(values: Any) -> list[str | None] | None:
+        if isinstance(values, pd.Series) and pd.api.types.is_string_dtype(values.dtype):
+            return [
+                None if (v is None or v is pd.NA or v != v or v == "") else str(v) for v in values
+            ]
+        if not all(_is_category_scalar(v) or v is pd.NA for v in values):
+            return None
+        return [category_text(v) for v in values]
+
+    @staticmethod
+    def _numerical_column(values: Any) -> np.ndarray | None:
+        if isinstance(values, pd.Series) and pd.api.types.is_numeric_dtype(values.dtype):
+            return values.to_numpy(dtype=float, na_value=np.nan)
+        numbers = [_number(v) for v in values]
+        if any(n is None for n in numbers):
+            return None
+        return np.asarray(numbers, dtype=float)
+
+    # -- transforming ----------------------------------------------------------------
+
+    def transform(self, data: FeatureInput) -> EncodedFeatures:
+        """Model arrays for ``data`` (a DataFrame, one record, or a list of records)."""
+        self._check_fitted()
+        categories, numbers, index = self._typed_columns(data)
+        n = len(index)
+        codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
+        for j, name in enumerate(self.categorical):
+            if n <= SMALL_BATCH:
+                lookup = self._lookup[name]
+                codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
+            else:  # not found (or None) is -1 -> 0 = unknown
+                values = np.asarray(categories[name], dtype=object)
+                codes[:, j] = self._index[name].get_indexer(values) + 1
+        raw = np.empty((n, len(self.numerical)), dtype=float)
+        for j, name in enumerate(self.numerical):
+            raw[:, j] = numbers[name]
+        numeric = (signed_log1p(raw) - self._mean) / self._scale
+        return EncodedFeatures(codes, numeric.astype(np.float32))
+
+    def unknown_categories(self, data: FeatureInput) -> list[dict[str, str]]:
+        """Per row: categorical feature -> value outside the training vocabulary."""
+        self._check_fitted()
+        categories, _, index = self._typed_columns(data)
+        out: list[dict[str, str]] = [{} for _ in range(len(index))]
+        for name in self.categorical:
+            values = categories[name]
+            if len(values) <= SMALL_BATCH:
+                lookup = self._lookup[name]
+                unknown = [i for i, v in enumerate(values) if v is not None and v not in lookup]
+            else:
+                found = self._index[name].get_indexer(np.asarray(values, dtype=object)) >= 0
+                unknown = [i for i in np.flatnonzero(~found) if values[i] is not None]
+            for i in unknown:
+                out[i][name] = values[i]  # type: ignore[assignment]
+        return out
+
+    # -- persistence -----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {
+            "features": [f.to_dict() for f in self.features],
+            "min_count": self.min_count,
+            "vocabulary": self.vocabulary_,
+            "mean": self.mean_,
+            "scale": self.scale_,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FeatureEncoder:
+        enc = cls([FeatureSpec.from_dict(f) for f in d["features"]], min_count=d["min_count"])
+        enc.feature_names_in_ = [f.name for f in enc.features]
+        enc.vocabulary_ = {k: list(v) for k, v in d["vocabulary"].items()}
+        enc.mean_ = {k: float(v) for k, v in d["mean"].items()}
+        enc.scale_ = {k: float(v) for k, v in d["scale"].items()}
+        enc._build_lookups()
+        return enc
+
+
+def _as_records(data: Records | Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if isinstance(data, Mapping):
+        return [data]
+    records = list(data)
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise SchemaError(f"record {i} is a {type(rec).__name__}, expected a mapping")
+    return records

@@ -1,0 +1,103 @@
+"""The tabular DNN: categorical embeddings + numericals -> dense blocks -> class logits.
+
+The module knows nothing of pandas or databases: it takes vocabulary sizes (fitted column
+statistics) and tensors. Index 0 of every embedding is the unknown/missing value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def embedding_dim(cardinality: int) -> int:
+    """min(32, floor(log2 v) + 1) for a vocabulary of ``v`` entries (unknown included)."""
+    if cardinality < 1:
+        raise ValueError(f"{cardinality=} must be positive")
+    return min(32, math.floor(math.log2(cardinality)) + 1)
+
+
+class Dropout(nn.Module):
+    """Inverted dropout from a uniform draw: same maths as ``nn.Dropout``, about twice as fast
+    on CPU (torch's ``bernoulli_`` dominated the training step)."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        if not 0 <= p < 1:
+            raise ValueError(f"{p=} must be in [0, 1)")
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        keep = torch.rand_like(x) >= self.p
+        return x * keep * (1.0 / (1.0 - self.p))
+
+
+class TabularMLP(nn.Module):
+    """Embeddings ⊕ numericals -> [Linear -> BatchNorm -> ReLU -> Dropout] x n -> Linear.
+
+    forward(codes: (B, n_categorical) int64, numeric: (B, d_numerical) float32)
+    -> logits (B, n_classes). Softmax is applied by the caller (loss or predict).
+    With ``d_aux`` > 0, :meth:`forward_with_aux` also returns (B, d_aux) regression outputs
+    from the same last hidden layer (used only as an auxiliary training signal).
+    """
+
+    def __init__(
+        self,
+        *,
+        cardinalities: Sequence[int],
+        d_numerical: int,
+        n_classes: int,
+        d_hidden: Sequence[int] = (256, 128, 64),
+        dropouts: Sequence[float] = (0.4, 0.3, 0.3),
+        d_aux: int = 0,
+    ) -> None:
+        super().__init__()
+        if any(c < 1 for c in cardinalities):
+            raise ValueError(f"{list(cardinalities)=} must all be positive")
+        if d_numerical < 0:
+            raise ValueError(f"{d_numerical=} must be non-negative")
+        if not cardinalities and d_numerical == 0:
+            raise ValueError("the model needs at least one categorical or numerical input")
+        if n_classes < 2:
+            raise ValueError(f"{n_classes=} must be at least 2")
+        if not d_hidden or any(d < 1 for d in d_hidden):
+            raise ValueError(f"{list(d_hidden)=} must be a non-empty list of positive widths")
+        if len(dropouts) != len(d_hidden) or any(not 0 <= p < 1 for p in dropouts):
+            raise ValueError(f"{list(dropouts)=} needs one rate in [0, 1) per hidden layer")
+        if d_aux < 0:
+            raise ValueError(f"{d_aux=} must be non-negative")
+        self.cardinalities = list(cardinalities)
+        self.d_numerical = d_numerical
+        self.n_classes = n_classes
+        self.embeddings = nn.ModuleList(
+            nn.Embedding(c, embedding_dim(c)) for c in self.cardinalities
+        )
+        d_in = sum(e.embedding_dim for e in self.embeddings) + d_numerical
+        blocks: list[nn.Module] = []
+        for width, p in zip(d_hidden, dropouts, strict=True):
+            blocks += [nn.Linear(d_in, width), nn.BatchNorm1d(width), nn.ReLU(), Dropout(p)]
+            d_in = width
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Linear(d_in, n_classes)
+        self.aux_head = nn.Linear(d_in, d_aux) if d_aux else None
+
+    def _hidden(self, codes: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
+        parts = [emb(codes[:, j]) for j, emb in enumerate(self.embeddings)]
+        if self.d_numerical:
+            parts.append(numeric)
+        return self.blocks(torch.cat(parts, dim=1))
+
+    def forward(self, codes: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
+        return self.head(self._hidden(codes, numeric))
+
+    def forward_with_aux(
+        self, codes: torch.Tensor, numeric: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hidden = self._hidden(codes, numeric)
+        aux = self.aux_head(hidden) if self.aux_head is not None else None
+        return self.head(hidden), aux

@@ -1,0 +1,80 @@
+"""Shared fixtures. ``make_small_table``: a small TrainingTable with learnable structure.
+
+Classes depend on a categorical with many values (like a user), a small categorical (like a
+processing type) and two numericals, plus noise; some labels are missing (-1) and some
+numericals are NaN, as in real history. Used by the model and bundle tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoutless.features.spec import FeatureSpec
+from scoutless.history.table import TrainingTable
+from scoutless.targets.bins import TargetBins
+
+SMALL_FEATURES = [
+    FeatureSpec("username", "categorical"),
+    FeatureSpec("processingtype", "categorical"),
+    FeatureSpec("corecount", "numerical"),
+    FeatureSpec("input_nevents", "numerical"),
+]
+SMALL_BINS = {
+    "memory": TargetBins(
+        "memory",
+        "MB/core",
+        (0, 1000, 2000, 4000, float("inf")),
+        ("<=1GB", "1-2GB", "2-4GB", ">4GB"),
+    ),
+    "io": TargetBins("io", "kB/s/core", (0, 500, float("inf")), ("low", "high")),
+}
+
+
+def make_small_table(n: int = 3000, seed: int = 0) -> TrainingTable:
+    rng = np.random.default_rng(seed)
+    users = np.array([f"user{i:02d}" for i in range(40)])
+    user_effect = rng.normal(0, 0.6, len(users))
+    ptypes = np.array(["evgen", "simul", "reco", "deriv", "merge"])
+    ptype_effect = np.array([-1.0, 0.8, 0.4, -0.3, -1.2])
+    u = rng.integers(0, len(users), n)
+    p = rng.integers(0, len(ptypes), n)
+    cores = rng.choice([1.0, 8.0], n)
+    nevents = np.exp(rng.normal(8, 2, n))
+    log_memory = 7.4 + user_effect[u] + ptype_effect[p] + 0.1 * (cores == 8) + rng.normal(0, 0.3, n)
+    memory = np.exp(log_memory)
+    io = np.exp(5.5 + 0.3 * np.log(nevents) - 2.0 * (p == 0) + rng.normal(0, 0.5, n)) / cores
+    frame = pd.DataFrame(
+        {
+            "username": users[u].astype(object),
+            "processingtype": ptypes[p].astype(object),
+            "corecount": cores,
+            "input_nevents": nevents,
+            "memory_value": memory,
+            "io_value": io,
+        }
+    )
+    frame.loc[rng.random(n) < 0.05, "input_nevents"] = np.nan
+    frame.loc[rng.random(n) < 0.03, "processingtype"] = None
+    for t, bins in SMALL_BINS.items():
+        frame[f"{t}_class"] = bins.classify(frame[f"{t}_value"].to_numpy())
+    frame.loc[rng.random(n) < 0.02, ["memory_value", "memory_class"]] = [np.nan, -1]
+    frame["memory_class"] = frame["memory_class"].astype(np.int64)
+    frame["split_random"] = np.where(rng.random(n) < 0.2, "test", "train")
+    frame["split_time"] = np.where(np.arange(n) >= 0.8 * n, "test", "train")
+    return TrainingTable(frame, list(SMALL_FEATURES), dict(SMALL_BINS), source="test")
+
+
+@pytest.fixture(scope="session")
+def small_table() -> TrainingTable:
+    return make_small_table()
+
+
+@pytest.fixture(scope="session")
+def small_bundle(small_table, tmp_path_factory):
+    """A bundle of all three families trained on ``small_table`` (few epochs, one thread)."""
+    from scoutless.models.training import train_bundle
+
+    out = tmp_path_factory.mktemp("bundles") / "small"
+    return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)

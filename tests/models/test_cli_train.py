@@ -1,0 +1,45 @@
+"""``scoutless train`` end to end on a small table file."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from scoutless.cli.main import app
+
+
+def test_train_writes_a_bundle_and_prints_metrics(small_table, tmp_path):
+    table_path = small_table.save(tmp_path / "table.parquet")
+    out = tmp_path / "bundle"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--table",
+            str(table_path),
+            "--out",
+            str(out),
+            "--models",
+            "xgb,dnn",
+            "--max-epochs",
+            "2",
+            "--threads",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["champion"]) == {"memory", "io"}
+    assert "champion" in result.output and manifest["version"] in result.output
+
+
+def test_train_names_bad_inputs(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["train", "--table", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "b")]
+    )
+    assert result.exit_code == 1 and "does not exist" in " ".join(result.output.split())
+    result = runner.invoke(app, ["train", "--table", "t", "--out", "b", "--models", "svm"])
+    assert result.exit_code == 1 and "svm" in " ".join(result.output.split())
+    assert not (tmp_path / "b").exists()

@@ -1,0 +1,156 @@
+"""TabularMLP and its trainer: embedding sizes, validation, learning, early stopping, save/load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from scoutless.features.encoders import EncodedFeatures
+from scoutless.models.dnn import Dropout, TabularMLP, embedding_dim
+from scoutless.models.dnn_trainer import DNNModel, DNNParams, numeric_input
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "dim"), [(1, 1), (2, 2), (3, 2), (4, 3), (7, 3), (8, 4), (1000, 10), (2**40, 32)]
+)
+def test_embedding_size_is_min_32_floor_log2_plus_one(vocabulary, dim):
+    assert embedding_dim(vocabulary) == dim
+
+
+def test_module_builds_one_embedding_per_categorical_and_returns_logits():
+    net = TabularMLP(cardinalities=[5, 300], d_numerical=4, n_classes=3)
+    assert [e.embedding_dim for e in net.embeddings] == [3, 9]
+    assert net.blocks[0].in_features == 3 + 9 + 4
+    widths = [m.out_features for m in net.blocks if isinstance(m, torch.nn.Linear)]
+    assert widths == [256, 128, 64]
+    drops = [m.p for m in net.blocks if isinstance(m, Dropout)]
+    assert drops == [0.4, 0.3, 0.3]
+    assert sum(isinstance(m, torch.nn.BatchNorm1d) for m in net.blocks) == 3
+    net.eval()
+    out = net(torch.zeros(6, 2, dtype=torch.long), torch.zeros(6, 4))
+    assert out.shape == (6, 3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_classes": 1}, "n_classes=1"),
+        ({"cardinalities": [0]}, "must all be positive"),
+        ({"dropouts": (0.1,)}, "one rate"),
+        ({"d_hidden": ()}, "non-empty"),
+        ({"cardinalities": [], "d_numerical": 0}, "at least one"),
+    ],
+)
+def test_module_validates_arguments_at_once(kwargs, message):
+    args = {"cardinalities": [3], "d_numerical": 2, "n_classes": 2, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        TabularMLP(**args)
+
+
+def test_module_arguments_are_keyword_only():
+    with pytest.raises(TypeError):
+        TabularMLP([3], 2, 2)  # type: ignore[misc]
+
+
+def test_numeric_input_appends_missing_flags():
+    out = numeric_input(np.array([[1.5, np.nan]], dtype=np.float32))
+    np.testing.assert_array_equal(out, [[1.5, 0.0, 0.0, 1.0]])
+
+
+def _toy(n: int, seed: int) -> tuple[EncodedFeatures, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 6, (n, 1))
+    numeric = rng.normal(size=(n, 2)).astype(np.float32)
+    y = ((codes[:, 0] % 3) + (numeric[:, 0] > 0.5)).clip(0, 2)
+    numeric[rng.random(n) < 0.1, 1] = np.nan
+    return EncodedFeatures(codes, numeric), y
+
+
+def _model(**params) -> DNNModel:
+    base = {"max_epochs": 12, "batch_size": 128, "learning_rate": 5e-3, **params}
+    return DNNModel(n_classes=3, cardinalities=[6], n_numerical=2, params=DNNParams(**base))
+
+
+def test_dnn_learns_restores_best_epoch_and_calibrates(tmp_path):
+    X, y = _toy(1500, 0)
+    Xv, yv = _toy(400, 1)
+    model = _model().fit(X, y, eval_set=(Xv, yv), class_weight=np.ones(3))
+    accuracies = [h["val_accuracy"] for h in model.history_]
+    assert max(accuracies) > 0.85
+    assert model.best_epoch_ == int(np.argmax(accuracies)) + 1
+    best_acc = (model.predict_proba(Xv).argmax(axis=1) == yv).mean()
+    assert best_acc == pytest.approx(max(accuracies))  # the best weights, not the last
+    proba = model.predict_proba(Xv)
+    np.testing.assert_allclose(proba.sum(axis=1), 1, atol=1e-9)
+    assert 0.05 < model.temperature_ < 20
+    model.save(tmp_path)
+    again = DNNModel.load(tmp_path)
+    np.testing.assert_array_equal(again.predict_proba(Xv), proba)
+
+
+def test_early_stopping_stops_after_patience_without_improvement():
+    X, y = _toy(600, 2)
+    Xv, _ = _toy(200, 3)
+    noise = np.random.default_rng(0).integers(0, 3, 200)  # unlearnable validation labels
+    model = _model(max_epochs=30, patience=2).fit(X, y, eval_set=(Xv, noise))
+    assert len(model.history_) < 30
+    assert len(model.history_) - model.best_epoch_ == 2
+
+
+def test_same_seed_same_model():
+    X, y = _toy(500, 4)
+    Xv, yv = _toy(100, 5)
+    a = _model(max_epochs=3).fit(X, y, eval_set=(Xv, yv))
+    b = _model(max_epochs=3).fit(X, y, eval_set=(Xv, yv))
+    np.testing.assert_array_equal(a.predict_proba(Xv), b.predict_proba(Xv))
+
+
+def test_labels_out_of_range_are_refused():
+    X, y = _toy(50, 6)
+    with pytest.raises(ValueError, match=r"dnn.fit: labels must lie in \[0, 3\)"):
+        _model().fit(X, y + 5, eval_set=(X, y))
+
+
+def test_auxiliary_value_regression_trains_saves_and_loads(tmp_path):
+    X, y = _toy(800, 7)
+    Xv, yv = _toy(200, 8)
+    values = np.exp(y + np.random.default_rng(0).normal(0, 0.2, len(y)))
+    values[::10] = np.nan  # rows without a value add no auxiliary loss
+    model = _model(max_epochs=3, aux_weight=1.0).fit(X, y, eval_set=(Xv, yv), values=values)
+    assert model.d_aux_ == 1 and model.module_.aux_head is not None
+    model.save(tmp_path)
+    again = DNNModel.load(tmp_path)
+    assert again.module_.aux_head is not None
+    np.testing.assert_array_equal(again.predict_proba(Xv), model.predict_proba(Xv))
+    plain = _model(max_epochs=1).fit(X, y, eval_set=(Xv, yv), values=values)
+    assert plain.d_aux_ == 0 and plain.module_.aux_head is None  # aux_weight=0: no head
+
+
+def test_small_batch_numpy_path_matches_torch():
+    X, y = _toy(300, 9)
+    model = _model(max_epochs=2).fit(X, y, eval_set=(X, y))
+    many = model.predict_logits(X)  # > SMALL_BATCH rows: torch
+    few = np.vstack([model.predict_logits(X.take(np.arange(i, i + 1))) for i in range(10)])
+    np.testing.assert_allclose(few, many[:10], rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_keeps_the_expected_share_and_scale():
+    drop = Dropout(0.4)
+    out = drop(torch.ones(200, 500))
+    kept = out > 0
+    assert kept.float().mean().item() == pytest.approx(0.6, abs=0.01)
+    assert torch.allclose(out[kept], torch.tensor(1 / 0.6))
+    drop.eval()
+    assert torch.equal(drop(torch.ones(3, 3)), torch.ones(3, 3))
+
+
+def test_small_tables_get_smaller_batches():
+    from scoutless.models.dnn_trainer import effective_batch_size
+
+    assert effective_batch_size(2048, 1_000_000) == 2048
+    assert effective_batch_size(2048, 6000) == 187  # 32 steps per epoch
+    assert effective_batch_size(2048, 500) == 64
+    assert effective_batch_size(128, 100_000) == 128

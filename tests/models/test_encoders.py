@@ -1,0 +1,129 @@
+"""FeatureEncoder: vocabulary with an unknown index, log-standardisation, schema checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoutless.features.encoders import FeatureEncoder, SchemaError, category_text
+from scoutless.features.spec import FeatureSpec
+
+SPECS = [
+    FeatureSpec("user", "categorical"),
+    FeatureSpec("queue", "categorical"),
+    FeatureSpec("cores", "numerical"),
+    FeatureSpec("events", "numerical"),
+]
+
+
+def _frame(n: int = 200, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "user": rng.choice(["alice", "bob", "carol"], n).astype(object),
+            "queue": rng.choice([1, 2, 3], n),  # integer categories, as workqueue_id
+            "cores": rng.choice([1.0, 8.0], n),
+            "events": np.exp(rng.normal(8, 2, n)),
+            "target": rng.integers(0, 3, n),  # extra column: allowed in frames
+        }
+    )
+
+
+@pytest.fixture
+def fitted() -> FeatureEncoder:
+    return FeatureEncoder(SPECS).fit(_frame())
+
+
+def test_vocabulary_reserves_index_zero_for_unknown_and_missing(fitted):
+    rows = [
+        {"user": "alice", "queue": 2, "cores": 8, "events": 10.0},
+        {"user": "mallory", "queue": 99, "cores": 1, "events": None},  # never seen
+        {"user": None, "queue": None, "cores": None, "events": 5},
+    ]
+    codes = fitted.transform(rows).codes
+    assert codes[0, 0] == fitted.vocabulary_["user"].index("alice") + 1
+    assert codes[0, 1] == fitted.vocabulary_["queue"].index("2") + 1
+    assert (codes[1] == 0).all() and (codes[2] == 0).all()
+    assert fitted.cardinalities == [4, 4]
+
+
+def test_rare_categories_map_to_unknown():
+    frame = _frame()
+    frame.loc[0, "user"] = "once"
+    enc = FeatureEncoder(SPECS, min_count=2).fit(frame)
+    assert "once" not in enc.vocabulary_["user"]
+    assert FeatureEncoder(SPECS, min_count=1).fit(frame).vocabulary_["user"].count("once") == 1
+
+
+def test_numericals_are_log_standardised_with_nan_for_missing(fitted):
+    frame = _frame()
+    numeric = fitted.transform(frame).numeric
+    assert numeric.dtype == np.float32
+    np.testing.assert_allclose(numeric.mean(axis=0), 0, atol=1e-5)
+    np.testing.assert_allclose(numeric.std(axis=0), 1, atol=1e-4)
+    one = fitted.transform({"user": "bob", "queue": 1, "cores": np.nan, "events": 100.0})
+    assert np.isnan(one.numeric[0, 0])
+    expected = (np.log1p(100.0) - fitted.mean_["events"]) / fitted.scale_["events"]
+    assert one.numeric[0, 1] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [5, 300])  # the few-row list path and the vectorised path
+def test_frame_and_records_encode_identically(fitted, n):
+    frame = _frame(n, seed=1)
+    frame.loc[frame.index[::7], "user"] = "newcomer"
+    frame.loc[frame.index[::5], "events"] = np.nan
+    by_frame = fitted.transform(frame)
+    records = frame.drop(columns="target").to_dict("records")
+    by_records = fitted.transform(records)
+    np.testing.assert_array_equal(by_frame.codes, by_records.codes)
+    np.testing.assert_array_equal(by_frame.numeric, by_records.numeric)
+
+
+def test_missing_unexpected_and_wrong_types_are_named(fitted):
+    with pytest.raises(SchemaError) as err:
+        fitted.validate([{"user": "bob", "queue": 1, "cores": 1, "evnts": 3}])
+    assert err.value.missing == ["events"] and err.value.unexpected == ["evnts"]
+    assert "events" in str(err.value)
+    with pytest.raises(SchemaError) as err:
+        fitted.transform([{"user": ["x"], "queue": 1, "cores": "many", "events": 3}])
+    assert err.value.wrong_type == {"user": "categorical", "cores": "numerical"}
+    with pytest.raises(SchemaError) as err:
+        fitted.transform(_frame().drop(columns="cores"))
+    assert err.value.missing == ["cores"]
+    assert isinstance(err.value, ValueError)
+
+
+def test_validate_returns_typed_frame_in_feature_order(fitted):
+    typed = fitted.validate([{"events": "12", "cores": 8, "queue": 3.0, "user": ""}])
+    assert list(typed.columns) == ["user", "queue", "cores", "events"]
+    assert typed.loc[0, "queue"] == "3" and typed.loc[0, "user"] is None
+    assert typed.loc[0, "events"] == 12.0 and typed["cores"].dtype == float
+
+
+def test_unknown_categories_per_row(fitted):
+    rows = [
+        {"user": "alice", "queue": 1, "cores": 1, "events": 1},
+        {"user": "zed", "queue": 7, "cores": 1, "events": 1},
+        {"user": None, "queue": 1, "cores": 1, "events": 1},
+    ]
+    assert fitted.unknown_categories(rows) == [{}, {"user": "zed", "queue": "7"}, {}]
+
+
+def test_round_trip_through_dict(fitted):
+    clone = FeatureEncoder.from_dict(fitted.to_dict())
+    frame = _frame(100, seed=3)
+    a, b = fitted.transform(frame), clone.transform(frame)
+    np.testing.assert_array_equal(a.codes, b.codes)
+    np.testing.assert_array_equal(a.numeric, b.numeric)
+
+
+def test_unfitted_encoder_refuses_to_transform():
+    with pytest.raises(RuntimeError, match="not fitted"):
+        FeatureEncoder(SPECS).transform(_frame())
+
+
+def test_category_text_normalises_integral_floats():
+    assert category_text(12.0) == "12" and category_text(np.int64(3)) == "3"
+    assert category_text(float("nan")) is None and category_text("") is None
+    assert category_text(1.5) == "1.5"

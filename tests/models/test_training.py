@@ -1,0 +1,124 @@
+"""train_bundle: parts, manifest content, searches, and atomic writing when a run fails."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scoutless.bundle import load_bundle
+from scoutless.models import training
+from scoutless.models.dnn_trainer import DNNModel
+from scoutless.models.training import TrainingError, assign_parts, train_bundle
+from scoutless.models.xgb import XGBLabelModel
+
+
+def test_assign_parts_is_stratified_seeded_and_keeps_tiny_strata():
+    strata = np.repeat([[0, 1], [1, 0], [2, 2]], [1000, 200, 1], axis=0)
+    parts = assign_parts(strata, seed=3)
+    for key in ([0, 1], [1, 0]):
+        share = parts[(strata == key).all(axis=1)]
+        assert (share == "fit").mean() == pytest.approx(0.70, abs=0.01)
+        assert (share == "calibration").mean() == pytest.approx(0.15, abs=0.01)
+    assert parts[-1] == "fit"
+    np.testing.assert_array_equal(parts, assign_parts(strata, seed=3))
+    assert not np.array_equal(parts, assign_parts(strata, seed=4))
+
+
+def test_manifest_records_what_the_contract_promises(small_bundle, small_table):
+    manifest = json.loads((small_bundle / "manifest.json").read_text())
+    for key in (
+        "version",
+        "created",
+        "data_fingerprint",
+        "source",
+        "features",
+        "targets",
+        "bins",
+        "library_versions",
+        "hyperparameters",
+        "validation_metrics",
+        "champion",
+    ):
+        assert key in manifest, key
+    assert manifest["version"].endswith(manifest["data_fingerprint"][:8])
+    assert manifest["targets"] == ["memory", "io"]
+    for t in manifest["targets"]:
+        assert set(manifest["validation_metrics"][t]) == {"xgb", "xgb_native", "dnn"}
+        assert manifest["champion"][t] in manifest["validation_metrics"][t]
+        assert {"accuracy", "macro_f1"} <= set(manifest["validation_metrics"][t]["dnn"])
+    assert manifest["hyperparameters"]["memory"]["dnn"]["embedding_dims"] == [6, 3]
+    # the open top memory class gets a recommendation from the training values
+    top = manifest["bins"]["memory"]["recommended"][-1]
+    train = small_table.split()[0]
+    values = train["memory_value"][train["memory_class"] == 3]
+    assert top == pytest.approx(np.quantile(values, 0.9))
+
+
+def test_missing_target_rows_are_left_out(small_bundle, small_table):
+    predictor = load_bundle(small_bundle)
+    rows = predictor.calibration_rows("memory")
+    assert (small_table.frame["memory_class"].to_numpy()[rows] >= 0).all()
+    assert (small_table.frame["split_random"].to_numpy()[rows] == "train").all()
+
+
+def test_search_runs_grid_and_random_trials(small_table, tmp_path):
+    out = train_bundle(
+        small_table,
+        tmp_path / "b",
+        models=["xgb", "dnn"],
+        trials=2,
+        xgb_grid={"max_depth": [2, 3]},
+        max_epochs=2,
+        progress=False,
+        n_jobs=1,
+    )
+    hyper = json.loads((out / "manifest.json").read_text())["hyperparameters"]["io"]
+    assert len(hyper["xgb"]["grid_search"]) == 2
+    assert hyper["xgb"]["max_depth"] in (2, 3)
+    assert [t["trial"] for t in hyper["dnn"]["random_search"]] == [0, 1]
+
+
+def test_failed_training_leaves_no_bundle_and_keeps_the_old_one(small_table, tmp_path, monkeypatch):
+    out = tmp_path / "bundle"
+    train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def boom(self, *args, **kwargs):
+        raise RuntimeError("interrupted mid-way")
+
+    monkeypatch.setattr(DNNModel, "fit", boom)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        train_bundle(small_table, out, models=["xgb", "dnn"], progress=False, n_jobs=1)
+    monkeypatch.undo()
+    monkeypatch.setattr(XGBLabelModel, "save", boom)  # fails while the bundle is written
+    with pytest.raises(RuntimeError, match="interrupted"):
+        train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no temporary left
+    with pytest.raises(RuntimeError, match="interrupted"):
+        train_bundle(small_table, tmp_path / "fresh", models=["xgb"], progress=False, n_jobs=1)
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_bad_options_are_refused(small_table, tmp_path):
+    with pytest.raises(TrainingError, match="unknown"):
+        train_bundle(small_table, tmp_path / "b", models=["lgbm"])
+    with pytest.raises(TrainingError, match="trials"):
+        train_bundle(small_table, tmp_path / "b", trials=-1)
+    assert (
+        training.choose_champion(
+            {"a": {"accuracy": 0.8, "macro_f1": 0.5}, "b": {"accuracy": 0.7, "macro_f1": 0.7}}
+        )
+        == "b"
+    )
+
+
+def test_explicit_xgb_grid_runs_without_trials(small_table, tmp_path):
+    out = train_bundle(small_table, tmp_path / "b", models=["xgb_native"], progress=False,
+                       xgb_grid={"max_depth": [2]}, n_jobs=1)  # fmt: skip
+    hyper = json.loads((out / "manifest.json").read_text())["hyperparameters"]["memory"]
+    assert hyper["xgb_native"]["grid_search"][0]["params"] == {"max_depth": 2}
+    assert hyper["xgb_native"]["max_depth"] == 2

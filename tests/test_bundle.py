@@ -1,0 +1,113 @@
+"""Bundles and the Predictor: reload gives identical outputs, schema and unknown values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import scoutless
+from scoutless.bundle import BundleError, SchemaError, load_bundle
+from scoutless.targets.spec import class_col
+
+
+@pytest.fixture(scope="module")
+def predictor(small_bundle):
+    return load_bundle(small_bundle)
+
+
+def test_reloaded_models_reproduce_the_probabilities_computed_in_training(predictor, small_table):
+    for target in predictor.targets:
+        for name in predictor.models(target):
+            stored, y = predictor.calibration(target, name)
+            rows = small_table.frame.iloc[predictor.calibration_rows(target, name)]
+            again = predictor.predict_proba(rows, [target], name)[target]
+            np.testing.assert_array_equal(again, stored)
+            np.testing.assert_array_equal(y, rows[class_col(target)].to_numpy())
+
+
+def test_two_loads_agree_and_champion_is_the_default(small_bundle, small_table):
+    a, b = load_bundle(small_bundle), load_bundle(small_bundle)
+    frame = small_table.frame.head(50)
+    pa, pb = a.predict_proba(frame), b.predict_proba(frame)
+    for t in a.targets:
+        np.testing.assert_array_equal(pa[t], pb[t])
+        champion = a.predict_proba(frame, [t], a.champion(t))[t]
+        np.testing.assert_array_equal(pa[t], champion)
+        assert pa[t].shape == (50, a.bins[t].n_classes)
+
+
+def test_single_record_matches_frame_row(predictor, small_table):
+    frame = small_table.frame.iloc[:3]
+    record = frame[[s.name for s in predictor.feature_specs]].iloc[1].to_dict()
+    one = predictor.predict_proba(record)
+    batch = predictor.predict_proba(frame)
+    for t in predictor.targets:
+        np.testing.assert_allclose(one[t][0], batch[t][1], rtol=1e-5, atol=1e-7)
+
+
+def test_unknown_categories_predict_and_are_reported(predictor):
+    record = {
+        "username": "brand-new-user",
+        "processingtype": "overlay",
+        "corecount": 8,
+        "input_nevents": None,
+    }
+    proba = predictor.predict_proba([record])
+    for t in predictor.targets:
+        assert np.isfinite(proba[t]).all() and proba[t].sum() == pytest.approx(1)
+    frame = predictor.validate_frame([record])
+    assert predictor.unknown_categories(frame) == [
+        {"username": "brand-new-user", "processingtype": "overlay"}
+    ]
+
+
+def test_wrong_schema_is_refused_with_names(predictor):
+    with pytest.raises(SchemaError) as err:
+        predictor.predict_proba(
+            [{"username": "u", "processingtype": "evgen", "corecount": 1, "input_nevent": 5}]
+        )
+    assert err.value.missing == ["input_nevents"] and err.value.unexpected == ["input_nevent"]
+    with pytest.raises(SchemaError) as err:
+        predictor.validate_frame(
+            pd.DataFrame(
+                {
+                    "username": ["u"],
+                    "processingtype": ["x"],
+                    "corecount": ["eight"],
+                    "input_nevents": [1],
+                }
+            )
+        )
+    assert err.value.wrong_type == {"corecount": "numerical"}
+
+
+def test_unknown_target_or_model_is_named(predictor):
+    with pytest.raises(KeyError, match="cputime"):
+        predictor.predict_proba(pd.DataFrame(), ["cputime"])
+    with pytest.raises(KeyError, match="lgbm"):
+        predictor.calibration("memory", "lgbm")
+
+
+def test_reference_sample_has_features_and_classes(predictor):
+    reference = predictor.reference()
+    assert 0 < len(reference) <= 5000
+    assert [s.name for s in predictor.feature_specs] == list(reference.columns[:4])
+    assert {"memory_class", "io_class"} <= set(reference.columns)
+
+
+def test_top_level_exports_and_bad_paths(small_bundle, tmp_path):
+    assert scoutless.load_bundle is load_bundle
+    assert isinstance(scoutless.load_bundle(small_bundle), scoutless.Predictor)
+    with pytest.raises(BundleError, match=r"no manifest\.json"):
+        load_bundle(tmp_path)
+
+
+def test_registry_folder_loads_its_champion(small_bundle, tmp_path):
+    import shutil
+
+    registry = tmp_path / "reg"
+    version = load_bundle(small_bundle).version
+    shutil.copytree(small_bundle, registry / "versions" / version)
+    (registry / "champion").write_text(version)
+    assert load_bundle(registry).version == version
