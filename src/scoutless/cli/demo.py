@@ -36,7 +36,8 @@ def demo(
     """Generate → build → train → evaluate on the embedded SQLite default."""
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table
-    from scoutless.evaluation.evaluate import evaluate_bundle, headline_table
+    from scoutless.evaluation.evaluate import evaluate_bundle
+    from scoutless.evaluation.tables import headline_table
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
@@ -53,12 +54,13 @@ def demo(
     try:
         engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
         stats = generate_history(engine, tasks, seed=seed, progress=True)
-        engine.dispose()
-        for suffix in ("-wal", "-shm"):
-            Path(f"{tmp_db}{suffix}").unlink(missing_ok=True)
+        engine.dispose()  # checkpoints the WAL into the file
+        for stale in (Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+            stale.unlink(missing_ok=True)  # a crashed run's WAL must not meet the new file
         os.replace(tmp_db, db_path)
     finally:
-        tmp_db.unlink(missing_ok=True)
+        for leftover in (tmp_db, Path(f"{tmp_db}-wal"), Path(f"{tmp_db}-shm")):
+            leftover.unlink(missing_ok=True)
     console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
 
     _step(2, 4, f"build the training table → {table_path}")
