@@ -43,7 +43,7 @@ from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.targets.spec import baseline_class_col, class_col, scout_class_col
 
-DATA = Path("/work/shared/data/traces")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 TRACES: dict[str, tuple[str, list[Path]]] = {
     "LPC-EGEE": ("swf", [DATA / "swf/LPC-EGEE-2004-1.2-cln.swf.gz"]),
     "LANL-CM5": ("swf", [DATA / "swf/LANL-CM5-1994-4.1-cln.swf.gz"]),

@@ -55,3 +55,30 @@ def test_import_sacct_with_column_mapping(tmp_path):
 def test_unknown_format_is_refused(tmp_path):
     result = runner.invoke(app, ["import", "pbs", str(TRACES / "README.md")])
     assert result.exit_code == 2 and "unknown format" in result.output
+
+
+def test_imported_trace_trains_and_evaluates_on_its_time_split(tmp_path):
+    """train and evaluate take a trace's recommended split (its latest submissions) by default."""
+    import json
+
+    table = tmp_path / "lanl.parquet"
+    src = TRACES / "swf/LANL-CM5-1994-4.1-cln.head60.swf"
+    result = runner.invoke(
+        app, ["import", "swf", str(src), "--out", str(table), "--quantiles", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    bundle = tmp_path / "bundle"
+    args = ["train", "--table", str(table), "--out", str(bundle), "--models", "xgb"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["training"]["split"] == "time"
+    report = tmp_path / "report"
+    args = ["evaluate", "--bundle", str(bundle), "--table", str(table), "--out", str(report)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((report / "metrics.json").read_text())
+    assert (
+        metrics["dataset"]["rows_test"]
+        == (TrainingTable.load(table).frame["split_time"] == "test").sum()
+    )

@@ -25,8 +25,9 @@ def evaluate(
     table: Annotated[Path, typer.Option(help="Training table (.parquet) with split columns.")],
     out: Annotated[Path, typer.Option(help="Folder for metrics.json and report.html.")],
     split: Annotated[
-        str, typer.Option(help="Which stored split's test rows: random or time.")
-    ] = "random",
+        str | None,
+        typer.Option(help="Which stored split's test rows: random or time (default: the table's)."),
+    ] = None,
     alpha: Annotated[
         float, typer.Option(help="Risk policy: allowed under-allocation rate.")
     ] = 0.05,
@@ -35,14 +36,19 @@ def evaluate(
 ) -> None:
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
     console = Console()
-    if split not in ("random", "time"):
+    if split not in (None, "random", "time"):
         console.print(f"[red]--split {split!r}: expected 'random' or 'time'[/red]")
         raise typer.Exit(code=2)
     try:
         predictor = load_bundle(bundle)
         training_table = TrainingTable.load(table)
         metrics = evaluate_bundle(
-            predictor, training_table, out, split=split, alpha=alpha, recall=recall
+            predictor,
+            training_table,
+            out,
+            split=split or training_table.default_split,
+            alpha=alpha,
+            recall=recall,
         )
     except (BundleError, RegistryError, TableError, EvaluationError, FileNotFoundError) as exc:
         console.print(f"[red]evaluate: {exc}[/red]")

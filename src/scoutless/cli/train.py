@@ -59,9 +59,10 @@ def train(
         int, typer.Option(min=0, help="DNN random-search trials; > 0 also runs the XGBoost grid")
     ] = 0,
     seed: Annotated[int, typer.Option(help="seed of the parts, the models and the search")] = 42,
-    split: Annotated[str, typer.Option(help="'random' or 'time': whose train rows to use")] = (
-        "random"
-    ),
+    split: Annotated[
+        str | None,
+        typer.Option(help="'random' or 'time': whose train rows to use (default: the table's)"),
+    ] = None,
     max_epochs: Annotated[int | None, typer.Option(min=1, help="cap on DNN epochs")] = None,
     xgb_grid: Annotated[
         str | None,
@@ -76,7 +77,7 @@ def train(
     from scoutless.history.table import TableError, TrainingTable
     from scoutless.models.training import TrainingError, check_model_names, train_bundle
 
-    if split not in ("random", "time"):
+    if split not in (None, "random", "time"):
         raise typer.BadParameter(f"--split {split!r}: expected 'random' or 'time'")
     try:
         names = check_model_names(models.split(","))
@@ -87,7 +88,7 @@ def train(
             models=names,
             trials=trials,
             seed=seed,
-            split=split,
+            split=split or training_table.default_split,
             progress=True,
             max_epochs=max_epochs,
             xgb_grid=_grid(xgb_grid),

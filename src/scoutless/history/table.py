@@ -46,6 +46,11 @@ class TrainingTable:
         return list(self.bins)
 
     @property
+    def default_split(self) -> SplitKind:
+        """The split its source recommends: traces are judged on their latest submissions."""
+        return "time" if self.info.get("split") == "time" else "random"
+
+    @property
     def feature_names(self) -> list[str]:
         return [f.name for f in self.features]
 
