@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoders import FeatureEncoder, FeatureInput, SchemaError
+from scoutless.features.encoders import (
+    EncodedFeatures,
+    FeatureEncoder,
+    FeatureInput,
+    InspectedFeatures,
+    SchemaError,
+)
 from scoutless.features.spec import FeatureSpec
 from scoutless.models.base import ClassModel
 from scoutless.ops.registry import resolve_champion
@@ -189,6 +195,17 @@ class Predictor:
             self._model(t, model)
         encoded = self.encoder.transform(data)
         return {t: self._model(t, model)[1].predict_proba(encoded) for t in wanted}
+
+    def inspect(self, data: FeatureInput) -> InspectedFeatures:
+        """Validate and encode once (arrays, typed values, unknown categories) for serving."""
+        return self.encoder.inspect(data)
+
+    def predict_encoded(
+        self, encoded: EncodedFeatures, target: str, model: str | None = None
+    ) -> np.ndarray:
+        """(n, n_classes) probabilities of one target from already encoded features."""
+        self._check_target(target)
+        return self._model(target, model)[1].predict_proba(encoded)
 
     def calibration(self, target: str, model: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Held-out calibration probabilities (n_cal, K) and true classes of a target's model."""

@@ -27,10 +27,14 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def pg_engine():
+    from scoutless.ops.prediction_log import predictions_table
+
     engine = make_engine(PG_URL)
     metadata.drop_all(engine)
+    predictions_table.drop(engine, checkfirst=True)
     yield engine
     metadata.drop_all(engine)
+    predictions_table.drop(engine, checkfirst=True)
     engine.dispose()
 
 
@@ -59,3 +63,21 @@ def test_generated_history_through_copy_into_postgres(pg_engine):
     assert len(table.frame) + len({r["jeditaskid"] for r in report.rows}) >= 290
     assert table.frame["memory_bayes_class"].ge(0).all()
     assert set(table.frame["split_random"]) == {"train", "test"}
+
+
+def test_prediction_log_batches_go_through_copy_on_postgres(pg_engine):
+    """Large log writes take the raw COPY path; small ones SQLAlchemy; both read back."""
+    from scoutless.ops.prediction_log import BULK_MIN_ROWS, PredictionLog
+
+    log = PredictionLog(pg_engine)
+    row = {
+        "request_id": "r1", "jeditaskid": None, "model_version": "v1", "target": "memory",
+        "class_id": 1, "class_label": "1-2GB", "probabilities": "[0.2, 0.8]",
+        "recommended_value": 2000.0, "policy": "argmax", "features": "{}",
+    }  # fmt: skip
+    assert log.write([row] * 3) == 3
+    assert log.write([{**row, "jeditaskid": 7}] * BULK_MIN_ROWS) == BULK_MIN_ROWS
+    back = log.read(target="memory")
+    assert len(back) == 3 + BULK_MIN_ROWS
+    assert back["jeditaskid"].isna().sum() == 3 and (back["jeditaskid"] == 7).sum() == BULK_MIN_ROWS
+    assert back["created_at"].notna().all()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoders import FeatureEncoder
+from scoutless.features.encoders import EncodedFeatures, FeatureEncoder, InspectedFeatures
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.targets.bins import load_bins
 
@@ -53,17 +53,25 @@ class FakePredictor:
     def unknown_categories(self, frame: Any) -> list[dict[str, str]]:
         return self.encoder.unknown_categories(frame)
 
+    def inspect(self, data: Any) -> InspectedFeatures:
+        return self.encoder.inspect(data)
+
+    def predict_encoded(self, encoded: EncodedFeatures, target: str) -> np.ndarray:
+        keys = [
+            f"{codes.tolist()}{numeric.tolist()}"
+            for codes, numeric in zip(encoded.codes, encoded.numeric, strict=True)
+        ]
+        k = self.bins[target].n_classes
+        digests = [
+            hashlib.md5(f"{self.version}{target}{key}".encode()).digest()[:k] for key in keys
+        ]
+        logits = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, k) / 40.0
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
     def predict_proba(self, data: Any, targets=None, model=None) -> dict[str, np.ndarray]:
-        typed = self.encoder.validate(data)
-        keys = ["|".join(map(str, row)) for row in typed.itertuples(index=False)]
-        out = {}
-        for t in targets or self.targets:
-            k = self.bins[t].n_classes
-            digests = [hashlib.md5(f"{self.version}{t}{key}".encode()).digest()[:k] for key in keys]
-            logits = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, k) / 40.0
-            e = np.exp(logits - logits.max(axis=1, keepdims=True))
-            out[t] = e / e.sum(axis=1, keepdims=True)
-        return out
+        encoded = self.encoder.transform(data)
+        return {t: self.predict_encoded(encoded, t) for t in targets or self.targets}
 
     def calibration(self, target: str) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(0)

@@ -105,6 +105,30 @@ def signed_log1p(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.log1p(np.abs(x))
 
 
+@dataclass(frozen=True)
+class InspectedFeatures:
+    """One validation pass over request rows: model arrays, typed values, unknown categories."""
+
+    encoded: EncodedFeatures
+    categories: dict[str, list[str | None]]
+    numbers: dict[str, np.ndarray]
+    unknown: list[dict[str, str]]
+
+    def __len__(self) -> int:
+        return len(self.encoded)
+
+    def row(self, i: int, names: Sequence[str]) -> dict[str, Any]:
+        """Row ``i`` as typed values (NaN -> None), e.g. for the prediction log."""
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in self.categories:
+                out[name] = self.categories[name][i]
+            else:
+                value = float(self.numbers[name][i])
+                out[name] = None if value != value else value
+        return out
+
+
 class FeatureEncoder:
     """Vocabulary + log-standardisation per feature, fitted on training rows.
 
@@ -287,7 +311,25 @@ class FeatureEncoder:
     def transform(self, data: FeatureInput) -> EncodedFeatures:
         """Model arrays for ``data`` (a DataFrame, one record, or a list of records)."""
         self._check_fitted()
+        return self._encode(*self._typed_columns(data))
+
+    def inspect(self, data: FeatureInput) -> InspectedFeatures:
+        """Validate once, then everything a service needs: arrays, typed rows, unknowns."""
+        self._check_fitted()
         categories, numbers, index = self._typed_columns(data)
+        return InspectedFeatures(
+            encoded=self._encode(categories, numbers, index),
+            categories=categories,
+            numbers=numbers,
+            unknown=self._unknown(categories, len(index)),
+        )
+
+    def _encode(
+        self,
+        categories: dict[str, list[str | None]],
+        numbers: dict[str, np.ndarray],
+        index: pd.Index,
+    ) -> EncodedFeatures:
         n = len(index)
         codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
         for j, name in enumerate(self.categorical):
@@ -307,7 +349,10 @@ class FeatureEncoder:
         """Per row: categorical feature -> value outside the training vocabulary."""
         self._check_fitted()
         categories, _, index = self._typed_columns(data)
-        out: list[dict[str, str]] = [{} for _ in range(len(index))]
+        return self._unknown(categories, len(index))
+
+    def _unknown(self, categories: dict[str, list[str | None]], n: int) -> list[dict[str, str]]:
+        out: list[dict[str, str]] = [{} for _ in range(n)]
         for name in self.categorical:
             values = categories[name]
             if len(values) <= SMALL_BATCH:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, Table, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -189,10 +189,26 @@ def _dbapi_rows(frame: pd.DataFrame, *, datetime_text: bool) -> list[tuple]:
     return list(zip(*columns, strict=True))
 
 
-def bulk_insert(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
+def bulk_insert(engine: Engine, table_name: str | Table, frame: pd.DataFrame) -> int:
     """Append many rows fast via the raw DBAPI: one executemany transaction on SQLite,
-    ``COPY`` on PostgreSQL, SQLAlchemy executemany elsewhere. Returns the row count."""
-    table = metadata.tables[table_name]
+    ``COPY`` on PostgreSQL, SQLAlchemy executemany elsewhere. Returns the row count.
+
+    Driver errors surface as :class:`DatabaseUnavailable` whatever the path."""
+    table = table_name if isinstance(table_name, Table) else metadata.tables[table_name]
+    try:
+        return _bulk_insert(engine, table, frame)
+    except (SQLAlchemyError, *_dbapi_errors(engine)) as exc:
+        raise DatabaseUnavailable(f"cannot write {len(frame)} rows to {table.name}: {exc}") from exc
+
+
+def _dbapi_errors(engine: Engine) -> tuple[type[BaseException], ...]:
+    dbapi = getattr(engine.dialect, "dbapi", None)
+    error = getattr(dbapi, "Error", None)
+    return (error,) if isinstance(error, type) else ()
+
+
+def _bulk_insert(engine: Engine, table: Table, frame: pd.DataFrame) -> int:
+    table_name = table.name
     cols = [c.name for c in table.columns if c.name in frame.columns]
     if frame.empty or not cols:
         return 0
@@ -221,4 +237,7 @@ def bulk_insert(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
         finally:
             raw.close()
         return len(rows)
-    return write_frame(engine, table_name, frame)
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    with engine.begin() as conn:
+        conn.execute(table.insert(), records)
+    return len(records)

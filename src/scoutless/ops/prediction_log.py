@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+from scoutless.history.panda_db import DatabaseUnavailable, bulk_insert, make_engine
 
 TABLE_NAME = "scoutless_predictions"
 
@@ -61,6 +61,10 @@ predictions_table = Table(
 )
 
 LOG_COLUMNS: list[str] = [c.name for c in predictions_table.columns]
+
+
+#: from this many rows on, writes go through the raw DBAPI (a frame costs ~1 ms to build)
+BULK_MIN_ROWS = 256
 
 
 def utcnow() -> datetime:
@@ -90,7 +94,15 @@ class PredictionLog:
         """Insert rows in one committed transaction; returns the count."""
         if not rows:
             return 0
-        stamped = [r if r.get("created_at") else {**r, "created_at": utcnow()} for r in rows]
+        now = utcnow()
+        stamped = [r if r.get("created_at") else {**r, "created_at": now} for r in rows]
+        if len(stamped) >= BULK_MIN_ROWS:  # raw executemany / COPY: ~10x faster for batches
+            try:
+                return bulk_insert(
+                    self.engine, predictions_table, pd.DataFrame.from_records(stamped)
+                )
+            except DatabaseUnavailable as exc:
+                raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
         try:
             with self.engine.begin() as conn:
                 conn.execute(predictions_table.insert(), stamped)

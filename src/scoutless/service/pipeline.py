@@ -19,15 +19,17 @@ from typing import Any, Protocol
 
 import numpy as np
 import orjson
-import pandas as pd
 
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
+from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams
 from scoutless.features.spec import FeatureSpec
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+#: below this many rows the targets are predicted inline rather than on the thread pool
+PARALLEL_MIN_ROWS = 64
 
 
 class Predictor(Protocol):
@@ -39,11 +41,8 @@ class Predictor(Protocol):
     bins: Mapping[str, TargetBins]
     feature_specs: Sequence[FeatureSpec]
 
-    def validate_frame(self, data: Any) -> pd.DataFrame: ...
-    def unknown_categories(self, frame: pd.DataFrame) -> list[dict[str, str]]: ...
-    def predict_proba(
-        self, data: pd.DataFrame, targets: list[str] | None = None, model: str | None = None
-    ) -> dict[str, np.ndarray]: ...
+    def inspect(self, data: Any) -> InspectedFeatures: ...
+    def predict_encoded(self, encoded: EncodedFeatures, target: str) -> np.ndarray: ...
     def calibration(self, target: str) -> tuple[np.ndarray, np.ndarray]: ...
 
 
@@ -70,9 +69,9 @@ class InputErrors(ValueError):
 
 @dataclass
 class Prepared:
-    """Validated features of a request, ready for the models."""
+    """Validated, encoded features of a request, ready for the models."""
 
-    frame: pd.DataFrame
+    features: InspectedFeatures
     jeditaskids: list[int | None]
     flags: list[list[dict[str, Any]]]
     features_json: list[str]
@@ -144,26 +143,33 @@ class Pipeline:
         field_name = "taskparams" if taskparams else "tasks"
         records, ids = _records(rows, field_name, taskparams)
         try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
-            frame = self.predictor.validate_frame(records)
+            features = self.predictor.inspect(records)
         except ValueError as exc:
             raise _schema_errors(exc, records, field_name) from exc
         flags: list[list[dict[str, Any]]] = [[] for _ in records]
-        for row, unknown in enumerate(self.predictor.unknown_categories(frame) if records else []):
+        for row, unknown in enumerate(features.unknown):
             for feature, value in unknown.items():
                 flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
-        names = [c for c in self.feature_names if c in frame.columns]
         features_json = [
-            orjson.dumps(dict(zip(names, values, strict=True)), option=JSON_OPTS).decode()
-            for values in frame[names].itertuples(index=False, name=None)
+            orjson.dumps(features.row(i, self.feature_names), option=JSON_OPTS).decode()
+            for i in range(len(records))
         ]
-        return Prepared(frame, ids, flags, features_json)
+        return Prepared(features, ids, flags, features_json)
 
-    def predict(self, frame: pd.DataFrame, targets: Sequence[str]) -> dict[str, np.ndarray]:
-        """Probabilities per target; the targets run in parallel on the executor."""
+    def predict(self, features: InspectedFeatures, targets: Sequence[str]) -> dict[str, np.ndarray]:
+        """Probabilities per target, from features encoded once.
+
+        Batches run the targets in parallel on the executor (XGBoost and the DNN's matrix
+        products release the GIL); a few rows take microseconds per target, less than a
+        thread hand-off costs, so they run inline.
+        """
+        encoded = features.encoded
+        if len(encoded) <= PARALLEL_MIN_ROWS:
+            return {t: self.predictor.predict_encoded(encoded, t) for t in targets}
         futures = {
-            t: self.executor.submit(self.predictor.predict_proba, frame, [t]) for t in targets
+            t: self.executor.submit(self.predictor.predict_encoded, encoded, t) for t in targets
         }
-        return {t: np.asarray(f.result()[t], dtype=float) for t, f in futures.items()}
+        return {t: np.asarray(f.result(), dtype=float) for t, f in futures.items()}
 
     def aggregate(
         self,
@@ -245,7 +251,7 @@ class Pipeline:
         if prepared is None:
             prepared = self.preprocess(rows, taskparams=taskparams)
         t1 = time.perf_counter()
-        proba = self.predict(prepared.frame, chosen_targets) if len(prepared.frame) else {}
+        proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
         t2 = time.perf_counter()
         outcome = self.aggregate(prepared, proba, policy=policy, alpha=alpha, request_id=request_id)
         t3 = time.perf_counter()
