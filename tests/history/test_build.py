@@ -152,3 +152,25 @@ def test_custom_bins_file_and_quantile_mode(history_frames, tmp_path):
     counts = np.bincount(table.frame[class_col("walltime")], minlength=3)
     assert counts.min() >= 10  # equal-mass classes
     assert json.loads(json.dumps(table.metadata()))["bins"]["memory"]["edges"][-1] == "inf"
+
+
+def test_chunked_build_matches_one_pass(sqlite_engine, history_frames):
+    from scoutless.history.build import build_table_from_db
+
+    load_into(sqlite_engine, history_frames)
+    whole, _ = build_table_from_db(sqlite_engine)
+    seen = []
+    chunked, _ = build_table_from_db(
+        sqlite_engine, chunk_tasks=7, on_chunk=lambda d, t: seen.append((d, t))
+    )
+    pd.testing.assert_frame_equal(whole.frame, chunked.frame)
+    assert seen[-1] == (40, 40) and len(seen) == 6
+
+
+def test_empty_history_says_so(sqlite_engine):
+    from scoutless.history.build import build_table_from_db
+    from scoutless.history.panda_db import create_schema
+
+    create_schema(sqlite_engine)
+    with pytest.raises(BadRowsError, match="no tasks"):
+        build_table_from_db(sqlite_engine)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from scoutless.config import get_settings
@@ -75,9 +76,15 @@ def build(
 
     url = _db_url(db)
     try:
-        table, report = build_table_from_db(
-            make_engine(url, create_dirs=False), bins, strict, since
-        )
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task("reading history and computing targets", total=None)
+            table, report = build_table_from_db(
+                make_engine(url, create_dirs=False),
+                bins,
+                strict,
+                since,
+                on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
+            )
     except BadRowsError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(code=1) from exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from sqlalchemy import Engine, inspect
 
 from scoutless.config import Settings, get_settings
 from scoutless.features.spec import PANDA_FEATURES
-from scoutless.history.panda_db import History, read_history
+from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import TargetBins, fit_recommendations, load_bins
 from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
@@ -211,6 +212,60 @@ def fingerprint(frame: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------- build
 
 
+def task_rows(history: History, report: BadRowReport, settings: Settings) -> pd.DataFrame:
+    """Validated tasks with features, target values and scout estimates (no classes yet)."""
+    clean = validate_history(history, report)
+    targets = compute_task_targets(clean.jobs, clean.tasks, settings=settings)
+    scouts = compute_task_targets(clean.jobs, clean.tasks, settings=settings, scouts_only=True)
+    targets = targets.dropna(how="all", subset=list(TARGET_NAMES))
+    no_target = clean.tasks[~clean.tasks["jeditaskid"].isin(targets.index)]
+    if len(no_target):
+        report.add(
+            no_target,
+            "jedi_tasks",
+            f"fewer than {settings.targets.min_jobs_per_task} usable finished jobs",
+        )
+    frame = clean.features().join(targets[list(TARGET_NAMES)].add_suffix("_value"), how="inner")
+    frame = frame.join(scouts[list(TARGET_NAMES)].add_suffix("_scout_value"))
+    frame = frame.join(scout_wait_hours(clean.jobs, clean.tasks, settings.targets.n_scouts))
+    frame = frame.join(targets["n_jobs"])
+    created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
+    frame.insert(0, "creationdate", created.reindex(frame.index))
+    return frame.reset_index()
+
+
+def finish_table(
+    frame: pd.DataFrame,
+    report: BadRowReport,
+    *,
+    settings: Settings,
+    bins_file: Path | None = None,
+    bins: dict[str, TargetBins] | None = None,
+    truth: pd.DataFrame | None = None,
+    info: dict[str, object] | None = None,
+) -> TrainingTable:
+    """Bins (given, from a file, or quantiles of all rows), classes, Bayes classes, splits."""
+    if bins is None:
+        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
+        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
+    bins = {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
+    frame = add_classes(frame, bins)
+    if truth is not None and len(truth):
+        frame = add_bayes(frame, truth, bins)
+    frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
+    return TrainingTable(
+        frame=frame,
+        features=list(PANDA_FEATURES),
+        bins=bins,
+        source="panda",
+        info={
+            "fingerprint": fingerprint(frame),
+            **(info or {}),
+            "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
+        },
+    )
+
+
 def build_training_table(
     history: History,
     *,
@@ -227,50 +282,12 @@ def build_training_table(
     """
     settings = settings or get_settings()
     report = BadRowReport()
-    clean = validate_history(history, report)
-
-    targets = compute_task_targets(clean.jobs, clean.tasks, settings=settings)
-    scouts = compute_task_targets(clean.jobs, clean.tasks, settings=settings, scouts_only=True)
-    targets = targets.dropna(how="all", subset=list(TARGET_NAMES))
-    no_target = clean.tasks[~clean.tasks["jeditaskid"].isin(targets.index)]
-    if len(no_target):
-        report.add(
-            no_target,
-            "jedi_tasks",
-            f"fewer than {settings.targets.min_jobs_per_task} usable finished jobs",
-        )
+    frame = task_rows(history, report, settings)
     if strict and len(report):
         raise BadRowsError(_strict_message(report))
-
-    features = clean.features()
-    frame = features.join(targets[list(TARGET_NAMES)].add_suffix("_value"), how="inner")
-    frame = frame.join(scouts[list(TARGET_NAMES)].add_suffix("_scout_value"))
-    frame = frame.join(scout_wait_hours(clean.jobs, clean.tasks, settings.targets.n_scouts))
-    frame = frame.join(targets["n_jobs"])
-    created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
-    frame.insert(0, "creationdate", created.reindex(frame.index))
-    frame = frame.reset_index()
-
-    if bins is None:
-        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
-        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
-    bins = {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
-    frame = add_classes(frame, bins)
-    if truth is not None and len(truth):
-        frame = add_bayes(frame, truth, bins)
-    frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
-
-    table = TrainingTable(
-        frame=frame,
-        features=list(PANDA_FEATURES),
-        bins=bins,
-        source="panda",
-        info={
-            "fingerprint": fingerprint(frame),
-            "n_tasks_in_history": len(history.tasks),
-            "n_jobs_in_history": len(history.jobs),
-            "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
-        },
+    info = {"n_tasks_in_history": len(history.tasks), "n_jobs_in_history": len(history.jobs)}
+    table = finish_table(
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
     )
     return table, report
 
@@ -295,14 +312,42 @@ def build_table_from_db(
     *,
     settings: Settings | None = None,
     bins: dict[str, TargetBins] | None = None,
+    chunk_tasks: int = 100_000,
+    on_chunk: Callable[[int, int], None] | None = None,
 ) -> tuple[TrainingTable, BadRowReport]:
-    """Read the history (and the generator's truth, if the database has it), then build."""
-    history = read_history(engine, since=since)
-    truth = None
-    if inspect(engine).has_table(SYNTHETIC_TRUTH_TABLE):
-        from scoutless.history.synthetic import read_truth
+    """Read the history chunk by chunk of tasks (bounded memory), then bin and split once.
 
-        truth = read_truth(engine, ids=history.tasks["jeditaskid"].tolist())
-    return build_training_table(
-        history, bins_file=bins_file, strict=strict, settings=settings, truth=truth, bins=bins
+    Reads the generator's truth too when the database has it (synthetic histories).
+    ``on_chunk(tasks_done, tasks_total)`` reports progress.
+    """
+    settings = settings or get_settings()
+    ids = task_ids(engine, since=since)
+    if not ids:
+        raise BadRowsError(f"no tasks in jedi_tasks{f' created since {since}' if since else ''}")
+    has_truth = inspect(engine).has_table(SYNTHETIC_TRUTH_TABLE)
+    report = BadRowReport()
+    frames: list[pd.DataFrame] = []
+    truths: list[pd.DataFrame] = []
+    n_jobs = 0
+    for start in range(0, len(ids), chunk_tasks):
+        chunk = ids[start : start + chunk_tasks]
+        history = read_history(engine, chunk)
+        n_jobs += len(history.jobs)
+        frames.append(task_rows(history, report, settings))
+        if strict and len(report):
+            raise BadRowsError(_strict_message(report))
+        if has_truth and chunk:
+            from scoutless.history.synthetic import read_truth
+
+            truth = read_truth(engine, ids=chunk)
+            if truth is not None:
+                truths.append(truth)
+        if on_chunk is not None:
+            on_chunk(min(start + chunk_tasks, len(ids)), len(ids))
+    frame = pd.concat(frames, ignore_index=True)
+    truth = pd.concat(truths) if truths else None
+    info = {"n_tasks_in_history": len(ids), "n_jobs_in_history": n_jobs}
+    table = finish_table(
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
     )
+    return table, report
