@@ -164,3 +164,54 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
     assert (tmp_path / "monitor.html").read_text().count("data:image/png") >= 3
     out = runner.invoke(app, ["monitor", "collect", *args])
     assert out.exit_code == 0, out.output
+
+
+@pytest.mark.slow
+def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_thread) -> None:
+    """The same loop on the generator's own scenario: a new release for simul/pile/reco/deriv
+    shifts memory (x1.75) and CPU (x1.5); the stale champion loses, the retrained one recovers."""
+    from scoutless.history.synthetic import generate_history
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'panda.sqlite'}")
+    start = NOW - timedelta(days=60)
+    kwargs = {"start": start, "days": 60, "scenario": "release_drift", "drift_start": DRIFT_START}
+    generate_history(engine, 4000, seed=11, progress=False, **kwargs)
+    history = read_history(engine)
+    created = history.tasks.set_index("jeditaskid")["creationdate"]
+    old_ids = created.index[created < DRIFT_START].tolist()
+    new_ids = created.index[created >= DRIFT_START].tolist()
+
+    table, _ = build_training_table(read_history(engine, old_ids))
+    champion_dir = train_bundle(table, tmp_path / "champion", models=("xgb",), progress=False,
+                                n_jobs=1)  # fmt: skip
+    registry = tmp_path / "registry"
+    reg.promote(registry, reg.register(registry, champion_dir))
+    champion = load_bundle(registry)
+    before = _memory_accuracy(champion, engine, new_ids)
+    pre_drift = _memory_accuracy(champion, engine, old_ids[-300:])
+
+    _serve(champion, engine, new_ids)
+    rule = AlertRule(name="memory-accuracy", metric="accuracy", scope="memory", op="<",
+                     threshold=before + 0.05, windows=2, min_samples=20, retrain=True)  # fmt: skip
+    ctx = MonitorContext(
+        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="5D"),
+        retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=200),
+    )  # fmt: skip
+    report = monitor_step(ctx)
+    assert [a.rule for a in report.alerts][:1] == ["memory-accuracy"]
+    result = report.retrained
+    assert result is not None and result.promoted, result and result.reason
+
+    fresh = make_engine(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
+    generate_history(fresh, 1500, seed=12, first_task_id=900_000, progress=False,
+                     **{**kwargs, "start": DRIFT_START, "days": 20})  # fmt: skip
+    fresh_ids = read_history(fresh, with_jobs=False).tasks["jeditaskid"].tolist()
+    after_fresh = _memory_accuracy(load_bundle(registry), fresh, fresh_ids)
+    before_fresh = _memory_accuracy(champion, fresh, fresh_ids)
+    print(json.dumps({
+        "scenario": "release_drift", "memory_accuracy_pre_drift": round(pre_drift, 3),
+        "post_drift_old_champion": round(before, 3),
+        "fresh_post_drift": {"old": round(before_fresh, 3), "new": round(after_fresh, 3)},
+    }))  # fmt: skip
+    assert pre_drift > before + 0.1  # the drift really hurts the stale champion
+    assert after_fresh > before_fresh + 0.1  # and retraining recovers
