@@ -73,10 +73,13 @@ def headline_table(metrics: dict[str, Any]) -> Table:
     alpha = metrics.get("settings", {}).get("alpha")
     title = f"test accuracy ({split} split); risk policy at α={fmt(alpha, 2)}"
     caption = "mF1: macro-F1 · under: under-allocation rate · over×: median allocated/true"
-    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("target", style="bold")
-    table.add_column("best")
-    number = {"justify": "right", "min_width": 5, "no_wrap": True}
+    table = Table(
+        title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    # names never truncate; numbers shrink to their 5 characters first (fits 80 columns)
+    table.add_column("target", style="bold", no_wrap=True, min_width=8)
+    table.add_column("best", no_wrap=True, min_width=10)
+    number = {"justify": "right", "min_width": 5, "max_width": 6, "no_wrap": True}
     table.add_column("acc", style="green", **number)
     table.add_column("mF1", **number)
     for name in columns:
