@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,6 +188,35 @@ def _dbapi_rows(frame: pd.DataFrame, *, datetime_text: bool) -> list[tuple]:
         else:
             columns.append(col.tolist())
     return list(zip(*columns, strict=True))
+
+
+def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) -> int:
+    """Append dict rows in one transaction; on SQLite straight to executemany (no frame,
+    no SQLAlchemy per-row processing), elsewhere through :func:`bulk_insert`."""
+    if not records:
+        return 0
+    if engine.dialect.name != "sqlite":
+        return bulk_insert(engine, table, pd.DataFrame.from_records(records))
+    cols = [c.name for c in table.columns if c.name in records[0]]
+
+    def plain(value: Any) -> Any:
+        return value.strftime(_SQLITE_DATETIME) if isinstance(value, datetime) else value
+
+    rows = [tuple(plain(r.get(c)) for c in cols) for r in records]
+    sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    try:
+        raw = engine.raw_connection()
+        try:
+            raw.cursor().executemany(sql, rows)
+            raw.commit()
+        finally:
+            raw.close()
+    except (SQLAlchemyError, *_dbapi_errors(engine)) as exc:
+        raise DatabaseUnavailable(f"cannot write {len(rows)} rows to {table.name}: {exc}") from exc
+    return len(rows)
+
+
+_SQLITE_DATETIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy's DateTime stores values in SQLite
 
 
 def bulk_insert(engine: Engine, table_name: str | Table, frame: pd.DataFrame) -> int:

@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.history.panda_db import DatabaseUnavailable, bulk_insert, make_engine
+from scoutless.history.panda_db import DatabaseUnavailable, insert_records, make_engine
 
 TABLE_NAME = "scoutless_predictions"
 
@@ -54,7 +54,8 @@ predictions_table = Table(
     Column("probabilities", Text, nullable=False),  # JSON list, one per class
     Column("recommended_value", Float),
     Column("policy", String(16), nullable=False),
-    Column("features", Text),  # JSON object: the task's feature dict (drift monitoring)
+    # JSON object: the task's feature dict, on its first target's row only (drift monitoring)
+    Column("features", Text),
     Column("created_at", DateTime, nullable=False),  # UTC, naive
     Index("scoutless_predictions_created_idx", "created_at"),
     Index("scoutless_predictions_task_idx", "jeditaskid"),
@@ -63,7 +64,7 @@ predictions_table = Table(
 LOG_COLUMNS: list[str] = [c.name for c in predictions_table.columns]
 
 
-#: from this many rows on, writes go through the raw DBAPI (a frame costs ~1 ms to build)
+#: on servers other than SQLite, from this many rows on writes go through COPY / the raw DBAPI
 BULK_MIN_ROWS = 256
 
 
@@ -96,11 +97,10 @@ class PredictionLog:
             return 0
         now = utcnow()
         stamped = [r if r.get("created_at") else {**r, "created_at": now} for r in rows]
-        if len(stamped) >= BULK_MIN_ROWS:  # raw executemany / COPY: ~10x faster for batches
+        # raw executemany (SQLite) / COPY (PostgreSQL, large batches): several times faster
+        if self.engine.dialect.name == "sqlite" or len(stamped) >= BULK_MIN_ROWS:
             try:
-                return bulk_insert(
-                    self.engine, predictions_table, pd.DataFrame.from_records(stamped)
-                )
+                return insert_records(self.engine, predictions_table, stamped)
             except DatabaseUnavailable as exc:
                 raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
         try:

@@ -192,7 +192,8 @@ class Pipeline:
         ]
         log_rows: list[dict[str, Any]] = []
         counts: dict[str, dict[str, int]] = {}
-        for target, p in proba.items():
+        for k, (target, p) in enumerate(proba.items()):
+            first_target = k == 0
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
             view = self._views[target]
             rows_p = p.tolist()
@@ -229,7 +230,9 @@ class Pipeline:
                         "probabilities": orjson.dumps(rows_p[i]).decode(),
                         "recommended_value": view.recommended[c],
                         "policy": policy,
-                        "features": prepared.features_json[i],
+                        # once per task (first target's row): drift needs it once, and it is
+                        # most of a row's bytes
+                        "features": prepared.features_json[i] if first_target else None,
                     }
                 )
         return Outcome(tasks, log_rows, counts)
