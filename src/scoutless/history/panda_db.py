@@ -203,16 +203,21 @@ def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) 
         return value.strftime(_SQLITE_DATETIME) if isinstance(value, datetime) else value
 
     rows = [tuple(plain(r.get(c)) for c in cols) for r in records]
-    sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     try:
-        raw = engine.raw_connection()
-        try:
-            raw.cursor().executemany(sql, rows)
-            raw.commit()
-        finally:
-            raw.close()
+        return _sqlite_executemany(engine, table.name, cols, rows)
     except (SQLAlchemyError, *_dbapi_errors(engine)) as exc:
         raise DatabaseUnavailable(f"cannot write {len(rows)} rows to {table.name}: {exc}") from exc
+
+
+def _sqlite_executemany(engine: Engine, table_name: str, cols: list[str], rows: list[tuple]) -> int:
+    """One transaction of plain tuples through the raw sqlite3 connection."""
+    sql = f"INSERT INTO {table_name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    raw = engine.raw_connection()
+    try:
+        raw.cursor().executemany(sql, rows)
+        raw.commit()
+    finally:
+        raw.close()
     return len(rows)
 
 
@@ -245,16 +250,7 @@ def _bulk_insert(engine: Engine, table: Table, frame: pd.DataFrame) -> int:
     backend = engine.dialect.name
     frame = frame[cols]
     if backend == "sqlite":
-        rows = _dbapi_rows(frame, datetime_text=True)
-        sql = f"INSERT INTO {table_name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        raw = engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.executemany(sql, rows)
-            raw.commit()
-        finally:
-            raw.close()
-        return len(rows)
+        return _sqlite_executemany(engine, table_name, cols, _dbapi_rows(frame, datetime_text=True))
     if backend == "postgresql" and engine.dialect.driver == "psycopg":
         rows = _dbapi_rows(frame, datetime_text=False)
         raw = engine.raw_connection()
