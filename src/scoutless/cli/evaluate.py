@@ -31,7 +31,12 @@ def evaluate(
     alpha: Annotated[
         float, typer.Option(help="Risk policy: allowed under-allocation rate.")
     ] = 0.05,
-    recall: Annotated[float, typer.Option(help="Safe policy: recall of the largest class.")] = 0.9,
+    recall: Annotated[
+        float,
+        typer.Option(
+            help="Safe policy: share of large tasks (upper half of the classes) allocated enough."
+        ),
+    ] = 0.9,
     details: Annotated[bool, typer.Option(help="Also print every model per target.")] = False,
 ) -> None:
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
