@@ -293,17 +293,29 @@ class FeatureEncoder:
             return [
                 None if (v is None or v is pd.NA or v != v or v == "") else str(v) for v in values
             ]
-        if not all(_is_category_scalar(v) or v is pd.NA for v in values):
-            return None
-        return [category_text(v) for v in values]
+        out: list[str | None] = []
+        for v in values:  # one pass; plain str and None (request JSON) skip the general path
+            if type(v) is str:
+                out.append(v or None)
+            elif v is None:
+                out.append(None)
+            elif _is_category_scalar(v) or v is pd.NA:
+                out.append(category_text(v))
+            else:
+                return None
+        return out
 
     @staticmethod
     def _numerical_column(values: Any) -> np.ndarray | None:
         if isinstance(values, pd.Series) and pd.api.types.is_numeric_dtype(values.dtype):
             return values.to_numpy(dtype=float, na_value=np.nan)
-        numbers = [_number(v) for v in values]
-        if any(n is None for n in numbers):
-            return None
+        numbers: list[float] = []
+        for v in values:  # one pass; plain float/int (request JSON) skip the general path
+            kind = type(v)
+            number = float(v) if kind is float or kind is int else _number(v)
+            if number is None:
+                return None
+            numbers.append(number)
         return np.asarray(numbers, dtype=float)
 
     # -- transforming ----------------------------------------------------------------
