@@ -44,3 +44,16 @@ def test_build_refuses_a_missing_database_clearly(tmp_path):
     assert result.exit_code == 2
     assert "jedi_tasks" in result.output.replace("\n", "")
     assert not out.exists()
+
+
+def test_generate_then_build_from_the_command_line(tmp_path):
+    url = f"sqlite:///{tmp_path / 'gen.sqlite'}"
+    result = runner.invoke(app, ["data", "generate", "--tasks", "300", "--db", url, "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    assert "generated 300 tasks" in result.output
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["data", "build", "--db", url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = TrainingTable.load(out)
+    assert 250 <= len(table.frame) <= 300
+    assert table.frame["memory_bayes_class"].ge(0).all()
