@@ -86,6 +86,9 @@ def test_evaluate_policies_reports_each_policy():
     assert set(out) == {"argmax", "safe", "risk"}
     assert out["risk"]["alpha"] == 0.1 and out["risk"]["tau"] is None
     assert out["safe"]["tau"] is not None and out["safe"]["alpha"] is None
+    large = y >= 2
+    safe_choice = SafePolicy(tau=out["safe"]["tau"]).choose(proba[large])
+    assert out["safe"]["large_class_recall"] == pytest.approx((safe_choice >= y[large]).mean())
     assert out["argmax"]["accuracy"] == pytest.approx((proba.argmax(axis=1) == y).mean())
     # moving up never under-allocates more than argmax
     assert out["safe"]["under_allocation_rate"] <= out["argmax"]["under_allocation_rate"]

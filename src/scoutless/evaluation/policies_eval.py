@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.evaluation.decisions import RiskPolicy, SafePolicy, make_policy
+from scoutless.evaluation.decisions import RiskPolicy, SafePolicy, large_class_start, make_policy
 from scoutless.targets.bins import TargetBins
 
 DEFAULT_ALPHAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
@@ -73,7 +73,13 @@ def evaluate_policies(
         policy = make_policy(name, cal_proba, cal_y, alpha=alpha, recall=recall)
         entry = {"model": model, "alpha": None, "tau": None}
         if isinstance(policy, SafePolicy):
-            entry |= {"tau": policy.tau, "target_recall": recall}
+            large = y_true >= large_class_start(proba.shape[1])
+            achieved = (
+                float((policy.choose(proba[large]) >= y_true[large]).mean())
+                if large.any()
+                else None
+            )
+            entry |= {"tau": policy.tau, "target_recall": recall, "large_class_recall": achieved}
         if isinstance(policy, RiskPolicy):
             threshold = policy.threshold if math.isfinite(policy.threshold) else None
             entry |= {"alpha": alpha, "threshold": threshold}
