@@ -190,11 +190,11 @@ class Predictor:
     ) -> dict[str, np.ndarray]:
         """(n, n_classes) probabilities per target; the champion unless ``model`` is named."""
         wanted = self.targets if targets is None else list(targets)
-        for t in wanted:
+        for t in wanted:  # refuse an unknown target or model before encoding anything
             self._check_target(t)
             self._model(t, model)
         encoded = self.encoder.transform(data)
-        return {t: self._model(t, model)[1].predict_proba(encoded) for t in wanted}
+        return {t: self.predict_encoded(encoded, t, model) for t in wanted}
 
     def inspect(self, data: FeatureInput) -> InspectedFeatures:
         """Validate and encode once (arrays, typed values, unknown categories) for serving."""

@@ -194,11 +194,9 @@ def add_bayes(
     from scoutless.history.synthetic import bayes_probabilities
 
     out = frame.copy()
-    probas = bayes_probabilities(truth, bins)
-    ids = truth.index if "jeditaskid" not in truth.columns else truth["jeditaskid"].unique()
-    for target, proba in probas.items():
-        best = pd.Series(proba.argmax(axis=1), index=ids)
-        conf = pd.Series(proba.max(axis=1), index=ids)
+    for target, proba in bayes_probabilities(truth, bins).items():  # rows follow truth.index
+        best = pd.Series(proba.argmax(axis=1), index=truth.index)
+        conf = pd.Series(proba.max(axis=1), index=truth.index)
         out[bayes_class_col(target)] = out["jeditaskid"].map(best).fillna(-1).astype(int)
         out[bayes_confidence_col(target)] = out["jeditaskid"].map(conf)
     return out

@@ -9,7 +9,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import pandas as pd
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -153,3 +155,22 @@ def format_slurm_memory(amount: MemoryAmount) -> str:
     """The inverse of :func:`parse_slurm_memory`, in whole kilobytes."""
     suffix = {"job": "", "node": "n", "cpu": "c"}[amount.per]
     return f"{round(amount.mb * 1024)}K{suffix}"
+
+
+def finish_job_frame(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    text_columns: tuple[str, ...],
+    units: dict[str, str],
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Rows of one job each → typed frame (UTC times, submit hour/weekday, text columns),
+    and the units of the targets the source really measured (some logs lack a metric)."""
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["creationdate"] = pd.to_datetime(frame["creationdate"], utc=True)
+    frame["finished_at"] = pd.to_datetime(frame["finished_at"], utc=True)
+    frame["submit_hour"] = frame["creationdate"].dt.hour.astype(float)
+    frame["submit_weekday"] = frame["creationdate"].dt.day_of_week.astype(float)
+    for col in text_columns:
+        frame[col] = frame[col].astype("string")
+    measured = {t: u for t, u in units.items() if frame[f"{t}_value"].notna().any()}
+    return frame, measured

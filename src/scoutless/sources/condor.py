@@ -25,7 +25,7 @@ import pandas as pd
 
 from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, request_col
-from scoutless.sources.common import BadLines, TraceParseError, read_text
+from scoutless.sources.common import BadLines, TraceParseError, finish_job_frame, read_text
 
 #: Measured after submission: never features (lower-case attribute names).
 CONDOR_MEASURED: frozenset[str] = frozenset(
@@ -240,15 +240,12 @@ def condor_jobs(
                 request_col("memory"): _num(ad, "requestmemory"),
             }
         )
-    frame = pd.DataFrame(rows, columns=_COLUMNS)
-    frame["creationdate"] = pd.to_datetime(frame["creationdate"], utc=True)
-    frame["finished_at"] = pd.to_datetime(frame["finished_at"], utc=True)
-    frame["submit_hour"] = frame["creationdate"].dt.hour.astype(float)
-    frame["submit_weekday"] = frame["creationdate"].dt.day_of_week.astype(float)
-    for col in ("user", "owner", "acct_group", "vo", "executable", "job_universe"):
-        frame[col] = frame[col].astype("string")
-    units = {"memory": "MB/job", "cputime": "CPU s/core", "walltime": "s"}
-    units = {t: u for t, u in units.items() if frame[f"{t}_value"].notna().any()}
+    frame, units = finish_job_frame(
+        rows,
+        _COLUMNS,
+        ("user", "owner", "acct_group", "vo", "executable", "job_universe"),
+        {"memory": "MB/job", "cputime": "CPU s/core", "walltime": "s"},
+    )
     info = {"format": "condor", "n_ads": len(ads)}
     return TraceJobs(frame, list(CONDOR_FEATURES), units, "condor", info, bad_lines or [])
 

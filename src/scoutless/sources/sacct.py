@@ -26,6 +26,7 @@ from scoutless.sources.assemble import TraceJobs, request_col
 from scoutless.sources.common import (
     BadLines,
     TraceParseError,
+    finish_job_frame,
     parse_slurm_duration,
     parse_slurm_memory,
     read_text,
@@ -277,15 +278,12 @@ def sacct_jobs(
                 request_col("memory"): head.req_mem_mb,
             }
         )
-    frame = pd.DataFrame(rows, columns=_COLUMNS)
-    frame["creationdate"] = pd.to_datetime(frame["creationdate"], utc=True)
-    frame["finished_at"] = pd.to_datetime(frame["finished_at"], utc=True)
-    frame["submit_hour"] = frame["creationdate"].dt.hour.astype(float)
-    frame["submit_weekday"] = frame["creationdate"].dt.day_of_week.astype(float)
-    for col in ("user", "account", "partition", "qos", "group", "jobname"):
-        frame[col] = frame[col].astype("string")
-    units = {"memory": "MB/task (MaxRSS)", "cputime": "CPU s/core", "walltime": "s"}
-    units = {t: u for t, u in units.items() if frame[f"{t}_value"].notna().any()}
+    frame, units = finish_job_frame(
+        rows,
+        _COLUMNS,
+        ("user", "account", "partition", "qos", "group", "jobname"),
+        {"memory": "MB/task (MaxRSS)", "cputime": "CPU s/core", "walltime": "s"},
+    )
     info = {"format": "sacct", "n_lines": len(records), "n_jobs": len(by_job)}
     return TraceJobs(frame, list(SACCT_FEATURES), units, "sacct", info, bad_lines or [])
 
