@@ -38,10 +38,10 @@ from scoutless.bundle import load_bundle
 from scoutless.evaluation.baselines import column_predictions, majority_class
 from scoutless.evaluation.metrics import classification_metrics
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import train_bundle
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.targets.spec import baseline_class_col, class_col, scout_class_col
+from scoutless.training import train_bundle
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 TRACES: dict[str, tuple[str, list[Path]]] = {

@@ -155,7 +155,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bundle = args.bundle
         if bundle is None:
-            from scoutless.models.training import train_bundle
+            from scoutless.training import train_bundle
 
             bundle = train_bundle(
                 demo_table(), Path(tmp) / "bundle", progress=False, max_epochs=3, n_jobs=1

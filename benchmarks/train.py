@@ -26,8 +26,9 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from scoutless.bundle import load_bundle
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import train_bundle
+from scoutless.models.families import FAMILY_NAMES
 from scoutless.targets.spec import bayes_class_col, class_col
+from scoutless.training import train_bundle
 
 
 def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, action="append", help="synthetic table size(s)")
     parser.add_argument("--table", type=Path, action="append", help="existing table(s)")
-    parser.add_argument("--models", default="xgb,xgb_native,dnn")
+    parser.add_argument("--models", default=",".join(FAMILY_NAMES))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-epochs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=42)

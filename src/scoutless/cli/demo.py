@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
+from scoutless.models.families import FAMILY_NAMES
+
 console = Console()
 
 
@@ -30,7 +32,7 @@ def demo(
     ),
     tasks: Annotated[int, typer.Option("--tasks", min=200, help="synthetic tasks")] = 50_000,
     seed: Annotated[int, typer.Option(help="random seed")] = 42,
-    models: Annotated[str, typer.Option(help="model families to train")] = "xgb,xgb_native,dnn",
+    models: Annotated[str, typer.Option(help="model families to train")] = ",".join(FAMILY_NAMES),
     max_epochs: Annotated[int | None, typer.Option(help="cap on DNN epochs")] = None,
 ) -> None:
     """Generate → build → train → evaluate on the embedded SQLite default."""
@@ -41,7 +43,7 @@ def demo(
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     started = time.perf_counter()
     workdir.mkdir(parents=True, exist_ok=True)

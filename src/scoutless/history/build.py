@@ -6,7 +6,6 @@ with its task id, job id and reason; ``strict=True`` raises instead of excluding
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from scoutless.config import Settings, get_settings
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.splits import random_split, time_split
-from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
+from scoutless.history.table import SPLIT_COLUMNS, TrainingTable, frame_fingerprint
 from scoutless.targets.bins import TargetBins, fit_bins, load_bins
 from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
 from scoutless.targets.spec import (
@@ -194,11 +193,6 @@ def add_bayes(
     return out
 
 
-def fingerprint(frame: pd.DataFrame) -> str:
-    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
 # --------------------------------------------------------------------------- build
 
 
@@ -278,7 +272,7 @@ def finish_table(
         bins=bins,
         source="panda",
         info={
-            "fingerprint": fingerprint(frame),
+            "fingerprint": frame_fingerprint(frame)[:16],
             **(info or {}),
             "bins_fitted_on": f"{SPLIT_COLUMNS[BINS_SPLIT]} train rows",
             "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},

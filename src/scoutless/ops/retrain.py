@@ -117,7 +117,7 @@ def registry_lock(path: Path) -> Iterator[None]:
 
 
 def _default_trainer() -> Trainer:
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     return train_bundle
 
