@@ -233,6 +233,8 @@ def load_bundle(path: str | Path) -> Predictor:
             try:
                 cls = family_class(kind)
             except UnknownFamilyError as exc:
-                raise BundleError(f"{path}: model {target}/{name} of unknown kind {kind!r}") from exc
+                raise BundleError(
+                    f"{path}: model {target}/{name} of unknown kind {kind!r}"
+                ) from exc
             models[target][name] = cls.load(path / entry["folder"])
     return Predictor(path, manifest, encoder, models)
