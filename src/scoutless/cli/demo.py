@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,6 +26,25 @@ def _step(n: int, total: int, text: str) -> None:
     console.rule(f"[bold]{n}/{total}[/] {text}")
 
 
+def _generate_history(db_path: Path, tasks: int, seed: int) -> Any:
+    """Generate into a temporary SQLite file and rename it into place when complete."""
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.synthetic import generate_history
+
+    tmp_db = db_path.parent / f".history.{os.getpid()}.sqlite"
+    try:
+        engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
+        stats = generate_history(engine, tasks, seed=seed, progress=True)
+        engine.dispose()  # checkpoints the WAL into the file
+        for stale in (Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+            stale.unlink(missing_ok=True)  # a crashed run's WAL must not meet the new file
+        os.replace(tmp_db, db_path)
+    finally:
+        for leftover in (tmp_db, Path(f"{tmp_db}-wal"), Path(f"{tmp_db}-shm")):
+            leftover.unlink(missing_ok=True)
+    return stats
+
+
 def demo(
     workdir: Annotated[Path, typer.Option("--workdir", help="where everything is written")] = Path(
         "scoutless-work"
@@ -37,12 +56,11 @@ def demo(
 ) -> None:
     """Generate → build → train → evaluate on the embedded SQLite default."""
     from scoutless.bundle import load_bundle
-    from scoutless.cli.data import summary_table
+    from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle
     from scoutless.evaluation.tables import headline_table
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
-    from scoutless.history.synthetic import generate_history
     from scoutless.training import train_bundle
 
     started = time.perf_counter()
@@ -52,22 +70,12 @@ def demo(
     bundle_path = workdir / "bundle"
 
     _step(1, 4, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
-    tmp_db = workdir / f".history.{os.getpid()}.sqlite"
-    try:
-        engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
-        stats = generate_history(engine, tasks, seed=seed, progress=True)
-        engine.dispose()  # checkpoints the WAL into the file
-        for stale in (Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
-            stale.unlink(missing_ok=True)  # a crashed run's WAL must not meet the new file
-        os.replace(tmp_db, db_path)
-    finally:
-        for leftover in (tmp_db, Path(f"{tmp_db}-wal"), Path(f"{tmp_db}-shm")):
-            leftover.unlink(missing_ok=True)
+    stats = _generate_history(db_path, tasks, seed)
     console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
 
     _step(2, 4, f"build the training table → {table_path}")
     engine = make_engine(f"sqlite:///{db_path.resolve()}", create_dirs=False)
-    table, report = build_table_from_db(engine)
+    table, report = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(table_path)
     if len(report):
         report.save(workdir / "bad_rows.csv")
