@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
+from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures, signed_log1p
 from scoutless.models.base import check_labels
 from scoutless.models.dnn import TabularMLP
 from scoutless.models.temperature import fit_temperature, softmax
@@ -79,7 +79,7 @@ def effective_batch_size(batch_size: int, n_rows: int) -> int:
 
 def aux_target(values: np.ndarray) -> np.ndarray:
     """Standardised sign·log1p of the target values (NaN stays NaN: no auxiliary loss there)."""
-    logged = np.sign(values) * np.log1p(np.abs(np.asarray(values, dtype=float)))
+    logged = signed_log1p(np.asarray(values, dtype=float))
     finite = logged[np.isfinite(logged)]
     if finite.size < 2:
         return np.full(len(logged), np.nan, dtype=np.float32)
