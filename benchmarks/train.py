@@ -36,6 +36,7 @@ def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
     path = workdir / f"table_{n_tasks}_{seed}.parquet"
     if path.exists():
         return path
+    from scoutless.cli.data import synthetic_truth
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
@@ -44,7 +45,7 @@ def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
     db.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{db}")
     generate_history(engine, n_tasks, seed=seed, progress=False)
-    table, _ = build_table_from_db(engine)
+    table, _ = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(path)
     engine.dispose()
     db.unlink(missing_ok=True)
