@@ -1,6 +1,6 @@
 """Prediction quality on real traces: XGB and DNN against what schedulers use today.
 
-Traces: the four Parallel Workloads Archive logs in /work/shared/data/traces/swf/ and the
+Traces: the four Parallel Workloads Archive logs in ../shared/data/traces/swf/ and the
 PanDA job records. Each is imported exactly as ``scoutless import`` does (time split: the
 first 85 % of submit times train, the last 15 % test; quantile bins over the training rows;
 baselines and user-history features without look-ahead). To bound the run on a small shared
