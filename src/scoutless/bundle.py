@@ -56,7 +56,7 @@ __all__ = [
 
 def model_types() -> dict[str, type]:
     """Model family name -> class with ``load(folder)``; imported lazily (torch is heavy)."""
-    from scoutless.models.dnn_trainer import DNNModel
+    from scoutless.models.dnn_model import DNNModel
     from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 
     return {"xgb": XGBLabelModel, "xgb_native": XGBNativeModel, "dnn": DNNModel}

@@ -10,7 +10,7 @@ import pytest
 from scoutless.bundle import load_bundle
 from scoutless.history.splits import assign_parts
 from scoutless.models import training
-from scoutless.models.dnn_trainer import DNNModel
+from scoutless.models.dnn_model import DNNModel
 from scoutless.models.training import PART_FRACTIONS, TrainingError, train_bundle
 from scoutless.models.xgb import XGBLabelModel
 
