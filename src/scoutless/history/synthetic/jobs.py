@@ -95,9 +95,7 @@ def _slots(
     slot[early] = 0
     bad = rng.random(n_tasks) < max(within.bad_early_site_share, within.scout_abort_share)
     moved = bad[owner] & (slot == 0) & (n_slots[owner] > 1)
-    slot[moved] = 1 + (rng.random(int(moved.sum())) * (n_slots[owner][moved] - 1)).astype(
-        np.int64
-    )
+    slot[moved] = 1 + (rng.random(int(moved.sum())) * (n_slots[owner][moved] - 1)).astype(np.int64)
     return slot, n_slots, bad
 
 
