@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scoutless.bundle import load_bundle
-from scoutless.models.dnn_trainer import DNNModel
+from scoutless.models.dnn_model import DNNModel
 from scoutless.models.xgb import XGBLabelModel
 from scoutless.training import TrainingError, train_bundle
 from scoutless.training import manifest as training

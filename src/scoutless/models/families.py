@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # importing this module stays cheap: the CLI reads FAMILY_NAM
 FAMILIES: dict[str, tuple[str, str]] = {
     "xgb": ("scoutless.models.xgb", "XGBLabelModel"),
     "xgb_native": ("scoutless.models.xgb", "XGBNativeModel"),
-    "dnn": ("scoutless.models.dnn_trainer", "DNNModel"),
+    "dnn": ("scoutless.models.dnn_model", "DNNModel"),
 }
 FAMILY_NAMES: tuple[str, ...] = tuple(FAMILIES)
 

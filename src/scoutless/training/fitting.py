@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.models.base import ClassModel
-from scoutless.models.dnn_trainer import DNNModel, DNNParams
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import family_class
 from scoutless.models.tuning import grid_search_xgb, random_search_dnn
 

@@ -32,7 +32,7 @@ from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.history.splits import assign_parts
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
-from scoutless.models.dnn_trainer import DNNParams
+from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import FAMILY_NAMES
 from scoutless.targets.spec import class_col, value_col
 from scoutless.training.fitting import (
