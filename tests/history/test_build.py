@@ -175,3 +175,29 @@ def test_empty_history_says_so(sqlite_engine):
     create_schema(sqlite_engine)
     with pytest.raises(BadRowsError, match="no tasks"):
         build_table_from_db(sqlite_engine)
+
+
+def test_bins_and_recommendations_are_fitted_on_training_rows_only(history_frames, tmp_path):
+    """Quantile edges and recommended values never see a test row (no evaluation leak)."""
+    from scoutless.config import Settings
+    from scoutless.history.build import BadRowReport, finish_table, task_rows
+    from scoutless.history.panda_db import History
+
+    f = history_frames
+    history = History(
+        f["jedi_tasks"], f["jedi_taskparams"].set_index("jeditaskid")["taskparams"],
+        f["jedi_datasets"], f["jobsarchived4"],
+    )  # fmt: skip
+    bins_file = tmp_path / "bins.toml"
+    bins_file.write_text('[walltime]\nmode = "quantiles"\nn_classes = 3\n')
+    settings = Settings()
+    frame = task_rows(history, BadRowReport(), settings)
+    table = finish_table(frame, BadRowReport(), settings=settings, bins_file=bins_file)
+    test = (table.frame["split_random"] == "test").to_numpy()
+    moved = frame.copy()
+    moved.loc[test, value_col("walltime")] *= 100
+    again = finish_table(moved, BadRowReport(), settings=settings, bins_file=bins_file)
+    assert (again.frame["split_random"] == table.frame["split_random"]).all()
+    assert again.bins["walltime"].edges == table.bins["walltime"].edges
+    assert again.bins["walltime"].recommended == table.bins["walltime"].recommended
+    assert table.info["bins_fitted_on"] == "split_random train rows"
