@@ -178,7 +178,7 @@ def start_server(
            "--workers", str(workers)]  # fmt: skip
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 600  # a busy shared machine imports torch slowly
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
