@@ -176,19 +176,19 @@ def start_server(
     cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
            "--bundle", str(bundle), "--db", db_url, "--log-db", log_url, "--port", str(port),
            "--workers", str(workers)]  # fmt: skip
-    errors = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
-    deadline = time.monotonic() + 600  # a busy shared machine imports torch slowly
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc, port
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    errors.seek(0)
-    tail = errors.read().decode(errors="replace")[-2000:]
+    with tempfile.TemporaryFile() as errors:  # the server keeps its own copy of the fd
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
+        deadline = time.monotonic() + 600  # a busy shared machine imports torch slowly
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    return proc, port
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        proc.kill()
+        errors.seek(0)
+        tail = errors.read().decode(errors="replace")[-2000:]
     raise TimeoutError(f"server did not become ready: {tail}")
 
 
