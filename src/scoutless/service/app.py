@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -95,6 +96,9 @@ def create_app(
                     local.writer = GroupCommitWriter(local.log)
                 if bundle is not None and is_registry(bundle):
                     poller = asyncio.create_task(holder.follow_champion(poll_s))
+            # what startup loaded (libraries, the bundle) is never garbage: keep the cyclic
+            # collector from walking it again on every collection (~20 % of a batch's CPU)
+            gc.freeze()
             yield
         finally:
             if poller is not None:
