@@ -28,10 +28,10 @@ from scoutless.history.synthetic.jobs import (
 )
 from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
+from scoutless.targets.spec import TARGET_NAMES
 
 BLOCK_TASKS = 1000  # tasks per seeded block: chunks are whole blocks, so any chunk size agrees
 PANDAID_STRIDE = 10_000  # pandaid = jeditaskid * stride + rank of the job inside its task
-TARGET_NAMES = ("memory", "cputime", "io", "walltime")
 
 
 @dataclass
