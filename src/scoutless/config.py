@@ -21,7 +21,6 @@ class PandaDefaults(BaseModel):
     core_power_hs06: float = Field(
         10.0, gt=0, description="HS06 per core when the site's is unknown"
     )
-    user_ramcount_mb_per_core: float = Field(2000.0, gt=0)
     min_ramcount_mb_per_core: float = Field(
         0.0, ge=0, description="SCOUT_RAMCOUNT_MIN: floor of the memory target"
     )
