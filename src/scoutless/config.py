@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -136,6 +136,23 @@ class WithinTaskSettings(BaseModel):
     few_jobs_share: float = Field(
         0.08, ge=0, le=1, description="tasks of only 1-2 jobs (no target: too few jobs)"
     )
+
+    @field_validator(
+        "scout_input_fraction", "avalanche_resize_fraction", "off_slot_share",
+        "outlier_wall_factor", "outlier_memory_factor",
+    )  # fmt: skip
+    @classmethod
+    def _ordered_range(cls, value: tuple[float, float], info: ValidationInfo) -> tuple:
+        if not 0 < value[0] <= value[1]:
+            raise ValueError(f"{info.field_name}={value}: expected 0 < low <= high")
+        return value
+
+    @field_validator("failure_cause_weights")
+    @classmethod
+    def _weights(cls, value: tuple[float, float, float]) -> tuple:
+        if min(value) < 0 or sum(value) <= 0:
+            raise ValueError(f"failure_cause_weights={value}: expected non-negative, sum > 0")
+        return value
 
 
 class ServiceSettings(BaseModel):
