@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from scoutless.replay.config import ReplaySettings
+
 
 class PandaDefaults(BaseModel):
     """The defaults PanDA/JEDI applies when a task leaves a parameter unset."""
@@ -68,6 +70,7 @@ class Settings(BaseSettings):
     panda: PandaDefaults = PandaDefaults()
     targets: TargetSettings = TargetSettings()
     service: ServiceSettings = ServiceSettings()
+    replay: ReplaySettings = ReplaySettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""
