@@ -304,6 +304,8 @@ class Replay:
             self.apply(t, ram.get(t, math.nan), cputime)
             self.retuned[t] = True
         if self.watch_scouting or self.watch_retune:
+            if not self.events:  # nothing left that could make them due
+                raise RuntimeError(f"replay stalled: tasks {sorted(self.watch_scouting)} wait")
             self.schedule_tick()
 
     def apply(self, t: int, ram: float, cpu: float) -> None:

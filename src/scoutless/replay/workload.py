@@ -164,7 +164,8 @@ def build_workload(
         raise WorkloadError("no finished job with a positive wall time in the history")
     units["_scout"] = units["pandaid"].isin(flagged)
     units = units.sort_values(["jeditaskid", "_scout", "pandaid"], ascending=[True, False, True])
-    tasks = tasks[tasks["jeditaskid"].isin(units["jeditaskid"])].reset_index(drop=True)
+    tasks = tasks[tasks["jeditaskid"].isin(units["jeditaskid"])]
+    tasks = tasks.sort_values("jeditaskid").reset_index(drop=True)  # the units' order
     position = pd.Index(tasks["jeditaskid"]).get_indexer(units["jeditaskid"])
     frame = job_frame(units, tasks, settings)
     frame = JobFrame(**{**_frame_dict(frame), "task_id": position.astype(np.int64)})
