@@ -52,3 +52,34 @@ def replay_table(document: dict[str, Any]) -> Table:
     for label, path, digits in ROWS:
         table.add_row(label, *(cell(entry, path, digits) for entry in strategies.values()))
     return table
+
+
+def replay_goals(
+    document: dict[str, Any],
+) -> list[tuple[str, float | None, float | None, bool | None]]:
+    """Issue 10's goals: (what, measured, bound, met) — None where a strategy is missing."""
+    s = document["strategies"]
+    scouts, predicted, hybrid = (s.get(n) for n in ("scouts", "predicted", "hybrid"))
+    goals: list[tuple[str, float | None, float | None, bool | None]] = []
+    if scouts and predicted:
+        wait = value_at(scouts, "time_to_first_job_s.p50")
+        got = value_at(predicted, "time_to_first_job_s.p50")
+        bound = None if wait is None else 0.01 * wait
+        ok = None if got is None or bound is None else got <= bound
+        goals.append(("predicted P50 first production job ≤ 1 % of scouts' (s)", got, bound, ok))
+    if scouts and hybrid:
+        got, bound = hybrid["wasted_core_hours"], scouts["wasted_core_hours"]
+        goals.append(("hybrid wasted core-hours ≤ scouts'", got, bound, got <= bound))
+        got, bound = hybrid["first_attempt_success"], scouts["first_attempt_success"]
+        ok = None if got is None or bound is None else got >= bound
+        goals.append(("hybrid first-attempt success ≥ scouts'", got, bound, ok))
+    return goals
+
+
+def headline_line(document: dict[str, Any]) -> str:
+    """The replay's goals in one line each, for the demo's headline."""
+    lines = []
+    for what, got, bound, ok in replay_goals(document):
+        mark = "[green]met[/]" if ok else "[red]missed[/]" if ok is False else "–"
+        lines.append(f"{what}: {fmt(got)} vs {fmt(bound)} → {mark}")
+    return "\n".join(lines)
