@@ -105,3 +105,20 @@ def test_an_empty_or_missing_history_is_a_clear_error(tmp_path):
     )
     assert result.exit_code == 1 and "replay:" in result.output
     assert not (tmp_path / "replay.json").exists()
+
+
+def test_a_swf_trace_replays_its_test_jobs_with_the_request_as_incumbent(tmp_path):
+    from pathlib import Path
+
+    swf = Path(__file__).resolve().parents[1] / "data" / "traces" / "swf"
+    table = tmp_path / "table.parquet"
+    trace = swf / "LPC-EGEE-2004-1.2-cln.head60.swf"
+    assert runner.invoke(app, ["import", "swf", str(trace), "-o", str(table)]).exit_code == 0
+    result = runner.invoke(app, ["replay", "--trace", str(table), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "replay.json").read_text())
+    request = document["strategies"]["request"]
+    assert SCHEMA <= set(request) and request["n_jobs"] == document["workload"]["jobs"] > 0
+    assert document["config"]["incumbent"] == "request"
+    both = runner.invoke(app, ["replay", "--trace", str(table), "--db", "sqlite://", "--out", "x"])
+    assert both.exit_code == 1 and "one of --db" in both.output

@@ -24,8 +24,14 @@ def _test_task_ids(table: Path) -> object:
 
 
 def replay(
-    db: Annotated[str, typer.Option(help="SQLAlchemy URL of the PanDA-compatible history.")],
     out: Annotated[Path, typer.Option(help="Folder for replay.json.")],
+    db: Annotated[
+        str | None, typer.Option(help="SQLAlchemy URL of the PanDA-compatible history.")
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="An imported trace table instead: request vs predicted, test rows."),
+    ] = None,
     bundle: Annotated[
         Path | None, typer.Option(help="Bundle (or registry) for predicted/hybrid.")
     ] = None,
@@ -53,7 +59,7 @@ def replay(
     from scoutless.history.table import TableError
     from scoutless.replay.config import ReplayConfigError, replay_settings
     from scoutless.replay.pool import PoolError
-    from scoutless.replay.runner import REPLAY_JSON, replay_history
+    from scoutless.replay.runner import REPLAY_JSON, replay_history, replay_trace
     from scoutless.replay.tables import replay_table
     from scoutless.replay.workload import WorkloadError
 
@@ -66,15 +72,23 @@ def replay(
         settings = get_settings()
         cfg = replay_settings(settings.replay, config, strategies=names)
         settings = settings.model_copy(update={"replay": cfg})
-        if bundle is None and set(cfg.strategies) - {"scouts"}:
+        if bundle is None and trace is None and set(cfg.strategies) - {"scouts"}:
             raise ReplayConfigError("strategies predicted/hybrid need --bundle")
         predictor = load_bundle(bundle) if bundle is not None else None
-        only = _test_task_ids(table) if table is not None else None
+        if (db is None) == (trace is None):
+            raise ReplayConfigError("give one of --db (a PanDA history) or --trace (a table)")
         with console.status("replaying") as status:
-            document = replay_history(
-                db, predictor, out, settings, policy=policy, alpha=alpha, n_tasks=tasks,
-                seed=seed, only=only, on_step=lambda text: _step(status, text),
-            )  # fmt: skip
+            if trace is not None:
+                document = replay_trace(
+                    trace, predictor, out, settings, policy=policy, alpha=alpha,
+                    on_step=lambda text: _step(status, text),
+                )  # fmt: skip
+            else:
+                document = replay_history(
+                    db, predictor, out, settings, policy=policy, alpha=alpha, n_tasks=tasks,
+                    seed=seed, only=_test_task_ids(table) if table is not None else None,
+                    on_step=lambda text: _step(status, text),
+                )  # fmt: skip
     except (
         ReplayConfigError, WorkloadError, PoolError, BundleError, TableError,
         DatabaseUnavailable, FileNotFoundError, ValueError,

@@ -41,6 +41,8 @@ class StrategyPlan:
     #: whether a re-tuning may lower cpuTime; the first jobs to finish are the short ones,
     #: so an estimate from them is biased low (JEDI lowers anyway; the hybrid does not)
     retune_lowers_cputime: bool = True
+    #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
+    walltime: np.ndarray | None = None
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Replay:
         n_t, n_j = work.n_tasks, work.n_jobs
         self.task_ram = plan.ram.astype(float).tolist()
         self.task_cpu = plan.cputime.astype(float).tolist()
+        self.task_wall = None if plan.walltime is None else plan.walltime.astype(float).tolist()
         # a job that finished in the history fitted its queue: maxtime is at least its wall
         self.maxtime = cfg.queue_maxtime_s or math.ceil(float(work.wall_s.max()))
         self.request = np.nan_to_num(work.request_ram, nan=cfg.default_ram_mb_per_core).tolist()
@@ -176,7 +179,9 @@ class Replay:
         alloc = rules.allocation_mb(ram, slot_mb_per_core, self.cores[j], self.base_ram[t])
         wall = self.wall[j]
         limit = self.job_wall_limit[j]
-        if limit is None:
+        if limit is None and self.task_wall is not None:
+            limit = min(self.task_wall[t], self.maxtime)
+        if limit is None or limit != limit:  # None or NaN
             limit = rules.job_max_walltime(
                 self.task_cpu[t], self.nevents[j], self.cores[j], self.power[j],
                 self.eff[t], self.base_wall[t], self.maxtime,

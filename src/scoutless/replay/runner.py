@@ -25,12 +25,13 @@ import numpy as np
 
 from scoutless.config import Settings
 from scoutless.replay.config import ReplaySettings
-from scoutless.replay.engine import Replay, ReplayResult
+from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool
 from scoutless.replay.strategies import make_plans, pool_cores
 from scoutless.replay.workload import TaskEstimator, Workload
 from scoutless.targets.bins import TargetBins
+from scoutless.targets.spec import value_col
 
 if TYPE_CHECKING:
     from scoutless.bundle import Predictor
@@ -46,10 +47,21 @@ def run_strategies(
     on_done: Callable[[str, float], None] | None = None,
 ) -> dict[str, ReplayResult]:
     """Replay every configured strategy on the same workload and pool size."""
+    return run_plans(work, make_plans(work, cfg, predicted), cfg, settings, on_done)
+
+
+def run_plans(
+    work: Workload,
+    plans: list[StrategyPlan],
+    cfg: ReplaySettings,
+    settings: Settings,
+    on_done: Callable[[str, float], None] | None = None,
+) -> dict[str, ReplayResult]:
+    """Replay the given plans one after the other, each on a fresh pool of the same size."""
     cores = pool_cores(work, cfg)
     estimator = TaskEstimator(work, settings)
     results: dict[str, ReplayResult] = {}
-    for plan in make_plans(work, cfg, predicted):
+    for plan in plans:
         started = time.perf_counter()
         results[plan.name] = Replay(
             work, plan, cfg, SlotPool(cfg.resource_types, cores), estimator
@@ -148,5 +160,43 @@ def replay_history(
         "seed": seed,
     }
     document = replay_document(results, work, true_classes(work, settings, bins), cfg, meta)
+    write_json_atomic(Path(out) / REPLAY_JSON, document)
+    return document
+
+
+def replay_trace(
+    table_path: Path,
+    predictor: Predictor | None,
+    out: Path,
+    settings: Settings,
+    *,
+    policy: str = "risk",
+    alpha: float = 0.05,
+    on_step: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The replay of an imported trace's test rows (request vs predicted): replay.json."""
+    from scoutless.history.table import TrainingTable
+    from scoutless.replay.traces import trace_plans, trace_rows, trace_workload
+
+    say = on_step or (lambda _text: None)
+    table = TrainingTable.load(table_path)
+    rows = trace_rows(table)
+    work = trace_workload(rows, settings)
+    say(f"{work.n_tasks:,} trace jobs (the table's test rows)")
+    plans = trace_plans(rows, settings, predictor, policy=policy, alpha=alpha)
+    cfg = settings.replay
+    results = run_plans(
+        work, plans, cfg, settings, on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s")
+    )
+    classes = {
+        t: np.array([*b.labels, "unknown"], dtype=object)[
+            b.classify(rows[value_col(t)].to_numpy(dtype=float))
+        ]
+        for t, b in table.bins.items()
+        if t in ("memory", "walltime") and value_col(t) in rows.columns
+    }
+    meta = {"policy": policy, "alpha": alpha, "bundle": getattr(predictor, "version", None),
+            "source": table.source, "incumbent": "request"}  # fmt: skip
+    document = replay_document(results, work, classes, cfg, meta)
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document
