@@ -66,6 +66,43 @@ def oracle_values(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
     return out
 
 
+def report(
+    work: Workload,
+    results: dict,
+    document: dict,
+    phases: dict[str, float],
+    per_strategy: dict[str, float],
+    measured: dict[str, float],
+    predictions: str,
+) -> dict:
+    """The benchmark's JSON."""
+    events = sum(r.n_events for r in results.values())
+    total = phases["load_s"] + phases["predict_s"] + phases["replay_s"] + phases["metrics_s"]
+    return {
+        "tasks": work.n_tasks,
+        "jobs": work.n_jobs,
+        "strategies": list(results),
+        "predictions": predictions,
+        "seconds": {**{k: round(v, 1) for k, v in phases.items()}, "total": round(total, 1)},
+        "cpu_seconds_after_history": round(measured["cpu_s"], 1),
+        "replay_seconds_per_strategy": {k: round(v, 1) for k, v in per_strategy.items()},
+        "tasks_per_s": round(work.n_tasks * len(results) / phases["replay_s"], 1),
+        "jobs_per_s": round(work.n_jobs * len(results) / phases["replay_s"], 1),
+        "events_per_s": round(events / phases["replay_s"], 1),
+        "events": events,
+        "peak_rss_mb": {"after_load": round(measured["rss_load"]), "end": round(peak_rss_mb())},
+        "goal": {"seconds": 300, "peak_rss_mb": 4096},
+        "headline": {
+            name: {
+                "time_to_first_job_p50_s": entry["time_to_first_job_s"]["p50"],
+                "wasted_core_hours": round(entry["wasted_core_hours"]),
+                "first_attempt_success": entry["first_attempt_success"],
+            }
+            for name, entry in document["strategies"].items()
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -85,7 +122,7 @@ def main() -> None:
     started, cpu_started = time.perf_counter(), cpu_seconds()
     work, features = workload_from_db(db, settings)
     phases["load_s"] = time.perf_counter() - started
-    rss_after_load = peak_rss_mb()
+    measured = {"rss_load": peak_rss_mb()}
 
     started = time.perf_counter()
     if args.bundle:
@@ -111,37 +148,11 @@ def main() -> None:
         results, work, true_classes(work, settings, bins), settings.replay, {}
     )
     phases["metrics_s"] = time.perf_counter() - started
-    events = sum(r.n_events for r in results.values())
-    total = phases["load_s"] + phases["predict_s"] + phases["replay_s"] + phases["metrics_s"]
+    measured["cpu_s"] = cpu_seconds() - cpu_started
+    predictions = "bundle" if args.bundle else "oracle"
     print(
         json.dumps(
-            {
-                "tasks": work.n_tasks,
-                "jobs": work.n_jobs,
-                "strategies": list(results),
-                "predictions": "bundle" if args.bundle else "oracle",
-                "seconds": {
-                    **{k: round(v, 1) for k, v in phases.items()},
-                    "total": round(total, 1),
-                },
-                "cpu_seconds_after_history": round(cpu_seconds() - cpu_started, 1),
-                "replay_seconds_per_strategy": {k: round(v, 1) for k, v in per_strategy.items()},
-                "tasks_per_s": round(work.n_tasks * len(results) / phases["replay_s"], 1),
-                "jobs_per_s": round(work.n_jobs * len(results) / phases["replay_s"], 1),
-                "events_per_s": round(events / phases["replay_s"], 1),
-                "events": events,
-                "peak_rss_mb": {"after_load": round(rss_after_load), "end": round(peak_rss_mb())},
-                "goal": {"seconds": 300, "peak_rss_mb": 4096},
-                "headline": {
-                    name: {
-                        "time_to_first_job_p50_s": entry["time_to_first_job_s"]["p50"],
-                        "wasted_core_hours": round(entry["wasted_core_hours"]),
-                        "first_attempt_success": entry["first_attempt_success"],
-                    }
-                    for name, entry in document["strategies"].items()
-                },
-            },
-            indent=1,
+            report(work, results, document, phases, per_strategy, measured, predictions), indent=1
         )
     )
 

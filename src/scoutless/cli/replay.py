@@ -11,6 +11,8 @@ from rich.console import Console
 if TYPE_CHECKING:
     from rich.status import Status
 
+    from scoutless.config import Settings
+
 console = Console()
 
 
@@ -53,42 +55,23 @@ def replay(
 ) -> None:
     """Replay the history on a simulated clock; write replay.json and print the comparison."""
     from scoutless.bundle import BundleError, load_bundle
-    from scoutless.config import get_settings
-    from scoutless.evaluation.decisions import POLICY_NAMES
     from scoutless.history.panda_db import DatabaseUnavailable
     from scoutless.history.table import TableError
-    from scoutless.replay.config import ReplayConfigError, replay_settings
+    from scoutless.replay.config import ReplayConfigError
     from scoutless.replay.pool import PoolError
-    from scoutless.replay.runner import REPLAY_JSON, replay_history, replay_trace
+    from scoutless.replay.runner import REPLAY_JSON
     from scoutless.replay.tables import replay_table
     from scoutless.replay.workload import WorkloadError
 
     try:
-        if policy not in POLICY_NAMES:
-            raise ReplayConfigError(
-                f"--policy {policy!r}: expected one of {', '.join(POLICY_NAMES)}"
-            )
-        names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
-        settings = get_settings()
-        cfg = replay_settings(settings.replay, config, strategies=names)
-        settings = settings.model_copy(update={"replay": cfg})
-        if bundle is None and trace is None and set(cfg.strategies) - {"scouts"}:
-            raise ReplayConfigError("strategies predicted/hybrid need --bundle")
-        predictor = load_bundle(bundle) if bundle is not None else None
         if (db is None) == (trace is None):
             raise ReplayConfigError("give one of --db (a PanDA history) or --trace (a table)")
-        with console.status("replaying") as status:
-            if trace is not None:
-                document = replay_trace(
-                    trace, predictor, out, settings, policy=policy, alpha=alpha,
-                    on_step=lambda text: _step(status, text),
-                )  # fmt: skip
-            else:
-                document = replay_history(
-                    db, predictor, out, settings, policy=policy, alpha=alpha, n_tasks=tasks,
-                    seed=seed, only=_test_task_ids(table) if table is not None else None,
-                    on_step=lambda text: _step(status, text),
-                )  # fmt: skip
+        settings = _settings(policy, strategies, config)
+        if bundle is None and trace is None and set(settings.replay.strategies) - {"scouts"}:
+            raise ReplayConfigError("strategies predicted/hybrid need --bundle")
+        predictor = load_bundle(bundle) if bundle is not None else None
+        only = _test_task_ids(table) if table is not None else None
+        document = _run(db, trace, predictor, out, settings, policy, alpha, tasks, seed, only)
     except (
         ReplayConfigError, WorkloadError, PoolError, BundleError, TableError,
         DatabaseUnavailable, FileNotFoundError, ValueError,
@@ -97,6 +80,55 @@ def replay(
         raise typer.Exit(code=1) from exc
     console.print(replay_table(document))
     console.print(f"wrote {out / REPLAY_JSON}")
+
+
+def _settings(policy: str, strategies: str | None, config: Path | None) -> Settings:
+    """The settings with the replay's file and options applied; errors name the key."""
+    from scoutless.config import get_settings
+    from scoutless.evaluation.decisions import POLICY_NAMES
+    from scoutless.replay.config import ReplayConfigError, replay_settings
+
+    if policy not in POLICY_NAMES:
+        raise ReplayConfigError(f"--policy {policy!r}: expected one of {', '.join(POLICY_NAMES)}")
+    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    settings = get_settings()
+    cfg = replay_settings(settings.replay, config, strategies=names)
+    return settings.model_copy(update={"replay": cfg})
+
+
+def _run(
+    db: str | None,
+    trace: Path | None,
+    predictor: object,
+    out: Path,
+    settings: object,
+    policy: str,
+    alpha: float,
+    n_tasks: int | None,
+    seed: int,
+    only: object,
+) -> dict:
+    """The replay of a history database or of an imported trace, with a status line."""
+    from scoutless.replay.runner import replay_history, replay_trace
+
+    with console.status("replaying") as status:
+        step = lambda text: _step(status, text)  # noqa: E731
+        if trace is not None:
+            return replay_trace(
+                trace, predictor, out, settings, policy=policy, alpha=alpha, on_step=step
+            )
+        return replay_history(
+            db,
+            predictor,
+            out,
+            settings,
+            policy=policy,
+            alpha=alpha,
+            n_tasks=n_tasks,
+            seed=seed,
+            only=only,
+            on_step=step,
+        )
 
 
 def _step(status: Status, text: str) -> None:

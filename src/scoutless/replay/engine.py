@@ -104,7 +104,19 @@ class Replay:
         self.first_ok = [False] * n_j
         self.failed = [False] * n_j
         self.running: dict[int, tuple[float, int, float]] = {}  # unit -> (start, outcome, alloc)
-        # per task
+        self._task_state(n_t)
+        self.submit = work.submit_s.tolist()
+        # the clock
+        self.events: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        self.now = 0.0
+        self.watch_scouting: set[int] = set()
+        self.watch_retune: set[int] = set()
+        self.tick_at: float | None = None
+        self.n_events = 0
+
+    def _task_state(self, n_t: int) -> None:
+        """Per-task counters and outcomes."""
         self.state = [SCOUTING if s else RUNNING for s in self.n_scouts]
         self.resolved = [0] * n_t
         self.done_units: list[list[int]] = [[] for _ in range(n_t)]
@@ -122,15 +134,6 @@ class Replay:
         self.used = [0.0] * n_t
         self.slack = [0.0] * n_t
         self.scout_ram = [math.nan] * n_t
-        self.submit = work.submit_s.tolist()
-        # the clock
-        self.events: list[tuple[float, int, int, int]] = []
-        self.seq = 0
-        self.now = 0.0
-        self.watch_scouting: set[int] = set()
-        self.watch_retune: set[int] = set()
-        self.tick_at: float | None = None
-        self.n_events = 0
 
     # ------------------------------------------------------------------ clock
 
