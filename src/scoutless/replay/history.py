@@ -9,6 +9,12 @@ from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine, read_history, task_ids
 from scoutless.replay.workload import Workload, WorkloadError, build_workload
 
+#: the jobsarchived4 columns a replay reads (a 100k-task history has ~3M job rows)
+REPLAY_JOB_COLUMNS = (
+    "pandaid", "jeditaskid", "jobstatus", "specialhandling", "corecount", "actualcorecount",
+    "maxpss", "starttime", "endtime", "nevents", "inputfilebytes", "outputfilebytes", "hs06",
+)  # fmt: skip
+
 
 def workload_from_db(
     url: str,
@@ -29,7 +35,7 @@ def workload_from_db(
             raise WorkloadError(f"no tasks to replay in {url}")
         if n_tasks is not None and n_tasks < ids.size:
             ids = np.sort(np.random.default_rng(seed).choice(ids, n_tasks, replace=False))
-        history = read_history(engine, ids.tolist())
+        history = read_history(engine, ids.tolist(), job_columns=REPLAY_JOB_COLUMNS)
     finally:
         engine.dispose()
     work = build_workload(history.jobs, history.tasks, settings, history.taskparams)
