@@ -104,3 +104,20 @@ def test_the_hybrid_does_not_lower_cputime_from_its_short_first_jobs():
     keeping = replay(work, settings, ram=2000, cputime=cputime, retune=True, lowers=False)
     assert lowering.result_.walltime_kills[0] > 0
     assert keeping.result_.walltime_kills[0] == 0
+
+
+def test_strategies_in_parallel_processes_give_the_same_replay():
+    from scoutless.replay.runner import run_strategies
+
+    settings = settings_with(resource_types={"SCORE": {"cores": 3}})
+    jobs = jobs_frame(
+        1, [1.0 + i / 10 for i in range(14)], [900 + 300 * i for i in range(14)], scouts=10
+    )
+    work = build_workload(jobs, tasks_frame([1]), settings)
+    predicted = {"memory": np.array([1500.0]), "cputime": np.array([np.nan])}
+    serial = run_strategies(work, settings.replay, settings, predicted)
+    parallel_cfg = settings.replay.model_copy(update={"workers": 2})
+    parallel = run_strategies(work, parallel_cfg, settings, predicted)
+    for name, result in serial.items():
+        assert np.array_equal(result.attempts, parallel[name].attempts)
+        assert np.array_equal(result.completion_s, parallel[name].completion_s, equal_nan=True)

@@ -87,6 +87,7 @@ class ReplaySettings(BaseModel):
         0.5, gt=0, le=1, description="auto-sized pools: mean history load / cores"
     )
     cdf_points: int = Field(101, ge=2, description="quantiles kept per CDF in replay.json")
+    workers: int = Field(1, ge=1, description="strategies replayed in parallel processes")
 
     @field_validator("strategies")
     @classmethod

@@ -64,6 +64,7 @@ class ReplayResult:
     failed: np.ndarray  # per unit: ran out of attempts
     n_events: int = 0
     info: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0  # wall time of the replay
 
 
 class Replay:

@@ -15,9 +15,11 @@ file (and any previous one intact).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,18 +59,39 @@ def run_plans(
     settings: Settings,
     on_done: Callable[[str, float], None] | None = None,
 ) -> dict[str, ReplayResult]:
-    """Replay the given plans one after the other, each on a fresh pool of the same size."""
+    """Replay the given plans, each on a fresh pool of the same size; with ``cfg.workers`` > 1
+    the strategies run in forked processes (they share nothing but the read-only workload)."""
     cores = pool_cores(work, cfg)
-    estimator = TaskEstimator(work, settings)
-    results: dict[str, ReplayResult] = {}
-    for plan in plans:
-        started = time.perf_counter()
-        results[plan.name] = Replay(
-            work, plan, cfg, SlotPool(cfg.resource_types, cores), estimator
-        ).run()
+    workers = min(cfg.workers, len(plans))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return {plan.name: _timed(work, plan, cfg, settings, cores, on_done) for plan in plans}
+    context = multiprocessing.get_context("fork")  # children see the workload without a copy
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            plan.name: pool.submit(_timed, work, plan, cfg, settings, cores, None) for plan in plans
+        }
+        results = {name: future.result() for name, future in futures.items()}
+    for name, result in results.items():
         if on_done is not None:
-            on_done(plan.name, time.perf_counter() - started)
+            on_done(name, result.seconds)
     return results
+
+
+def _timed(
+    work: Workload,
+    plan: StrategyPlan,
+    cfg: ReplaySettings,
+    settings: Settings,
+    cores: Mapping[str, int],
+    on_done: Callable[[str, float], None] | None,
+) -> ReplayResult:
+    started = time.perf_counter()
+    pool = SlotPool(cfg.resource_types, cores)
+    result = Replay(work, plan, cfg, pool, TaskEstimator(work, settings)).run()
+    result.seconds = time.perf_counter() - started
+    if on_done is not None:
+        on_done(plan.name, result.seconds)
+    return result
 
 
 def true_classes(
