@@ -22,7 +22,7 @@ def small(tmp_path_factory):
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     folder = tmp_path_factory.mktemp("replay")
     url = f"sqlite:///{folder / 'history.sqlite'}"
