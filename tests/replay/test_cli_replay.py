@@ -61,7 +61,8 @@ def test_scouts_alone_need_no_bundle_and_a_sample_is_seeded(small):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     document = json.loads((out / "replay.json").read_text())
-    assert list(document["strategies"]) == ["scouts"] and document["workload"]["tasks"] == 50
+    assert list(document["strategies"]) == ["scouts"]
+    assert 40 <= document["workload"]["tasks"] <= 50  # sampled tasks with a finished job
 
 
 @pytest.mark.parametrize(
