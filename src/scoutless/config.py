@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from scoutless.replay.config import ReplaySettings
+
 
 class PandaDefaults(BaseModel):
     """The defaults PanDA/JEDI applies when a task leaves a parameter unset."""
@@ -185,6 +187,7 @@ class Settings(BaseSettings):
     training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
     within_task: WithinTaskSettings = WithinTaskSettings()
+    replay: ReplaySettings = ReplaySettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

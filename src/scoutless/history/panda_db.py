@@ -124,8 +124,11 @@ def read_history(
     *,
     since: datetime | None = None,
     with_jobs: bool = True,
+    job_columns: Sequence[str] | None = None,
 ) -> History:
-    """Tasks (all, those created since a date, or the given ids) with datasets and jobs."""
+    """Tasks (all, those created since a date, or the given ids) with datasets and jobs
+    (all of jobsarchived4's columns, or just ``job_columns`` for large reads)."""
+    job_columns = list(job_columns) if job_columns is not None else JOB_COLUMNS
     if ids is None:
         ids = task_ids(engine, since=since)
     parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}
@@ -136,7 +139,7 @@ def read_history(
         )
         parts["datasets"].append(_read_for_tasks(engine, jedi_datasets, DATASET_COLUMNS, chunk))
         if with_jobs:
-            parts["jobs"].append(_read_for_tasks(engine, jobsarchived4, JOB_COLUMNS, chunk))
+            parts["jobs"].append(_read_for_tasks(engine, jobsarchived4, job_columns, chunk))
 
     def cat(name: str, columns: list[str]) -> pd.DataFrame:
         frames = [f for f in parts[name] if not f.empty]
@@ -147,7 +150,7 @@ def read_history(
         tasks=cat("tasks", TASK_COLUMNS),
         taskparams=params.set_index("jeditaskid")["taskparams"],
         datasets=cat("datasets", DATASET_COLUMNS),
-        jobs=cat("jobs", JOB_COLUMNS),
+        jobs=cat("jobs", job_columns),
     )
 
 
