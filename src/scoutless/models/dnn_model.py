@@ -30,6 +30,8 @@ from scoutless.models.dnn_trainer import (
     effective_batch_size,
     fit_module,
 )
+from scoutless.models.numeric_embedding import quantile_edges
+from scoutless.models.ordinal import CumulativeLinkHead
 from scoutless.models.temperature import fit_temperature, softmax
 
 PREDICT_BATCH = 65_536
@@ -61,6 +63,7 @@ class DNNModel:
         self.on_epoch = on_epoch
 
     def _new_module(self, d_aux: int = 0) -> TabularMLP:
+        p = self.params
         return TabularMLP(
             cardinalities=self.cardinalities,
             d_numerical=2 * self.n_numerical,
@@ -68,7 +71,18 @@ class DNNModel:
             d_hidden=self.params.d_hidden,
             dropouts=self.params.dropouts,
             d_aux=d_aux,
+            ple=(self.n_numerical, p.ple_bins, p.ple_dim)
+            if p.ple_bins and self.n_numerical
+            else None,
+            head=p.head,
         )
+
+    def _prepare_module(self, X: EncodedFeatures, y: np.ndarray) -> None:
+        """Data-fitted parts of a new module: PLE bin edges, ordinal cut points."""
+        if self.module_.ple is not None:
+            self.module_.ple.set_edges(quantile_edges(X.numeric, self.params.ple_bins))
+        if isinstance(self.module_.head, CumulativeLinkHead):
+            self.module_.head.init_cuts(y)
 
     def fit(
         self,
@@ -89,6 +103,7 @@ class DNNModel:
         self.d_aux_ = 0 if aux is None else 1
         self.batch_size_ = effective_batch_size(self.params.batch_size, len(y))
         self.module_ = self._new_module(self.d_aux_)
+        self._prepare_module(X, y)
         codes, numeric = feature_tensors(X)
         data = TrainTensors(
             codes, numeric, torch.from_numpy(y), None if aux is None else torch.from_numpy(aux)
