@@ -9,6 +9,7 @@ import torch
 
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn import TabularMLP
+from scoutless.models.dnn_inputs import aux_target
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.numeric_embedding import (
@@ -16,7 +17,7 @@ from scoutless.models.numeric_embedding import (
     piecewise_linear,
     quantile_edges,
 )
-from scoutless.models.ordinal import CumulativeLinkHead
+from scoutless.models.ordinal import CumulativeLinkHead, boundaries
 
 torch.set_num_threads(1)
 
@@ -106,3 +107,30 @@ def test_options_learn_round_trip_and_match_the_numpy_path(options, tmp_path):
     np.testing.assert_allclose(again.predict_proba(Xv), model.predict_proba(Xv), atol=1e-12)
     if params.ple_bins:
         np.testing.assert_array_equal(again.module_.ple.edges, model.module_.ple.edges)
+
+
+def test_boundaries_fall_between_classes_and_stay_increasing():
+    latent = np.array([0.1, 0.4, 1.2, 1.6, np.nan, 3.0])
+    y = np.array([0, 0, 1, 1, 2, 3])
+    cuts = boundaries(latent, y, 5)  # class 2 has no latent; class 4 never seen
+    assert cuts[0] == pytest.approx(0.8)
+    assert np.all(np.diff(cuts) > 0)
+    assert cuts[1] == pytest.approx(2.3)
+
+
+def test_ordinal_head_tied_to_the_value_keeps_its_cuts_and_learns(tmp_path):
+    X, y = _toy(1500, 2)
+    Xv, yv = _toy(300, 3)
+    values = np.exp(y + np.random.default_rng(0).uniform(0, 1, len(y)))  # classes = value bins
+    params = DNNParams(max_epochs=6, batch_size=128, learning_rate=5e-3, head="ordinal",
+                       aux_weight=1.0)  # fmt: skip
+    model = DNNModel(n_classes=4, cardinalities=[6], n_numerical=2, params=params)
+    model.fit(X, y, eval_set=(Xv, yv), values=values)
+    head = model.module_.head
+    assert model.module_.tied_aux and model.module_.aux_head is None
+    np.testing.assert_allclose(
+        head.cuts().detach().numpy(), boundaries(aux_target(values), y, 4), atol=1e-5
+    )
+    assert max(h["val_accuracy"] for h in model.history_) > 0.7
+    model.save(tmp_path)
+    np.testing.assert_allclose(DNNModel.load(tmp_path).predict_proba(Xv), model.predict_proba(Xv))

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from scoutless.models.numeric_embedding import PiecewiseLinearEmbedding
-from scoutless.models.ordinal import CumulativeLinkHead
+from scoutless.models.ordinal import CumulativeLinkHead, gaussian_nll
 
 HEADS = ("softmax", "ordinal")
 
@@ -107,7 +107,9 @@ class TabularMLP(nn.Module):
         self.head: nn.Module = (
             nn.Linear(d_in, n_classes) if head == "softmax" else CumulativeLinkHead(d_in, n_classes)
         )
-        self.aux_head = nn.Linear(d_in, d_aux) if d_aux else None
+        #: an ordinal head's latent is the value itself: no separate regression head
+        self.tied_aux = bool(d_aux) and head == "ordinal"
+        self.aux_head = nn.Linear(d_in, d_aux) if d_aux and not self.tied_aux else None
 
     def _hidden(self, codes: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
         parts = [emb(codes[:, j]) for j, emb in enumerate(self.embeddings)]
@@ -125,5 +127,14 @@ class TabularMLP(nn.Module):
         self, codes: torch.Tensor, numeric: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         hidden = self._hidden(codes, numeric)
+        if self.tied_aux:
+            return self.head(hidden), torch.stack(self.head.latent(hidden), dim=1)
         aux = self.aux_head(hidden) if self.aux_head is not None else None
         return self.head(hidden), aux
+
+    def aux_loss(self, aux: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Auxiliary loss of the rows with a known value: the latent's Gaussian likelihood
+        for a tied ordinal head, else a smooth-L1 regression."""
+        if self.tied_aux:
+            return gaussian_nll(aux[:, 0], aux[:, 1], target)
+        return nn.functional.smooth_l1_loss(aux[:, 0], target)

@@ -31,7 +31,7 @@ from scoutless.models.dnn_trainer import (
     fit_module,
 )
 from scoutless.models.numeric_embedding import quantile_edges
-from scoutless.models.ordinal import CumulativeLinkHead
+from scoutless.models.ordinal import CumulativeLinkHead, boundaries
 from scoutless.models.temperature import fit_temperature, softmax
 
 PREDICT_BATCH = 65_536
@@ -77,12 +77,16 @@ class DNNModel:
             head=p.head,
         )
 
-    def _prepare_module(self, X: EncodedFeatures, y: np.ndarray) -> None:
-        """Data-fitted parts of a new module: PLE bin edges, ordinal cut points."""
+    def _prepare_module(self, X: EncodedFeatures, y: np.ndarray, aux: np.ndarray | None) -> None:
+        """Data-fitted parts of a new module: PLE bin edges, ordinal cut points (the class
+        boundaries on the standardised log value when the head is tied to it)."""
         if self.module_.ple is not None:
             self.module_.ple.set_edges(quantile_edges(X.numeric, self.params.ple_bins))
-        if isinstance(self.module_.head, CumulativeLinkHead):
-            self.module_.head.init_cuts(y)
+        head = self.module_.head
+        if isinstance(head, CumulativeLinkHead) and self.module_.tied_aux and aux is not None:
+            head.set_cuts(boundaries(aux, y, self.n_classes), trainable=False)
+        elif isinstance(head, CumulativeLinkHead):
+            head.init_cuts(y)
 
     def fit(
         self,
@@ -103,7 +107,7 @@ class DNNModel:
         self.d_aux_ = 0 if aux is None else 1
         self.batch_size_ = effective_batch_size(self.params.batch_size, len(y))
         self.module_ = self._new_module(self.d_aux_)
-        self._prepare_module(X, y)
+        self._prepare_module(X, y, aux)
         codes, numeric = feature_tensors(X)
         data = TrainTensors(
             codes, numeric, torch.from_numpy(y), None if aux is None else torch.from_numpy(aux)

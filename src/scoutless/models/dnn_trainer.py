@@ -58,8 +58,7 @@ def batch_loss(
         target = data.aux[idx]
         known = ~torch.isnan(target)
         if known.any():
-            error = nn.functional.smooth_l1_loss(aux[known, 0], target[known])
-            loss = loss + aux_weight * error
+            loss = loss + aux_weight * module.aux_loss(aux[known], target[known])
     return loss
 
 
