@@ -134,3 +134,21 @@ def test_ordinal_head_tied_to_the_value_keeps_its_cuts_and_learns(tmp_path):
     assert max(h["val_accuracy"] for h in model.history_) > 0.7
     model.save(tmp_path)
     np.testing.assert_allclose(DNNModel.load(tmp_path).predict_proba(Xv), model.predict_proba(Xv))
+
+
+def test_choose_dnn_variant_keeps_the_best_on_validation_and_refuses_unknown_names():
+    from scoutless.models.tuning import choose_dnn_variant, variant_params
+
+    X, y = _toy(600, 4)
+    Xv, yv = _toy(200, 5)
+    base = DNNModel(n_classes=4, cardinalities=[6], n_numerical=2,
+                    params=DNNParams(max_epochs=2, batch_size=128))  # fmt: skip
+    model, log = choose_dnn_variant(
+        base, X, y, eval_set=(Xv, yv), class_weight=None, variants=["reference", "ple"]
+    )
+    assert [r["variant"] for r in log] == ["reference", "ple"]
+    scores = [r["val_accuracy"] + r["val_macro_f1"] for r in log]
+    assert model.variant_ == log[int(np.argmax(scores))]["variant"]
+    assert model.params == variant_params(base.params, model.variant_)
+    with pytest.raises(ValueError, match="variant 'deep' unknown"):
+        variant_params(base.params, "deep")

@@ -37,7 +37,7 @@ from scoutless.models.temperature import fit_temperature, softmax
 PREDICT_BATCH = 65_536
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
-          "history_", "_inference")  # fmt: skip
+          "history_", "_inference", "variant_")  # fmt: skip
 
 
 class DNNModel:
@@ -118,9 +118,7 @@ class DNNModel:
             predicted = self._torch_logits(val_codes, val_numeric).argmax(axis=1)
             return float((predicted == y_val).mean())
 
-        weight = (
-            None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32)
-        )
+        weight = self._loss_weight(class_weight)
         result = fit_module(
             self.module_, data, self.params, validate=validate, class_weight=weight,
             seed=self.seed, on_epoch=self.on_epoch,
@@ -129,6 +127,14 @@ class DNNModel:
         self.classes_ = np.arange(self.n_classes)
         self.temperature_ = fit_temperature(self.predict_logits(X_val), y_val)
         return self
+
+    def _loss_weight(self, class_weight: np.ndarray | None) -> torch.Tensor | None:
+        """The class weights raised to ``class_weight_power`` (absent classes stay at 0)."""
+        if class_weight is None:
+            return None
+        weight = np.power(np.asarray(class_weight, dtype=float), self.params.class_weight_power)
+        weight[np.asarray(class_weight) == 0] = 0.0
+        return torch.as_tensor(weight, dtype=torch.float32)
 
     def _torch_logits(self, codes: torch.Tensor, numeric: torch.Tensor) -> np.ndarray:
         self.module_.eval()
@@ -161,6 +167,7 @@ class DNNModel:
             "best_epoch": getattr(self, "best_epoch_", None),
             "temperature": getattr(self, "temperature_", None),
             "seed": self.seed,
+            "options": self.params.options(),
         }
 
     def with_params(self, params: DNNParams) -> DNNModel:

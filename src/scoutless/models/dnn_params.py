@@ -34,6 +34,9 @@ class DNNParams:
     #: "plateau": cut the rate when validation stalls (the reference); "onecycle": warm up to
     #: ``learning_rate`` over the first 30 % of ``max_epochs`` then anneal (cosine) to ~0
     schedule: str = "plateau"
+    #: exponent on the given class weights (1: as given, the reference; 0: unweighted, which
+    #: targets accuracy; between: rare classes still count more, without dominating)
+    class_weight_power: float = 1.0
 
     def __post_init__(self) -> None:
         if self.head not in ("softmax", "ordinal"):
@@ -52,7 +55,13 @@ class DNNParams:
 
     def options(self) -> dict[str, Any]:
         """The choices beyond the reference architecture (for the manifest and reports)."""
-        return {"head": self.head, "ple_bins": self.ple_bins, "schedule": self.schedule}
+        return {
+            "head": self.head,
+            "aux_weight": self.aux_weight,
+            "ple_bins": self.ple_bins,
+            "schedule": self.schedule,
+            "class_weight_power": self.class_weight_power,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DNNParams:

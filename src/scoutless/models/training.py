@@ -40,7 +40,12 @@ from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
-from scoutless.models.tuning import grid_search_xgb, random_search_dnn
+from scoutless.models.tuning import (
+    DEFAULT_DNN_VARIANTS,
+    choose_dnn_variant,
+    grid_search_xgb,
+    random_search_dnn,
+)
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 from scoutless.targets.bins import fit_recommendations
 from scoutless.targets.spec import class_col, value_col
@@ -169,9 +174,11 @@ class _FamilyTrainer:
         xgb_grid: dict[str, list[Any]] | None,
         dnn_params: DNNParams,
         progress: Progress,
+        dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
     ) -> None:
         self.encoder, self.trials, self.seed, self.n_jobs = encoder, trials, seed, n_jobs
         self.xgb_grid, self.dnn_params, self.progress = xgb_grid, dnn_params, progress
+        self.dnn_variants = list(dnn_variants)
 
     def fit(self, name: str, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
         if name == "dnn":
@@ -204,10 +211,16 @@ class _FamilyTrainer:
         epochs = self.dnn_params.max_epochs
         task = self.progress.add_task(f"{target} dnn", total=epochs, status="")
 
+        offset = {"epochs": -epochs}  # epochs of the variants before the one training
+
+        def on_variant(name: str) -> None:
+            offset["epochs"] += epochs
+            self.progress.update(task, completed=offset["epochs"], status=name)
+
         def on_epoch(epoch: int, record: dict[str, float]) -> None:
             self.progress.update(
                 task,
-                completed=epoch,
+                completed=offset["epochs"] + epoch,
                 status=f"loss {record['train_loss']:.3f} val acc {record['val_accuracy']:.3f}",
             )
 
@@ -219,14 +232,18 @@ class _FamilyTrainer:
             seed=self.seed,
             on_epoch=on_epoch,
         )
-        search: dict[str, Any] = {}
-        total = epochs * max(self.trials, 1)
+        total = epochs * (len(self.dnn_variants) + self.trials)
+        self.progress.update(task, total=total)
+        model, variants = choose_dnn_variant(
+            model, X, y, eval_set=val, class_weight=weight, variants=self.dnn_variants,
+            values=values, on_variant=on_variant,
+        )  # fmt: skip
+        search: dict[str, Any] = {"variant": model.variant_, "variant_search": variants}
         if self.trials > 0:
-            self.progress.update(task, total=total)
-            done = {"epochs": 0}
+            done = {"epochs": len(self.dnn_variants) * epochs}
 
             def on_trial(number: int, score: float) -> None:
-                done["epochs"] = (number + 1) * epochs
+                done["epochs"] = (len(self.dnn_variants) + number + 1) * epochs
                 self.progress.update(task, completed=done["epochs"], status=f"trial {number}")
 
             model.on_epoch = lambda e, r: self.progress.update(
@@ -243,9 +260,7 @@ class _FamilyTrainer:
                 on_trial=on_trial,
                 values=values,
             )
-            search = {"random_search": log}
-        else:
-            model.fit(X, y, eval_set=val, class_weight=weight, values=values)
+            search["random_search"] = log
         model.on_epoch = None
         self.progress.update(task, completed=total)
         return model, {**model.hyperparameters(), **search}
@@ -269,12 +284,16 @@ def train_bundle(
     xgb_grid: dict[str, list[Any]] | None = None,
     dnn_params: DNNParams | None = None,
     n_jobs: int | None = None,
+    dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
     ``trials`` > 0 turns on the searches: the XGBoost k-fold grid (``xgb_grid``, default
     :data:`~scoutless.models.tuning.DEFAULT_XGB_GRID`) and ``trials`` DNN random trials;
-    an explicit ``xgb_grid`` runs the grid even with ``trials=0``.
+    an explicit ``xgb_grid`` runs the grid even with ``trials=0``. ``dnn_variants`` names
+    the DNN variants (:data:`~scoutless.models.tuning.DNN_VARIANTS`) tried per target; the
+    best on validation is kept (and searched further with ``trials``), recorded in the
+    manifest's hyperparameters.
     """
     names = check_model_names(models)
     if trials < 0:
@@ -308,6 +327,7 @@ def train_bundle(
             xgb_grid=xgb_grid,
             dnn_params=params,
             progress=bar,
+            dnn_variants=dnn_variants,
         )
         for target in targets:
             n_classes = table.bins[target].n_classes

@@ -138,3 +138,64 @@ def random_search_dnn(
 
     study.optimize(objective, n_trials=trials)
     return best["model"], log
+
+
+#: named DNN variants beyond the reference; ``choose_dnn_variant`` picks one on validation
+DNN_VARIANTS: dict[str, dict[str, Any]] = {
+    "reference": {},
+    "ordinal": {"head": "ordinal", "aux_weight": 1.0},
+    "ple": {"ple_bins": 16},
+    "ordinal_ple": {"head": "ordinal", "aux_weight": 1.0, "ple_bins": 16},
+    "onecycle": {"schedule": "onecycle"},
+}
+
+
+#: what ``train_bundle`` tries by default: the reference first (it wins ties)
+DEFAULT_DNN_VARIANTS: tuple[str, ...] = ("reference", "ordinal")
+
+
+def variant_params(base: DNNParams, name: str) -> DNNParams:
+    """``base`` with the named variant's options on top."""
+    if name not in DNN_VARIANTS:
+        raise ValueError(f"DNN variant {name!r} unknown; choose from {list(DNN_VARIANTS)}")
+    return replace(base, **DNN_VARIANTS[name])
+
+
+def choose_dnn_variant(
+    model: DNNModel,
+    X: EncodedFeatures,
+    y: np.ndarray,
+    *,
+    eval_set: tuple[EncodedFeatures, np.ndarray],
+    class_weight: np.ndarray | None,
+    variants: Sequence[str],
+    values: np.ndarray | None = None,
+    on_variant: Callable[[str], None] | None = None,
+) -> tuple[DNNModel, list[dict[str, Any]]]:
+    """Fit each named variant; keep the best mean of validation accuracy and macro-F1.
+
+    The first variant wins ties, so list the reference first to prefer it.
+    """
+    if not variants:
+        raise ValueError("choose_dnn_variant needs at least one variant")
+    X_val, y_val = eval_set
+    best: tuple[float, str, DNNModel | None] = (-1.0, "", None)
+    log: list[dict[str, Any]] = []
+    for name in variants:
+        if on_variant is not None:
+            on_variant(name)
+        fitted = model.with_params(variant_params(model.params, name)).fit(
+            X, y, eval_set=eval_set, class_weight=class_weight, values=values
+        )
+        predicted = fitted.predict_proba(X_val).argmax(axis=1)
+        accuracy = float((predicted == y_val).mean())
+        macro_f1 = float(f1_score(y_val, predicted, average="macro", zero_division=0))
+        score = (accuracy + macro_f1) / 2
+        log.append({"variant": name, "val_accuracy": accuracy, "val_macro_f1": macro_f1})
+        if score > best[0]:
+            best = (score, fitted)
+    assert best[1] is not None
+    best[1].variant_ = max(log, key=lambda r: (r["val_accuracy"] + r["val_macro_f1"]) / 2)[
+        "variant"
+    ]
+    return best[1], log
