@@ -129,7 +129,7 @@ def test_manifest_records_the_dnn_variant_chosen_on_validation(small_bundle):
     for target in ("memory", "io"):
         dnn = hyper[target]["dnn"]
         tried = {r["variant"]: r for r in dnn["variant_search"]}
-        assert list(tried) == ["reference", "ordinal"]
+        assert list(tried) == ["reference", "ordinal", "ordinal_tempered"]
         best = max(tried.values(), key=lambda r: r["val_accuracy"] + r["val_macro_f1"])
         assert dnn["variant"] == best["variant"]
         assert dnn["options"]["head"] == ("ordinal" if dnn["variant"] == "ordinal" else "softmax")
