@@ -170,3 +170,25 @@ def pipeline_bars(pipeline: dict[str, Any]) -> str:
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     return to_base64_png(fig)
+
+
+def bayes_distance_bars(distance: dict[str, Any], classes: list[str], title: str) -> str:
+    """Per class, each model's recall and F1 minus the Bayes limit's (0 = at the limit)."""
+    names = list(distance)
+    fig = Figure(figsize=(9, 3.2), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    x = np.arange(len(classes))
+    width = 0.8 / max(len(names), 1)
+    for ax, key in zip(axes, ("recall_gap", "f1_gap"), strict=True):
+        for i, name in enumerate(names):
+            gaps = [c[key] or 0.0 for c in distance[name]["per_class"]]
+            ratio = distance[name]["accuracy_ratio"]
+            label = f"{name} (acc {ratio:.3f}× Bayes)" if ratio is not None else name
+            ax.bar(x - 0.4 + width * (i + 0.5), gaps, width, label=label, color=_colour(name, i))
+        ax.axhline(0.0, color="#2ca02c", linewidth=1)
+        ax.set_xticks(x, classes, fontsize=8)
+        ax.set_title(key.replace("_gap", " − Bayes"))
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title)
+    return to_base64_png(fig)
