@@ -6,8 +6,13 @@ the table's random test split next to the Bayes limit (synthetic tables carry it
 
     python benchmarks/train.py --tasks 200000 --tasks 1000000 --threads 2
     python benchmarks/train.py --table my_table.parquet
+    python benchmarks/train.py --table t.parquet --sizes 20000,50000,200000 --seeds 42,43,44
 
 Tables are generated once (synthetic history -> SQLite -> build) and cached in --workdir.
+``--sizes`` draws learning curves from one table (random subsets of its tasks, smallest
+first, so the peak RSS after each size is that size's peak); with several ``--seeds`` every
+figure is given as mean and spread (max - min) over the seeds, and each family's accuracy
+as a share of the Bayes limit.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sklearn.metrics import accuracy_score, f1_score
 from scoutless.bundle import load_bundle
 from scoutless.history.table import TrainingTable
 from scoutless.models.training import train_bundle
+from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
 from scoutless.targets.spec import bayes_class_col, class_col
 
 
@@ -107,20 +113,30 @@ def _scores(y: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     }
 
 
-def run(table_path: Path, args: argparse.Namespace) -> dict:
+def subset(table: TrainingTable, n_tasks: int, seed: int = 0) -> TrainingTable:
+    """A random ``n_tasks``-task subset of ``table`` (its split columns kept)."""
+    if n_tasks >= len(table.frame):
+        return table
+    frame = table.frame.sample(n_tasks, random_state=seed).sort_index()
+    return TrainingTable(frame, table.features, table.bins, table.source, dict(table.info))
+
+
+def run(table_path: Path, args: argparse.Namespace, table: TrainingTable | None = None) -> dict:
     import torch
 
-    table = TrainingTable.load(table_path)
-    out = args.workdir / f"bundle_{table_path.stem}"
+    table = table if table is not None else TrainingTable.load(table_path)
+    out = args.workdir / f"bundle_{table_path.stem}_{len(table.frame)}_{args.seed}"
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
     train_bundle(
         table,
         out,
         models=args.models.split(","),
+        seed=args.seed,
         progress=args.progress,
         max_epochs=args.max_epochs,
         n_jobs=args.threads,
+        dnn_variants=args.dnn_variants.split(","),
     )
     total = time.perf_counter() - start
     predictor = load_bundle(out)
@@ -138,11 +154,14 @@ def run(table_path: Path, args: argparse.Namespace) -> dict:
                 "samples_per_s": round(statistics.median(h["samples_per_s"] for h in history)),
                 "epochs": len(history),
                 "best_epoch": predictor._models[t]["dnn"].best_epoch_,
+                "variant": manifest["hyperparameters"][t]["dnn"].get("variant"),
+                "variant_search": manifest["hyperparameters"][t]["dnn"].get("variant_search"),
             }
     torch.set_num_threads(args.threads or torch.get_num_threads())
     record = table.X().iloc[0].to_dict()
     return {
         "table": str(table_path),
+        "seed": args.seed,
         "n_tasks": len(table.frame),
         "n_train_rows": manifest["training"]["n_train_rows"],
         "threads": args.threads,
@@ -158,6 +177,58 @@ def run(table_path: Path, args: argparse.Namespace) -> dict:
     }
 
 
+def _spread(values: list[float]) -> dict[str, float]:
+    return {
+        "mean": round(statistics.mean(values), 4),
+        "spread": round(max(values) - min(values), 4),
+        "runs": [round(v, 4) for v in values],
+    }
+
+
+def curve_point(runs: list[dict]) -> dict:
+    """One size of the learning curve: every family's quality over the seeds, vs Bayes."""
+    first = runs[0]
+    quality_out: dict[str, dict[str, dict]] = {}
+    for t, by_model in first["test_quality"].items():
+        quality_out[t] = {}
+        for name in by_model:
+            acc = [r["test_quality"][t][name]["accuracy"] for r in runs]
+            f1 = [r["test_quality"][t][name]["macro_f1"] for r in runs]
+            quality_out[t][name] = {"accuracy": _spread(acc), "macro_f1": _spread(f1)}
+            if "bayes" in by_model and name != "bayes":
+                ratio = [
+                    r["test_quality"][t][name]["accuracy"]
+                    / r["test_quality"][t]["bayes"]["accuracy"]
+                    for r in runs
+                ]
+                quality_out[t][name]["accuracy_over_bayes"] = _spread(ratio)
+    return {
+        "n_tasks": first["n_tasks"],
+        "seeds": [r["seed"] for r in runs],
+        "quality": quality_out,
+        "train_seconds_per_family": {
+            name: _spread([r["train_seconds_per_family"][name] for r in runs])
+            for name in first["train_seconds_per_family"]
+        },
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "dnn": [r["dnn"] for r in runs],
+    }
+
+
+def learning_curve(table_path: Path, sizes: list[int], seeds: list[int], args) -> list[dict]:
+    """Per size (ascending), per seed: a full training run; aggregated per size."""
+    full = TrainingTable.load(table_path)
+    points = []
+    for size in sorted(sizes):
+        table = subset(full, size)
+        runs = []
+        for seed in seeds:
+            args.seed = seed
+            runs.append({**run(table_path, args, table), "seed": seed})
+        points.append(curve_point(runs))
+    return points
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, action="append", help="synthetic table size(s)")
@@ -168,12 +239,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/scoutless-bench"))
     parser.add_argument("--progress", action="store_true", help="show training progress")
+    parser.add_argument("--sizes", help="learning curve: comma-separated task counts")
+    parser.add_argument("--seeds", help="learning curve: comma-separated seeds (default --seed)")
+    parser.add_argument(
+        "--dnn-variants", default=",".join(DEFAULT_DNN_VARIANTS), help="DNN variants to try"
+    )
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     tables = list(args.table or [])
     tables += [synthetic_table(n, args.workdir, args.seed) for n in args.tasks or []]
     if not tables:
         parser.error("give --tasks N or --table PATH")
+    if args.sizes:
+        sizes = [int(n) for n in args.sizes.split(",")]
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
+        curve = [learning_curve(path, sizes, seeds, args) for path in tables]
+        json.dump({"benchmark": "train_learning_curve", "curves": curve}, sys.stdout, indent=1)
+        print()
+        return
     results = [run(path, args) for path in tables]
     json.dump({"benchmark": "train", "results": results}, sys.stdout, indent=1)
     print()
