@@ -30,10 +30,11 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 from scoutless.bundle import load_bundle
+from scoutless.evaluation.policies_eval import evaluate_policies
 from scoutless.history.table import TrainingTable
 from scoutless.models.training import train_bundle
 from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
-from scoutless.targets.spec import bayes_class_col, class_col
+from scoutless.targets.spec import bayes_class_col, class_col, value_col
 
 
 def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
@@ -98,12 +99,40 @@ def quality(predictor, table: TrainingTable) -> dict[str, dict[str, dict[str, fl
         y = test[class_col(t)].to_numpy()
         ok = y >= 0
         out[t] = {}
+        values = test[value_col(t)].to_numpy(dtype=float)[ok]
         for name in predictor.models(t):
             predicted = proba[name][t].argmax(axis=1)
-            out[t][name] = _scores(y[ok], predicted[ok])
+            out[t][name] = _scores(y[ok], predicted[ok]) | _allocation(
+                predictor, t, name, proba[name][t][ok], y[ok], values, table.bins[t]
+            )
         if bayes_class_col(t) in test.columns:
             out[t]["bayes"] = _scores(y[ok], test[bayes_class_col(t)].to_numpy()[ok])
     return out
+
+
+def _allocation(predictor, target, name, proba, y, values, bins) -> dict[str, float]:
+    """Under-/over-allocation of argmax and of the risk policy (α = 0.05, fitted on the
+    bundle's calibration rows) on the test rows."""
+    cal_proba, cal_y = predictor.calibration(target, name)
+    policies = evaluate_policies(proba, y, values, bins, cal_proba, cal_y, model=name)
+    return {
+        f"{policy}_{key}": round(policies[policy][key], 4)
+        for policy in ("argmax", "risk")
+        for key in ("under_allocation_rate", "over_allocation_median")
+        if policies[policy][key] is not None
+    }
+
+
+def rescore(bundle: Path, table_path: Path) -> dict:
+    """Quality of an existing bundle on a table's random test split (no training)."""
+    predictor = load_bundle(bundle)
+    hyper = predictor.manifest["hyperparameters"]
+    return {
+        "bundle": str(bundle),
+        "table": str(table_path),
+        "dnn_variant": {t: hyper[t].get("dnn", {}).get("variant") for t in hyper},
+        "test_quality": quality(predictor, TrainingTable.load(table_path)),
+    }
 
 
 def _scores(y: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
@@ -240,6 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/scoutless-bench"))
     parser.add_argument("--progress", action="store_true", help="show training progress")
     parser.add_argument("--sizes", help="learning curve: comma-separated task counts")
+    parser.add_argument("--rescore", type=Path, help="score this bundle on --table, no training")
     parser.add_argument("--seeds", help="learning curve: comma-separated seeds (default --seed)")
     parser.add_argument(
         "--dnn-variants", default=",".join(DEFAULT_DNN_VARIANTS), help="DNN variants to try"
@@ -250,6 +280,11 @@ def main(argv: list[str] | None = None) -> None:
     tables += [synthetic_table(n, args.workdir, args.seed) for n in args.tasks or []]
     if not tables:
         parser.error("give --tasks N or --table PATH")
+    if args.rescore:
+        json.dump({"benchmark": "train_rescore", **rescore(args.rescore, tables[0])}, sys.stdout,
+                  indent=1)  # fmt: skip
+        print()
+        return
     if args.sizes:
         sizes = [int(n) for n in args.sizes.split(",")]
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
