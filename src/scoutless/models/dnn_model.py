@@ -83,7 +83,8 @@ class DNNModel:
         if self.module_.ple is not None:
             self.module_.ple.set_edges(quantile_edges(X.numeric, self.params.ple_bins))
         head = self.module_.head
-        if isinstance(head, CumulativeLinkHead) and self.module_.tied_aux and aux is not None:
+        tied = self.module_.tied_aux and aux is not None and np.isfinite(aux).any()
+        if isinstance(head, CumulativeLinkHead) and tied:
             head.set_cuts(boundaries(aux, y, self.n_classes), trainable=False)
         elif isinstance(head, CumulativeLinkHead):
             head.init_cuts(y)
