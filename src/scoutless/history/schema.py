@@ -83,6 +83,7 @@ jobsarchived4 = Table(
     Column("jobstatus", String(15)),
     Column("specialhandling", String(80), doc="contains 'sj' for scout jobs, as in PanDA"),
     Column("attemptnr", Integer),
+    Column("parentid", BigInteger, doc="a retry's failed attempt (PanDA's retryJob)"),
     Column("creationtime", DateTime, doc="when the job was defined (retries: after the failure)"),
     Column("modificationtime", DateTime),
     Column("transexitcode", String(128)),
