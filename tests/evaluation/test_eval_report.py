@@ -74,7 +74,7 @@ def test_report_renders_in_headless_chromium(evaluated, tmp_path):
     found = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert found, f"the page's load handler did not run; stderr: {dom.stderr[-1000:]}"
     ok, total = map(int, found.groups())
-    assert total == 21 and ok == total, f"{ok} of {total} images rendered"
+    assert total == 1 + 6 * 4 and ok == total, f"{ok} of {total} images rendered"
     shot = tmp_path / "shot.png"
     subprocess.run(
         [CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
