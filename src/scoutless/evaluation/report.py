@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from scoutless.evaluation import plots
+from scoutless.evaluation.bayes_gap import bayes_distance
 from scoutless.evaluation.tables import best_model, fmt, headline_columns, headline_rows
 
 TEMPLATE = "report.html"
@@ -34,6 +35,11 @@ def target_figures(target: str, entry: dict[str, Any], alpha: float) -> dict[str
     }
     if entry.get("calibration"):
         figures["reliability"] = plots.reliability_diagram(entry, f"{target}: reliability")
+    distance = bayes_distance(entry)
+    if distance:
+        figures["bayes_distance"] = plots.bayes_distance_bars(
+            distance, entry["classes"], f"{target}: distance to the Bayes limit per class"
+        )
     if entry.get("tradeoff"):
         figures["tradeoff"] = plots.tradeoff_curves(entry, alpha, f"{target}: τ/α trade-off")
     return figures
@@ -48,6 +54,7 @@ def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None)
             "entry": entry,
             "best": best_model(entry),
             "figures": target_figures(target, entry, alpha),
+            "bayes_distance": bayes_distance(entry),
         }
         for target, entry in metrics["targets"].items()
     ]
