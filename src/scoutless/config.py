@@ -63,6 +63,11 @@ class Settings(BaseSettings):
         None,
         description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
     )
+    db_schema: str | None = Field(
+        "doma_panda",
+        description="PostgreSQL schema of PanDA's tables, searched first (search_path "
+        "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
+    )
     bins_file: Path | None = Field(None, description="TOML overriding the shipped default bins")
     seed: int = 42
     panda: PandaDefaults = PandaDefaults()

@@ -35,8 +35,11 @@ TASKPARAM_TO_COLUMN: dict[str, str] = {
     "baseRamCount": "baseramcount",
     "baseWalltime": "basewalltime",
     "cpuEfficiency": "cpuefficiency",
-    "ramCountUnit": "ramcountunit",
+    "ramUnit": "ramunit",
 }
+
+#: Older task-parameter keys JEDI still accepts (TaskRefinerBase) → the current key.
+TASKPARAM_ALIASES: dict[str, str] = {"ramCountUnit": "ramUnit"}
 
 #: Features read from the task parameters only (not columns of jedi_tasks).
 TASKPARAM_FEATURES: dict[str, str] = {
@@ -148,6 +151,7 @@ def features_from_taskparams(params: Mapping[str, Any] | str) -> dict[str, Any]:
     ``input_nfiles``/``input_nevents``/``n_input_datasets`` if the caller knows them.
     """
     p = parse_taskparams(params)
+    p = {new: p[old] for old, new in TASKPARAM_ALIASES.items() if old in p} | p
     row = {col: p.get(key) for key, col in TASKPARAM_TO_COLUMN.items()}
     row["jeditaskid"] = p.get("jediTaskID", 0)
     tasks = pd.DataFrame([row])

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, Table, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from scoutless.config import get_settings
 from scoutless.features.extract import task_features
 from scoutless.history.schema import (
     PANDA_TABLES,
@@ -57,9 +58,19 @@ class History:
         return task_features(self.tasks, self.taskparams, self.datasets)
 
 
-def make_engine(url: str, *, create_dirs: bool = True) -> Engine:
-    """Engine for a URL; SQLite files get their folder created and WAL + busy timeout."""
+def make_engine(url: str, *, create_dirs: bool = True, schema: str | None = None) -> Engine:
+    """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
+
+    On PostgreSQL every connection searches ``schema`` (default ``Settings.db_schema``,
+    PanDA's ``doma_panda``) before ``public``: Core statements and raw SQL (``COPY``) then
+    find PanDA's tables without naming a schema, and a database without that schema works
+    as before (PostgreSQL skips missing schemas in the search path).
+    """
     parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        schema = schema if schema is not None else get_settings().db_schema
+        options = {"options": f"-csearch_path={schema},public"} if schema else {}
+        return create_engine(url, pool_pre_ping=True, connect_args=options)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         if create_dirs:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
