@@ -27,7 +27,9 @@ def parse_ddl(text: str) -> dict[str, dict[str, tuple[str, bool]]]:
     for name, body in re.findall(r"CREATE TABLE (\w+) \((.*?)\n\)", text, flags=re.S):
         columns = {}
         for line in body.splitlines():
-            m = re.match(r"\s*(\w+) ([\w ]+?(?:\(\d+(?:,\d+)?\))?)(\s+NOT NULL)?(\s+DEFAULT.*)?,?$", line)
+            m = re.match(
+                r"\s*(\w+) ([\w ]+?(?:\(\d+(?:,\d+)?\))?)(\s+NOT NULL)?(\s+DEFAULT.*)?,?$", line
+            )
             if m and not line.strip().startswith("--"):
                 columns[m.group(1).lower()] = (_normalise(m.group(2)), bool(m.group(3)))
         tables[name.lower()] = columns

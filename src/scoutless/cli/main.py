@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scoutless.cli import data, demo, evaluate, importer, monitor, registry, serve, train
+from scoutless.cli import data, demo, evaluate, importer, monitor, panda, registry, serve, train
 
 app = typer.Typer(
     name="scoutless",
@@ -21,6 +21,8 @@ app.add_typer(monitor.app, name="monitor", help="Compare predictions with actual
 app.command("retrain")(monitor.retrain)
 app.add_typer(registry.app, name="registry", help="Model versions and the champion pointer.")
 app.command("demo")(demo.demo)
+app.command("listen")(panda.listen)
+app.command("taskparams")(panda.taskparams)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -15,7 +15,9 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 #: PanDA's DDL beside the checkout (``../shared/data/panda-database``)
-DEFAULT_DDL = Path(__file__).resolve().parents[3].parent / "shared/data/panda-database/pg_PANDA_TABLE.sql"
+DEFAULT_DDL = (
+    Path(__file__).resolve().parents[3].parent / "shared/data/panda-database/pg_PANDA_TABLE.sql"
+)
 PANDA_SCHEMA = "doma_panda"
 
 _PARTITIONED = """

@@ -198,3 +198,31 @@ def resource_taskparams(prediction: ScoutPrediction) -> dict[str, Any]:
     ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit``, ``ioIntensity``/…Unit)."""
     keys = ("ramCount", "ramUnit", "cpuTime", "cpuTimeUnit", "ioIntensity", "ioIntensityUnit")
     return {k: v for k, v in prediction.to_dict().items() if k in keys}
+
+
+def fill_taskparams(
+    params: Mapping[str, Any],
+    targets: Mapping[str, Mapping[str, Any]],
+    model_version: str,
+    policy: str,
+    skip_policies: Collection[str],
+    timestamp: float,
+) -> dict[str, Any]:
+    """Task parameters with the predicted resources and, when the prediction is safe enough,
+    ``skipScout`` — what a submitter passes to panda-client. A submitter's ``…Fixed`` unit
+    (and its value) is kept, as JEDI keeps it."""
+    prediction = build_prediction(
+        int(params.get("jediTaskID") or 0), model_version, targets,
+        policy=policy, skip_policies=skip_policies, timestamp=timestamp,
+    )  # fmt: skip
+    filled = dict(params)
+    unit_of = {"ramCount": "ramUnit", "cpuTime": "cpuTimeUnit", "ioIntensity": "ioIntensityUnit"}
+    for key, value in resource_taskparams(prediction).items():
+        unit = params.get(unit_of.get(key, key)) or (
+            params.get("ramCountUnit") if key.startswith("ram") else None
+        )
+        if not str(unit or "").endswith("Fixed"):
+            filled[key] = value
+    if prediction.skip_scout:
+        filled["skipScout"] = True
+    return filled
