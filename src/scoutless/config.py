@@ -60,6 +60,9 @@ class ListenerSettings(BaseModel):
     broker: str = Field("stomp://127.0.0.1:61613", description="stomp://HOST:PORT")
     username: str | None = None
     passcode: str | None = None
+    vhost: str | None = Field(
+        "/", description="STOMP host header; RabbitMQ takes it as the virtual host"
+    )
     subscribe: str = "/queue/jedi_jobtaskstatus"
     publish: str = "/queue/jedi_scout_prediction"
     max_age_s: float = Field(600.0, gt=0, description="older task_status messages are ignored")

@@ -147,7 +147,11 @@ def test_fill_taskparams_sets_resources_and_skip_but_keeps_fixed_units() -> None
     params = {"taskName": "t", "ramCount": 4000, "ramCountUnit": "MBPerCoreFixed"}
     filled = fill_taskparams(params, _targets(), "v1", "risk", ["risk"], 1.0)
     assert filled["skipScout"] is True and filled["taskName"] == "t"
-    assert (filled["ramCount"], filled["cpuTime"], filled["cpuTimeUnit"]) == (4000, 9500, "mHS06sPerEvent")
+    assert (filled["ramCount"], filled["cpuTime"], filled["cpuTimeUnit"]) == (
+        4000,
+        9500,
+        "mHS06sPerEvent",
+    )
     assert (filled["ioIntensity"], filled["ioIntensityUnit"]) == (500, "kBPerS")
     plain = fill_taskparams({"taskName": "t"}, _targets(), "v1", "argmax", ["risk"], 1.0)
     assert "skipScout" not in plain and (plain["ramCount"], plain["ramUnit"]) == (2000, "MBPerCore")

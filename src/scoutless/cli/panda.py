@@ -67,7 +67,8 @@ def listen(
         pipeline = _pipeline(bundle, executor)
         engine = make_engine(url, create_dirs=False)
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
-                            prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms)  # fmt: skip
+                            prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms,
+            vhost=s.vhost)  # fmt: skip
         listener = TaskListener(pipeline, engine, stomp, s)
         health = (
             HealthServer(s.health_port, listener.metrics, listener.healthy).start()

@@ -59,6 +59,7 @@ class StompBroker(stomp.ConnectionListener):
         passcode: str | None = None,
         prefetch: int = 200,
         heartbeat_ms: int = 10_000,
+        vhost: str | None = "/",
         on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         self.host_port = parse_broker_url(url)
@@ -66,6 +67,7 @@ class StompBroker(stomp.ConnectionListener):
         self.credentials = (username, passcode)
         self.prefetch = prefetch
         self.heartbeat_ms = heartbeat_ms
+        self.vhost = vhost
         self.on_reconnect = on_reconnect
         self.frames: queue.Queue[Frame] = queue.Queue()
         self.generation = 0
@@ -96,7 +98,7 @@ class StompBroker(stomp.ConnectionListener):
         """One attempt: connect, subscribe; raises BrokerUnavailable on failure."""
         conn = stomp.Connection12(
             [self.host_port], heartbeats=(self.heartbeat_ms, self.heartbeat_ms),
-            reconnect_attempts_max=1, timeout=5,
+            reconnect_attempts_max=1, timeout=5, vhost=self.vhost,
         )  # fmt: skip
         conn.set_listener("scoutless", self)
         username, passcode = self.credentials
