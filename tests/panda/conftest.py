@@ -23,12 +23,22 @@ def panda_db() -> str:
     """SCOUTLESS_TEST_PG_URL with PanDA's schema freshly loaded and 300 generated tasks."""
     if not PG_URL:
         pytest.skip("SCOUTLESS_TEST_PG_URL is not set (scripts/services.sh starts PostgreSQL)")
-    from scoutless.panda.ddl import load_panda_ddl
+    import psycopg
 
-    load_panda_ddl(PG_URL, reset=True)
-    result = CliRunner().invoke(app, ["data", "generate", "--tasks", "300", "--db", PG_URL])
+    from scoutless.panda.ddl import libpq_url, load_panda_ddl
+
+    # a database of its own (<test db>_panda): PanDA's schema is first in the search path
+    # and must not capture the other PostgreSQL tests' tables
+    url = make_url(PG_URL)
+    name = f"{url.database}_panda"
+    with psycopg.connect(libpq_url(PG_URL), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    panda_url = url.set(database=name).render_as_string(hide_password=False)
+    load_panda_ddl(panda_url, reset=True)
+    result = CliRunner().invoke(app, ["data", "generate", "--tasks", "300", "--db", panda_url])
     assert result.exit_code == 0, result.output
-    return PG_URL
+    return panda_url
 
 
 @pytest.fixture(scope="session")

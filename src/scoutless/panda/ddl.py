@@ -43,7 +43,8 @@ def load_panda_ddl(
 ) -> list[str]:
     """Create PanDA's tables (and DEFAULT partitions); returns the partitioned tables.
 
-    ``reset`` drops the schema first (everything in it is lost)."""
+    Idempotent: a schema that already has ``jedi_tasks`` is left as it is. ``reset`` drops
+    the schema first (everything in it is lost)."""
     if not Path(sql_path).is_file():
         raise FileNotFoundError(f"PanDA DDL not found: {sql_path}")
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
@@ -53,7 +54,9 @@ def load_panda_ddl(
         )
         if reset:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        conn.execute(ddl_statements(sql_path))
+        loaded = conn.execute("SELECT to_regclass(%s)", (f"{schema}.jedi_tasks",)).fetchone()[0]
+        if loaded is None:  # loaded already: only make sure the partitions exist
+            conn.execute(ddl_statements(sql_path))
         tables = [r[0] for r in conn.execute(_PARTITIONED, (schema,)).fetchall()]
         for table in tables:
             conn.execute(
