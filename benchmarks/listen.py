@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
+from datetime import UTC
 from pathlib import Path
 
 import httpx
@@ -87,7 +88,7 @@ class Watcher(threading.Thread):
             "SELECT jeditaskid FROM jedi_tasks WHERE jeditaskid = ANY(:i) AND splitrule LIKE '%US=1%'"
         )
         kept_sql = text(
-            "SELECT jeditaskid FROM scoutless_panda_outbox WHERE jeditaskid = ANY(:i) AND message LIKE '%\"skip_scout\":false%'"
+            "SELECT jeditaskid FROM scoutless_panda_outbox WHERE jeditaskid = ANY(:i) AND message LIKE :kept"
         )
         while not self.stop.is_set() and self.pending:
             ids = list(self.pending)
@@ -169,6 +170,7 @@ def main() -> None:
         result = summarise(
             args, n, publish_s, sent, watcher, applied_counts(files.plugin_log), metrics
         )
+        result["listener_share_s"] = listener_share(engine, sent)
         jedi.close()
     finally:
         for proc in (listener, agent):
@@ -179,6 +181,25 @@ def main() -> None:
     print(text_out)
     if args.out:
         args.out.write_text(text_out + "\n")
+
+
+def listener_share(engine, sent: dict[int, float]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Publish → prediction confirmed by the broker: the listener's part of the latency."""
+    sql = text(
+        "SELECT jeditaskid, published_at FROM scoutless_panda_outbox WHERE jeditaskid = ANY(:i)"
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(sql, {"i": list(sent)}).all()
+    lat = np.array(
+        [
+            r.published_at.replace(tzinfo=UTC).timestamp() - sent[r.jeditaskid]
+            for r in rows
+            if r.published_at
+        ]
+    )
+    if not lat.size:
+        return {}
+    return {f"p{p}": round(float(np.percentile(lat, p)), 3) for p in (50, 90, 99)}
 
 
 def summarise(args, n, publish_s, sent, watcher, applied, metrics) -> dict:  # type: ignore[no-untyped-def]
