@@ -139,7 +139,9 @@ def main() -> None:
         f"/queue/bench_{run}_scout_prediction",
     )
     broker = parse_broker_url(args.broker)
-    files = write_agent_files(tmp, db=args.db, broker=broker, prediction_queue=prediction_q)
+    files = write_agent_files(
+        tmp, db=args.db, broker=broker, prediction_queue=prediction_q, n_threads=4
+    )
     agent = start(
         [sys.executable, "-m", "scoutless.panda.agent", str(files.config)],
         tmp / "agent.log",

@@ -40,10 +40,8 @@ def generate(
     first_task_id: Annotated[int, typer.Option(help="jeditaskid of the first task")] = 1,
 ) -> None:
     """Generate a realistic synthetic PanDA history into a database."""
-    from scoutless.history.panda_db import make_engine
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.history.synthetic import generate_history
-
-    from scoutless.history.panda_db import DatabaseUnavailable
 
     url = _db_url(db)
     engine = make_engine(url)

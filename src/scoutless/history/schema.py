@@ -26,9 +26,11 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 metadata = MetaData()
+EPOCH = "1970-01-01 00:00:00"  # PanDA's DEFAULT for job timestamps (to_date('01-JAN-1970'))
 
 jedi_tasks = Table(
     "jedi_tasks",
@@ -102,6 +104,33 @@ jobsarchived4 = Table(
     Column("jobstatus", String(15), nullable=False),
     Column("specialhandling", String(80), doc="contains 'sj' for scout jobs, as in PanDA"),
     Column("attemptnr", SmallInteger, nullable=False),
+    # PanDA's defaults where it has them, so rows that do not say keep what PanDA would store
+    Column(
+        "creationtime",
+        DateTime,
+        nullable=False,
+        server_default=text(f"'{EPOCH}'"),
+        doc="when the job was defined (retries: after the failure)",
+    ),
+    Column("transexitcode", String(128)),
+    Column(
+        "piloterrorcode",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        doc="1212/1235 memory, 1213 walltime, 1099 stage-in …",
+    ),
+    Column("piloterrordiag", String(500)),
+    Column("exeerrorcode", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "jobdispatchererrorcode",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        doc="100: lost heartbeat (the watcher)",
+    ),
+    Column("jobdispatchererrordiag", String(250)),
+    Column("ninputdatafiles", Integer),
     Column("corecount", SmallInteger),
     Column("actualcorecount", Integer),
     Column("maxpss", BigInteger, doc="kB"),
