@@ -50,3 +50,47 @@ def test_service_db_endpoint_and_prediction_log(panda_db: str, panda_bundle) -> 
     engine.dispose()
     assert sorted(logged["target"]) == ["cputime", "io", "memory", "walltime"]
     assert set(logged["jeditaskid"]) == {7}
+
+
+TASK = {"taskName": "mc16_13TeV.410470.PhPy8EG.simul.e6337_s3126", "userName": "prod",
+        "prodSourceLabel": "managed", "processingType": "simul", "transPath": "Sim_tf.py",
+        "coreCount": 8, "ramCount": 2000, "ramUnit": "MBPerCore", "nEventsPerJob": 100}  # fmt: skip
+
+
+def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+    from scoutless.client import Client
+
+    src, out = tmp_path / "task.json", tmp_path / "filled.json"
+    src.write_text(json.dumps(TASK))
+    args = [
+        "taskparams",
+        str(src),
+        "--bundle",
+        str(panda_bundle),
+        "--policy",
+        "risk",
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    filled = json.loads(out.read_text())
+    assert filled["taskName"] == TASK["taskName"] and filled["ramUnit"] == "MBPerCore"
+    assert filled["ioIntensityUnit"] == "kBPerS" and filled["cpuTimeUnit"].endswith("HS06sPerEvent")
+    with TestClient(create_app(panda_bundle, log_predictions=False)) as http:
+        client = Client("http://testserver")
+        client._http = http  # the in-process app instead of a socket
+        via_service = client.fill_taskparams(TASK, policy="risk")
+    keys = ("ramCount", "cpuTime", "cpuTimeUnit", "ioIntensity", "skipScout")
+    assert {k: via_service.get(k) for k in keys} == {k: filled.get(k) for k in keys}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert (
+        CliRunner().invoke(app, ["taskparams", str(bad), "--bundle", str(panda_bundle)]).exit_code
+        == 2
+    )
