@@ -21,7 +21,6 @@ class PandaDefaults(BaseModel):
     core_power_hs06: float = Field(
         10.0, gt=0, description="HS06 per core when the site's is unknown"
     )
-    user_ramcount_mb_per_core: float = Field(2000.0, gt=0)
     min_ramcount_mb_per_core: float = Field(
         0.0, ge=0, description="SCOUT_RAMCOUNT_MIN: floor of the memory target"
     )
@@ -89,10 +88,10 @@ class WithinTaskSettings(BaseModel):
         (0.3, 0.9), description="range of the cap, as a fraction of a production job's input"
     )
     avalanche_resize_share: float = Field(
-        0.25, ge=0, le=1, description="tasks whose jobs after the scouts are cut smaller"
+        0.3, ge=0, le=1, description="tasks whose jobs after the scouts are cut smaller"
     )
     avalanche_resize_fraction: tuple[float, float] = Field(
-        (0.15, 0.7), description="range of the cut, as a fraction of a scout's input"
+        (0.15, 0.6), description="range of the cut, as a fraction of a scout's input"
     )
     slots_mean: float = Field(
         5.0, ge=0, description="mean extra (site, queue) slots a task's jobs spread over"
@@ -101,7 +100,7 @@ class WithinTaskSettings(BaseModel):
         (0.2, 0.95), description="range of a mixed task's share of slots of another size"
     )
     first_slot_off_share: float = Field(
-        0.3, ge=0, le=1,
+        0.15, ge=0, le=1,
         description="P(a mixed task's first slot is off-size too): brokerage first finds "
         "queues of the asked core count, the avalanche overflows to others",
     )  # fmt: skip
@@ -118,7 +117,7 @@ class WithinTaskSettings(BaseModel):
         0.5, ge=0, description="log-sd of a job's bytes read and written at fixed events"
     )
     memory_events_exponent: float = Field(
-        0.05, ge=0, description="maxPSS grows as (events / typical events) ** exponent"
+        0.02, ge=0, description="maxPSS grows as (events / typical events) ** exponent"
     )
     outlier_share: float = Field(0.02, ge=0, le=1, description="jobs on a slow node / hot input")
     outlier_wall_factor: tuple[float, float] = Field((1.5, 4.0))

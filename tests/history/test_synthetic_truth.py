@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import ndtr
 from sklearn.ensemble import HistGradientBoostingClassifier
 from synthetic_helpers import features_of, targets_of
 from threadpoolctl import threadpool_limits
 
+from scoutless.config import WithinTaskSettings
 from scoutless.features.extract import CATEGORICAL
 from scoutless.history.synthetic import bayes_probabilities, generate_chunk
 from scoutless.targets.bins import TargetBins, load_bins
@@ -109,3 +111,23 @@ def test_release_drift_raises_memory_and_cpu_of_new_release_tasks() -> None:
     # a run without the scenario has no new release
     plain = generate_chunk(1000, seed=4)
     assert not plain.tasks["transuses"].fillna("").str.startswith("Atlas-25.0").any()
+
+
+def test_within_task_mechanisms_leave_the_learnable_part_unchanged() -> None:
+    """Switching every within-task mechanism off leaves features and the truth of memory,
+    io and walltime exactly as they were: scouts err more, the targets do not move. cputime's
+    truth follows the job shapes it is calibrated on (its PIT test above checks it)."""
+    off = WithinTaskSettings(
+        scout_capped_input_share=0, avalanche_resize_share=0, slots_mean=0,
+        early_slot_share=0, slot_speed_sigma=0, site_speed_sigma=0, outlier_share=0,
+        bad_early_site_share=0, scout_abort_share=0, memory_events_exponent=0,
+    )  # fmt: skip
+    plain, real_like = generate_chunk(1000, seed=3, within=off), generate_chunk(1000, seed=3)
+    pd.testing.assert_frame_equal(features_of(plain), features_of(real_like))
+    columns = [f"{t}_{p}" for t in ("memory", "io", "walltime") for p in ("mu", "sigma", "offset")]
+    pd.testing.assert_frame_equal(plain.truth[columns], real_like.truth[columns])
+    a, b = targets_of(plain), targets_of(real_like)
+    has = a.notna().all(axis=1) & b.notna().all(axis=1)
+    for target in ("memory", "walltime", "io"):
+        np.testing.assert_allclose(a.loc[has, target], b.loc[has, target], rtol=0.02)
+    assert not plain.jobs["jobstatus"].eq("failed").groupby(plain.jobs["jeditaskid"]).all().any()

@@ -104,6 +104,7 @@ jobsarchived4 = Table(
     Column("jobstatus", String(15), nullable=False),
     Column("specialhandling", String(80), doc="contains 'sj' for scout jobs, as in PanDA"),
     Column("attemptnr", SmallInteger, nullable=False),
+    Column("parentid", BigInteger, doc="a retry's failed attempt (PanDA's retryJob)"),
     # PanDA's defaults where it has them, so rows that do not say keep what PanDA would store
     Column(
         "creationtime",

@@ -201,8 +201,8 @@ def _job_rows(rng, draw, shapes, usage, sites, within, created, ids):  # type: i
     fail = draw_failures(rng, draw, shapes, wall, maxpss, sites, scout, within)
     first, first_created, final, final_created = timeline(rng, draw, shapes, wall, fail, scout)
     aborted = aborted_tasks(rng, shapes, within)
-    keep = ~aborted[t]  # finishing rows of aborted tasks never happen
-    f = np.flatnonzero(fail.failed)
+    keep = ~aborted[t]  # an aborted task's scouts failed; nothing after them happens
+    f = np.flatnonzero(fail.failed & (keep | scout))
     eff_actual = np.clip(0.85 * np.exp(0.15 * rng.standard_normal(units)), 0.2, 1.0)
 
     def cat(finishing: np.ndarray, failed: np.ndarray) -> np.ndarray:
@@ -227,6 +227,7 @@ def _job_rows(rng, draw, shapes, usage, sites, within, created, ids):  # type: i
         "eff_actual": cat(eff_actual, eff_actual * 0.5),
         "failure": cat(np.full(units, -1), fail.kind),
         "is_scout": cat(scout, scout),
+        "unit": cat(np.arange(units), np.arange(units)),
     }
     # rank by start inside each task -> pandaid (scouts and their retries come first)
     order = np.lexsort((rows["start"], rows["task"]))
@@ -235,12 +236,27 @@ def _job_rows(rng, draw, shapes, usage, sites, within, created, ids):  # type: i
     rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
     rows["jeditaskid"] = ids[rows["task"]]
     rows["pandaid"] = rows["jeditaskid"] * PANDAID_STRIDE + rank
+    rows["parentid"] = _parent_ids(rows, units)
     rows["created"] = created[rows["task"]]
     rows["base_mb"] = cols["baseramcount"][rows["task"]]
     rows["bw"] = lat["bw_eff"][rows["task"]]
     rows["eff"] = lat["eff"][rows["task"]]
     rows["aborted"] = aborted
     return rows
+
+
+def _parent_ids(rows: dict[str, np.ndarray], units: int) -> np.ndarray:
+    """A retry's parentid is the pandaid of the attempt that failed (PanDA's retryJob);
+    0 where there is none."""
+    failed_pandaid = np.zeros(units, np.int64)
+    is_failed = ~rows["status_finished"]
+    failed_pandaid[rows["unit"][is_failed]] = rows["pandaid"][is_failed]
+    return np.where(is_failed, 0, failed_pandaid[rows["unit"]])
+
+
+def _parent_column(parentid: np.ndarray) -> pd.Series:
+    ids = pd.Series(pd.array(parentid, "Int64"))
+    return ids.where(ids > 0)
 
 
 def _input_files(shapes, lat) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -267,6 +283,7 @@ def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
             "jobstatus": np.where(finished, "finished", "failed").astype(object),
             "specialhandling": np.where(rows["is_scout"], "sj", None),
             "attemptnr": rows["attemptnr"].astype(np.int64),
+            "parentid": _parent_column(rows["parentid"]),
             "creationtime": creationtime.astype("datetime64[us]"),
             "modificationtime": endtime.astype("datetime64[us]"),
             **_error_columns(rows["failure"]),
