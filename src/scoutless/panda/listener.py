@@ -167,7 +167,9 @@ class TaskListener:
 
     # -- the loop ------------------------------------------------------------------------------
     def _next_batch(self, pending: list[Frame]) -> list[Frame]:
-        frames = [f for f in pending if self.broker.current(f)]
+        """Pending frames plus what arrived; frames of a dead connection are dropped (the
+        broker redelivers them, and their acks would not count)."""
+        frames = list(pending)
         try:
             if not frames:
                 frames.append(self.broker.frames.get(timeout=0.2))
@@ -175,7 +177,7 @@ class TaskListener:
                 frames.append(self.broker.frames.get_nowait())
         except queue.Empty:
             pass
-        return frames
+        return [f for f in frames if self.broker.current(f)]
 
     def run(self, stop: threading.Event) -> None:
         """Consume until ``stop`` is set; never raises for a message or an outage."""
