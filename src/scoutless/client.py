@@ -106,7 +106,7 @@ class Client:
         ``policy``: what a submitter passes to panda-client (PanDA unchanged)."""
         import time
 
-        from scoutless.panda.messages import fill_taskparams
+        from scoutless.jedi.messages import fill_taskparams
 
         body = self.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
         targets = body["tasks"][0]["targets"]

@@ -11,15 +11,15 @@ from sqlalchemy import select
 
 from scoutless.history.panda_db import create_schema, make_engine, write_frame
 from scoutless.history.schema import jedi_tasks
-from scoutless.panda.apply import Outcome, apply_prediction
-from scoutless.panda.messages import (
+from scoutless.jedi.messages import (
     MalformedMessage,
     build_prediction,
     parse_scout_prediction,
     parse_task_status,
     resource_taskparams,
 )
-from scoutless.panda.units import cpu_time, resources, set_split_rule, split_rule_value, uses_scouts
+from scoutless.jedi.units import cpu_time, resources, set_split_rule, split_rule_value, uses_scouts
+from scoutless.panda.apply import Outcome, apply_prediction
 
 
 def test_cpu_time_below_10_goes_to_milli_units_rounded_up() -> None:
@@ -142,7 +142,7 @@ def test_apply_updates_only_pending_unlocked_scouting_tasks(tmp_path) -> None:
 
 
 def test_fill_taskparams_sets_resources_and_skip_but_keeps_fixed_units() -> None:
-    from scoutless.panda.messages import fill_taskparams
+    from scoutless.jedi.messages import fill_taskparams
 
     params = {"taskName": "t", "ramCount": 4000, "ramCountUnit": "MBPerCoreFixed"}
     filled = fill_taskparams(params, _targets(), "v1", "risk", ["risk"], 1.0)

@@ -124,7 +124,7 @@ def taskparams(
 def _fill_locally(
     params: dict[str, Any], bundle: Path, policy: str, alpha: float
 ) -> dict[str, Any]:
-    from scoutless.panda.messages import fill_taskparams
+    from scoutless.jedi.messages import fill_taskparams
 
     with ThreadPoolExecutor(4) as executor:
         pipeline = _pipeline(bundle, executor)

@@ -18,8 +18,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.schema import jedi_tasks
-from scoutless.panda.messages import ScoutPrediction
-from scoutless.panda.units import FIXED_UNITS, NO_SCOUT, set_split_rule, uses_scouts
+from scoutless.jedi.messages import ScoutPrediction
+from scoutless.jedi.units import FIXED_UNITS, NO_SCOUT, set_split_rule, uses_scouts
 
 #: task statuses in which JEDI has not generated jobs yet
 PENDING_STATUSES = frozenset({"defined", "ready"})

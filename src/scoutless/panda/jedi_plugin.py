@@ -24,8 +24,8 @@ from pandacommon.pandalogger import logger_utils
 from pandacommon.pandamsgbkr.msg_processor import SimpleMsgProcPluginBase
 
 from scoutless.history.panda_db import make_engine
+from scoutless.jedi.messages import MalformedMessage, parse_scout_prediction
 from scoutless.panda.apply import Outcome, apply_prediction
-from scoutless.panda.messages import MalformedMessage, parse_scout_prediction
 
 base_logger = logger_utils.setup_logger("scoutless_scout_prediction")
 

@@ -31,14 +31,14 @@ from sqlalchemy import Engine
 
 from scoutless.config import ListenerSettings
 from scoutless.history.panda_db import DatabaseUnavailable, read_history
-from scoutless.panda import outbox
-from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
-from scoutless.panda.messages import (
+from scoutless.jedi.messages import (
     MalformedMessage,
     build_prediction,
     message_type,
     parse_task_status,
 )
+from scoutless.panda import outbox
+from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
 from scoutless.panda.telemetry import ListenerMetrics
 from scoutless.service.pipeline import Pipeline
 

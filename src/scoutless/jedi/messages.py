@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scoutless.panda.units import Resources, resources
+from scoutless.jedi.units import Resources, resources
 
 TASK_STATUS = "task_status"
 SCOUT_PREDICTION = "scout_prediction"
