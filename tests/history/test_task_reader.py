@@ -54,7 +54,7 @@ def test_task_without_parameters_or_datasets_and_bad_json(tmp_path) -> None:
     reader = TaskReader(engine)
     alone = reader.features(1)
     assert alone["workqueue_id"] == "5" and math.isnan(alone["requested_ramcount"])
-    assert _same(alone, features_of({"workqueue_id": 5.0}))  # an int read as float: same text
+    assert _same(alone, features_of({"workqueue_id": 5.0, "username": "u"}))  # int read as float
     with pytest.raises(BadTaskRecord, match=r"task 2: jedi_taskparams\.taskparams"):
         reader.features(2)
 
