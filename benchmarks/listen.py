@@ -45,7 +45,7 @@ CLI = "from scoutless.cli.main import app; app()"
 
 def train_bundle_on(db: str, folder: Path) -> Path:
     from scoutless.history.build import build_table_from_db
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     engine = make_engine(db)
     generate_history(engine, 1000, seed=5, progress=False)

@@ -52,7 +52,7 @@ def panda_table(panda_db, tmp_path_factory) -> Path:  # type: ignore[no-untyped-
 @pytest.fixture(scope="session")
 def panda_bundle(panda_table, tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     from scoutless.history.table import TrainingTable
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     out = tmp_path_factory.mktemp("panda-bundle") / "bundle"
     table = TrainingTable.load(panda_table)
