@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -196,10 +198,17 @@ def test_database_outage_keeps_messages_until_it_ends(world: World) -> None:
 
 def test_sigkill_mid_stream_then_restart_updates_every_task_once(world: World) -> None:
     ids = world.jedi.insert(40)
-    for tid in ids:
-        world.jedi.publish(tid)
+
+    def trickle() -> None:  # a stream, not one burst: the kill lands in the middle of it
+        for tid in ids:
+            world.jedi.publish(tid)
+            time.sleep(0.05)
+
+    publisher = threading.Thread(target=trickle)
+    publisher.start()
     wait_for(lambda: len(world.outbox(ids)) > 0, 60, "the first predictions", every=0.02)
     world.listener.stop(signal.SIGKILL)  # type: ignore[union-attr]
+    publisher.join()
     assert len(world.outbox(ids)) < len(ids), "killed too late to test anything"
     world.start_listener()
     messages = world.settle(ids)
