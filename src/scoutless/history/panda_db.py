@@ -19,6 +19,7 @@ from sqlalchemy import DateTime, Engine, Table, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from scoutless.config import get_settings
 from scoutless.features.extract import task_features
 from scoutless.history.schema import (
     PANDA_TABLES,
@@ -58,12 +59,19 @@ class History:
         return task_features(self.tasks, self.taskparams, self.datasets)
 
 
-def make_engine(url: str, *, create_dirs: bool = True, for_reads: bool = False) -> Engine:
+def make_engine(
+    url: str, *, create_dirs: bool = True, for_reads: bool = False, schema: str | None = None
+) -> Engine:
     """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
 
     ``for_reads``: an engine for short single-statement reads (the service's task
     lookups): autocommit and no pre-ping, so a read is one round trip and not three; the
-    caller retries a dropped connection itself (``history.task_reader.TaskReader``)."""
+    caller retries a dropped connection itself (``history.task_reader.TaskReader``).
+
+    On PostgreSQL every connection searches ``schema`` (default ``Settings.db_schema``,
+    PanDA's ``doma_panda``) before ``public``: Core statements and raw SQL (``COPY``) then
+    find PanDA's tables without naming a schema, and a database without that schema works
+    as before (PostgreSQL skips missing schemas in the search path)."""
     options: dict[str, Any] = {}
     if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
@@ -81,6 +89,10 @@ def make_engine(url: str, *, create_dirs: bool = True, for_reads: bool = False) 
             cur.close()
 
         return engine
+    if parsed.get_backend_name() == "postgresql":
+        schema = schema if schema is not None else get_settings().db_schema
+        if schema:
+            options["connect_args"] = {"options": f"-csearch_path={schema},public"}
     return create_engine(url, pool_pre_ping=not for_reads, **options)
 
 
