@@ -32,7 +32,7 @@ JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 PARALLEL_MIN_ROWS = 64
 
 
-#: what the service needs of a loaded bundle: the project's one predictor protocol
+#: what the service needs of a loaded bundle: the one protocol, models/predictor.py
 Predictor = PredictorLike
 
 
