@@ -53,6 +53,18 @@ class ServiceSettings(BaseModel):
     default_safe_recall: float = Field(0.9, gt=0, le=1)
 
 
+class DistributedSettings(BaseModel):
+    """The Dask / torch-distributed path (``--scheduler``); unused by the single-process one."""
+
+    partition_tasks: int = Field(
+        50_000, ge=1, description="tasks per build partition (all their job rows at once)"
+    )
+    worker_memory_limit: str = Field(
+        "4GB", description="per worker of a --scheduler local[:N] cluster; spills beyond it"
+    )
+    connect_timeout_s: float = Field(30.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
@@ -68,6 +80,7 @@ class Settings(BaseSettings):
     panda: PandaDefaults = PandaDefaults()
     targets: TargetSettings = TargetSettings()
     service: ServiceSettings = ServiceSettings()
+    distributed: DistributedSettings = DistributedSettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

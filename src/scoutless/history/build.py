@@ -232,6 +232,31 @@ def task_rows(history: History, report: BadRowReport, settings: Settings) -> pd.
     return frame.reset_index()
 
 
+def table_bins(
+    frame: pd.DataFrame,
+    *,
+    bins_file: Path | None = None,
+    bins: dict[str, TargetBins] | None = None,
+) -> dict[str, TargetBins]:
+    """Bins (given, from a file, or quantiles of the rows' values) with fitted recommendations.
+
+    ``frame`` needs only the target value columns (the Dask build passes just those)."""
+    if bins is None:
+        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
+        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
+    return {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
+
+
+def label_rows(
+    frame: pd.DataFrame, bins: dict[str, TargetBins], truth: pd.DataFrame | None
+) -> pd.DataFrame:
+    """Classes of the target values and scout estimates, and the Bayes classes if ``truth``."""
+    frame = add_classes(frame, bins)
+    if truth is not None and len(truth):
+        frame = add_bayes(frame, truth, bins)
+    return frame
+
+
 def finish_table(
     frame: pd.DataFrame,
     report: BadRowReport,
@@ -243,13 +268,8 @@ def finish_table(
     info: dict[str, object] | None = None,
 ) -> TrainingTable:
     """Bins (given, from a file, or quantiles of all rows), classes, Bayes classes, splits."""
-    if bins is None:
-        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
-        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
-    bins = {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
-    frame = add_classes(frame, bins)
-    if truth is not None and len(truth):
-        frame = add_bayes(frame, truth, bins)
+    bins = table_bins(frame, bins_file=bins_file, bins=bins)
+    frame = label_rows(frame, bins, truth)
     frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
     return TrainingTable(
         frame=frame,
