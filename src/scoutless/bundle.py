@@ -59,7 +59,7 @@ class BundleError(ValueError):
 
 def model_types() -> dict[str, type]:
     """Model family name -> class with ``load(folder)``; imported lazily (torch is heavy)."""
-    from scoutless.models.dnn_trainer import DNNModel
+    from scoutless.models.dnn_model import DNNModel
     from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 
     return {"xgb": XGBLabelModel, "xgb_native": XGBNativeModel, "dnn": DNNModel}

@@ -9,7 +9,7 @@ import pytest
 
 from scoutless.bundle import load_bundle
 from scoutless.models import training
-from scoutless.models.dnn_trainer import DNNModel
+from scoutless.models.dnn_model import DNNModel
 from scoutless.models.training import TrainingError, assign_parts, train_bundle
 from scoutless.models.xgb import XGBLabelModel
 

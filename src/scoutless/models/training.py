@@ -38,7 +38,8 @@ from scoutless.bundle import BundleContents, save_bundle
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
-from scoutless.models.dnn_trainer import DNNModel, DNNParams
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
 from scoutless.models.tuning import grid_search_xgb, random_search_dnn
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 from scoutless.targets.bins import fit_recommendations
