@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ def connect(spec: SchedulerSpec) -> Iterator[Client]:
     """A client on the cluster ``spec`` names; a local cluster lives as long as the block."""
     from distributed import Client, LocalCluster
 
+    # shuffles log a warning per run at WARNING level: routine here, not news
+    logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)
     settings = get_settings().distributed
     if spec.address is not None:
         try:

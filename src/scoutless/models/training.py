@@ -21,7 +21,7 @@ import hashlib
 import json
 import platform
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -156,6 +156,24 @@ class TargetData:
         return self.target, self.n_classes, self.X, self.y, self.validation, self.class_weight
 
 
+#: fits a constructed model on its rows, ``(model, X, y, *, eval_set, class_weight, values)``;
+#: the default is the model's own ``fit``, ``--scheduler`` swaps in Dask / torchrun
+#: (:class:`scoutless.distributed.fitting.DistributedFitter`)
+ModelFitter = Callable[..., ClassModel]
+
+
+def fit_in_process(
+    model: ClassModel,
+    X: EncodedFeatures,
+    y: np.ndarray,
+    *,
+    eval_set: tuple[EncodedFeatures, np.ndarray],
+    class_weight: np.ndarray | None = None,
+    values: np.ndarray | None = None,
+) -> ClassModel:
+    return model.fit(X, y, eval_set=eval_set, class_weight=class_weight, values=values)
+
+
 class _FamilyTrainer:
     """Fits one family on one target's parts; knows the shared options of the run."""
 
@@ -169,9 +187,11 @@ class _FamilyTrainer:
         xgb_grid: dict[str, list[Any]] | None,
         dnn_params: DNNParams,
         progress: Progress,
+        fit_model: ModelFitter = fit_in_process,
     ) -> None:
         self.encoder, self.trials, self.seed, self.n_jobs = encoder, trials, seed, n_jobs
         self.xgb_grid, self.dnn_params, self.progress = xgb_grid, dnn_params, progress
+        self.fit_model = fit_model
 
     def fit(self, name: str, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
         if name == "dnn":
@@ -194,7 +214,7 @@ class _FamilyTrainer:
                 make, X, y, grid=self.xgb_grid, class_weight=weight, seed=self.seed
             )
             search = {"grid_search": results}
-        model = make(params).fit(X, y, eval_set=val, class_weight=weight)
+        model = self.fit_model(make(params), X, y, eval_set=val, class_weight=weight)
         self.progress.update(task, advance=1, status=f"{model.best_iteration_ + 1} trees")
         return model, {**model.hyperparameters(), **search}
 
@@ -245,7 +265,7 @@ class _FamilyTrainer:
             )
             search = {"random_search": log}
         else:
-            model.fit(X, y, eval_set=val, class_weight=weight, values=values)
+            model = self.fit_model(model, X, y, eval_set=val, class_weight=weight, values=values)
         model.on_epoch = None
         self.progress.update(task, completed=total)
         return model, {**model.hyperparameters(), **search}
@@ -269,6 +289,7 @@ def train_bundle(
     xgb_grid: dict[str, list[Any]] | None = None,
     dnn_params: DNNParams | None = None,
     n_jobs: int | None = None,
+    fit_model: ModelFitter | None = None,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
@@ -308,6 +329,7 @@ def train_bundle(
             xgb_grid=xgb_grid,
             dnn_params=params,
             progress=bar,
+            fit_model=fit_model or fit_in_process,
         )
         for target in targets:
             n_classes = table.bins[target].n_classes

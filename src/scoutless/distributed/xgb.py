@@ -1,0 +1,88 @@
+"""XGBoost on a Dask cluster: the same booster parameters, matrix and categorical feature
+types as :mod:`scoutless.models.xgb`, trained by ``xgboost.dask`` over row blocks held by
+the workers; the result is a plain booster inside the usual model object, so bundles and
+the service never need Dask.
+
+Categories are known up front: the categorical columns are the fitted vocabulary's codes
+(index 0 = unknown), declared categorical (``feature_types='c'``) for the native family.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scoutless.features.encoders import EncodedFeatures
+from scoutless.models.base import check_labels
+from scoutless.models.xgb import _XGBModel
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+def scatter_rows(client: Client, matrix: np.ndarray, n_blocks: int):  # type: ignore[no-untyped-def]
+    """A dask array of ``matrix`` whose row blocks live on the workers (scattered once)."""
+    import dask.array as da
+
+    blocks = [b for b in np.array_split(matrix, max(1, n_blocks)) if len(b)]
+    futures = client.scatter(blocks)
+    parts = [
+        da.from_delayed(f, shape=b.shape, dtype=b.dtype)
+        for f, b in zip(futures, blocks, strict=True)
+    ]
+    return da.concatenate(parts, axis=0)
+
+
+def _dask_matrix(client: Client, model: _XGBModel, X: EncodedFeatures, y, weight, quantile: bool):  # type: ignore[no-untyped-def]
+    import xgboost as xgb
+
+    n_blocks = 2 * len(client.scheduler_info(n_workers=-1)["workers"])
+    make = xgb.dask.DaskQuantileDMatrix if quantile else xgb.dask.DaskDMatrix
+    return make(
+        client,
+        scatter_rows(client, model._matrix(X), n_blocks),
+        label=scatter_rows(client, y.astype(np.float32), n_blocks),
+        weight=None
+        if weight is None
+        else scatter_rows(client, weight.astype(np.float32), n_blocks),
+        feature_types=model._feature_types(X),
+        enable_categorical=model.native_categorical,
+    )
+
+
+def fit_xgb_on_dask(
+    client: Client,
+    model: _XGBModel,
+    X: EncodedFeatures,
+    y: np.ndarray,
+    *,
+    eval_set: tuple[EncodedFeatures, np.ndarray],
+    class_weight: np.ndarray | None = None,
+) -> _XGBModel:
+    """Fit ``model`` (either XGBoost family) on the cluster; early stopping as in ``fit``."""
+    import xgboost as xgb
+
+    y = check_labels(y, model.n_classes, f"{model.name}.fit")
+    X_val, y_val = eval_set
+    y_val = check_labels(y_val, model.n_classes, f"{model.name}.fit eval_set")
+    weight = None if class_weight is None else class_weight[y]
+    val_weight = None if class_weight is None else class_weight[y_val]
+    dtrain = _dask_matrix(client, model, X, y, weight, quantile=True)
+    dval = _dask_matrix(client, model, X_val, y_val, val_weight, quantile=False)
+    params = model._booster_params()
+    params.pop("nthread", None)  # each worker uses its own threads
+    output = xgb.dask.train(
+        client,
+        params,
+        dtrain,
+        num_boost_round=model.n_estimators,
+        evals=[(dval, "validation")],
+        early_stopping_rounds=model.early_stopping_rounds if len(y_val) else None,
+        verbose_eval=False,
+    )
+    booster = output["booster"]
+    best = getattr(booster, "best_iteration", None)
+    model.best_iteration_ = int(best) if best is not None else model.n_estimators - 1
+    model._set_booster(booster[: model.best_iteration_ + 1])
+    return model
