@@ -1,0 +1,63 @@
+"""A small generated history with a few bad rows, in SQLite and as a Parquet export, plus
+the single-process table built from it: the reference every Dask build must equal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scoutless.config import Settings
+from scoutless.history.build import BadRowReport, build_table_from_db
+from scoutless.history.panda_db import create_schema, make_engine
+from scoutless.history.table import TrainingTable
+
+N_TASKS = 400
+PER_PARTITION = 90  # 5 partitions: uneven last one, several per worker
+
+
+@dataclass(frozen=True)
+class GeneratedHistory:
+    url: str
+    export: Path
+    reference: TrainingTable  # the single-process table, saved and loaded again
+    report: BadRowReport
+
+
+def _corrupt(frames) -> None:  # type: ignore[no-untyped-def]
+    """A few rows the build must exclude and report, identically on both paths."""
+    jobs = frames.jobs
+    jobs.loc[jobs.index[::97], "maxpss"] = -5.0
+    frames.taskparams.loc[frames.taskparams.index[7], "taskparams"] = "{not json"
+
+
+@pytest.fixture(scope="session")
+def generated_history(tmp_path_factory) -> GeneratedHistory:
+    from scoutless.distributed.sources import write_export
+    from scoutless.history.synthetic import generate_chunk, synthetic_truth
+    from scoutless.history.synthetic.writer import write_frames
+
+    root = tmp_path_factory.mktemp("scale-history")
+    frames = generate_chunk(N_TASKS, seed=7)
+    _corrupt(frames)
+    url = f"sqlite:///{root / 'history.sqlite'}"
+    engine = make_engine(url)
+    create_schema(engine)
+    synthetic_truth.create(engine, checkfirst=True)
+    write_frames(engine, frames)
+    # the export's files do not follow task boundaries: the build must shuffle by task
+    rng = np.random.default_rng(0)
+    jobs = frames.jobs.iloc[rng.permutation(len(frames.jobs))]
+    for i, rows in enumerate(np.array_split(np.arange(len(jobs)), 3)):
+        part = {"jobs": jobs.iloc[rows]}
+        if i == 0:
+            part.update(tasks=frames.tasks, taskparams=frames.taskparams)
+        else:
+            half = slice(None, None) if i == 1 else slice(0, 0)
+            part.update(datasets=frames.datasets.iloc[half], truth=frames.truth.iloc[half])
+        write_export(part, root / "export", i)
+    table, report = build_table_from_db(engine, settings=Settings(), chunk_tasks=150)
+    reference = TrainingTable.load(table.save(root / "single.parquet"))
+    return GeneratedHistory(url, root / "export", reference, report)
