@@ -35,10 +35,10 @@ def scatter_rows(client: Client, matrix: np.ndarray, n_blocks: int):  # type: ig
 
 
 def _dask_matrix(client: Client, model: _XGBModel, X: EncodedFeatures, y, weight, quantile: bool):  # type: ignore[no-untyped-def]
-    import xgboost as xgb
+    from xgboost import dask as dxgb
 
     n_blocks = 2 * len(client.scheduler_info(n_workers=-1)["workers"])
-    make = xgb.dask.DaskQuantileDMatrix if quantile else xgb.dask.DaskDMatrix
+    make = dxgb.DaskQuantileDMatrix if quantile else dxgb.DaskDMatrix
     return make(
         client,
         scatter_rows(client, model._matrix(X), n_blocks),
@@ -61,7 +61,7 @@ def fit_xgb_on_dask(
     class_weight: np.ndarray | None = None,
 ) -> _XGBModel:
     """Fit ``model`` (either XGBoost family) on the cluster; early stopping as in ``fit``."""
-    import xgboost as xgb
+    from xgboost import dask as dxgb
 
     y = check_labels(y, model.n_classes, f"{model.name}.fit")
     X_val, y_val = eval_set
@@ -72,7 +72,7 @@ def fit_xgb_on_dask(
     dval = _dask_matrix(client, model, X_val, y_val, val_weight, quantile=False)
     params = model._booster_params()
     params.pop("nthread", None)  # each worker uses its own threads
-    output = xgb.dask.train(
+    output = dxgb.train(
         client,
         params,
         dtrain,
