@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from scale_history import generated_history  # noqa: F401
+from scale_history import db_build, generated_history  # noqa: F401
 
 
 @pytest.fixture(scope="session")

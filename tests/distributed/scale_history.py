@@ -61,3 +61,35 @@ def generated_history(tmp_path_factory) -> GeneratedHistory:
     table, report = build_table_from_db(engine, settings=Settings(), chunk_tasks=150)
     reference = TrainingTable.load(table.save(root / "single.parquet"))
     return GeneratedHistory(url, root / "export", reference, report)
+
+
+@dataclass(frozen=True)
+class DaskBuild:
+    """The Dask build of the generated history from its database, made once per session."""
+
+    path: Path
+    report: BadRowReport
+    info: dict
+    n_summary_rows: int
+    progress: list[tuple[str, int, int]]
+
+
+@pytest.fixture(scope="session")
+def db_build(dask_client, generated_history, tmp_path_factory) -> DaskBuild:
+    from scoutless.distributed.build import build_partitioned_table
+    from scoutless.distributed.sources import db_partitions
+
+    out = tmp_path_factory.mktemp("scale-db-build") / "table"
+    seen: list[tuple[str, int, int]] = []
+    build, report = build_partitioned_table(
+        dask_client, db_partitions(generated_history.url, PER_PARTITION), out,
+        settings=Settings(), on_progress=lambda *args: seen.append(args),
+    )  # fmt: skip
+    return DaskBuild(out, report, build.info, len(build.frame), seen)
+
+
+def copy_of(build: DaskBuild, folder: Path) -> Path:
+    """A previous table to be replaced (or, on failure, kept) by a new build."""
+    import shutil
+
+    return Path(shutil.copytree(build.path, folder / "table"))

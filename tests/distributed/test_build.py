@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from scale_history import PER_PARTITION
+from scale_history import PER_PARTITION, copy_of
 
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
@@ -28,22 +28,16 @@ def _rows(report) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     return report.frame().sort_values(["table", "jeditaskid", "pandaid"], ignore_index=True)
 
 
-def test_db_build_equals_single_process_table(dask_client, generated_history, tmp_path):
-    parts = db_partitions(generated_history.url, PER_PARTITION)
-    seen: list[tuple[str, int, int]] = []
-    build, report = build_partitioned_table(
-        dask_client, parts, tmp_path / "table", settings=Settings(),
-        on_progress=lambda *args: seen.append(args),
-    )  # fmt: skip
-    assert len(part_files(tmp_path / "table")) == 5 == build.info["partitions"]
-    table = _assert_same_table(tmp_path / "table", generated_history.reference)
-    pd.testing.assert_frame_equal(_rows(report), _rows(generated_history.report))
-    assert (
-        len(report) > 0 and table.info["excluded"] == generated_history.reference.info["excluded"]
-    )
-    assert table.info["n_jobs_in_history"] == generated_history.reference.info["n_jobs_in_history"]
-    assert ("task rows", 5, 5) in seen and ("classes and splits", 5, 5) in seen
-    assert len(build.frame) == len(table.frame)  # class columns for the CLI summary
+def test_db_build_equals_single_process_table(db_build, generated_history):
+    assert len(part_files(db_build.path)) == 5 == db_build.info["partitions"]
+    table = _assert_same_table(db_build.path, generated_history.reference)
+    pd.testing.assert_frame_equal(_rows(db_build.report), _rows(generated_history.report))
+    reference = generated_history.reference
+    assert len(db_build.report) > 0 and table.info["excluded"] == reference.info["excluded"]
+    assert table.info["n_jobs_in_history"] == reference.info["n_jobs_in_history"]
+    assert ("task rows", 5, 5) in db_build.progress
+    assert ("classes and splits", 5, 5) in db_build.progress
+    assert db_build.n_summary_rows == len(table.frame)  # class columns for the CLI summary
 
 
 def test_export_build_shuffles_by_task_and_equals_single_process(
@@ -55,15 +49,14 @@ def test_export_build_shuffles_by_task_and_equals_single_process(
 
 
 def test_failed_build_keeps_the_previous_table_and_leaves_nothing(
-    dask_client, generated_history, tmp_path
+    dask_client, db_build, generated_history, tmp_path
 ):
-    out = tmp_path / "table"
+    out = copy_of(db_build, tmp_path)
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     parts = db_partitions(generated_history.url, PER_PARTITION)
-    build_partitioned_table(dask_client, parts, out, settings=Settings())
-    before = sorted(p.name for p in out.iterdir())
     with pytest.raises(BadRowsError, match="bad rows"):
         build_partitioned_table(dask_client, parts, out, settings=Settings(), strict=True)
-    assert sorted(p.name for p in out.iterdir()) == before
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["table"]  # no staging folder left
     _assert_same_table(out, generated_history.reference)
 
@@ -97,3 +90,30 @@ def test_scheduler_values(text, expected):
 def test_bad_scheduler_values_are_refused(text):
     with pytest.raises(SchedulerError, match="--scheduler"):
         parse_scheduler(text)
+
+
+def test_cli_data_build_on_an_existing_cluster(dask_cluster, generated_history, tmp_path):
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    out = tmp_path / "table"
+    args = ["data", "build", "--db", generated_history.url, "--out", str(out),
+            "--scheduler", dask_cluster.scheduler_address]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "bad rows excluded" in result.output and "training table" in result.output
+    assert (tmp_path / "table.bad_rows.csv").exists()
+    _assert_same_table(out, generated_history.reference)
+
+
+def test_cli_refuses_an_unreachable_scheduler(generated_history, tmp_path):
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    args = ["data", "build", "--db", generated_history.url, "--out", str(tmp_path / "t"),
+            "--scheduler", "local:0"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "local:N" in result.output
+    assert not (tmp_path / "t").exists()

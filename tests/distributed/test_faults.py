@@ -8,7 +8,7 @@ import dask_faults
 import pandas as pd
 import pytest
 from dask_faults import KillWorkerOnce
-from scale_history import PER_PARTITION
+from scale_history import PER_PARTITION, copy_of
 
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
@@ -45,13 +45,12 @@ def test_worker_killed_mid_build_is_recovered(
 
 
 def test_worker_killed_without_retries_fails_cleanly(
-    dask_cluster, dask_client, generated_history, tmp_path, kill_during
+    dask_cluster, dask_client, db_build, generated_history, tmp_path, kill_during
 ):
     from distributed.scheduler import KilledWorker
 
-    out = tmp_path / "table"
+    out = copy_of(db_build, tmp_path)
     parts = db_partitions(generated_history.url, PER_PARTITION)
-    build_partitioned_table(dask_client, parts, out, settings=Settings())
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     marker = kill_during("stage_finish")
     scheduler = dask_cluster.scheduler
