@@ -34,11 +34,11 @@ from scoutless.features.encoders import (
     SchemaError,
 )
 from scoutless.features.spec import FeatureSpec
+from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
 from scoutless.models.base import ClassModel
-from scoutless.ops.registry import resolve_champion
 from scoutless.targets.bins import TargetBins
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
 FORMAT_VERSION = 1
@@ -49,12 +49,9 @@ __all__ = [
     "Predictor",
     "SchemaError",
     "load_bundle",
+    "read_manifest",
     "save_bundle",
 ]
-
-
-class BundleError(ValueError):
-    """A bundle folder that is missing a part or names something it does not hold."""
 
 
 def model_types() -> dict[str, type]:
@@ -228,14 +225,6 @@ class Predictor:
         if self._reference is None:
             self._reference = pd.read_parquet(self.path / self.manifest["reference"])
         return self._reference.copy()
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    file = path / MANIFEST
-    if not file.is_file():
-        raise BundleError(f"{path} is not a bundle: no {MANIFEST}")
-    return json.loads(file.read_text())
 
 
 def load_bundle(path: str | Path) -> Predictor:

@@ -32,16 +32,15 @@ from scoutless.distributed.output import atomic_folder
 from scoutless.distributed.sources import HistoryPart, Partitions
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.build import (
+    BINS_SPLIT,
     BadRowReport,
     BadRowsError,
     _strict_message,
-    add_classes,
-    assign_splits,
+    fit_splits_and_bins,
     label_rows,
-    table_bins,
     task_rows,
 )
-from scoutless.history.table import table_metadata, write_common_metadata
+from scoutless.history.table import SPLIT_COLUMNS, table_metadata, write_common_metadata
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGET_NAMES, class_col, scout_class_col, value_col
 
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
 SLIM_COLUMNS = ["jeditaskid", "creationdate", *(value_col(t) for t in TARGET_NAMES)]
-SPLIT_NAMES = ["split_random", "split_time"]
+SPLIT_NAMES = list(SPLIT_COLUMNS.values())
 ProgressCallback = Callable[[str, int, int], None]
 
 
@@ -119,18 +118,15 @@ def _gather(
     return client.gather(futures)
 
 
-def fit_bins_and_splits(
+def splits_and_bins(
     slim: pd.DataFrame,
     settings: Settings,
     bins_file: Path | None,
     bins: dict[str, TargetBins] | None,
 ) -> tuple[dict[str, TargetBins], pd.DataFrame]:
-    """Bins and splits over all tasks at once, by the single path's own functions."""
-    fitted = table_bins(slim, bins_file=bins_file, bins=bins)
-    labelled = assign_splits(
-        add_classes(slim, fitted), settings.seed, stratify_on=class_col("memory")
-    )
-    return fitted, labelled.set_index("jeditaskid")[SPLIT_NAMES]
+    """Splits and bins over all tasks at once, by the single path's own function."""
+    splits, fitted = fit_splits_and_bins(slim, settings=settings, bins_file=bins_file, bins=bins)
+    return fitted, pd.DataFrame(splits, index=slim["jeditaskid"].to_numpy())
 
 
 def _run_stage_rows(
@@ -199,7 +195,7 @@ def build_partitioned_table(
         slim = pd.concat([r.slim for r in results], ignore_index=True)
         if slim.empty:
             raise BadRowsError("no task has enough usable finished jobs for a target")
-        fitted, splits = fit_bins_and_splits(slim, settings, bins_file, bins)
+        fitted, splits = splits_and_bins(slim, settings, bins_file, bins)
         finished = _run_stage_finish(client, stage, folder, results, fitted, splits, on_progress)
         shutil.rmtree(stage)
         digest = hashlib.sha256(b"".join(h for _, h in finished)).hexdigest()[:16]
@@ -207,6 +203,7 @@ def build_partitioned_table(
             "fingerprint": digest,
             "n_tasks_in_history": partitions.n_tasks,
             "n_jobs_in_history": sum(r.n_jobs for r in results),
+            "bins_fitted_on": f"{SPLIT_COLUMNS[BINS_SPLIT]} train rows",
             "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
             "partitions": len(results),
         }
