@@ -7,13 +7,16 @@ import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from scoutless.config import get_settings
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 SchedulerOption = Annotated[
     str | None,
@@ -26,6 +29,21 @@ SchedulerOption = Annotated[
 
 
 @contextlib.contextmanager
+def cluster(scheduler: str, console: Console) -> Iterator[Client]:
+    """A client on the cluster ``scheduler`` names; exit 2 with the reason when there is none."""
+    from scoutless.distributed.cluster import SchedulerError, connect, parse_scheduler
+
+    try:
+        spec = parse_scheduler(scheduler)
+        assert spec is not None
+        with connect(spec) as client:
+            yield client
+    except SchedulerError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(code=2) from exc
+
+
+@contextlib.contextmanager
 def fitter(scheduler: str | None, console: Console) -> Iterator[object]:
     """A :class:`DistributedFitter` on the cluster ``scheduler`` names; ``None`` without one.
 
@@ -33,18 +51,12 @@ def fitter(scheduler: str | None, console: Console) -> Iterator[object]:
     if scheduler is None:
         yield None
         return
-    from scoutless.distributed.cluster import SchedulerError, connect, parse_scheduler
     from scoutless.distributed.ddp import TorchrunError
     from scoutless.distributed.fitting import DistributedFitter
 
     try:
-        spec = parse_scheduler(scheduler)
-        assert spec is not None
-        with connect(spec) as client:
+        with cluster(scheduler, console) as client:
             yield DistributedFitter.from_settings(client, get_settings().distributed)
-    except SchedulerError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(code=2) from exc
     except TorchrunError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(code=1) from exc
@@ -63,30 +75,24 @@ def build(
 ):  # type: ignore[no-untyped-def]
     """``data build --scheduler``: the partitioned table in ``out``; returns (build, report)."""
     from scoutless.distributed.build import build_partitioned_table
-    from scoutless.distributed.cluster import SchedulerError, connect, parse_scheduler
     from scoutless.distributed.sources import db_partitions, export_partitions
 
     settings = get_settings()
     per = settings.distributed.partition_tasks
-    try:
-        spec = parse_scheduler(scheduler)
-        assert spec is not None
-        with connect(spec) as client, Progress(console=console, transient=True) as progress:
-            bars: dict[str, object] = {}
+    with cluster(scheduler, console) as client, Progress(console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
 
-            def on_progress(name: str, done: int, total: int) -> None:
-                if name not in bars:
-                    bars[name] = progress.add_task(name, total=total)
-                progress.update(bars[name], completed=done)  # type: ignore[arg-type]
+        def on_progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done)
 
-            progress.add_task("partitioning history", total=None)
-            parts = (
-                export_partitions(export, per) if export else db_partitions(db_url, per, since)  # type: ignore[arg-type]
-            )
-            return build_partitioned_table(
-                client, parts, out, settings=settings, bins_file=bins, strict=strict,
-                on_progress=on_progress,
-            )  # fmt: skip
-    except SchedulerError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(code=2) from exc
+        bar.add_task("partitioning history", total=None)
+        if export is not None:
+            parts = export_partitions(export, per)
+        else:
+            parts = db_partitions(db_url or settings.resolved_db_url(), per, since)
+        return build_partitioned_table(
+            client, parts, out, settings=settings, bins_file=bins, strict=strict,
+            on_progress=on_progress,
+        )  # fmt: skip

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scoutless.features.encoders import EncodedFeatures
-from scoutless.models.base import check_labels
 from scoutless.models.xgb import _XGBModel
 
 if TYPE_CHECKING:
@@ -63,11 +62,8 @@ def fit_xgb_on_dask(
     """Fit ``model`` (either XGBoost family) on the cluster; early stopping as in ``fit``."""
     from xgboost import dask as dxgb
 
-    y = check_labels(y, model.n_classes, f"{model.name}.fit")
-    X_val, y_val = eval_set
-    y_val = check_labels(y_val, model.n_classes, f"{model.name}.fit eval_set")
-    weight = None if class_weight is None else class_weight[y]
-    val_weight = None if class_weight is None else class_weight[y_val]
+    X_val = eval_set[0]
+    y, y_val, weight, val_weight = model._labels_and_weights(y, eval_set[1], class_weight)
     dtrain = _dask_matrix(client, model, X, y, weight, quantile=True)
     dval = _dask_matrix(client, model, X_val, y_val, val_weight, quantile=False)
     params = model._booster_params()
@@ -81,8 +77,4 @@ def fit_xgb_on_dask(
         early_stopping_rounds=model.early_stopping_rounds if len(y_val) else None,
         verbose_eval=False,
     )
-    booster = output["booster"]
-    best = getattr(booster, "best_iteration", None)
-    model.best_iteration_ = int(best) if best is not None else model.n_estimators - 1
-    model._set_booster(booster[: model.best_iteration_ + 1])
-    return model
+    return model._keep_best(output["booster"])
