@@ -76,3 +76,24 @@ def test_distributed_bundle_loads_and_serves_like_any_other(distributed_bundle, 
     served = response.json()["tasks"][0]["targets"]["memory"]["probabilities"]
     expected = predictor.predict_proba(features.iloc[:1])["memory"][0]
     np.testing.assert_allclose(served, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_cli_retrain_trains_the_challenger_on_the_cluster(
+    dask_cluster, dask_client, generated_history, tmp_path
+):
+    from typer.testing import CliRunner
+
+    from distributed import get_task_stream
+    from scoutless.cli.main import app
+
+    registry = tmp_path / "registry"
+    args = ["retrain", "--registry", str(registry), "--db", generated_history.url,
+            "--models", "xgb", "--scheduler", dask_cluster.scheduler_address]  # fmt: skip
+    with get_task_stream(dask_client) as stream:
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert any("do_train" in str(task["key"]) for task in stream.data)  # xgboost.dask ran
+    assert "promoted" in result.output and "no champion yet" in result.output
+    (version,) = (registry / "versions").iterdir()
+    manifest = json.loads((version / "manifest.json").read_text())
+    assert manifest["training"]["models"] == ["xgb"]
