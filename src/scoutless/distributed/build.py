@@ -141,8 +141,9 @@ def _run_stage_rows(
     )
     try:
         return _gather(client, futures, "task rows", on_progress)
-    finally:
-        client.cancel(futures)
+    except BaseException:
+        client.cancel(futures)  # stop the other partitions of a failed pass
+        raise
 
 
 def _run_stage_finish(
@@ -164,8 +165,9 @@ def _run_stage_finish(
     ]
     try:
         return _gather(client, futures, "classes and splits", on_progress)
-    finally:
-        client.cancel(futures)
+    except BaseException:
+        client.cancel(futures)  # stop the other partitions of a failed pass
+        raise
 
 
 def build_partitioned_table(
