@@ -1,6 +1,6 @@
 """Prediction quality on real traces: XGB and DNN against what schedulers use today.
 
-Traces: the four Parallel Workloads Archive logs in /work/shared/data/traces/swf/ and the
+Traces: the four Parallel Workloads Archive logs in ../shared/data/traces/swf/ and the
 PanDA job records. Each is imported exactly as ``scoutless import`` does (time split: the
 first 85 % of submit times train, the last 15 % test; quantile bins over the training rows;
 baselines and user-history features without look-ahead). To bound the run on a small shared
@@ -38,10 +38,10 @@ from scoutless.bundle import load_bundle
 from scoutless.evaluation.baselines import column_predictions, majority_class
 from scoutless.evaluation.metrics import classification_metrics
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import train_bundle
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.targets.spec import baseline_class_col, class_col, scout_class_col
+from scoutless.training import train_bundle
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 TRACES: dict[str, tuple[str, list[Path]]] = {

@@ -32,8 +32,14 @@ import pyarrow.parquet as pq
 
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
-from scoutless.distributed.sources import EXPORT_TABLES, assemble_part, export_partitions
+from scoutless.distributed.sources import (
+    EXPORT_TABLES,
+    TRUTH_FOLDER,
+    assemble_part,
+    export_partitions,
+)
 from scoutless.history.build import BadRowReport, task_rows
+from scoutless.history.synthetic import bayes_probabilities
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col
@@ -105,7 +111,7 @@ def cluster(workers: int, memory: str) -> Iterator[object]:
 def timed_build(client, export: Path, out: Path, per_partition: int) -> dict:  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     with WorkerWatch(client) as watch:
-        parts = export_partitions(export, per_partition)
+        parts = export_partitions(export, per_partition, probabilities=bayes_probabilities)
         build, _ = build_partitioned_table(client, parts, out, settings=Settings())
     return {
         "wall_s": round(time.perf_counter() - started, 1),
@@ -120,8 +126,8 @@ def timed_build(client, export: Path, out: Path, per_partition: int) -> dict:  #
 def _read_sample(export: Path, ids: list[int]) -> dict[str, pd.DataFrame]:
     """The sample's rows of every exported table, indexed by jeditaskid (as the shuffle gives)."""
     keys = {**EXPORT_TABLES}
-    if (export / "scoutless_synthetic_truth").exists():
-        keys["truth"] = "scoutless_synthetic_truth"
+    if (export / TRUTH_FOLDER).exists():
+        keys["truth"] = TRUTH_FOLDER
     return {
         key: pq.read_table(export / name, filters=[("jeditaskid", "in", ids)])
         .to_pandas()
@@ -228,7 +234,7 @@ def run_scaling(args: argparse.Namespace) -> dict:
 def run_endtoend(args: argparse.Namespace) -> dict:
     """(c) export (if absent) -> Dask build -> bundle with XGBoost on Dask and DDP DNN."""
     from scoutless.distributed.fitting import DistributedFitter
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     timings: dict[str, object] = {}
     if not (args.export / "jedi_tasks").exists():

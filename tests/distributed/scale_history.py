@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scoutless.cli.data import synthetic_truth
 from scoutless.config import Settings
+from scoutless.distributed.sources import Partitions, db_partitions, export_partitions
 from scoutless.history.build import BadRowReport, build_table_from_db
 from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.history.table import TrainingTable
@@ -58,7 +60,9 @@ def generated_history(tmp_path_factory) -> GeneratedHistory:
             half = slice(None, None) if i == 1 else slice(0, 0)
             part.update(datasets=frames.datasets.iloc[half], truth=frames.truth.iloc[half])
         write_export(part, root / "export", i)
-    table, report = build_table_from_db(engine, settings=Settings(), chunk_tasks=150)
+    table, report = build_table_from_db(
+        engine, settings=Settings(), chunk_tasks=150, read_truth=synthetic_truth
+    )
     reference = TrainingTable.load(table.save(root / "single.parquet"))
     return GeneratedHistory(url, root / "export", reference, report)
 
@@ -77,12 +81,11 @@ class DaskBuild:
 @pytest.fixture(scope="session")
 def db_build(dask_client, generated_history, tmp_path_factory) -> DaskBuild:
     from scoutless.distributed.build import build_partitioned_table
-    from scoutless.distributed.sources import db_partitions
 
     out = tmp_path_factory.mktemp("scale-db-build") / "table"
     seen: list[tuple[str, int, int]] = []
     build, report = build_partitioned_table(
-        dask_client, db_partitions(generated_history.url, PER_PARTITION), out,
+        dask_client, db_parts(generated_history), out,
         settings=Settings(), on_progress=lambda *args: seen.append(args),
     )  # fmt: skip
     return DaskBuild(out, report, build.info, len(build.frame), seen)
@@ -93,3 +96,15 @@ def copy_of(build: DaskBuild, folder: Path) -> Path:
     import shutil
 
     return Path(shutil.copytree(build.path, folder / "table"))
+
+
+def db_parts(history: GeneratedHistory) -> Partitions:
+    """The database read by task-id ranges, with the synthetic truth (Bayes classes)."""
+    return db_partitions(history.url, PER_PARTITION, read_truth=synthetic_truth)
+
+
+def export_parts(history: GeneratedHistory) -> Partitions:
+    """The Parquet export shuffled by task, with its exported truth."""
+    from scoutless.history.synthetic import bayes_probabilities
+
+    return export_partitions(history.export, PER_PARTITION, probabilities=bayes_probabilities)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from scale_history import PER_PARTITION, copy_of
+from scale_history import copy_of, db_parts, export_parts
 
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
 from scoutless.distributed.cluster import SchedulerError, SchedulerSpec, parse_scheduler
-from scoutless.distributed.sources import ExportError, db_partitions, export_partitions
+from scoutless.distributed.sources import ExportError, export_partitions
 from scoutless.history.build import BadRowsError
 from scoutless.history.table import COMMON_METADATA, TrainingTable, part_files
 
@@ -30,6 +30,7 @@ def _rows(report) -> pd.DataFrame:  # type: ignore[no-untyped-def]
 
 def test_db_build_equals_single_process_table(db_build, generated_history):
     assert len(part_files(db_build.path)) == 5 == db_build.info["partitions"]
+    assert "memory_bayes_class" in generated_history.reference.frame  # the truth path ran
     table = _assert_same_table(db_build.path, generated_history.reference)
     pd.testing.assert_frame_equal(_rows(db_build.report), _rows(generated_history.report))
     reference = generated_history.reference
@@ -43,7 +44,7 @@ def test_db_build_equals_single_process_table(db_build, generated_history):
 def test_export_build_shuffles_by_task_and_equals_single_process(
     dask_client, generated_history, tmp_path
 ):
-    parts = export_partitions(generated_history.export, PER_PARTITION)
+    parts = export_parts(generated_history)
     build_partitioned_table(dask_client, parts, tmp_path / "t", settings=Settings())
     _assert_same_table(tmp_path / "t", generated_history.reference)
 
@@ -53,7 +54,7 @@ def test_failed_build_keeps_the_previous_table_and_leaves_nothing(
 ):
     out = copy_of(db_build, tmp_path)
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    parts = db_partitions(generated_history.url, PER_PARTITION)
+    parts = db_parts(generated_history)
     with pytest.raises(BadRowsError, match="bad rows"):
         build_partitioned_table(dask_client, parts, out, settings=Settings(), strict=True)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before

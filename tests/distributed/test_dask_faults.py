@@ -8,11 +8,10 @@ import dask_faults
 import pandas as pd
 import pytest
 from dask_faults import KillWorkerOnce
-from scale_history import PER_PARTITION, copy_of
+from scale_history import copy_of, db_parts
 
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
-from scoutless.distributed.sources import db_partitions
 from scoutless.history.table import TrainingTable
 
 cloudpickle.register_pickle_by_value(dask_faults)  # workers cannot import the tests folder
@@ -37,7 +36,7 @@ def test_worker_killed_mid_build_is_recovered(
     dask_client, generated_history, tmp_path, kill_during
 ):
     marker = kill_during("stage_rows")
-    parts = db_partitions(generated_history.url, PER_PARTITION)
+    parts = db_parts(generated_history)
     build_partitioned_table(dask_client, parts, tmp_path / "table", settings=Settings())
     assert not marker.exists()  # a worker did die during the build
     table = TrainingTable.load(tmp_path / "table")
@@ -50,7 +49,7 @@ def test_worker_killed_without_retries_fails_cleanly(
     from distributed.scheduler import KilledWorker
 
     out = copy_of(db_build, tmp_path)
-    parts = db_partitions(generated_history.url, PER_PARTITION)
+    parts = db_parts(generated_history)
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     marker = kill_during("stage_finish")
     scheduler = dask_cluster.scheduler

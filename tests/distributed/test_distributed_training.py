@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from scoutless.bundle import load_bundle
 from scoutless.distributed.fitting import DistributedFitter
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import train_bundle
 from scoutless.service.app import create_app
+from scoutless.training import train_bundle
 
 
 @pytest.fixture(scope="module")

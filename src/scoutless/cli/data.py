@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +13,11 @@ from rich.table import Table
 
 from scoutless.cli import scale
 from scoutless.config import get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from scoutless.history.build import LatentTruth
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -61,6 +66,16 @@ def generate(
     )
 
 
+def synthetic_truth(engine: Engine, ids: list[int]) -> LatentTruth | None:
+    """The generator's latent truth of ``ids`` when the history is synthetic, else None:
+    the one place the build learns about the generator (for the Bayes-optimal classes)."""
+    from scoutless.history.build import LatentTruth
+    from scoutless.history.synthetic import bayes_probabilities, read_truth
+
+    frame = read_truth(engine, ids=ids)
+    return None if frame is None else LatentTruth(frame, bayes_probabilities)
+
+
 @app.command("build")
 def build(
     out: Annotated[Path, typer.Option("--out", help="training table (.parquet)")],
@@ -89,7 +104,7 @@ def build(
         if scheduler is not None:
             table, report = scale.build(
                 console, scheduler=scheduler, out=out, db_url=url, export=export, bins=bins,
-                strict=strict, since=since,
+                strict=strict, since=since, read_truth=synthetic_truth,
             )  # fmt: skip
             _report_build(table, report, out)
             return
@@ -101,6 +116,7 @@ def build(
                 strict,
                 since,
                 on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
+                read_truth=synthetic_truth,
             )
     except BadRowsError as exc:
         console.print(f"[red]{exc}[/]")

@@ -208,9 +208,9 @@ def retrain(
     scheduler: scale.SchedulerOption = None,
 ) -> None:
     """Train a challenger on recent history; promote it only if it beats the champion."""
-    from scoutless.models.training import train_bundle
     from scoutless.ops.retrain import RetrainError
     from scoutless.ops.retrain import retrain as run_retrain
+    from scoutless.training import train_bundle
 
     engine = make_engine(db or get_settings().resolved_db_url())
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())

@@ -17,6 +17,7 @@ from scoutless.config import get_settings
 
 if TYPE_CHECKING:
     from distributed import Client
+    from scoutless.history.build import TruthReader
 
 SchedulerOption = Annotated[
     str | None,
@@ -72,10 +73,15 @@ def build(
     bins: Path | None,
     strict: bool,
     since: datetime | None,
+    read_truth: TruthReader | None = None,
 ):  # type: ignore[no-untyped-def]
-    """``data build --scheduler``: the partitioned table in ``out``; returns (build, report)."""
+    """``data build --scheduler``: the partitioned table in ``out``; returns (build, report).
+
+    ``read_truth`` reads a synthetic history's latent truth from the database; an export's
+    (``scoutless_synthetic_truth/``) gets the generator's probabilities."""
     from scoutless.distributed.build import build_partitioned_table
     from scoutless.distributed.sources import db_partitions, export_partitions
+    from scoutless.history.synthetic import bayes_probabilities
 
     settings = get_settings()
     per = settings.distributed.partition_tasks
@@ -89,9 +95,10 @@ def build(
 
         bar.add_task("partitioning history", total=None)
         if export is not None:
-            parts = export_partitions(export, per)
+            parts = export_partitions(export, per, probabilities=bayes_probabilities)
         else:
-            parts = db_partitions(db_url or settings.resolved_db_url(), per, since)
+            url = db_url or settings.resolved_db_url()
+            parts = db_partitions(url, per, since, read_truth=read_truth)
         return build_partitioned_table(
             client, parts, out, settings=settings, bins_file=bins, strict=strict,
             on_progress=on_progress,

@@ -29,12 +29,13 @@ import pyarrow.parquet as pq
 
 from scoutless.config import Settings
 from scoutless.distributed.output import atomic_folder
-from scoutless.distributed.sources import HistoryPart, Partitions
+from scoutless.distributed.sources import HistoryPart, Partitions, Probabilities
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.build import (
     BINS_SPLIT,
     BadRowReport,
     BadRowsError,
+    LatentTruth,
     _strict_message,
     fit_splits_and_bins,
     label_rows,
@@ -89,14 +90,21 @@ def stage_rows(part: HistoryPart, stage: str, index: int, settings: Settings) ->
 
 
 def stage_finish(
-    stage: str, folder: str, index: int, bins: dict[str, TargetBins], splits: pd.DataFrame
+    stage: str,
+    folder: str,
+    index: int,
+    bins: dict[str, TargetBins],
+    splits: pd.DataFrame,
+    probabilities: Probabilities | None,
 ) -> tuple[pd.DataFrame, bytes]:
     """Pass 2 on a worker: classes and splits of one partition, written as its part file.
 
     Returns the class columns (for the summary) and the rows' hash bytes (fingerprint)."""
     rows = pq.read_table(Path(stage) / f"rows-{index:05d}.parquet").to_pandas()
     truth_path = Path(stage) / f"truth-{index:05d}.parquet"
-    truth = pd.read_parquet(truth_path) if truth_path.exists() else None
+    truth = None
+    if probabilities is not None and truth_path.exists():
+        truth = LatentTruth(pd.read_parquet(truth_path), probabilities)
     frame = label_rows(rows, bins, truth)
     for name in SPLIT_NAMES:
         frame[name] = frame["jeditaskid"].map(splits[name]).to_numpy(dtype=object)
@@ -148,7 +156,8 @@ def _run_stage_rows(
 
 def _run_stage_finish(
     client: Client, stage: Path, folder: Path, results: list[StageRows],
-    bins: dict[str, TargetBins], splits: pd.DataFrame, on_progress: ProgressCallback | None,
+    bins: dict[str, TargetBins], splits: pd.DataFrame, probabilities: Probabilities | None,
+    on_progress: ProgressCallback | None,
 ) -> list[tuple[pd.DataFrame, bytes]]:  # fmt: skip
     bounds = np.cumsum([0, *(len(r.slim) for r in results)])
     futures = [
@@ -159,6 +168,7 @@ def _run_stage_finish(
             i,
             bins,
             splits.iloc[bounds[i] : bounds[i + 1]],
+            probabilities,
             pure=False,
         )
         for i in range(len(results))
@@ -198,7 +208,9 @@ def build_partitioned_table(
         if slim.empty:
             raise BadRowsError("no task has enough usable finished jobs for a target")
         fitted, splits = splits_and_bins(slim, settings, bins_file, bins)
-        finished = _run_stage_finish(client, stage, folder, results, fitted, splits, on_progress)
+        finished = _run_stage_finish(
+            client, stage, folder, results, fitted, splits, partitions.probabilities, on_progress
+        )
         shutil.rmtree(stage)
         digest = hashlib.sha256(b"".join(h for _, h in finished)).hexdigest()[:16]
         info = {

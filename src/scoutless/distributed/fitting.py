@@ -1,4 +1,4 @@
-"""The model fitter ``--scheduler`` hands to :func:`~scoutless.models.training.train_bundle`:
+"""The model fitter ``--scheduler`` hands to :func:`~scoutless.training.train_bundle`:
 XGBoost families on the Dask cluster, the DNN on torchrun ranks; everything else about
 training (parts, encoders, class weights, metrics, champion, bundle) stays the single path's.
 """

@@ -145,6 +145,26 @@ def _fit_trace_bins(
     return bins, dropped
 
 
+def _add_classes(frame: pd.DataFrame, t: str, b: TargetBins) -> list[FeatureSpec]:
+    """Target ``t``'s class, its baselines' and scouts' classes, and the user's history
+    classes (in place); the history classes' feature specs."""
+    specs: list[FeatureSpec] = []
+    frame[class_col(t)] = b.classify(frame[value_col(t)].to_numpy(dtype=float))
+    if request_col(t) in frame:
+        frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])
+    for name in BASELINES:
+        col = baseline_value_col(t, name)
+        if col in frame:
+            frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
+    if scout_value_col(t) in frame:
+        frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
+    for history_col in (f"user_prev_{t}_mean2", f"user_prev_{t}_last"):
+        if history_col in frame:
+            frame[f"{history_col}_class"] = _class_category(b, frame[history_col])
+            specs.append(FeatureSpec(f"{history_col}_class", "categorical", "history", "its class"))
+    return specs
+
+
 def to_training_table(
     jobs: TraceJobs,
     *,
@@ -176,22 +196,7 @@ def to_training_table(
 
     bins, dropped = _fit_trace_bins(frame, jobs.units, n_quantiles)
     for t, b in bins.items():
-        values = frame[value_col(t)].to_numpy(dtype=float)
-        frame[class_col(t)] = b.classify(values)
-        if request_col(t) in frame:
-            frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])
-        for name in BASELINES:
-            col = baseline_value_col(t, name)
-            if col in frame:
-                frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
-        if scout_value_col(t) in frame:
-            frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
-        for history_col in (f"user_prev_{t}_mean2", f"user_prev_{t}_last"):
-            if history_col in frame:
-                frame[f"{history_col}_class"] = _class_category(b, frame[history_col])
-                features.append(
-                    FeatureSpec(f"{history_col}_class", "categorical", "history", "its class")
-                )
+        features += _add_classes(frame, t, b)
     if not bins:
         raise TraceParseError(f"no target could be binned: {dropped}", source=jobs.source)
 
