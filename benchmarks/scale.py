@@ -11,7 +11,7 @@
     python benchmarks/scale.py endtoend --tasks 4000000 --work /data/scale
 
 Every size is an argument: the issue's 4M tasks / >= 150M job rows is ``--tasks 4000000``
-(the generator averages ~29 jobs per task, so ``--tasks 5200000`` reaches 150M rows).
+(the generator averages 26.5 jobs per task, so ``--tasks 5700000`` reaches 150M rows).
 """
 
 from __future__ import annotations
