@@ -38,7 +38,8 @@ def _corrupt(frames) -> None:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def generated_history(tmp_path_factory) -> GeneratedHistory:
     from scoutless.distributed.sources import write_export
-    from scoutless.history.synthetic import generate_chunk, synthetic_truth
+    from scoutless.history.synthetic import generate_chunk
+    from scoutless.history.synthetic import synthetic_truth as truth_table
     from scoutless.history.synthetic.writer import write_frames
 
     root = tmp_path_factory.mktemp("scale-history")
@@ -47,7 +48,7 @@ def generated_history(tmp_path_factory) -> GeneratedHistory:
     url = f"sqlite:///{root / 'history.sqlite'}"
     engine = make_engine(url)
     create_schema(engine)
-    synthetic_truth.create(engine, checkfirst=True)
+    truth_table.create(engine, checkfirst=True)
     write_frames(engine, frames)
     # the export's files do not follow task boundaries: the build must shuffle by task
     rng = np.random.default_rng(0)

@@ -117,13 +117,18 @@ def stage_finish(
 def _gather(
     client: Client, futures: list, label: str, on_progress: ProgressCallback | None
 ) -> list:
-    """Results in submission order, reporting progress as they complete."""
+    """Results in submission order, reporting progress as they complete; on a failure the
+    pass's other partitions are cancelled before the error propagates."""
     from distributed import as_completed
 
-    for done, _ in enumerate(as_completed(futures), start=1):
-        if on_progress is not None:
-            on_progress(label, done, len(futures))
-    return client.gather(futures)
+    try:
+        for done, _ in enumerate(as_completed(futures), start=1):
+            if on_progress is not None:
+                on_progress(label, done, len(futures))
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
 
 
 def splits_and_bins(
@@ -147,11 +152,7 @@ def _run_stage_rows(
     futures = client.compute(
         [run(p, str(stage), i, settings) for i, p in enumerate(partitions.parts)]
     )
-    try:
-        return _gather(client, futures, "task rows", on_progress)
-    except BaseException:
-        client.cancel(futures)  # stop the other partitions of a failed pass
-        raise
+    return _gather(client, futures, "task rows", on_progress)
 
 
 def _run_stage_finish(
@@ -173,11 +174,7 @@ def _run_stage_finish(
         )
         for i in range(len(results))
     ]
-    try:
-        return _gather(client, futures, "classes and splits", on_progress)
-    except BaseException:
-        client.cancel(futures)  # stop the other partitions of a failed pass
-        raise
+    return _gather(client, futures, "classes and splits", on_progress)
 
 
 def build_partitioned_table(
