@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from scoutless.cli import scale
 from scoutless.config import get_settings
 
 if TYPE_CHECKING:
@@ -88,13 +89,29 @@ def build(
         bool, typer.Option(help="fail on any bad row instead of excluding it")
     ] = False,
     since: Annotated[datetime | None, typer.Option(help="only tasks created since")] = None,
+    scheduler: scale.SchedulerOption = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(help="with --scheduler: read a Parquet export of the tables, not --db"),
+    ] = None,
 ) -> None:
-    """Build the training table (one row per task) from a PanDA-compatible history."""
+    """Build the training table (one row per task) from a PanDA-compatible history.
+
+    With --scheduler the table is a folder of Parquet parts built on Dask (same rows)."""
     from scoutless.history.build import BadRowsError, build_table_from_db
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 
     url = _db_url(db)
+    if export is not None and scheduler is None:
+        raise typer.BadParameter("--export needs --scheduler (e.g. --scheduler local)")
     try:
+        if scheduler is not None:
+            table, report = scale.build(
+                console, scheduler=scheduler, out=out, db_url=url, export=export, bins=bins,
+                strict=strict, since=since, read_truth=synthetic_truth,
+            )  # fmt: skip
+            _report_build(table, report, out)
+            return
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(
@@ -112,6 +129,10 @@ def build(
         console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
         raise typer.Exit(code=2) from exc
     table.save(out)
+    _report_build(table, report, out)
+
+
+def _report_build(table, report, out: Path) -> None:  # type: ignore[no-untyped-def]
     if len(report):
         bad_path = report.save(out.with_suffix(".bad_rows.csv"))
         console.print(f"[yellow]{len(report)} bad rows excluded[/], listed in {bad_path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from scoutless.cli import scale
 from scoutless.config import get_settings
 from scoutless.history.panda_db import make_engine
 
@@ -203,14 +205,19 @@ def retrain(
     margin: Annotated[float, typer.Option(help="mean accuracy gain needed to promote")] = 0.01,
     models: Annotated[str, typer.Option(help="comma-separated model kinds")] = "xgb",
     max_epochs: Annotated[int | None, typer.Option(help="cap DNN epochs")] = None,
+    scheduler: scale.SchedulerOption = None,
 ) -> None:
     """Train a challenger on recent history; promote it only if it beats the champion."""
     from scoutless.ops.retrain import RetrainError
     from scoutless.ops.retrain import retrain as run_retrain
+    from scoutless.training import train_bundle
 
     engine = make_engine(db or get_settings().resolved_db_url())
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with (
+        scale.fitter(scheduler, console) as fit_model,
+        Progress(*columns, console=console, transient=True) as progress,
+    ):
         task = progress.add_task("retraining", total=None)
         try:
             result = run_retrain(
@@ -218,6 +225,7 @@ def retrain(
                 models=tuple(m.strip() for m in models.split(",") if m.strip()),
                 max_epochs=max_epochs,
                 on_step=lambda msg: progress.update(task, description=msg),
+                trainer=functools.partial(train_bundle, fit_model=fit_model),
             )  # fmt: skip
         except RetrainError as exc:
             console.print(f"[red]{exc}[/red]")

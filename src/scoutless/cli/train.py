@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from scoutless.cli import scale
 from scoutless.models.families import FAMILY_NAMES
 
 console = Console()
@@ -96,6 +97,7 @@ def train(
             "ordinal, ordinal_tempered, ple, onecycle); default: reference,ordinal,ordinal_tempered"
         ),
     ] = None,
+    scheduler: scale.SchedulerOption = None,
 ) -> None:
     """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
     from scoutless.history.table import TableError, TrainingTable
@@ -107,19 +109,21 @@ def train(
     try:
         names = check_model_names(models.split(","))
         training_table = TrainingTable.load(table)
-        path = train_bundle(
-            training_table,
-            out,
-            models=names,
-            trials=trials,
-            seed=seed,
-            split=split or training_table.default_split,
-            progress=True,
-            max_epochs=max_epochs,
-            xgb_grid=_grid(xgb_grid),
-            n_jobs=threads,
-            dnn_variants=variants,
-        )
+        with scale.fitter(scheduler, console) as fit_model:
+            path = train_bundle(
+                training_table,
+                out,
+                models=names,
+                trials=trials,
+                seed=seed,
+                split=split or training_table.default_split,
+                progress=True,
+                max_epochs=max_epochs,
+                xgb_grid=_grid(xgb_grid),
+                n_jobs=threads,
+                dnn_variants=variants,
+                fit_model=fit_model,
+            )
     except (FileNotFoundError, TableError, TrainingError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(code=1) from exc

@@ -258,6 +258,33 @@ def _split_strata(
     return given["memory"].classify(frame[value_col("memory")].to_numpy(dtype=float))
 
 
+def fit_splits_and_bins(
+    frame: pd.DataFrame,
+    *,
+    settings: Settings,
+    bins_file: Path | None = None,
+    bins: dict[str, TargetBins] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, TargetBins]]:
+    """Split columns, then bins fitted on the training rows (given, from a file, or
+    quantiles). Needs only ``creationdate`` and the target values of every task, so the
+    Dask build runs it on the client over those columns alone."""
+    strata = _split_strata(frame, bins_file, bins)
+    splits = split_columns(
+        frame, seed=settings.seed, test_fraction=settings.splits.test_fraction, strata=strata
+    )
+    return splits, _fit_table_bins(frame, splits[SPLIT_COLUMNS[BINS_SPLIT]], bins_file, bins)
+
+
+def label_rows(
+    frame: pd.DataFrame, bins: dict[str, TargetBins], truth: LatentTruth | None
+) -> pd.DataFrame:
+    """Classes of the target values and scout estimates, and the Bayes classes if ``truth``."""
+    frame = add_classes(frame, bins)
+    if truth is not None and len(truth.frame):
+        frame = add_bayes(frame, truth, bins)
+    return frame
+
+
 def finish_table(
     frame: pd.DataFrame,
     report: BadRowReport,
@@ -268,17 +295,9 @@ def finish_table(
     truth: LatentTruth | None = None,
     info: dict[str, object] | None = None,
 ) -> TrainingTable:
-    """Splits, then bins fitted on the training rows (given, from a file, or quantiles),
-    classes and Bayes classes."""
-    strata = _split_strata(frame, bins_file, bins)
-    splits = split_columns(
-        frame, seed=settings.seed, test_fraction=settings.splits.test_fraction, strata=strata
-    )
-    bins = _fit_table_bins(frame, splits[SPLIT_COLUMNS[BINS_SPLIT]], bins_file, bins)
-    frame = add_classes(frame, bins)
-    if truth is not None and len(truth.frame):
-        frame = add_bayes(frame, truth, bins)
-    frame = frame.assign(**splits)
+    """Splits, then bins fitted on the training rows, classes and Bayes classes."""
+    splits, bins = fit_splits_and_bins(frame, settings=settings, bins_file=bins_file, bins=bins)
+    frame = label_rows(frame, bins, truth).assign(**splits)
     return TrainingTable(
         frame=frame,
         features=list(PANDA_FEATURES),

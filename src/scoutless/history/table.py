@@ -1,7 +1,9 @@
 """The training table: one row per task, features + targets + splits, and what they mean.
 
 Saved as Parquet; the feature list, bins and provenance travel in the file's metadata so a
-table from PanDA history and one imported from a Slurm trace are used the same way.
+table from PanDA history and one imported from a Slurm trace are used the same way. A table
+built on Dask is a folder of ``part-NNNNN.parquet`` files (rows in jeditaskid order) whose
+``_common_metadata`` file holds the schema shared by all parts and the same metadata.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col, value_col
 
 META_KEY = b"scoutless"
+COMMON_METADATA = "_common_metadata"
+PART_GLOB = "part-*.parquet"
 SplitKind = Literal["random", "time"]
 SPLIT_COLUMNS: dict[str, str] = {"random": "split_random", "time": "split_time"}
 
@@ -37,6 +41,18 @@ def frame_fingerprint(frame: pd.DataFrame, metadata: dict[str, Any] | None = Non
 
 class TableError(ValueError):
     """A training table that is missing what its metadata promises."""
+
+
+def table_metadata(
+    features: list[FeatureSpec], bins: dict[str, TargetBins], source: str, info: dict[str, Any]
+) -> dict[str, Any]:
+    """What a table's Parquet metadata holds besides the rows."""
+    return {
+        "features": [f.to_dict() for f in features],
+        "bins": {t: b.to_dict() for t, b in bins.items()},
+        "source": source,
+        "info": info,
+    }
 
 
 @dataclass
@@ -89,12 +105,7 @@ class TrainingTable:
         return frame_fingerprint(self.frame, self.metadata())
 
     def metadata(self) -> dict[str, Any]:
-        return {
-            "features": [f.to_dict() for f in self.features],
-            "bins": {t: b.to_dict() for t, b in self.bins.items()},
-            "source": self.source,
-            "info": self.info,
-        }
+        return table_metadata(self.features, self.bins, self.source, self.info)
 
     def save(self, path: str | Path) -> Path:
         """Write atomically: a crash leaves either the old file or the new one."""
@@ -119,7 +130,7 @@ class TrainingTable:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"training table {path} does not exist")
-        arrow = pq.read_table(path)
+        arrow = read_parts(path) if path.is_dir() else pq.read_table(path)
         raw = (arrow.schema.metadata or {}).get(META_KEY)
         if raw is None:
             raise TableError(f"{path}: not a scoutless training table (no metadata)")
@@ -131,3 +142,37 @@ class TrainingTable:
             source=meta.get("source", "unknown"),
             info=meta.get("info", {}),
         )
+
+
+def part_files(folder: str | Path) -> list[Path]:
+    """The part files of a partitioned table, in row order."""
+    return sorted(Path(folder).glob(PART_GLOB))
+
+
+def read_parts(folder: str | Path, files: list[Path] | None = None) -> pa.Table:
+    """Rows of a partitioned table (all parts, or ``files``) under its common schema.
+
+    A folder without ``_common_metadata`` is incomplete (its build did not finish)."""
+    folder = Path(folder)
+    common = folder / COMMON_METADATA
+    if not common.exists():
+        raise TableError(f"{folder}: no {COMMON_METADATA}: not a complete partitioned table")
+    schema = pq.read_schema(common)
+    files = part_files(folder) if files is None else files
+    if not files:
+        return schema.empty_table()
+    parts = [pq.read_table(f, schema=schema) for f in files]
+    return pa.concat_tables(parts).replace_schema_metadata(schema.metadata)
+
+
+def write_common_metadata(folder: str | Path, metadata: dict[str, Any]) -> pa.Schema:
+    """Unify the parts' schemas (a column all-missing in one part takes the others' type)
+    and write it with the table's metadata; written last, it marks the table complete."""
+    folder = Path(folder)
+    schemas = [pq.read_schema(f) for f in part_files(folder)]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    meta = dict(schemas[0].metadata or {})
+    meta[META_KEY] = json.dumps(metadata, default=str).encode()
+    schema = schema.with_metadata(meta)
+    pq.write_metadata(schema, folder / COMMON_METADATA)
+    return schema

@@ -86,11 +86,8 @@ class _XGBModel:
         class_weight: np.ndarray | None = None,
         values: np.ndarray | None = None,  # unused: trees fit the classes only
     ) -> _XGBModel:
-        y = check_labels(y, self.n_classes, f"{self.name}.fit")
-        X_val, y_val = eval_set
-        y_val = check_labels(y_val, self.n_classes, f"{self.name}.fit eval_set")
-        weight = None if class_weight is None else class_weight[y]
-        val_weight = None if class_weight is None else class_weight[y_val]
+        X_val = eval_set[0]
+        y, y_val, weight, val_weight = self._labels_and_weights(y, eval_set[1], class_weight)
         types = self._feature_types(X)
         dtrain = xgb.QuantileDMatrix(
             self._matrix(X),
@@ -114,6 +111,21 @@ class _XGBModel:
             early_stopping_rounds=self.early_stopping_rounds if len(y_val) else None,
             verbose_eval=False,
         )
+        return self._keep_best(booster)
+
+    def _labels_and_weights(
+        self, y: np.ndarray, y_val: np.ndarray, class_weight: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Checked fit and validation labels with their rows' class weights (also used by
+        the Dask fit, :mod:`scoutless.distributed.xgb`)."""
+        y = check_labels(y, self.n_classes, f"{self.name}.fit")
+        y_val = check_labels(y_val, self.n_classes, f"{self.name}.fit eval_set")
+        if class_weight is None:
+            return y, y_val, None, None
+        return y, y_val, class_weight[y], class_weight[y_val]
+
+    def _keep_best(self, booster: xgb.Booster) -> _XGBModel:
+        """The booster cut at its best (early-stopping) iteration becomes the fitted model."""
         best = getattr(booster, "best_iteration", None)
         self.best_iteration_ = int(best) if best is not None else self.n_estimators - 1
         self._set_booster(booster[: self.best_iteration_ + 1])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from scoutless.models.tuning import (
     choose_dnn_variant,
     grid_search_xgb,
     random_search_dnn,
+    variant_params,
 )
 
 
@@ -68,6 +69,24 @@ class TargetData:
         return self.X["validation"], self.y["validation"]
 
 
+#: fits a constructed model on its rows, ``(model, X, y, *, eval_set, class_weight, values)``;
+#: the default is the model's own ``fit``; ``--scheduler`` swaps in Dask / torchrun
+#: (:class:`scoutless.distributed.fitting.DistributedFitter`)
+ModelFitter = Callable[..., ClassModel]
+
+
+def fit_in_process(
+    model: ClassModel,
+    X: EncodedFeatures,
+    y: np.ndarray,
+    *,
+    eval_set: tuple[EncodedFeatures, np.ndarray],
+    class_weight: np.ndarray | None = None,
+    values: np.ndarray | None = None,
+) -> ClassModel:
+    return model.fit(X, y, eval_set=eval_set, class_weight=class_weight, values=values)
+
+
 class FamilyTrainer:
     """Fits one family on one target's parts; knows the shared options of the run."""
 
@@ -82,10 +101,12 @@ class FamilyTrainer:
         dnn_params: DNNParams,
         progress: Progress,
         dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
+        fit_model: ModelFitter = fit_in_process,
     ) -> None:
         self.encoder, self.trials, self.seed, self.n_jobs = encoder, trials, seed, n_jobs
         self.xgb_grid, self.dnn_params, self.progress = xgb_grid, dnn_params, progress
         self.dnn_variants = list(dnn_variants)
+        self.fit_model = fit_model
 
     def fit(self, name: str, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
         """The fitted model and its hyperparameters (with the search log, if one ran)."""
@@ -113,9 +134,10 @@ class FamilyTrainer:
                 seed=self.seed,
             )  # fmt: skip
             search = {"grid_search": results}
-        model = make(params).fit(
-            data.X["fit"], data.y["fit"], eval_set=data.validation, class_weight=weight
-        )
+        model = self.fit_model(
+            make(params), data.X["fit"], data.y["fit"], eval_set=data.validation,
+            class_weight=weight,
+        )  # fmt: skip
         self.progress.update(task, advance=1, status=f"{model.best_iteration_ + 1} trees")  # type: ignore[attr-defined]
         return model, {**model.hyperparameters(), **search}  # type: ignore[attr-defined]
 
@@ -147,11 +169,21 @@ class FamilyTrainer:
             offset["epochs"] += epochs
             self.progress.update(task, completed=offset["epochs"], status=name)
 
-        model, variants = choose_dnn_variant(
-            self._new_dnn(data, task, offset), data.X["fit"], data.y["fit"],
-            eval_set=data.validation, class_weight=data.class_weight,
-            variants=self.dnn_variants, values=data.values, on_variant=on_variant,
-        )  # fmt: skip
+        if self.fit_model is fit_in_process:
+            model, variants = choose_dnn_variant(
+                self._new_dnn(data, task, offset), data.X["fit"], data.y["fit"],
+                eval_set=data.validation, class_weight=data.class_weight,
+                variants=self.dnn_variants, values=data.values, on_variant=on_variant,
+            )  # fmt: skip
+        else:  # --scheduler: no per-variant fits; the first variant trains on the ranks
+            on_variant(self.dnn_variants[0])
+            model = self._new_dnn(data, task, offset)
+            model = model.with_params(variant_params(model.params, self.dnn_variants[0]))
+            model = self.fit_model(
+                model, data.X["fit"], data.y["fit"], eval_set=data.validation,
+                class_weight=data.class_weight, values=data.values,
+            )  # fmt: skip
+            model.variant_, variants = self.dnn_variants[0], []
         search: dict[str, Any] = {"variant": model.variant_, "variant_search": variants}
         if self.trials > 0:
             model, log = self._search_dnn(model, data, task, total)

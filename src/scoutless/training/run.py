@@ -38,7 +38,9 @@ from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
 from scoutless.targets.spec import class_col, value_col
 from scoutless.training.fitting import (
     FamilyTrainer,
+    ModelFitter,
     TargetData,
+    fit_in_process,
     torch_threads,
     training_progress,
 )
@@ -187,6 +189,7 @@ def train_bundle(
     dnn_params: DNNParams | None = None,
     n_jobs: int | None = None,
     dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
+    fit_model: ModelFitter | None = None,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
@@ -195,7 +198,8 @@ def train_bundle(
     an explicit ``xgb_grid`` runs the grid even with ``trials=0``. ``dnn_variants`` names
     the DNN variants (:data:`~scoutless.models.tuning.DNN_VARIANTS`) tried per target; the
     best on validation is kept (and searched further with ``trials``), recorded in the
-    manifest's hyperparameters.
+    manifest's hyperparameters. ``fit_model`` replaces
+    each model's own ``fit`` (``--scheduler``: XGBoost on Dask, the DNN on torchrun).
     """
     names = check_model_names(models)
     if trials < 0:
@@ -208,7 +212,8 @@ def train_bundle(
     with training_progress(progress) as bar, torch_threads(n_jobs):
         trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed, n_jobs=n_jobs,
                                 xgb_grid=xgb_grid, dnn_params=params, progress=bar,
-                                dnn_variants=dnn_variants)  # fmt: skip
+                                dnn_variants=dnn_variants,
+                                fit_model=fit_model or fit_in_process)  # fmt: skip
         for target in table.targets:
             data = target_data(table, prep, target)
             results[target] = train_target(trainer, data, names, table.bins[target].labels)

@@ -1,0 +1,48 @@
+"""Folders that appear complete or not at all: build beside the target, swap in at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_folder(target: Path) -> Iterator[Path]:
+    """Yield an empty staging folder next to ``target``; on success it replaces ``target``.
+
+    On any error the staging folder is removed and ``target`` (if it existed) is untouched.
+    A previous *file* or folder at ``target`` is moved aside first and deleted only once
+    the new folder is in place, so ``target`` is never a half-written table; the rename is
+    atomic on one filesystem (the staging folder is created beside the target for that).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:8]
+    staging = target.parent / f".{target.name}.tmp-{token}"
+    staging.mkdir()
+    try:
+        yield staging
+        _swap_in(staging, target, target.parent / f".{target.name}.old-{token}")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _swap_in(staging: Path, target: Path, aside: Path) -> None:
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    os.replace(target, aside)
+    try:
+        os.replace(staging, target)
+    except BaseException:
+        os.replace(aside, target)
+        raise
+    if aside.is_dir():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
