@@ -41,6 +41,17 @@ class TargetSettings(BaseModel):
     min_jobs_per_task: int = Field(3, ge=1, description="fewer finished jobs: no target")
 
 
+class HistorySettings(BaseModel):
+    """History features (``scoutless.features.history``) and the served-prediction guard."""
+
+    last_k: int = Field(10, ge=2, description="quantiles over a key's last k finished jobs")
+    ewm_halflife_jobs: float = Field(3.0, gt=0, description="half-life in finished jobs")
+    quantiles: tuple[float, float, float] = (0.1, 0.5, 0.9)
+    guard_min_rows: int = Field(
+        50, ge=1, description="fewer validation rows: serve the model unadjusted"
+    )
+
+
 class ServiceSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -68,6 +79,7 @@ class Settings(BaseSettings):
     panda: PandaDefaults = PandaDefaults()
     targets: TargetSettings = TargetSettings()
     service: ServiceSettings = ServiceSettings()
+    history: HistorySettings = HistorySettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

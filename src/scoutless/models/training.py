@@ -35,10 +35,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sklearn.metrics import accuracy_score, f1_score
 
 from scoutless.bundle import BundleContents, save_bundle
+from scoutless.config import get_settings
+from scoutless.evaluation.baselines import majority_class
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_trainer import DNNModel, DNNParams
+from scoutless.models.guard import (
+    ServingGuard,
+    baseline_classes,
+    baseline_feature_columns,
+    fit_guard,
+)
 from scoutless.models.tuning import grid_search_xgb, random_search_dnn
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 from scoutless.targets.bins import fit_recommendations
@@ -255,6 +263,48 @@ def choose_champion(metrics: dict[str, dict[str, float]]) -> str:
     return max(metrics, key=lambda m: (metrics[m]["accuracy"] + metrics[m]["macro_f1"]) / 2)
 
 
+@dataclass(frozen=True)
+class GuardInputs:
+    target: str
+    n_classes: int
+    champion: str
+    encoder: FeatureEncoder
+
+
+def _fit_target_guard(
+    what: GuardInputs,
+    X_val: EncodedFeatures,
+    y_val: np.ndarray,
+    val_rows: np.ndarray,
+    val_proba: dict[str, np.ndarray],
+    y_train: np.ndarray,
+    *,
+    recent: bool,
+) -> ServingGuard | None:
+    """The champion's served rule (:mod:`scoutless.models.guard`), None without a baseline
+    input or with too few validation rows.
+
+    Time-ordered tables (``recent``) judge the rule on the later half of the validation
+    rows and take the recent prior from the last fifth of the training rows: the rows most
+    like the period the bundle will serve.
+    """
+    baselines = {
+        name: baseline_classes(X_val, what.encoder, column, what.n_classes)
+        for name, column in baseline_feature_columns(what.target).items()
+        if column in what.encoder.categorical
+    }
+    keep = val_rows >= np.median(val_rows) if recent else np.ones(len(val_rows), bool)
+    if not baselines or keep.sum() < get_settings().history.guard_min_rows:
+        return None
+    latest = y_train[-max(len(y_train) // 5, 1) :] if recent else y_train
+    prior = np.bincount(latest, minlength=what.n_classes) / max(len(latest), 1)
+    return fit_guard(
+        what.target, what.champion, y_val[keep], val_proba[what.champion][keep],
+        {name: classes[keep] for name, classes in baselines.items()},
+        recent_prior=prior, majority=majority_class(y_train, what.n_classes),
+    )  # fmt: skip
+
+
 def train_bundle(
     table: TrainingTable,
     out: Path,
@@ -298,6 +348,8 @@ def train_bundle(
     val_metrics: dict[str, dict[str, Any]] = {}
     cal_metrics: dict[str, dict[str, Any]] = {}
     seconds: dict[str, dict[str, float]] = {}
+    val_proba: dict[str, dict[str, np.ndarray]] = {}
+    guards: dict[str, dict[str, Any]] = {}
     with _progress(progress) as bar, torch_threads(n_jobs):
         trainer = _FamilyTrainer(
             encoder=encoder,
@@ -322,7 +374,7 @@ def train_bundle(
                 target, n_classes, X["fit"], Y["fit"], (X["validation"], Y["validation"]),
                 balanced_class_weight(Y["fit"], n_classes), target_values[rows["fit"]],
             )  # fmt: skip
-            for key in (fitted, calibration, hyper, val_metrics, cal_metrics, seconds):
+            for key in (fitted, calibration, hyper, val_metrics, cal_metrics, seconds, val_proba):
                 key[target] = {}
             for name in names:
                 start = time.perf_counter()
@@ -330,13 +382,21 @@ def train_bundle(
                 seconds[target][name] = round(time.perf_counter() - start, 3)
                 fitted[target][name] = model
                 hyper[target][name] = hp
+                val_proba[target][name] = model.predict_proba(X["validation"])
                 val_metrics[target][name] = classification_metrics(
-                    Y["validation"], model.predict_proba(X["validation"])
+                    Y["validation"], val_proba[target][name]
                 )
                 cal_proba = model.predict_proba(X["calibration"])
                 cal_rows = positions[rows["calibration"]]
                 calibration[target][name] = (cal_proba, Y["calibration"], cal_rows)
                 cal_metrics[target][name] = classification_metrics(Y["calibration"], cal_proba)
+            guard = _fit_target_guard(
+                GuardInputs(target, n_classes, choose_champion(val_metrics[target]), encoder),
+                X["validation"], Y["validation"], rows["validation"],
+                val_proba[target], y[y >= 0], recent=split == "time",
+            )  # fmt: skip
+            if guard is not None:
+                guards[target] = guard.to_dict()
 
     fingerprint = data_fingerprint(table)
     created = datetime.now(UTC)
@@ -367,6 +427,7 @@ def train_bundle(
         "validation_metrics": val_metrics,
         "calibration_metrics": cal_metrics,
         "champion": {t: choose_champion(val_metrics[t]) for t in targets},
+        "guard": guards,
     }
     reference = _reference_sample(train[parts == "fit"], encoder, targets, seed)
     contents = BundleContents(manifest, encoder, fitted, calibration, reference)

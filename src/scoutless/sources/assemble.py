@@ -15,9 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.features.history import (
+    feature_name,
+    history_features,
+    history_keys,
+    history_specs,
+    seconds,
+)
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.history.table import TrainingTable
-from scoutless.sources.baselines import user_history, user_request, with_fallback
+from scoutless.models.guard import baseline_feature_columns
+from scoutless.sources.baselines import user_request, with_fallback
 from scoutless.sources.common import TraceParseError
 from scoutless.targets.bins import (
     BinsError,
@@ -90,48 +98,29 @@ def random_split(n: int, seed: int, test_fraction: float = TEST_FRACTION) -> np.
     return np.where(rng.random(n) < test_fraction, "test", "train").astype(object)
 
 
-def _seconds(times: pd.Series) -> np.ndarray:
-    t = pd.to_datetime(times, utc=True, errors="coerce")
-    ns = t.astype("int64").to_numpy(dtype=float)
-    return np.where(t.isna().to_numpy(), np.nan, ns / 1e9)
-
-
 def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
-    """last-2 baselines and the user's recent history as submission-time features."""
-    submit = _seconds(frame["creationdate"])
-    finished = _seconds(frame["finished_at"])
-    users = frame["user"].astype("string").to_numpy(dtype=object, na_value=None)
-    specs: list[FeatureSpec] = []
-    new: dict[str, np.ndarray] = {}
-    for t in targets:
-        hist = user_history(frame[value_col(t)].to_numpy(dtype=float), users, submit, finished)
-        request = frame[request_col(t)].to_numpy(dtype=float) if request_col(t) in frame else None
-        new[baseline_value_col(t, "last2")] = with_fallback(
-            hist.mean2, None if request is None else user_request(request)
-        )
-        new[f"user_prev_{t}_last"] = hist.last
-        new[f"user_prev_{t}_mean2"] = hist.mean2
-        specs += [
-            FeatureSpec(f"user_prev_{t}_last", "numerical", "history", f"user's last finished {t}"),
-            FeatureSpec(f"user_prev_{t}_mean2", "numerical", "history", "mean of last two"),
-        ]
-        if "user_prev_n_finished" not in new:
-            new["user_prev_n_finished"] = hist.n_finished.astype(float)
-            specs.append(
-                FeatureSpec("user_prev_n_finished", "numerical", "history", "jobs finished")
-            )
-    new["user_since_last_submit_s"] = _since_previous_submit(users, submit)
-    specs.append(
-        FeatureSpec("user_since_last_submit_s", "numerical", "history", "burst of the user")
+    """History features of every key (user, application) and the last-2 baseline values."""
+    keys = history_keys(list(frame.columns))
+    requests = {
+        t: user_request(frame[request_col(t)].to_numpy(dtype=float))
+        for t in targets
+        if request_col(t) in frame
+    }
+    history = history_features(
+        frame,
+        keys=keys,
+        values={t: frame[value_col(t)].to_numpy(dtype=float) for t in targets},
+        submit_s=seconds(frame["creationdate"]),
+        finished_s=seconds(frame["finished_at"]),
+        requests=requests,
     )
-    return pd.concat([frame, pd.DataFrame(new, index=frame.index)], axis=1), specs
-
-
-def _since_previous_submit(users: np.ndarray, submit_s: np.ndarray) -> np.ndarray:
-    """Seconds since the same user's previous submission (NaN for their first job)."""
-    order = pd.DataFrame({"user": pd.Series(users, dtype=object).fillna("\0missing"),
-                          "t": submit_s})  # fmt: skip
-    return order.groupby("user", sort=False)["t"].diff().to_numpy(dtype=float)
+    for t in targets:
+        if "user" in keys:
+            history[baseline_value_col(t, "last2")] = with_fallback(
+                history[feature_name("user", "mean2", t)].to_numpy(dtype=float), requests.get(t)
+            )
+    specs = history_specs(list(keys), targets, list(requests))
+    return pd.concat([frame, history], axis=1), specs
 
 
 def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
@@ -139,6 +128,20 @@ def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
     embed directly instead of having to learn the bin edges from a standardised number."""
     classes = bins.classify(values.to_numpy(dtype=float))
     return pd.Series(np.where(classes < 0, "none", classes.astype(str)), index=values.index)
+
+
+def _baseline_class_features(
+    frame: pd.DataFrame, target: str, bins: TargetBins
+) -> list[FeatureSpec]:
+    """Each input baseline's class as a categorical feature: the DNN embeds it directly,
+    and the served-prediction guard (:mod:`scoutless.models.guard`) reads it back."""
+    specs = []
+    for name, column in baseline_feature_columns(target).items():
+        source = baseline_value_col(target, name)
+        if source in frame:
+            frame[column] = _class_category(bins, frame[source])
+            specs.append(FeatureSpec(column, "categorical", "history", f"{name} baseline class"))
+    return specs
 
 
 def fit_quantile_bins(target: str, unit: str, train_values: np.ndarray, n: int) -> TargetBins:
@@ -198,18 +201,14 @@ def to_training_table(
                 frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
         if scout_value_col(t) in frame:
             frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
-        for history_col in (f"user_prev_{t}_mean2", f"user_prev_{t}_last"):
-            if history_col in frame:
-                frame[f"{history_col}_class"] = _class_category(b, frame[history_col])
-                features.append(
-                    FeatureSpec(f"{history_col}_class", "categorical", "history", "its class")
-                )
+        features += _baseline_class_features(frame, t, b)
     if not bins:
         raise TraceParseError(f"no target could be binned: {dropped}", source=jobs.source)
 
     info = {
         **jobs.info,
         "n_rows": len(frame),
+        "order_column": jobs.order_column,
         "split": "time",  # traces are evaluated on their last submit times (train/evaluate)
         "n_rows_without_target": n_no_target,
         "n_bad_lines": len(jobs.bad_lines),
