@@ -14,6 +14,8 @@ prediction and each baseline column (``{t}_<name>_class``; no class: training ma
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
@@ -46,7 +48,9 @@ def parse_period(text: str) -> float:
     """``30d``, ``12h``, ``2w`` … in seconds."""
     match = _PERIOD.match(text or "")
     if not match:
-        raise WalkForwardError(f"--walk-forward {text!r}: expected a number and s/m/h/d/w, e.g. 30d")
+        raise WalkForwardError(
+            f"--walk-forward {text!r}: expected a number and s/m/h/d/w, e.g. 30d"
+        )
     seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
     if seconds <= 0:
         raise WalkForwardError(f"--walk-forward {text!r}: the period must be positive")
@@ -99,9 +103,7 @@ def periods(table: TrainingTable, period_s: float, max_periods: int | None = Non
         test = np.flatnonzero((submit >= lo) & (submit < hi))
         train = np.flatnonzero((submit < lo) & (known < lo))
         if len(test) and len(train):
-            label = (
-                f"{pd.Timestamp(lo, unit='s'):%Y-%m-%d}" if timed else f"order chunk {i + 1}"
-            )
+            label = f"{pd.Timestamp(lo, unit='s'):%Y-%m-%d}" if timed else f"order chunk {i + 1}"
             out.append(Period(label, train, test))
     return out
 
@@ -202,3 +204,16 @@ def walk_forward(
         for t in pooled.y
     }
     return {"period": period, "models": list(models), "periods": per_period, "overall": overall}
+
+
+WALK_FORWARD_FILE = "walk_forward.json"
+
+
+def write_walk_forward(result: dict[str, Any], out: Path) -> Path:
+    """``out/walk_forward.json``, written atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / WALK_FORWARD_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    os.replace(tmp, path)
+    return path

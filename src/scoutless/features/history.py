@@ -97,9 +97,7 @@ def _group_starts(codes: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(new, np.arange(n), 0))
 
 
-def ewm_moments(
-    codes: np.ndarray, x: np.ndarray, halflife: float
-) -> tuple[np.ndarray, np.ndarray]:
+def ewm_moments(codes: np.ndarray, x: np.ndarray, halflife: float) -> tuple[np.ndarray, np.ndarray]:
     """Exponentially weighted mean and spread per event, restarting at each code's run.
 
     Weights ``0.5 ** (age / halflife)`` over the run's events so far (age 0: this one).
