@@ -64,9 +64,7 @@ def test_periods_train_only_on_rows_finished_before_the_period(table):
 
 
 def test_walk_forward_reports_served_and_baselines_and_the_cli_writes_json(table, tmp_path):
-    result = walk_forward(
-        table, "14d", models=("xgb",), max_periods=2, train_options={"n_jobs": 1}
-    )
+    result = walk_forward(table, "14d", models=("xgb",), max_periods=2, train_options={"n_jobs": 1})
     overall = result["overall"]["walltime"]
     assert {"xgb", "served", "last2", "user_request"} <= set(overall)
     n = sum(e["walltime"]["served"]["n"] for e in result["periods"] if "walltime" in e)

@@ -17,7 +17,7 @@ and each job picks the last of them that ended before its submit time with one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,15 +31,21 @@ APPLICATION_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 #: Candidate columns naming the submitter.
 USER_COLUMNS: tuple[str, ...] = ("user", "username", "owner")
+#: Candidate columns naming a campaign (PanDA: MC16a, data18 …).
+CAMPAIGN_COLUMNS: tuple[str, ...] = ("campaign",)
 #: Per-target statistics, in output order.
 TARGET_STATS: tuple[str, ...] = ("last", "mean2", "ewm", "ewsd", "qlo", "qmid", "qhi")
 REQUEST_STATS: tuple[str, ...] = ("ratio_ewm", "request_scaled")
 
 
 def history_keys(columns: Sequence[str]) -> dict[str, str]:
-    """Key name -> column: ``user`` and ``app`` where the frame has a column for them."""
+    """Key name -> column: ``user``, ``app`` and ``campaign`` where the frame has them."""
     keys: dict[str, str] = {}
-    for name, candidates in (("user", USER_COLUMNS), ("app", APPLICATION_COLUMNS)):
+    for name, candidates in (
+        ("user", USER_COLUMNS),
+        ("app", APPLICATION_COLUMNS),
+        ("campaign", CAMPAIGN_COLUMNS),
+    ):
         found = next((c for c in candidates if c in columns), None)
         if found is not None:
             keys[name] = found
@@ -105,17 +111,35 @@ def ewm_moments(codes: np.ndarray, x: np.ndarray, halflife: float) -> tuple[np.n
     decay = 0.5 ** (1.0 / halflife)
     mean = np.empty(len(x))
     spread = np.empty(len(x))
-    s = s2 = w = 0.0
+    state = EW_EMPTY
     previous = None
     for i, (code, value) in enumerate(zip(codes.tolist(), x.tolist(), strict=True)):
         if code != previous:
-            s = s2 = w = 0.0
-            previous = code
-        s, s2, w = decay * s + value, decay * s2 + value * value, decay * w + 1.0
-        m = s / w
-        mean[i] = m
-        spread[i] = max(s2 / w - m * m, 0.0) ** 0.5
+            state, previous = EW_EMPTY, code
+        state = ew_step(state, value, decay)
+        mean[i], spread[i] = ew_moments(state)
     return mean, spread
+
+
+#: Exponentially weighted sums (Σw·x, Σw·x², Σw) of no event.
+EW_EMPTY: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def ew_step(
+    state: tuple[float, float, float], x: float, decay: float
+) -> tuple[float, float, float]:
+    """Age every earlier event by one (× decay) and add ``x`` with weight 1."""
+    s, s2, w = state
+    return decay * s + x, decay * s2 + x * x, decay * w + 1.0
+
+
+def ew_moments(state: tuple[float, float, float]) -> tuple[float, float]:
+    """(mean, spread) of the weighted sums; NaN without events."""
+    s, s2, w = state
+    if w == 0.0:
+        return float("nan"), float("nan")
+    m = s / w
+    return m, max(s2 / w - m * m, 0.0) ** 0.5
 
 
 def last_k_quantiles(
@@ -261,3 +285,62 @@ def history_features(
             for stat in stats.columns:
                 columns[feature_name(key, stat, t)] = stats[stat].to_numpy(dtype=float)
     return pd.DataFrame(columns, index=frame.index)
+
+
+@dataclass
+class KeyState:
+    """One key's finished-job summary for one target: what the online store keeps.
+
+    Fed finished jobs in end-time order (:meth:`add`), it yields the same features as
+    :func:`history_features` for a job submitted after all of them (:meth:`features`).
+    The ``""`` target holds the key's activity (finished count, last end, last submit).
+    """
+
+    n: int = 0
+    last_end_s: float = float("nan")
+    last_submit_s: float = float("nan")
+    recent: list[float] = field(default_factory=list)
+    ew: tuple[float, float, float] = EW_EMPTY
+    ratio_ew: tuple[float, float, float] = EW_EMPTY
+
+    def add(self, value: float, end_s: float, request: float, cfg: HistorySettings) -> None:
+        """One finished job (value NaN: counts only for activity)."""
+        self.n += 1
+        self.last_end_s = end_s if not end_s < self.last_end_s else self.last_end_s
+        if not np.isfinite(value):
+            return
+        decay = 0.5 ** (1.0 / cfg.ewm_halflife_jobs)
+        self.recent = [*self.recent, float(value)][-cfg.last_k :]
+        self.ew = ew_step(self.ew, float(np.sign(value) * np.log1p(abs(value))), decay)
+        if value > 0 and request > 0:
+            self.ratio_ew = ew_step(self.ratio_ew, float(np.log(value / request)), decay)
+
+    def submitted(self, submit_s: float) -> None:
+        if not submit_s <= self.last_submit_s:
+            self.last_submit_s = submit_s
+
+    def activity(self, submit_s: float) -> dict[str, float]:
+        return {
+            "n_finished": float(self.n),
+            "since_last_finish_s": submit_s - self.last_end_s,
+            "since_last_submit_s": submit_s - self.last_submit_s,
+        }
+
+    def features(self, request: float, cfg: HistorySettings) -> dict[str, float]:
+        """TARGET_STATS (and REQUEST_STATS): NaN where no job has finished."""
+        nan = float("nan")
+        if not self.recent:
+            return dict.fromkeys(TARGET_STATS + REQUEST_STATS, nan)
+        mean, spread = ew_moments(self.ew)
+        q = last_k_quantiles(np.zeros(len(self.recent)), np.asarray(self.recent), cfg.last_k,
+                             cfg.quantiles)[-1]  # fmt: skip
+        ratio = ew_moments(self.ratio_ew)[0]
+        return {
+            "last": self.recent[-1],
+            "mean2": float(np.mean(self.recent[-2:])),
+            "ewm": float(np.expm1(mean)),
+            "ewsd": spread,
+            "qlo": float(q[0]), "qmid": float(q[1]), "qhi": float(q[2]),
+            "ratio_ewm": ratio,
+            "request_scaled": request * float(np.exp(ratio)) if request > 0 else nan,
+        }  # fmt: skip
