@@ -69,6 +69,13 @@ def build(
         bool, typer.Option(help="fail on any bad row instead of excluding it")
     ] = False,
     since: Annotated[datetime | None, typer.Option(help="only tasks created since")] = None,
+    history: Annotated[
+        bool,
+        typer.Option(
+            help="add per-user/transformation/campaign history features of earlier finished "
+            "tasks (the service then reads them from the history store)"
+        ),
+    ] = False,
 ) -> None:
     """Build the training table (one row per task) from a PanDA-compatible history."""
     from scoutless.history.build import BadRowsError, build_table_from_db
@@ -84,6 +91,7 @@ def build(
                 strict,
                 since,
                 on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
+                with_history=history,
             )
     except BadRowsError as exc:
         console.print(f"[red]{exc}[/]")

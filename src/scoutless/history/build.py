@@ -19,7 +19,8 @@ from sklearn.model_selection import train_test_split
 from sqlalchemy import Engine, inspect
 
 from scoutless.config import Settings, get_settings
-from scoutless.features.spec import PANDA_FEATURES
+from scoutless.features.history import history_features, history_keys, history_specs, seconds
+from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import TargetBins, fit_recommendations, load_bins
@@ -229,7 +230,24 @@ def task_rows(history: History, report: BadRowReport, settings: Settings) -> pd.
     frame = frame.join(targets["n_jobs"])
     created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
     frame.insert(0, "creationdate", created.reindex(frame.index))
+    # when the task's last job ended: from then on its values are history for later tasks
+    ended = pd.to_datetime(clean.jobs.groupby("jeditaskid")["endtime"].max())
+    frame["finished_at"] = ended.reindex(frame.index)
     return frame.reset_index()
+
+
+def add_task_history(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+    """Per user / transformation / campaign: the history features of earlier finished tasks
+    (:mod:`scoutless.features.history`, the same component traces and the service use)."""
+    keys = history_keys(list(frame.columns))
+    history = history_features(
+        frame,
+        keys=keys,
+        values={t: frame[value_col(t)].to_numpy(dtype=float) for t in TARGET_NAMES},
+        submit_s=seconds(frame["creationdate"]),
+        finished_s=seconds(frame["finished_at"]),
+    )
+    return pd.concat([frame, history], axis=1), history_specs(list(keys), list(TARGET_NAMES))
 
 
 def finish_table(
@@ -241,8 +259,14 @@ def finish_table(
     bins: dict[str, TargetBins] | None = None,
     truth: pd.DataFrame | None = None,
     info: dict[str, object] | None = None,
+    with_history: bool = False,
 ) -> TrainingTable:
-    """Bins (given, from a file, or quantiles of all rows), classes, Bayes classes, splits."""
+    """Bins (given, from a file, or quantiles of all rows), classes, Bayes classes, splits;
+    ``with_history`` adds the per-user/transformation/campaign task-history features."""
+    features = list(PANDA_FEATURES)
+    if with_history:
+        frame, specs = add_task_history(frame)
+        features += specs
     if bins is None:
         values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
         bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
@@ -253,7 +277,7 @@ def finish_table(
     frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
     return TrainingTable(
         frame=frame,
-        features=list(PANDA_FEATURES),
+        features=features,
         bins=bins,
         source="panda",
         info={
@@ -272,6 +296,7 @@ def build_training_table(
     settings: Settings | None = None,
     truth: pd.DataFrame | None = None,
     bins: dict[str, TargetBins] | None = None,
+    with_history: bool = False,
 ) -> tuple[TrainingTable, BadRowReport]:
     """One row per usable task: features, target values and classes, scout estimates, splits.
 
@@ -285,8 +310,9 @@ def build_training_table(
         raise BadRowsError(_strict_message(report))
     info = {"n_tasks_in_history": len(history.tasks), "n_jobs_in_history": len(history.jobs)}
     table = finish_table(
-        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
-    )
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info,
+        with_history=with_history,
+    )  # fmt: skip
     return table, report
 
 
@@ -312,6 +338,7 @@ def build_table_from_db(
     bins: dict[str, TargetBins] | None = None,
     chunk_tasks: int = 100_000,
     on_chunk: Callable[[int, int], None] | None = None,
+    with_history: bool = False,
 ) -> tuple[TrainingTable, BadRowReport]:
     """Read the history chunk by chunk of tasks (bounded memory), then bin and split once.
 
@@ -346,6 +373,7 @@ def build_table_from_db(
     truth = pd.concat(truths) if truths else None
     info = {"n_tasks_in_history": len(ids), "n_jobs_in_history": n_jobs}
     table = finish_table(
-        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
-    )
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info,
+        with_history=with_history,
+    )  # fmt: skip
     return table, report
