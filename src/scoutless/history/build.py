@@ -230,9 +230,22 @@ def task_rows(history: History, report: BadRowReport, settings: Settings) -> pd.
     frame = frame.join(targets["n_jobs"])
     created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
     frame.insert(0, "creationdate", created.reindex(frame.index))
-    # when the task's last job ended: from then on its values are history for later tasks
-    ended = pd.to_datetime(clean.jobs.groupby("jeditaskid")["endtime"].max())
-    frame["finished_at"] = ended.reindex(frame.index)
+    frame["finished_at"] = task_end_times(clean.jobs).reindex(frame.index)
+    return frame.reset_index()
+
+
+def task_end_times(jobs: pd.DataFrame) -> pd.Series:
+    """When each task's last job ended: from then on its values are history for later tasks."""
+    return pd.to_datetime(jobs.groupby("jeditaskid")["endtime"].max())
+
+
+def task_history_frame(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, values: pd.DataFrame
+) -> pd.DataFrame:
+    """Finished tasks as history-store input: keys, creation and end time, ``{t}_value``."""
+    frame = tasks.set_index("jeditaskid")
+    frame = frame.join(values[[t for t in TARGET_NAMES if t in values]].add_suffix("_value"))
+    frame["finished_at"] = task_end_times(jobs).reindex(frame.index)
     return frame.reset_index()
 
 
