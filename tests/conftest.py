@@ -13,7 +13,7 @@ import pytest
 
 from scoutless.features.spec import FeatureSpec
 from scoutless.history.table import TrainingTable
-from scoutless.targets.bins import TargetBins
+from scoutless.targets.bins import TargetBins, fit_bins
 
 SMALL_FEATURES = [
     FeatureSpec("username", "categorical"),
@@ -63,7 +63,10 @@ def make_small_table(n: int = 3000, seed: int = 0) -> TrainingTable:
     frame["memory_class"] = frame["memory_class"].astype(np.int64)
     frame["split_random"] = np.where(rng.random(n) < 0.2, "test", "train")
     frame["split_time"] = np.where(np.arange(n) >= 0.8 * n, "test", "train")
-    return TrainingTable(frame, list(SMALL_FEATURES), dict(SMALL_BINS), source="test")
+    train = frame[frame["split_random"] == "train"]
+    values = {t: train[f"{t}_value"].to_numpy() for t in SMALL_BINS}
+    bins = fit_bins(values, given=SMALL_BINS)  # recommendations from the training rows
+    return TrainingTable(frame, list(SMALL_FEATURES), bins, source="test")
 
 
 @pytest.fixture(scope="session")

@@ -34,12 +34,12 @@ from scoutless.features.encoders import (
     SchemaError,
 )
 from scoutless.features.spec import FeatureSpec
+from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
 from scoutless.models.base import ClassModel
 from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
-from scoutless.ops.registry import resolve_champion
 from scoutless.targets.bins import TargetBins
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
 FORMAT_VERSION = 1
@@ -52,17 +52,14 @@ __all__ = [
     "Predictor",
     "SchemaError",
     "load_bundle",
+    "read_manifest",
     "save_bundle",
 ]
 
 
-class BundleError(ValueError):
-    """A bundle folder that is missing a part or names something it does not hold."""
-
-
 def model_types() -> dict[str, type]:
     """Model family name -> class with ``load(folder)``; imported lazily (torch is heavy)."""
-    from scoutless.models.dnn_trainer import DNNModel
+    from scoutless.models.dnn_model import DNNModel
     from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 
     return {"xgb": XGBLabelModel, "xgb_native": XGBNativeModel, "dnn": DNNModel}
@@ -249,14 +246,6 @@ class Predictor:
         if self._reference is None:
             self._reference = pd.read_parquet(self.path / self.manifest["reference"])
         return self._reference.copy()
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    file = path / MANIFEST
-    if not file.is_file():
-        raise BundleError(f"{path} is not a bundle: no {MANIFEST}")
-    return json.loads(file.read_text())
 
 
 def load_bundle(path: str | Path) -> Predictor:

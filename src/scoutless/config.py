@@ -52,6 +52,37 @@ class HistorySettings(BaseModel):
     )
 
 
+class SplitSettings(BaseModel):
+    """How rows are held out: the table's test split, then the parts of its training rows."""
+
+    test_fraction: float = Field(0.15, gt=0, lt=1, description="test share, random and time")
+    fit_fraction: float = Field(0.70, gt=0, description="training rows the models are fitted on")
+    validation_fraction: float = Field(
+        0.15, gt=0, description="early stopping, tuning, temperature and the champion"
+    )
+    calibration_fraction: float = Field(
+        0.15, gt=0, description="held out for the risk and safe policies"
+    )
+
+    def part_fractions(self) -> dict[str, float]:
+        return {
+            "fit": self.fit_fraction,
+            "validation": self.validation_fraction,
+            "calibration": self.calibration_fraction,
+        }
+
+
+class TrainingSettings(BaseModel):
+    """Sizes that shape a training table and a bundle."""
+
+    min_train_values: int = Field(
+        5, ge=1, description="a trace target with fewer training values is dropped"
+    )
+    reference_rows: int = Field(
+        5000, ge=1, description="training rows kept in a bundle as the drift reference"
+    )
+
+
 class ServiceSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -78,6 +109,8 @@ class Settings(BaseSettings):
     seed: int = 42
     panda: PandaDefaults = PandaDefaults()
     targets: TargetSettings = TargetSettings()
+    splits: SplitSettings = SplitSettings()
+    training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
     history: HistorySettings = HistorySettings()
 

@@ -11,8 +11,9 @@ from panda_history import load_into, make_history_frames
 
 from scoutless.features.spec import MEASURED_COLUMNS, PANDA_FEATURES
 from scoutless.history.build import BadRowsError, build_training_table
-from scoutless.history.panda_db import fetch_task_features, read_history
+from scoutless.history.panda_db import read_history
 from scoutless.history.table import TableError, TrainingTable
+from scoutless.history.task_reader import fetch_task_features
 from scoutless.targets.spec import TARGET_NAMES, class_col, scout_class_col, value_col
 
 
@@ -129,9 +130,9 @@ def test_fetch_task_features_matches_training_features(sqlite_engine, history_fr
     load_into(sqlite_engine, history_frames)
     table, _ = build_training_table(read_history(sqlite_engine))
     tid = int(table.frame["jeditaskid"].iloc[7])
-    served = fetch_task_features(sqlite_engine, tid)
+    served = pd.DataFrame([fetch_task_features(sqlite_engine, tid)], index=[tid])
     trained = table.frame.set_index("jeditaskid").loc[[tid], table.feature_names]
-    pd.testing.assert_frame_equal(served, trained, check_dtype=False)
+    pd.testing.assert_frame_equal(served, trained, check_dtype=False, check_names=False)
 
 
 def test_custom_bins_file_and_quantile_mode(history_frames, tmp_path):
@@ -190,3 +191,29 @@ def test_task_history_features_use_only_tasks_finished_before(sqlite_engine, his
         if len(earlier):
             last = earlier.sort_values("finished_at", kind="stable").iloc[-1]
             assert task["user_memory_last"] == pytest.approx(last[value_col("memory")])
+
+
+def test_bins_and_recommendations_are_fitted_on_training_rows_only(history_frames, tmp_path):
+    """Quantile edges and recommended values never see a test row (no evaluation leak)."""
+    from scoutless.config import Settings
+    from scoutless.history.build import BadRowReport, finish_table, task_rows
+    from scoutless.history.panda_db import History
+
+    f = history_frames
+    history = History(
+        f["jedi_tasks"], f["jedi_taskparams"].set_index("jeditaskid")["taskparams"],
+        f["jedi_datasets"], f["jobsarchived4"],
+    )  # fmt: skip
+    bins_file = tmp_path / "bins.toml"
+    bins_file.write_text('[walltime]\nmode = "quantiles"\nn_classes = 3\n')
+    settings = Settings()
+    frame = task_rows(history, BadRowReport(), settings)
+    table = finish_table(frame, BadRowReport(), settings=settings, bins_file=bins_file)
+    test = (table.frame["split_random"] == "test").to_numpy()
+    moved = frame.copy()
+    moved.loc[test, value_col("walltime")] *= 100
+    again = finish_table(moved, BadRowReport(), settings=settings, bins_file=bins_file)
+    assert (again.frame["split_random"] == table.frame["split_random"]).all()
+    assert again.bins["walltime"].edges == table.bins["walltime"].edges
+    assert again.bins["walltime"].recommended == table.bins["walltime"].recommended
+    assert table.info["bins_fitted_on"] == "split_random train rows"

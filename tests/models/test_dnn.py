@@ -8,7 +8,9 @@ import torch
 
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn import Dropout, TabularMLP, embedding_dim
-from scoutless.models.dnn_trainer import DNNModel, DNNParams, numeric_input
+from scoutless.models.dnn_inputs import numeric_input
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
 
 torch.set_num_threads(1)
 
@@ -154,3 +156,31 @@ def test_small_tables_get_smaller_batches():
     assert effective_batch_size(2048, 6000) == 187  # 32 steps per epoch
     assert effective_batch_size(2048, 500) == 64
     assert effective_batch_size(128, 100_000) == 128
+
+
+def test_unfitted_model_has_no_classes_and_refuses_to_predict_or_save(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    model = _model()
+    assert not hasattr(model, "classes_")
+    X, y = _toy(100, 10)
+    with pytest.raises(NotFittedError, match="dnn: not fitted"):
+        model.predict_proba(X)
+    with pytest.raises(NotFittedError, match="dnn: not fitted"):
+        model.save(tmp_path)
+    model.fit(X, y, eval_set=(X, y))
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2])
+    assert not hasattr(model.with_params(model.params), "classes_")  # the copy is unfitted
+    model.save(tmp_path)
+    np.testing.assert_array_equal(DNNModel.load(tmp_path).classes_, [0, 1, 2])
+
+
+def test_numpy_pass_finds_layers_by_type_and_refuses_unknown_blocks():
+    from scoutless.models.dnn_inference import InferenceWeights, hidden_layers
+
+    net = TabularMLP(cardinalities=[4], d_numerical=2, n_classes=3, d_hidden=(8, 5),
+                     dropouts=(0.0, 0.1))  # fmt: skip
+    weights = InferenceWeights.of(net.eval())
+    assert [w.shape for w, _ in weights.layers] == [(3 + 2, 8), (8, 5), (5, 3)]
+    with pytest.raises(TypeError, match="expected Linear"):
+        hidden_layers(torch.nn.Sequential(torch.nn.ReLU()))

@@ -63,3 +63,20 @@ def test_grid_points_and_search_report_every_point():
     best, results = grid_search_xgb(make, X, y, grid={"max_depth": [1, 4]}, n_folds=2)
     assert [r["params"] for r in results] == [{"max_depth": 1}, {"max_depth": 4}]
     assert best == max(results, key=lambda r: r["cv_macro_f1"])["params"]
+
+
+@pytest.mark.parametrize("cls", [XGBLabelModel, XGBNativeModel])
+def test_unfitted_model_has_no_classes_and_refuses_to_predict_or_save(cls, tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    model = cls(n_classes=4, n_jobs=1, n_estimators=5)
+    assert not hasattr(model, "classes_")
+    X, y = _toy(200, 4)
+    with pytest.raises(NotFittedError, match=f"{cls.name}: not fitted"):
+        model.predict_proba(X)
+    with pytest.raises(NotFittedError, match=f"{cls.name}: not fitted"):
+        model.save(tmp_path)
+    model.fit(X, y, eval_set=(X, y))
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2, 3])
+    model.save(tmp_path)
+    np.testing.assert_array_equal(cls.load(tmp_path).classes_, [0, 1, 2, 3])

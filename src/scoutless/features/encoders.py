@@ -11,15 +11,14 @@ with the wrong columns or types is refused with a :class:`SchemaError` that name
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Number
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from scoutless.features.normalise import category_text, is_category_scalar, number_or_none
 from scoutless.features.spec import FeatureSpec
 
 UNKNOWN_INDEX = 0
@@ -64,41 +63,6 @@ class EncodedFeatures:
 
 Records = Sequence[Mapping[str, Any]]
 FeatureInput = pd.DataFrame | Records | Mapping[str, Any]
-
-
-def category_text(value: Any) -> str | None:
-    """One categorical value as text; None for missing. Integral floats lose their '.0'."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if value.is_integer():
-            return str(int(value))
-    if isinstance(value, np.floating | np.integer):
-        return category_text(value.item())
-    text = str(value)
-    return text or None
-
-
-def _is_category_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | Number | bool | np.generic)
-
-
-def _number(value: Any) -> float | None:
-    """A numerical value as float; None when it is not a number (wrong type)."""
-    if value is None or value is pd.NA:
-        return math.nan
-    if isinstance(value, bool | np.bool_):
-        return float(value)
-    if isinstance(value, Number | np.number):
-        return float(value)  # type: ignore[arg-type]
-    if isinstance(value, str):
-        try:
-            return float(value) if value.strip() else math.nan
-        except ValueError:
-            return None
-    return None
 
 
 def signed_log1p(x: np.ndarray) -> np.ndarray:
@@ -299,7 +263,7 @@ class FeatureEncoder:
                 out.append(v or None)
             elif v is None:
                 out.append(None)
-            elif _is_category_scalar(v) or v is pd.NA:
+            elif is_category_scalar(v):
                 out.append(category_text(v))
             else:
                 return None
@@ -312,7 +276,7 @@ class FeatureEncoder:
         numbers: list[float] = []
         for v in values:  # one pass; plain float/int (request JSON) skip the general path
             kind = type(v)
-            number = float(v) if kind is float or kind is int else _number(v)
+            number = float(v) if kind is float or kind is int else number_or_none(v)
             if number is None:
                 return None
             numbers.append(number)

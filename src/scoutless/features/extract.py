@@ -1,19 +1,27 @@
 """Submission-time features of PanDA tasks: the one place they are computed.
 
-Training (history → table), the service (a task fetched from the database, or a PanDA
-task-parameter JSON posted to it) and monitoring all call these functions, so a feature
-is never computed two ways.
+Each feature is written once, over plain values: :func:`features_of` takes one task's
+``jedi_tasks`` row, its task parameters and its ``jedi_datasets`` rows (mappings) and
+returns its feature dict. Everything else wraps that function: :func:`task_features`
+applies it to a whole history (training, monitoring), the service applies it to a task
+fetched by id (``history.panda_db.fetch_task_features``) and to posted task parameters
+(:func:`features_from_taskparams`). A single task therefore costs microseconds, not a
+DataFrame's milliseconds, and no path can compute a feature differently from another.
+
+Raw values become feature values through :mod:`scoutless.features.normalise` only.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from scoutless.features.normalise import category_text, number, number_or_none
 from scoutless.features.spec import PANDA_FEATURES, feature_names
 
 #: PanDA task-parameter keys (as submitted, camelCase) → jedi_tasks column names.
@@ -38,16 +46,27 @@ TASKPARAM_TO_COLUMN: dict[str, str] = {
     "ramCountUnit": "ramcountunit",
 }
 
-#: Features read from the task parameters only (not columns of jedi_tasks).
-TASKPARAM_FEATURES: dict[str, str] = {
-    "ramCount": "requested_ramcount",
-    "nEventsPerJob": "nevents_per_job",
-    "nFilesPerJob": "nfiles_per_job",
-}
-
 FEATURE_NAMES: list[str] = feature_names(PANDA_FEATURES)
 CATEGORICAL: list[str] = [f.name for f in PANDA_FEATURES if f.kind == "categorical"]
 NUMERICAL: list[str] = [f.name for f in PANDA_FEATURES if f.kind == "numerical"]
+
+_PARAMS_SOURCE = "jedi_taskparams."
+#: Features read from the task parameters only (key as submitted → feature name).
+TASKPARAM_FEATURES: dict[str, str] = {
+    f.source.removeprefix(_PARAMS_SOURCE): f.name
+    for f in PANDA_FEATURES
+    if f.source.startswith(_PARAMS_SOURCE)
+}
+#: jedi_tasks columns that are features as they are (categorical, numerical).
+_TASK_CATEGORICAL = [f.name for f in PANDA_FEATURES if f.source == "jedi_tasks" and f.kind == "categorical"]  # fmt: skip
+_TASK_NUMERICAL = [f.name for f in PANDA_FEATURES if f.source == "jedi_tasks" and f.kind == "numerical"]  # fmt: skip
+#: Every jedi_tasks column the feature code reads (the database fetch selects these).
+TASK_COLUMNS_READ: list[str] = ["taskname", *_TASK_CATEGORICAL, *_TASK_NUMERICAL]
+#: Every jedi_datasets column the feature code reads.
+DATASET_COLUMNS_READ: list[str] = ["type", "masterid", "nfiles", "nevents"]
+_DTYPES = {f.name: object if f.kind == "categorical" else float for f in PANDA_FEATURES}
+INPUT_COUNT_FEATURES = ("n_input_datasets", "input_nfiles", "input_nevents")
+_MASTER_INPUT_TYPES = frozenset({"input", "pseudo_input"})
 
 
 def project_of(taskname: object) -> str | None:
@@ -59,7 +78,7 @@ def project_of(taskname: object) -> str | None:
 
 def parse_taskparams(raw: object) -> dict[str, Any]:
     """A task-parameter JSON as stored (text) or already decoded; {} when absent."""
-    if raw is None or (isinstance(raw, float) and np.isnan(raw)):
+    if raw is None or raw is pd.NA or (isinstance(raw, float) and math.isnan(raw)):
         return {}
     if isinstance(raw, Mapping):
         return dict(raw)
@@ -71,39 +90,67 @@ def parse_taskparams(raw: object) -> dict[str, Any]:
     raise TypeError(f"taskparams of type {type(raw).__name__}, expected JSON text or a mapping")
 
 
-def input_counts(datasets: pd.DataFrame) -> pd.DataFrame:
-    """Per task: number of master input datasets, their files and events.
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def input_counts(datasets: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Number of master input datasets of one task, their files and events (NaN if none).
 
     Only master inputs count (type 'input' or 'pseudo_input', no masterid): secondary
     inputs such as pile-up are attached to a master and would double-count files.
     """
-    cols = ["n_input_datasets", "input_nfiles", "input_nevents"]
-    if datasets.empty:
-        return pd.DataFrame(columns=cols, index=pd.Index([], name="jeditaskid"), dtype=float)
-    is_master_input = datasets["type"].isin(["input", "pseudo_input"]) & datasets["masterid"].isna()
-    inputs = datasets[is_master_input]
-    grouped = inputs.groupby("jeditaskid")
-    return pd.DataFrame(
-        {
-            "n_input_datasets": grouped.size().astype(float),
-            "input_nfiles": grouped["nfiles"].sum(min_count=1).astype(float),
-            "input_nevents": grouped["nevents"].sum(min_count=1).astype(float),
-        }
-    )
+    n_inputs, files, events = 0, math.nan, math.nan
+    for dataset in datasets:
+        if dataset.get("type") not in _MASTER_INPUT_TYPES or not _missing(dataset.get("masterid")):
+            continue
+        n_inputs += 1
+        if not math.isnan(nfiles := number(dataset.get("nfiles"))):
+            files = nfiles if math.isnan(files) else files + nfiles
+        if not math.isnan(nevents := number(dataset.get("nevents"))):
+            events = nevents if math.isnan(events) else events + nevents
+    return {
+        "n_input_datasets": float(n_inputs) if n_inputs else math.nan,
+        "input_nfiles": files,
+        "input_nevents": events,
+    }
 
 
-def _taskparam_columns(taskparams: pd.Series) -> pd.DataFrame:
-    parsed = taskparams.map(parse_taskparams)
-    out = pd.DataFrame(index=taskparams.index)
-    for key, col in TASKPARAM_FEATURES.items():
-        out[col] = pd.to_numeric(parsed.map(lambda p, k=key: p.get(k)), errors="coerce")
-    return out
+def features_of(
+    task: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+    datasets: Iterable[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One task's features in ``FEATURE_NAMES`` order: categories as text or None, numbers
+    as float (NaN when missing). ``task`` holds jedi_tasks columns, ``params`` the decoded
+    task parameters, ``datasets`` the task's jedi_datasets rows (None: counts unknown)."""
+    values: dict[str, Any] = {name: category_text(task.get(name)) for name in _TASK_CATEGORICAL}
+    values["project"] = category_text(project_of(task.get("taskname")))
+    for name in _TASK_NUMERICAL:
+        values[name] = number(task.get(name))
+    for key, name in TASKPARAM_FEATURES.items():
+        values[name] = number(params.get(key)) if params else math.nan
+    values.update(input_counts(datasets or ()))
+    return {name: values[name] for name in FEATURE_NAMES}
 
 
-def _as_categorical_text(series: pd.Series) -> pd.Series:
-    """Categories as strings; None stays missing (the encoders map it to 'unknown')."""
-    text = series.astype("object").where(series.notna(), None)
-    return text.map(lambda v: None if v is None or v == "" else str(v))
+def _rows(frame: pd.DataFrame, columns: list[str]) -> Iterator[dict[str, Any]]:
+    """A frame's rows as plain dicts of the given columns (absent columns left out)."""
+    present = [c for c in columns if c in frame.columns]
+    lists = [frame[c].tolist() for c in present]
+    for values in zip(*lists, strict=True):
+        yield dict(zip(present, values, strict=True))
+
+
+def _datasets_by_task(datasets: pd.DataFrame | None) -> dict[Any, list[dict[str, Any]]]:
+    grouped: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    if datasets is None or datasets.empty:
+        return grouped
+    for task_id, row in zip(
+        datasets["jeditaskid"].tolist(), _rows(datasets, DATASET_COLUMNS_READ), strict=True
+    ):
+        grouped[task_id].append(row)
+    return grouped
 
 
 def task_features(
@@ -114,30 +161,22 @@ def task_features(
     """Feature frame indexed by jeditaskid, columns in ``FEATURE_NAMES`` order.
 
     ``tasks`` has jedi_tasks columns (a ``jeditaskid`` column or index); ``taskparams`` maps
-    jeditaskid → task-parameter JSON; ``datasets`` has jedi_datasets rows.
+    jeditaskid → task-parameter JSON; ``datasets`` has jedi_datasets rows (None: the input
+    counts are unknown). Each row goes through :func:`features_of`.
     """
-    tasks = tasks.set_index("jeditaskid") if "jeditaskid" in tasks.columns else tasks
-    out = pd.DataFrame(index=tasks.index)
-    for name in CATEGORICAL:
-        if name == "project":
-            source = tasks.get("taskname", pd.Series(None, index=tasks.index))
-            out[name] = source.map(project_of)
-        else:
-            out[name] = tasks.get(name, pd.Series(None, index=tasks.index, dtype=object))
-        out[name] = _as_categorical_text(out[name])
-    for name in NUMERICAL:
-        if name in tasks.columns:
-            out[name] = pd.to_numeric(tasks[name], errors="coerce").astype(float)
-    if taskparams is not None and len(taskparams):
-        out = out.join(_taskparam_columns(taskparams))
-    if datasets is not None:
-        out = out.join(input_counts(datasets))
-    for name in NUMERICAL:
-        if name not in out.columns:
-            out[name] = np.nan
-        out[name] = out[name].astype(float)
-    out.index.name = "jeditaskid"
-    return out[FEATURE_NAMES]
+    ids = (tasks["jeditaskid"] if "jeditaskid" in tasks.columns else tasks.index).tolist()
+    params = taskparams.to_dict() if taskparams is not None else {}
+    by_task = _datasets_by_task(datasets)
+    rows = [
+        features_of(task, parse_taskparams(params.get(task_id)), by_task.get(task_id, ()))
+        for task_id, task in zip(ids, _rows(tasks, TASK_COLUMNS_READ), strict=True)
+    ]
+    index = pd.Index(ids, name="jeditaskid")
+    columns = {
+        name: pd.Series([row[name] for row in rows], index=index, dtype=_DTYPES[name])
+        for name in FEATURE_NAMES
+    }
+    return pd.DataFrame(columns, index=index)
 
 
 def features_from_taskparams(params: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -148,12 +187,12 @@ def features_from_taskparams(params: Mapping[str, Any] | str) -> dict[str, Any]:
     ``input_nfiles``/``input_nevents``/``n_input_datasets`` if the caller knows them.
     """
     p = parse_taskparams(params)
-    row = {col: p.get(key) for key, col in TASKPARAM_TO_COLUMN.items()}
-    row["jeditaskid"] = p.get("jediTaskID", 0)
-    tasks = pd.DataFrame([row])
-    taskparams = pd.Series([p], index=pd.Index([row["jeditaskid"]], name="jeditaskid"))
-    frame = task_features(tasks, taskparams)
-    for key in ("n_input_datasets", "input_nfiles", "input_nevents"):
+    task = {column: p.get(key) for key, column in TASKPARAM_TO_COLUMN.items()}
+    features = features_of(task, p)
+    for key in INPUT_COUNT_FEATURES:
         if key in p:
-            frame[key] = float(p[key])
-    return frame.iloc[0].to_dict()
+            value = number_or_none(p[key])
+            if value is None:
+                raise ValueError(f"taskparams key {key!r}: {p[key]!r} is not a number")
+            features[key] = value
+    return features

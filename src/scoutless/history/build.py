@@ -15,15 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 from sqlalchemy import Engine, inspect
 
 from scoutless.config import Settings, get_settings
 from scoutless.features.history import history_features, history_keys, history_specs, seconds
 from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, task_ids
-from scoutless.history.table import TrainingTable
-from scoutless.targets.bins import TargetBins, fit_recommendations, load_bins
+from scoutless.history.splits import random_split, time_split
+from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
+from scoutless.targets.bins import TargetBins, fit_bins, load_bins
 from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
 from scoutless.targets.spec import (
     TARGET_NAMES,
@@ -35,7 +35,7 @@ from scoutless.targets.spec import (
     value_col,
 )
 
-TEST_FRACTION = 0.15
+BINS_SPLIT = "random"  # a PanDA table's default split: its train rows fit the bins
 SYNTHETIC_TRUTH_TABLE = "scoutless_synthetic_truth"  # written by history.synthetic
 
 
@@ -159,24 +159,16 @@ def scout_wait_hours(jobs: pd.DataFrame, tasks: pd.DataFrame, n_scouts: int) -> 
     )
 
 
-def assign_splits(frame: pd.DataFrame, seed: int, stratify_on: str | None) -> pd.DataFrame:
-    """``split_random``: stratified 85/15; ``split_time``: the latest 15 % are the test set."""
-    out = frame.copy()
-    labels = out[stratify_on] if stratify_on else None
-    if labels is not None and labels.value_counts().min() < 2:
-        labels = None
-    test_idx = out.index[:0]
-    if len(out) >= 2:
-        try:
-            _, test_idx = train_test_split(
-                out.index, test_size=TEST_FRACTION, random_state=seed, stratify=labels
-            )
-        except ValueError:  # too few rows per class to stratify: plain random split
-            _, test_idx = train_test_split(out.index, test_size=TEST_FRACTION, random_state=seed)
-    out["split_random"] = np.where(out.index.isin(test_idx), "test", "train")
-    rank = out["creationdate"].rank(method="first")
-    out["split_time"] = np.where(rank > len(out) * (1 - TEST_FRACTION), "test", "train")
-    return out
+def split_columns(
+    frame: pd.DataFrame, *, seed: int, test_fraction: float, strata: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """``split_random``: stratified on ``strata``; ``split_time``: the latest rows are test."""
+    return {
+        "split_random": random_split(
+            len(frame), seed=seed, test_fraction=test_fraction, strata=strata
+        ),
+        "split_time": time_split(frame["creationdate"].to_numpy(), test_fraction),
+    }
 
 
 def add_classes(frame: pd.DataFrame, bins: dict[str, TargetBins]) -> pd.DataFrame:
@@ -263,6 +255,33 @@ def add_task_history(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[FeatureSpe
     return pd.concat([frame, history], axis=1), history_specs(list(keys), list(TARGET_NAMES))
 
 
+def _fit_table_bins(
+    frame: pd.DataFrame,
+    split: np.ndarray,
+    bins_file: Path | None,
+    given: dict[str, TargetBins] | None,
+) -> dict[str, TargetBins]:
+    """Bins fitted on the rows the default (random) split trains on: quantile edges and
+    recommended values never see a test row (``given`` bins keep their edges)."""
+    targets = list(given) if given is not None else list(TARGET_NAMES)
+    train = split == "train"
+    values = {t: frame[value_col(t)].to_numpy(dtype=float)[train] for t in targets}
+    return fit_bins(values, path=bins_file, given=given)
+
+
+def _split_strata(
+    frame: pd.DataFrame, bins_file: Path | None, given: dict[str, TargetBins] | None
+) -> np.ndarray | None:
+    """Memory class of every row, to stratify the random split on. Binned over all rows —
+    the split may look at labels (every stratified split does); no model or bin edge does."""
+    if given is None:
+        values = {"memory": frame[value_col("memory")].to_numpy(dtype=float)}
+        given = load_bins(bins_file, values=values, targets=["memory"])
+    if "memory" not in given:
+        return None
+    return given["memory"].classify(frame[value_col("memory")].to_numpy(dtype=float))
+
+
 def finish_table(
     frame: pd.DataFrame,
     report: BadRowReport,
@@ -274,20 +293,22 @@ def finish_table(
     info: dict[str, object] | None = None,
     with_history: bool = False,
 ) -> TrainingTable:
-    """Bins (given, from a file, or quantiles of all rows), classes, Bayes classes, splits;
-    ``with_history`` adds the per-user/transformation/campaign task-history features."""
+    """Splits, then bins fitted on the training rows (given, from a file, or quantiles),
+    classes and Bayes classes; ``with_history`` adds the per-user/transformation/campaign
+    task-history features."""
     features = list(PANDA_FEATURES)
     if with_history:
         frame, specs = add_task_history(frame)
         features += specs
-    if bins is None:
-        values = {t: frame[value_col(t)].to_numpy() for t in TARGET_NAMES}
-        bins = load_bins(bins_file, values=values, targets=list(TARGET_NAMES))
-    bins = {t: fit_recommendations(b, frame[value_col(t)].to_numpy()) for t, b in bins.items()}
+    strata = _split_strata(frame, bins_file, bins)
+    splits = split_columns(
+        frame, seed=settings.seed, test_fraction=settings.splits.test_fraction, strata=strata
+    )
+    bins = _fit_table_bins(frame, splits[SPLIT_COLUMNS[BINS_SPLIT]], bins_file, bins)
     frame = add_classes(frame, bins)
     if truth is not None and len(truth):
         frame = add_bayes(frame, truth, bins)
-    frame = assign_splits(frame, settings.seed, stratify_on=class_col("memory"))
+    frame = frame.assign(**splits)
     return TrainingTable(
         frame=frame,
         features=features,
@@ -296,6 +317,7 @@ def finish_table(
         info={
             "fingerprint": fingerprint(frame),
             **(info or {}),
+            "bins_fitted_on": f"{SPLIT_COLUMNS[BINS_SPLIT]} train rows",
             "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
         },
     )

@@ -57,13 +57,20 @@ class History:
         return task_features(self.tasks, self.taskparams, self.datasets)
 
 
-def make_engine(url: str, *, create_dirs: bool = True) -> Engine:
-    """Engine for a URL; SQLite files get their folder created and WAL + busy timeout."""
+def make_engine(url: str, *, create_dirs: bool = True, for_reads: bool = False) -> Engine:
+    """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
+
+    ``for_reads``: an engine for short single-statement reads (the service's task
+    lookups): autocommit and no pre-ping, so a read is one round trip and not three; the
+    caller retries a dropped connection itself (``history.task_reader.TaskReader``)."""
+    options: dict[str, Any] = {}
+    if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
+        options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         if create_dirs:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30})
+        engine = create_engine(url, connect_args={"timeout": 30}, **options)
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -73,7 +80,7 @@ def make_engine(url: str, *, create_dirs: bool = True) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=not for_reads, **options)
 
 
 def create_schema(engine: Engine) -> None:
@@ -141,14 +148,6 @@ def read_history(
         datasets=cat("datasets", DATASET_COLUMNS),
         jobs=cat("jobs", JOB_COLUMNS),
     )
-
-
-def fetch_task_features(engine: Engine, jeditaskid: int) -> pd.DataFrame:
-    """One task's submission-time features (one row), through the training code path."""
-    history = read_history(engine, [jeditaskid], with_jobs=False)
-    if history.tasks.empty:
-        raise TaskNotFound(jeditaskid)
-    return history.features()
 
 
 def write_frame(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:

@@ -3,6 +3,9 @@
 A model sees only :class:`~scoutless.features.encoders.EncodedFeatures` (never pandas or
 a database) and predicts ordinal classes ``0 .. n_classes - 1``; ``predict_proba``
 columns follow ``classes_ = arange(n_classes)`` even when a class was absent in training.
+As in scikit-learn, ``classes_`` and the other trailing-underscore attributes exist only
+once the model is fitted (or loaded); predicting or saving before raises
+:class:`NotFittedError`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 
 from scoutless.features.encoders import EncodedFeatures
 
@@ -48,6 +52,13 @@ class ClassModel(Protocol):
 
     @classmethod
     def load(cls, folder: Path) -> ClassModel: ...
+
+
+def check_fitted(model: object, attribute: str) -> None:
+    """Raise :class:`NotFittedError` naming the model unless ``attribute`` was set by fit/load."""
+    if getattr(model, attribute, None) is None:
+        name = getattr(model, "name", type(model).__name__)
+        raise NotFittedError(f"{name}: not fitted yet; call fit() or load() before using it")
 
 
 def check_labels(y: np.ndarray, n_classes: int, where: str) -> np.ndarray:

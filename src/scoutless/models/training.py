@@ -38,9 +38,11 @@ from scoutless.bundle import BundleContents, save_bundle
 from scoutless.config import get_settings
 from scoutless.evaluation.baselines import majority_class
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.history.splits import assign_parts
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
-from scoutless.models.dnn_trainer import DNNModel, DNNParams
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
 from scoutless.models.guard import (
     ServingGuard,
     baseline_classes,
@@ -49,11 +51,10 @@ from scoutless.models.guard import (
 )
 from scoutless.models.tuning import grid_search_xgb, random_search_dnn
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
-from scoutless.targets.bins import fit_recommendations
 from scoutless.targets.spec import class_col, value_col
 
 MODEL_NAMES: tuple[str, ...] = ("xgb", "xgb_native", "dnn")
-PART_FRACTIONS: dict[str, float] = {"fit": 0.70, "validation": 0.15, "calibration": 0.15}
+PART_FRACTIONS: dict[str, float] = get_settings().splits.part_fractions()
 REFERENCE_ROWS = 5000
 
 
@@ -67,27 +68,6 @@ def check_model_names(models: Sequence[str]) -> list[str]:
     if unknown or not names:
         raise TrainingError(f"models {unknown or names} unknown; choose from {list(MODEL_NAMES)}")
     return list(dict.fromkeys(names))
-
-
-def assign_parts(
-    strata: np.ndarray, fractions: dict[str, float] = PART_FRACTIONS, seed: int = 42
-) -> np.ndarray:
-    """Part name per row, each stratum split by ``fractions`` (rows shuffled with ``seed``).
-
-    Works for strata of any size: a stratum of one row goes to the first part.
-    """
-    rng = np.random.default_rng(seed)
-    names = np.array(list(fractions), dtype=object)
-    cuts = np.cumsum(list(fractions.values()))
-    cuts = cuts / cuts[-1]
-    parts = np.empty(len(strata), dtype=object)
-    _, inverse = np.unique(strata, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    for group in np.unique(inverse):
-        rows = rng.permutation(np.flatnonzero(inverse == group))
-        position = (np.arange(len(rows)) + 0.5) / len(rows)
-        parts[rows] = names[np.searchsorted(cuts, position, side="right").clip(0, len(names) - 1)]
-    return parts
 
 
 def data_fingerprint(table: TrainingTable) -> str:
@@ -335,7 +315,7 @@ def train_bundle(
         raise TrainingError(f"split {split!r} has {len(train)} train rows; need at least 10")
     targets = table.targets
     strata = np.column_stack([train[class_col(t)].to_numpy() for t in targets])
-    parts = assign_parts(strata, seed=seed)
+    parts = assign_parts(strata, PART_FRACTIONS, seed=seed)
     encoder = FeatureEncoder(table.features).fit(train[parts == "fit"])
     encoded = encoder.transform(train)
     params = dnn_params or DNNParams()
@@ -400,10 +380,7 @@ def train_bundle(
 
     fingerprint = data_fingerprint(table)
     created = datetime.now(UTC)
-    bins = {
-        t: fit_recommendations(b, train[value_col(t)].to_numpy(dtype=float))
-        for t, b in table.bins.items()
-    }
+    bins = table.bins  # fitted on the table's training rows: the bundle recommends the same
     manifest = {
         "version": f"{created:%Y%m%dT%H%M%SZ}-{fingerprint[:8]}",
         "created": created.isoformat(timespec="seconds").replace("+00:00", "Z"),

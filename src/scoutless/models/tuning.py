@@ -18,7 +18,8 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 
 from scoutless.features.encoders import EncodedFeatures
-from scoutless.models.dnn_trainer import DNNModel, DNNParams
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
 from scoutless.models.xgb import _XGBModel
 
 DEFAULT_XGB_GRID: dict[str, list[Any]] = {"max_depth": [4, 6, 8], "learning_rate": [0.1, 0.3]}

@@ -15,7 +15,7 @@ import numpy as np
 import xgboost as xgb
 
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
-from scoutless.models.base import check_labels
+from scoutless.models.base import check_fitted, check_labels
 
 DEFAULT_PARAMS: dict[str, Any] = {
     "max_depth": 6,
@@ -54,7 +54,6 @@ class _XGBModel:
         self.early_stopping_rounds = early_stopping_rounds
         self.n_jobs = n_jobs
         self.seed = seed
-        self.classes_ = np.arange(n_classes)
 
     def _matrix(self, X: EncodedFeatures) -> np.ndarray:
         return np.hstack([X.codes.astype(np.float32), X.numeric.astype(np.float32)])
@@ -126,8 +125,10 @@ class _XGBModel:
         self.booster_ = booster
         self._booster_small = booster.copy()
         self._booster_small.set_param({"nthread": 1})
+        self.classes_ = np.arange(self.n_classes)
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
+        check_fitted(self, "classes_")
         booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
         proba = booster.inplace_predict(self._matrix(X), validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
@@ -143,6 +144,7 @@ class _XGBModel:
         }
 
     def save(self, folder: Path) -> list[str]:
+        check_fitted(self, "classes_")
         folder.mkdir(parents=True, exist_ok=True)
         self.booster_.save_model(folder / f"{self.name}.ubj")
         meta = {

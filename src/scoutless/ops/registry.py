@@ -24,15 +24,40 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-CHAMPION_FILE = "champion"
-VERSIONS_DIR = "versions"
+from scoutless.bundle import load_bundle
+from scoutless.layout import (
+    CHAMPION_FILE,
+    VERSIONS_DIR,
+    BundleError,
+    RegistryError,
+    champion_version,
+    is_registry,
+    read_manifest,
+    resolve_champion,
+)
+
+__all__ = [  # the pointer's reading side lives in scoutless.layout; re-exported here
+    "CHAMPION_FILE",
+    "HISTORY_FILE",
+    "VERSIONS_DIR",
+    "RegistryError",
+    "VersionInfo",
+    "champion_stack",
+    "champion_version",
+    "init_registry",
+    "is_registry",
+    "list_versions",
+    "new_version_id",
+    "promote",
+    "read_history",
+    "register",
+    "resolve_champion",
+    "rollback",
+    "staging_dir",
+    "verify_bundle",
+]
 HISTORY_FILE = "history.jsonl"
-MANIFEST_FILE = "manifest.json"
 _STAGING_PREFIX = ".staging-"
-
-
-class RegistryError(LookupError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -46,25 +71,6 @@ class VersionInfo:
     manifest: dict[str, Any]
 
 
-def is_registry(path: str | Path) -> bool:
-    return (Path(path) / VERSIONS_DIR).is_dir()
-
-
-def resolve_champion(path: str | Path) -> Path:
-    """The bundle folder to serve: the champion of a registry, or ``path`` if it is a bundle."""
-    path = Path(path)
-    if not is_registry(path):
-        return path
-    pointer = path / CHAMPION_FILE
-    if not pointer.exists():
-        raise RegistryError(f"registry {path} has no champion yet")
-    version = pointer.read_text().strip()
-    bundle = path / VERSIONS_DIR / version
-    if not bundle.is_dir():
-        raise RegistryError(f"registry {path}: champion {version!r} has no folder {bundle}")
-    return bundle
-
-
 def init_registry(path: str | Path) -> Path:
     """Create the registry folder layout (idempotent)."""
     path = Path(path)
@@ -72,33 +78,8 @@ def init_registry(path: str | Path) -> Path:
     return path
 
 
-def champion_version(path: str | Path) -> str | None:
-    pointer = Path(path) / CHAMPION_FILE
-    if not pointer.exists():
-        return None
-    return pointer.read_text().strip() or None
-
-
-def read_manifest(bundle: str | Path) -> dict[str, Any]:
-    """The bundle's manifest.json as a dict; RegistryError when missing or not JSON."""
-    manifest = Path(bundle) / MANIFEST_FILE
-    if not manifest.is_file():
-        raise RegistryError(f"{bundle}: not a complete bundle (no {MANIFEST_FILE})")
-    try:
-        data = json.loads(manifest.read_text())
-    except (OSError, ValueError) as exc:
-        raise RegistryError(f"{manifest}: cannot be read as JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise RegistryError(f"{manifest}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
 def _deep_check(bundle: Path) -> None:
     """Load the bundle with the serving code, so a broken one is refused before it serves."""
-    try:
-        from scoutless.bundle import load_bundle
-    except ImportError:  # bundle code not installed: the manifest check has to do
-        return
     try:
         load_bundle(bundle)
     except Exception as exc:
@@ -107,7 +88,10 @@ def _deep_check(bundle: Path) -> None:
 
 def verify_bundle(bundle: str | Path) -> dict[str, Any]:
     """Manifest of a complete, loadable bundle; RegistryError otherwise."""
-    manifest = read_manifest(bundle)
+    try:
+        manifest = read_manifest(bundle)
+    except BundleError as exc:
+        raise RegistryError(str(exc)) from exc
     _deep_check(Path(bundle))
     return manifest
 
@@ -214,7 +198,7 @@ def list_versions(path: str | Path) -> list[VersionInfo]:
             continue
         try:
             manifest = read_manifest(folder)
-        except RegistryError:
+        except BundleError:
             manifest = {}
         created = manifest.get("created_at") or manifest.get("created")
         out.append(VersionInfo(folder.name, folder, created, folder.name == champion, manifest))

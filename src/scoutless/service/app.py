@@ -23,9 +23,11 @@ from fastapi.responses import JSONResponse
 
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
+from scoutless.history.task_reader import BadTaskRecord, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
 from scoutless.ops.registry import is_registry
 from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
+from scoutless.service.local import LocalBackend
 from scoutless.service.pipeline import InputError, InputErrors, Predictor
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
@@ -70,9 +72,9 @@ def create_app(
         poller: asyncio.Task[None] | None = None
         try:
             if remotes:
-                state.gateway = Gateway(remotes, settings.service.remote_timeout_s)
+                state.backend = Gateway(remotes, settings.service.remote_timeout_s)
             else:
-                state.holder = ModelHolder(
+                holder = ModelHolder(
                     Path(bundle) if bundle is not None else None,
                     targets=targets,
                     executor=state.executor,
@@ -80,28 +82,26 @@ def create_app(
                     safe_recall=settings.service.default_safe_recall,
                     on_swap=lambda s: state.metrics.set_model(s.version),
                 )
+                local = LocalBackend(holder, state.metrics, settings.service)
+                state.backend = local
                 if predictor is not None:
-                    state.holder.install(state.holder.build(predictor, None))
+                    holder.install(holder.build(predictor, None))
                 else:
-                    await asyncio.to_thread(state.holder.load)
-                state.history_engine = make_engine(history_url, create_dirs=False)
+                    await asyncio.to_thread(holder.load)
+                engine = make_engine(history_url, create_dirs=False, for_reads=True)
+                local.reader = TaskReader(engine)
                 if log_predictions:
-                    state.log = await asyncio.to_thread(PredictionLog, log_db_url or history_url)
-                    state.writer = GroupCommitWriter(state.log)
+                    local.log = await asyncio.to_thread(PredictionLog, log_db_url or history_url)
+                    local.writer = GroupCommitWriter(local.log)
                 if bundle is not None and is_registry(bundle):
-                    poller = asyncio.create_task(state.holder.follow_champion(poll_s))
+                    poller = asyncio.create_task(holder.follow_champion(poll_s))
             yield
         finally:
             if poller is not None:
                 poller.cancel()
-            if state.writer is not None:
-                await asyncio.to_thread(state.writer.close)
-            if state.gateway is not None:
-                await state.gateway.close()
+            if state.backend is not None:
+                await state.backend.close()
             state.executor.shutdown(wait=False, cancel_futures=True)
-            for engine in (state.history_engine, state.log.engine if state.log else None):
-                if engine is not None:
-                    engine.dispose()
 
     app = FastAPI(
         title="scoutless",
@@ -138,6 +138,10 @@ def _install_error_handlers(app: FastAPI, state: ServiceState) -> None:
     @app.exception_handler(DatabaseUnavailable)
     async def _db(_: Request, exc: DatabaseUnavailable) -> JSONResponse:
         return error(503, "database_unavailable", {"kind": "database_unavailable", "msg": str(exc)})
+
+    @app.exception_handler(BadTaskRecord)
+    async def _bad_record(_: Request, exc: BadTaskRecord) -> JSONResponse:
+        return error(422, "bad_task_record", {"kind": "bad_task_record", "msg": str(exc)})
 
     @app.exception_handler(TaskNotFound)
     async def _not_found(_: Request, exc: TaskNotFound) -> JSONResponse:

@@ -1,4 +1,4 @@
-"""Typed dependencies: routes declare what they need in one word (``ServedDep``)."""
+"""Typed dependencies: routes declare what they need in one word (``BackendDep``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 
 from scoutless.config import ServiceSettings
-from scoutless.service.serving import Served
+from scoutless.service.backend import Backend
 from scoutless.service.state import ServiceState
 from scoutless.service.telemetry import Metrics
 
@@ -19,12 +19,11 @@ def get_state(request: Request) -> ServiceState:
 StateDep = Annotated[ServiceState, Depends(get_state)]
 
 
-def get_served(state: StateDep) -> Served:
-    """The model being served now; 503 while none is loaded."""
-    served = state.holder.current if state.holder is not None else None
-    if served is None:
-        raise HTTPException(503, detail={"kind": "not_ready", "msg": "no model loaded"})
-    return served
+def get_backend(state: StateDep) -> Backend:
+    """What answers predictions here (local bundle or gateway); 503 until started."""
+    if state.backend is None:
+        raise HTTPException(503, detail={"kind": "not_ready", "msg": "service is starting"})
+    return state.backend
 
 
 def get_metrics(state: StateDep) -> Metrics:
@@ -35,6 +34,6 @@ def get_service_settings(state: StateDep) -> ServiceSettings:
     return state.settings.service
 
 
-ServedDep = Annotated[Served, Depends(get_served)]
+BackendDep = Annotated[Backend, Depends(get_backend)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ServiceSettingsDep = Annotated[ServiceSettings, Depends(get_service_settings)]

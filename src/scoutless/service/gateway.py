@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from fastapi import HTTPException
+
+from scoutless.service.backend import Answer, Readiness, TaskQuery
+from scoutless.service.schemas import PredictRequest, ReloadResponse
 
 
 def parse_remotes(spec: str | None) -> dict[str, str]:
@@ -96,7 +100,30 @@ class Gateway:
         answer.body = response.json()
         return answer
 
-    async def predict(self, body: dict[str, Any], targets: list[str] | None) -> dict[str, Any]:
+    # -- the Backend interface (routes) ---------------------------------------------------
+    async def predict(self, body: PredictRequest, request_id: str) -> Answer:
+        payload = body.model_dump(exclude_none=True)
+        return _answer(await self.fan_out_predict(payload, body.targets))
+
+    async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
+        params: dict[str, Any] = {"policy": query.policy}
+        if query.alpha:
+            params["alpha"] = query.alpha
+        return _answer(await self.fan_out_task(jeditaskid, params, query.targets))
+
+    async def model_info(self) -> dict[str, Any]:
+        return await self.models()
+
+    async def reload(self, source: str | None) -> ReloadResponse:
+        raise HTTPException(409, detail="this instance is a gateway: reload its remotes")
+
+    def readiness(self) -> Readiness:
+        return Readiness({"model": True, "prediction_log": True}, None)
+
+    # -- fan-out ----------------------------------------------------------------------------
+    async def fan_out_predict(
+        self, body: dict[str, Any], targets: list[str] | None
+    ) -> dict[str, Any]:
         """POST /v1/predict to every remote concerned, merged."""
         start = time.perf_counter()
         calls = [
@@ -105,7 +132,7 @@ class Gateway:
         ]
         return merge(await asyncio.gather(*calls), body.get("policy", "argmax"), start)
 
-    async def task_prediction(
+    async def fan_out_task(
         self, jeditaskid: int, params: dict[str, Any], targets: list[str] | None
     ) -> dict[str, Any]:
         start = time.perf_counter()
@@ -124,6 +151,11 @@ class Gateway:
                 continue
             out[answer.url] = answer.body if answer.body is not None else answer.error
         return {"mode": "gateway", "remotes": self.remotes, "models": out}
+
+
+def _answer(merged: dict[str, Any]) -> Answer:
+    """200 when some target answered, 503 when none did."""
+    return Answer(merged, 200 if merged["tasks"] else 503)
 
 
 def _error(kind: str, message: str, remote: str) -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""The serving pipeline: preprocess → predict the targets in parallel → aggregate.
+"""The serving pipeline: preprocess → predict the targets in parallel → decide → answer + log.
 
-(The fetch stage, for tasks read from the PanDA database, is ``history.panda_db``'s
-``fetch_task_features``: the same code as training.) The pipeline does no HTTP and no
-logging I/O; it returns the response body's tasks and the prediction-log rows, with the
-time each stage took. Feature validation is the bundle's (``Predictor.validate_frame``),
+(The fetch stage, for tasks read from the PanDA database, is ``history.task_reader``:
+the same feature code as training.) The pipeline does no HTTP and no logging I/O; it
+returns the response body's tasks and, built separately from the same decisions, the
+prediction-log rows, with the time each stage took. Feature validation is the bundle's (``Predictor.validate_frame``),
 so the service never re-implements preprocessing.
 """
 
@@ -75,6 +75,23 @@ class Prepared:
     jeditaskids: list[int | None]
     flags: list[list[dict[str, Any]]]
     features_json: list[str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One target's decision for a request's tasks, as plain Python values."""
+
+    view: _BinsView
+    classes: list[int]
+    probabilities: list[list[float]]
+    confidence: list[float]
+    p_sufficient: list[float]
+
+    def class_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(self.view.labels, 0)
+        for c in self.classes:
+            counts[self.view.labels[c]] += 1
+        return counts
 
 
 @dataclass
@@ -171,71 +188,79 @@ class Pipeline:
         }
         return {t: np.asarray(f.result(), dtype=float) for t, f in futures.items()}
 
-    def aggregate(
-        self,
-        prepared: Prepared,
-        proba: Mapping[str, np.ndarray],
-        *,
-        policy: str,
-        alpha: float,
-        request_id: str,
-    ) -> Outcome:
-        n = len(prepared.jeditaskids)
-        tasks: list[dict[str, Any]] = [
-            {
-                "index": i,
-                "jeditaskid": prepared.jeditaskids[i],
-                "targets": {},
-                "flags": prepared.flags[i],
-            }
-            for i in range(n)
-        ]
-        log_rows: list[dict[str, Any]] = []
-        counts: dict[str, dict[str, int]] = {}
-        for k, (target, p) in enumerate(proba.items()):
-            first_target = k == 0
+    def decide(
+        self, proba: Mapping[str, np.ndarray], *, policy: str, alpha: float
+    ) -> dict[str, Decision]:
+        """Each target's chosen classes under the policy, with what answers and logs show."""
+        decisions: dict[str, Decision] = {}
+        for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
-            view = self._views[target]
-            rows_p = p.tolist()
-            confidence = p[np.arange(n), chosen].tolist()
-            p_sufficient = np.cumsum(p, axis=1)[np.arange(n), chosen].clip(0, 1).tolist()
-            counts[target] = dict(
-                zip(
-                    view.labels,
-                    np.bincount(chosen, minlength=len(view.labels)).tolist(),
-                    strict=True,
-                )
+            rows = np.arange(len(p))
+            decisions[target] = Decision(
+                view=self._views[target],
+                classes=chosen.tolist(),
+                probabilities=p.tolist(),
+                confidence=p[rows, chosen].tolist(),
+                p_sufficient=np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist(),
             )
-            for i, c in enumerate(chosen.tolist()):
+        return decisions
+
+    @staticmethod
+    def answer_tasks(
+        prepared: Prepared, decisions: Mapping[str, Decision], policy: str
+    ) -> list[dict[str, Any]]:
+        """The response's ``tasks``: per task, every target's class, range and probabilities."""
+        tasks = [
+            {"index": i, "jeditaskid": task_id, "targets": {}, "flags": prepared.flags[i]}
+            for i, task_id in enumerate(prepared.jeditaskids)
+        ]
+        for target, d in decisions.items():
+            view = d.view
+            for i, c in enumerate(d.classes):
                 tasks[i]["targets"][target] = {
                     "class_id": c,
                     "class_label": view.labels[c],
                     "bin_range": view.ranges[c],
-                    "probabilities": rows_p[i],
+                    "probabilities": d.probabilities[i],
                     "recommended_value": view.recommended[c],
                     "unit": view.unit,
                     "panda_field": view.panda_field,
-                    "confidence": confidence[i],
-                    "p_sufficient": p_sufficient[i],
+                    "confidence": d.confidence[i],
+                    "p_sufficient": d.p_sufficient[i],
                     "policy": policy,
                 }
-                log_rows.append(
+        return tasks
+
+    def log_rows(
+        self,
+        prepared: Prepared,
+        decisions: Mapping[str, Decision],
+        *,
+        policy: str,
+        request_id: str,
+    ) -> list[dict[str, Any]]:
+        """Prediction-log rows (``ops.prediction_log``'s columns): one per task and target."""
+        rows: list[dict[str, Any]] = []
+        for k, (target, d) in enumerate(decisions.items()):
+            labels, recommended = d.view.labels, d.view.recommended
+            for i, c in enumerate(d.classes):
+                rows.append(
                     {
                         "request_id": request_id,
                         "jeditaskid": prepared.jeditaskids[i],
                         "model_version": self.version,
                         "target": target,
                         "class_id": c,
-                        "class_label": view.labels[c],
-                        "probabilities": orjson.dumps(rows_p[i]).decode(),
-                        "recommended_value": view.recommended[c],
+                        "class_label": labels[c],
+                        "probabilities": orjson.dumps(d.probabilities[i]).decode(),
+                        "recommended_value": recommended[c],
                         "policy": policy,
-                        # once per task (first target's row): drift needs it once, and it is
-                        # most of a row's bytes
-                        "features": prepared.features_json[i] if first_target else None,
+                        # once per task (first target's row): drift needs it once, and it
+                        # is most of a row's bytes
+                        "features": prepared.features_json[i] if k == 0 else None,
                     }
                 )
-        return Outcome(tasks, log_rows, counts)
+        return rows
 
     # -- the whole thing ---------------------------------------------------------------------
     def run(
@@ -256,7 +281,12 @@ class Pipeline:
         t1 = time.perf_counter()
         proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
         t2 = time.perf_counter()
-        outcome = self.aggregate(prepared, proba, policy=policy, alpha=alpha, request_id=request_id)
+        decisions = self.decide(proba, policy=policy, alpha=alpha)
+        outcome = Outcome(
+            tasks=self.answer_tasks(prepared, decisions, policy),
+            log_rows=self.log_rows(prepared, decisions, policy=policy, request_id=request_id),
+            class_counts={t: d.class_counts() for t, d in decisions.items()},
+        )
         t3 = time.perf_counter()
         outcome.timings_ms = {
             "preprocess": (t1 - t0) * 1e3,

@@ -5,12 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine
-
 from scoutless.config import Settings
-from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
-from scoutless.service.gateway import Gateway
-from scoutless.service.serving import ModelHolder
+from scoutless.service.backend import Backend
 from scoutless.service.telemetry import Metrics
 
 
@@ -18,10 +14,6 @@ from scoutless.service.telemetry import Metrics
 class ServiceState:
     settings: Settings
     metrics: Metrics
-    holder: ModelHolder | None = None
-    history_engine: Engine | None = None
-    log: PredictionLog | None = None
-    writer: GroupCommitWriter | None = None
-    gateway: Gateway | None = None
+    backend: Backend | None = None  # LocalBackend or Gateway, set once started
     executor: ThreadPoolExecutor | None = None
     errors: dict[str, str] = field(default_factory=dict)  # component -> why it is not ready

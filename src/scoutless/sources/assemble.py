@@ -8,13 +8,13 @@ splits, bins and baselines, so all traces are treated alike.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from scoutless.config import get_settings
 from scoutless.features.history import (
     feature_name,
     history_features,
@@ -23,17 +23,12 @@ from scoutless.features.history import (
     seconds,
 )
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
+from scoutless.history.splits import random_split, time_split
 from scoutless.history.table import TrainingTable
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.sources.baselines import user_request, with_fallback
 from scoutless.sources.common import TraceParseError
-from scoutless.targets.bins import (
-    BinsError,
-    TargetBins,
-    _quantile_labels,
-    fit_recommendations,
-    quantile_edges,
-)
+from scoutless.targets.bins import BinsError, TargetBins, fit_target_bins, load_bins
 from scoutless.targets.spec import (
     TARGET_NAMES,
     baseline_class_col,
@@ -44,10 +39,6 @@ from scoutless.targets.spec import (
     value_col,
 )
 
-#: Classes per target when ``n_quantiles`` is not given (the shipped bins' counts).
-DEFAULT_N_CLASSES: dict[str, int] = {"memory": 4, "cputime": 4, "io": 2, "walltime": 5}
-TEST_FRACTION = 0.15
-MIN_TRAIN_VALUES = 5
 BASELINES = ("user_request", "last2")
 
 
@@ -82,20 +73,6 @@ class TraceJobs:
         unknown = sorted(set(self.units) - set(TARGET_NAMES))
         if unknown:
             raise ValueError(f"{self.source}: unknown targets {unknown}, expected {TARGET_NAMES}")
-
-
-def time_split(submit: pd.Series, test_fraction: float = TEST_FRACTION) -> np.ndarray:
-    """'train' for the first (1 − f) of submit times, 'test' for the rest (ties by order)."""
-    order = np.argsort(submit.to_numpy(), kind="stable")
-    n_train = math.ceil(len(order) * (1.0 - test_fraction))
-    split = np.full(len(order), "test", dtype=object)
-    split[order[:n_train]] = "train"
-    return split
-
-
-def random_split(n: int, seed: int, test_fraction: float = TEST_FRACTION) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return np.where(rng.random(n) < test_fraction, "test", "train").astype(object)
 
 
 def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
@@ -144,11 +121,31 @@ def _baseline_class_features(
     return specs
 
 
-def fit_quantile_bins(target: str, unit: str, train_values: np.ndarray, n: int) -> TargetBins:
-    """Quantile edges over the training rows only (no look-ahead into the test period)."""
-    edges = quantile_edges(train_values, n)
-    bins = TargetBins(target, unit, edges, _quantile_labels(edges))
-    return fit_recommendations(bins, train_values)
+def _fit_trace_bins(
+    frame: pd.DataFrame, units: dict[str, str], n_quantiles: int | None
+) -> tuple[dict[str, TargetBins], dict[str, str]]:
+    """Quantile bins per target over the time split's training rows only (no look-ahead
+    into the test period), and the targets dropped with the reason."""
+    train = frame["split_time"].eq("train").to_numpy()
+    shipped = load_bins(targets=[t for t in units if t in TARGET_NAMES])
+    min_values = get_settings().training.min_train_values
+    bins: dict[str, TargetBins] = {}
+    dropped: dict[str, str] = {}
+    for t, unit in units.items():
+        if value_col(t) not in frame.columns:
+            continue
+        values = frame[value_col(t)].to_numpy(dtype=float)[train]
+        n_known = int(np.isfinite(values).sum())
+        if n_known < min_values:
+            dropped[t] = f"{n_known} training values (< {min_values})"
+            continue
+        n = n_quantiles or shipped[t].n_classes
+        section = {"mode": "quantiles", "n_classes": n, "unit": unit}
+        try:
+            bins[t] = fit_target_bins(t, section, values)
+        except BinsError as exc:
+            dropped[t] = str(exc)
+    return bins, dropped
 
 
 def to_training_table(
@@ -156,10 +153,15 @@ def to_training_table(
     *,
     n_quantiles: int | None = None,
     history_features: bool = True,
-    test_fraction: float = TEST_FRACTION,
+    test_fraction: float | None = None,
     seed: int = 42,
 ) -> TrainingTable:
-    """The trace as a training table (see the module docstring for every choice)."""
+    """The trace as a training table (see the module docstring for every choice).
+
+    ``n_quantiles`` classes per target (default: as many as the shipped bins have);
+    ``test_fraction`` defaults to ``Settings.splits.test_fraction``.
+    """
+    test_fraction = test_fraction or get_settings().splits.test_fraction
     frame = jobs.frame.copy()
     targets = [t for t in jobs.units if value_col(t) in frame.columns]
     has_value = frame[[value_col(t) for t in targets]].notna().any(axis=1)
@@ -169,29 +171,15 @@ def to_training_table(
     if frame.empty:
         raise TraceParseError("no job has a usable target value", source=jobs.source)
     features = list(jobs.features)
-    frame["split_time"] = time_split(frame[jobs.order_column], test_fraction)
-    frame["split_random"] = random_split(len(frame), seed, test_fraction)
-    if history_features and {"user", "finished_at"} <= set(frame.columns):
-        frame, history_specs = _add_history(frame, targets)
-        features += history_specs
+    frame["split_time"] = time_split(frame[jobs.order_column].to_numpy(), test_fraction)
+    frame["split_random"] = random_split(len(frame), seed=seed, test_fraction=test_fraction)
+    if history_features and "finished_at" in frame and history_keys(list(frame.columns)):
+        frame, added = _add_history(frame, targets)
+        features += added
 
-    train = frame["split_time"].eq("train").to_numpy()
-    bins: dict[str, TargetBins] = {}
-    dropped: dict[str, str] = {}
-    for t in targets:
+    bins, dropped = _fit_trace_bins(frame, jobs.units, n_quantiles)
+    for t, b in bins.items():
         values = frame[value_col(t)].to_numpy(dtype=float)
-        n_known = int(np.isfinite(values[train]).sum())
-        if n_known < MIN_TRAIN_VALUES:
-            dropped[t] = f"{n_known} training values (< {MIN_TRAIN_VALUES})"
-            continue
-        try:
-            b = fit_quantile_bins(
-                t, jobs.units[t], values[train], n_quantiles or DEFAULT_N_CLASSES[t]
-            )
-        except BinsError as exc:
-            dropped[t] = str(exc)
-            continue
-        bins[t] = b
         frame[class_col(t)] = b.classify(values)
         if request_col(t) in frame:
             frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])

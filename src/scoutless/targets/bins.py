@@ -168,23 +168,61 @@ def read_bins_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
     return sections
 
 
+def bin_sections(
+    path: Path | None = None,
+    targets: list[str] | None = None,
+    force_quantiles: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Configuration per target: the shipped defaults and ``path``'s overrides, or quantile
+    mode for every target with ``force_quantiles`` classes (each keeps its unit)."""
+    sections = read_bins_file(path)
+    names = targets if targets is not None else list(sections)
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        section = dict(sections.get(name, {"mode": "quantiles", "n_classes": 4}))
+        if force_quantiles:
+            section = {"mode": "quantiles", "n_classes": force_quantiles,
+                       "unit": section.get("unit", "")}  # fmt: skip
+        out[name] = section
+    return out
+
+
 def load_bins(
     path: Path | None = None,
     values: dict[str, np.ndarray] | None = None,
     targets: list[str] | None = None,
     force_quantiles: int | None = None,
 ) -> dict[str, TargetBins]:
-    """Bins per target. ``values`` feeds quantile mode; ``force_quantiles`` sets it for all."""
-    sections = read_bins_file(path)
-    names = targets if targets is not None else list(sections)
-    out: dict[str, TargetBins] = {}
-    for name in names:
-        section = dict(sections.get(name, {"mode": "quantiles", "n_classes": 4}))
-        if force_quantiles:
-            section = {
-                "mode": "quantiles",
-                "n_classes": force_quantiles,
-                "unit": section.get("unit", ""),
-            }
-        out[name] = _parse_section(name, section, None if values is None else values.get(name))
-    return out
+    """Bins per target as configured, without fitting recommendations to data (use
+    :func:`fit_bins` for a training table). ``values`` feeds quantile mode."""
+    sections = bin_sections(path, targets, force_quantiles)
+    return {
+        name: _parse_section(name, section, None if values is None else values.get(name))
+        for name, section in sections.items()
+    }
+
+
+def fit_target_bins(
+    target: str, section: dict[str, Any] | TargetBins, train_values: np.ndarray
+) -> TargetBins:
+    """One target's bins fitted on training values only: quantile edges when its section
+    asks for them, and the per-class recommendations. Given :class:`TargetBins` keep their
+    edges and get their recommendations refitted."""
+    values = np.asarray(train_values, dtype=float)
+    bins = section if isinstance(section, TargetBins) else _parse_section(target, section, values)
+    return fit_recommendations(bins, values)
+
+
+def fit_bins(
+    train_values: dict[str, np.ndarray],
+    *,
+    path: Path | None = None,
+    given: dict[str, TargetBins] | None = None,
+    force_quantiles: int | None = None,
+) -> dict[str, TargetBins]:
+    """Bins per target of ``train_values`` (the TRAINING rows' values — test rows never
+    shape edges or recommendations): ``given`` bins' edges, else the configured sections."""
+    if given is not None:
+        return {t: fit_target_bins(t, b, train_values[t]) for t, b in given.items()}
+    sections = bin_sections(path, list(train_values), force_quantiles)
+    return {t: fit_target_bins(t, sections[t], train_values[t]) for t in train_values}

@@ -18,17 +18,14 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz")
 async def readyz(state: StateDep, response: Response) -> dict[str, object]:
     """Ready when a model (or the gateway) and the prediction log can serve."""
-    served = state.holder.current if state.holder is not None else None
-    checks = {
-        "model": served is not None or state.gateway is not None,
-        "prediction_log": state.writer is not None or state.gateway is not None,
-    }
+    readiness = state.backend.readiness() if state.backend is not None else None
+    checks = readiness.checks if readiness else {"model": False, "prediction_log": False}
     ready = all(checks.values())
     response.status_code = 200 if ready else 503
     return {
         "ready": ready,
         "checks": checks,
-        "model_version": served.version if served else None,
+        "model_version": readiness.model_version if readiness else None,
         "problems": state.errors,
     }
 

@@ -1,0 +1,127 @@
+"""One task's feature inputs read by id: the service's database path, one round trip.
+
+``GET /v1/tasks/{id}/prediction`` is the path PanDA uses, so it has to be fast: one
+statement reads the task's ``jedi_tasks`` columns, its parameters and its datasets
+(outer joins), compiled once per database and executed on the driver directly (on
+PostgreSQL psycopg turns a statement run repeatedly into a server-side prepared one).
+The rows then go through ``features.extract.features_of``, the code that builds the
+training table, so a task fetched here gets exactly its training features.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, Select, bindparam, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from scoutless.features.extract import (
+    DATASET_COLUMNS_READ,
+    TASK_COLUMNS_READ,
+    features_of,
+    parse_taskparams,
+)
+from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
+from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
+
+TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
+
+
+class BadTaskRecord(ValueError):
+    """A task row the feature code cannot read (task parameters that are not a JSON object)."""
+
+
+def single_task_statement() -> Select:
+    """Task, parameters and datasets of one task in ONE statement.
+
+    Each row is the task part (``jedi_tasks`` columns, then ``taskparams``: constant per
+    task) followed by one ``jedi_datasets`` row; a task without parameters or datasets
+    still comes back once. Per-task columns of another table (e.g. per-user history joined
+    on ``username``) go at the end of ``task_part`` with their outer join in ``source``:
+    they reach ``features_of`` in the task mapping, still in the same round trip.
+    """
+    t, p, d = jedi_tasks, jedi_taskparams, jedi_datasets
+    task_part = [t.c[c] for c in TASK_COLUMNS_READ if c in t.c] + [p.c.taskparams]
+    dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
+    source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid).outerjoin(
+        d, d.c.jeditaskid == t.c.jeditaskid
+    )
+    return (
+        select(*task_part, *(c.label(f"dataset_{c.name}") for c in dataset_part))
+        .select_from(source)
+        .where(t.c.jeditaskid == bindparam("jeditaskid"))
+    )
+
+
+class TaskReader:
+    """Reads tasks by id through one statement compiled for ``engine``'s database.
+
+    Built for an engine from ``make_engine(url, for_reads=True)`` (autocommit, no
+    pre-ping): a connection the server dropped is replaced and the read retried once.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        statement = single_task_statement()
+        compiled = statement.compile(dialect=engine.dialect)
+        self._sql = str(compiled)
+        self._positional = bool(compiled.positional)
+        names = [c.name for c in statement.selected_columns]
+        self._n_task = len(names) - len(DATASET_COLUMNS_READ) - 1
+        self._task_keys = names[: self._n_task]
+        dbapi_error = getattr(engine.dialect.dbapi, "Error", None)
+        self._driver_errors = (dbapi_error,) if isinstance(dbapi_error, type) else ()
+
+    def rows(self, jeditaskid: int) -> list[tuple[Any, ...]]:
+        """The statement's raw rows for one task; :class:`DatabaseUnavailable` on failure."""
+        args: Any = (int(jeditaskid),) if self._positional else {"jeditaskid": int(jeditaskid)}
+        try:
+            return self._execute(args)
+        except (SQLAlchemyError, *self._driver_errors) as exc:
+            raise DatabaseUnavailable(f"cannot read task {jeditaskid}: {exc}") from exc
+
+    def _execute(self, args: Any) -> list[tuple[Any, ...]]:
+        for attempt in (1, 2):
+            raw = self.engine.raw_connection()
+            cursor = None
+            try:
+                cursor = raw.cursor()
+                cursor.execute(self._sql, args)
+                return list(cursor.fetchall())
+            except self._driver_errors as exc:
+                dropped = self.engine.dialect.is_disconnect(exc, raw.dbapi_connection, cursor)
+                if attempt == 2 or not dropped:
+                    raise
+                raw.invalidate(exc)  # a fresh connection for the retry
+            finally:
+                if cursor is not None:
+                    cursor.close()
+                raw.close()
+        raise AssertionError("unreachable")
+
+    def inputs(self, jeditaskid: int) -> TaskInputs:
+        """The task's jedi_tasks columns, decoded parameters and dataset rows."""
+        rows = self.rows(jeditaskid)
+        if not rows:
+            raise TaskNotFound(jeditaskid)
+        task = dict(zip(self._task_keys, rows[0][: self._n_task], strict=True))
+        try:
+            params = parse_taskparams(task.pop("taskparams"))
+        except (ValueError, TypeError) as exc:
+            raise BadTaskRecord(f"task {jeditaskid}: jedi_taskparams.taskparams: {exc}") from exc
+        first_dataset_column = self._n_task + 1
+        datasets = [
+            dict(zip(DATASET_COLUMNS_READ, row[first_dataset_column:], strict=True))
+            for row in rows
+            if row[self._n_task] is not None  # no datasetid: the outer join's empty row
+        ]
+        return task, params, datasets
+
+    def features(self, jeditaskid: int) -> dict[str, Any]:
+        """One task's submission-time features, exactly as training computes them."""
+        return features_of(*self.inputs(jeditaskid))
+
+
+def fetch_task_features(engine: Engine, jeditaskid: int) -> dict[str, Any]:
+    """One task's features (a one-off read; a service keeps one :class:`TaskReader`)."""
+    return TaskReader(engine).features(jeditaskid)

@@ -1,0 +1,192 @@
+"""The DNN family as a per-target classifier following :class:`~scoutless.models.base.ClassModel`.
+
+Fit builds a :class:`TabularMLP`, trains it with class-weighted cross-entropy
+(:func:`~scoutless.models.dnn_trainer.fit_module`), then fits a temperature on the
+validation logits so the softmax is calibrated. A few rows are predicted through the
+numpy forward pass (:mod:`~scoutless.models.dnn_inference`), batches through torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
+from scoutless.models.base import check_fitted, check_labels
+from scoutless.models.dnn import TabularMLP
+from scoutless.models.dnn_inference import InferenceWeights
+from scoutless.models.dnn_inputs import aux_target, feature_tensors, numeric_input
+from scoutless.models.dnn_params import DNNParams
+from scoutless.models.dnn_trainer import (
+    EpochCallback,
+    TrainTensors,
+    effective_batch_size,
+    fit_module,
+)
+from scoutless.models.temperature import fit_temperature, softmax
+
+PREDICT_BATCH = 65_536
+#: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
+FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
+          "history_", "_inference")  # fmt: skip
+
+
+class DNNModel:
+    """Per-target classifier: :class:`TabularMLP` trained with class-weighted cross-entropy."""
+
+    name: ClassVar[str] = "dnn"
+
+    def __init__(
+        self,
+        *,
+        n_classes: int,
+        cardinalities: Sequence[int],
+        n_numerical: int,
+        params: DNNParams | None = None,
+        seed: int = 42,
+        on_epoch: EpochCallback | None = None,
+    ) -> None:
+        self.n_classes = n_classes
+        self.cardinalities = list(cardinalities)
+        self.n_numerical = n_numerical
+        self.params = params or DNNParams()
+        self.seed = seed
+        self.on_epoch = on_epoch
+
+    def _new_module(self, d_aux: int = 0) -> TabularMLP:
+        return TabularMLP(
+            cardinalities=self.cardinalities,
+            d_numerical=2 * self.n_numerical,
+            n_classes=self.n_classes,
+            d_hidden=self.params.d_hidden,
+            dropouts=self.params.dropouts,
+            d_aux=d_aux,
+        )
+
+    def fit(
+        self,
+        X: EncodedFeatures,
+        y: np.ndarray,
+        *,
+        eval_set: tuple[EncodedFeatures, np.ndarray],
+        class_weight: np.ndarray | None = None,
+        values: np.ndarray | None = None,
+    ) -> DNNModel:
+        """``values``: the target's continuous values of the rows, for the auxiliary loss."""
+        y = check_labels(y, self.n_classes, "dnn.fit")
+        X_val, y_val = eval_set
+        y_val = check_labels(y_val, self.n_classes, "dnn.fit eval_set")
+        aux = aux_target(values) if self.params.aux_weight > 0 and values is not None else None
+        torch.manual_seed(self.seed)
+        self._inference = None
+        self.d_aux_ = 0 if aux is None else 1
+        self.batch_size_ = effective_batch_size(self.params.batch_size, len(y))
+        self.module_ = self._new_module(self.d_aux_)
+        codes, numeric = feature_tensors(X)
+        data = TrainTensors(
+            codes, numeric, torch.from_numpy(y), None if aux is None else torch.from_numpy(aux)
+        )
+        val_codes, val_numeric = feature_tensors(X_val)
+
+        def validate() -> float:
+            predicted = self._torch_logits(val_codes, val_numeric).argmax(axis=1)
+            return float((predicted == y_val).mean())
+
+        weight = (
+            None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32)
+        )
+        result = fit_module(
+            self.module_, data, self.params, validate=validate, class_weight=weight,
+            seed=self.seed, on_epoch=self.on_epoch,
+        )  # fmt: skip
+        self.best_epoch_, self.history_ = result.best_epoch, result.history
+        self.classes_ = np.arange(self.n_classes)
+        self.temperature_ = fit_temperature(self.predict_logits(X_val), y_val)
+        return self
+
+    def _torch_logits(self, codes: torch.Tensor, numeric: torch.Tensor) -> np.ndarray:
+        self.module_.eval()
+        with torch.inference_mode():
+            if len(codes) <= PREDICT_BATCH:
+                return self.module_(codes, numeric).numpy().astype(np.float64)
+            parts = [
+                self.module_(codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH])
+                for s in range(0, len(codes), PREDICT_BATCH)
+            ]
+            return torch.cat(parts).numpy().astype(np.float64)
+
+    def predict_logits(self, X: EncodedFeatures) -> np.ndarray:
+        """(n, n_classes) raw logits, in eval mode without autograd."""
+        check_fitted(self, "classes_")
+        if len(X) <= SMALL_BATCH:
+            if self._inference is None:
+                self._inference = InferenceWeights.of(self.module_)
+            return self._inference.logits(X.codes, numeric_input(X.numeric))
+        return self._torch_logits(*feature_tensors(X))
+
+    def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
+        return softmax(self.predict_logits(X) / self.temperature_)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {
+            **self.params.to_dict(),
+            "embedding_dims": [e.embedding_dim for e in self._new_module().embeddings],
+            "batch_size_used": getattr(self, "batch_size_", None),
+            "best_epoch": getattr(self, "best_epoch_", None),
+            "temperature": getattr(self, "temperature_", None),
+            "seed": self.seed,
+        }
+
+    def with_params(self, params: DNNParams) -> DNNModel:
+        """An unfitted copy with other hyperparameters (for the search)."""
+        clone = copy.copy(self)
+        clone.params = replace(params)
+        for attr in FITTED:
+            clone.__dict__.pop(attr, None)
+        return clone
+
+    def save(self, folder: Path) -> list[str]:
+        check_fitted(self, "classes_")
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(self.module_.state_dict(), folder / "dnn.pt")
+        meta = {
+            "n_classes": self.n_classes,
+            "cardinalities": self.cardinalities,
+            "n_numerical": self.n_numerical,
+            "params": self.params.to_dict(),
+            "seed": self.seed,
+            "d_aux": self.d_aux_,
+            "best_epoch": self.best_epoch_,
+            "temperature": self.temperature_,
+            "history": self.history_,
+        }
+        (folder / "dnn.json").write_text(json.dumps(meta, indent=1))
+        return ["dnn.pt", "dnn.json"]
+
+    @classmethod
+    def load(cls, folder: Path) -> DNNModel:
+        meta = json.loads((folder / "dnn.json").read_text())
+        model = cls(
+            n_classes=meta["n_classes"],
+            cardinalities=meta["cardinalities"],
+            n_numerical=meta["n_numerical"],
+            params=DNNParams.from_dict(meta["params"]),
+            seed=meta["seed"],
+        )
+        model.d_aux_ = int(meta.get("d_aux", 0))
+        model.module_ = model._new_module(model.d_aux_)
+        model.module_.load_state_dict(torch.load(folder / "dnn.pt", weights_only=True))
+        model.module_.eval()
+        model._inference = None
+        model.best_epoch_ = meta["best_epoch"]
+        model.temperature_ = float(meta["temperature"])
+        model.history_ = meta["history"]
+        model.classes_ = np.arange(model.n_classes)
+        return model
