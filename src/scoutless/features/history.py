@@ -344,3 +344,32 @@ class KeyState:
             "ratio_ewm": ratio,
             "request_scaled": request * float(np.exp(ratio)) if request > 0 else nan,
         }  # fmt: skip
+
+
+#: Key kinds :func:`history_keys` knows, in order.
+KEY_KINDS: tuple[str, ...] = ("user", "app", "campaign")
+
+
+@dataclass(frozen=True)
+class HistoryLayout:
+    """Which history features a bundle expects: key kinds, targets, targets with requests."""
+
+    kinds: tuple[str, ...]
+    targets: tuple[str, ...]
+    with_request: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in history_specs(self.kinds, self.targets, self.with_request)]
+
+
+def layout_of(feature_names: Sequence[str], targets: Sequence[str]) -> HistoryLayout | None:
+    """The history features among a bundle's inputs (None: it has none)."""
+    names = set(feature_names)
+    kinds = tuple(k for k in KEY_KINDS if feature_name(k, "n_finished") in names)
+    if not kinds:
+        return None
+    k = kinds[0]
+    with_target = tuple(t for t in targets if feature_name(k, "last", t) in names)
+    request = tuple(t for t in with_target if feature_name(k, "ratio_ewm", t) in names)
+    return HistoryLayout(kinds, with_target, request)

@@ -10,6 +10,7 @@ history features training computed (:func:`features_from_states`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from sqlalchemy import (
     Table,
     Text,
     delete,
+    literal_column,
     or_,
     select,
     tuple_,
@@ -39,6 +41,7 @@ from scoutless.config import HistorySettings, get_settings
 from scoutless.features.history import (
     REQUEST_STATS,
     TARGET_STATS,
+    HistoryLayout,
     KeyState,
     feature_name,
     seconds,
@@ -207,3 +210,74 @@ def features_from_states(
                 for stat in TARGET_STATS + (REQUEST_STATS if t in with_request else ()):
                     out.setdefault(feature_name(kind, stat, t), []).append(stats[stat])
     return pd.DataFrame(out, index=records.index), found
+
+
+STATE_COLUMNS: tuple[str, ...] = (
+    "n", "last_end_s", "last_submit_s", "recent", "ew_s", "ew_s2", "ew_w",
+    "ratio_s", "ratio_s2", "ratio_w",
+)  # fmt: skip
+#: What the service flags on a task whose keys have no finished job in the store.
+HISTORY_MISSING = "history_missing"
+#: Label of the task's creation time in a joined row (the submit time of its features).
+SUBMITTED = "hist__creationdate"
+
+
+def _label(kind: str, target: str, column: str) -> str:
+    return f"hist__{kind}__{target or 'activity'}__{column}"
+
+
+def _constant(name: str) -> Any:
+    """A key kind or target name inlined in SQL: the statement keeps one bound parameter
+    (the task id), as the service's raw, precompiled execution expects."""
+    if not re.fullmatch(r"[a-z_]*", name):
+        raise ValueError(f"{name!r}: key kinds and targets are lower-case names")
+    return literal_column(f"'{name}'")
+
+
+def join_states(
+    source: Any, tasks: Table, keys: Mapping[str, str], targets: Sequence[str]
+) -> tuple[Any, list[Any]]:
+    """``source`` outer-joined with the store row of every (key, target) of a task, and the
+    labelled columns: the task's history arrives in the same statement as its features."""
+    columns: list[Any] = []
+    for kind, column in keys.items():
+        for target in (ACTIVITY, *targets):
+            row = history_state.alias(f"h_{kind}_{target or 'activity'}")
+            source = source.outerjoin(
+                row,
+                (row.c.key_kind == _constant(kind))
+                & (row.c.key_value == tasks.c[column])
+                & (row.c.target == _constant(target)),
+            )
+            columns += [row.c[c].label(_label(kind, target, c)) for c in STATE_COLUMNS]
+    return source, columns
+
+
+def states_from_row(
+    row: Mapping[str, Any], keys: Mapping[str, str], targets: Sequence[str]
+) -> dict[StateKey, KeyState]:
+    """The states :func:`join_states` brought back with one task's row."""
+    states: dict[StateKey, KeyState] = {}
+    for kind, column in keys.items():
+        for target in (ACTIVITY, *targets):
+            fields = {c: row.get(_label(kind, target, c)) for c in STATE_COLUMNS}
+            if fields["n"] is not None and row.get(column) is not None:
+                states[(kind, str(row[column]), target)] = _state(fields)
+    return states
+
+
+def task_history(
+    task: Mapping[str, Any], layout: HistoryLayout, keys: Mapping[str, str]
+) -> tuple[dict[str, float], bool]:
+    """One task's history features from its joined row, and whether any key had history.
+
+    The submit time is the task's creation time (now when it has none)."""
+    kinds = {k: keys[k] for k in layout.kinds if k in keys}
+    states = states_from_row(task, kinds, layout.targets)
+    submitted = task.get(SUBMITTED) or datetime.now(UTC)
+    record = pd.DataFrame([{**{c: task.get(c) for c in kinds.values()}, "creationdate": submitted}])
+    features, found = features_from_states(
+        states, record, kinds, layout.targets, layout.with_request
+    )
+    row = features.iloc[0].to_dict()
+    return {name: float(row.get(name, float("nan"))) for name in layout.names}, bool(found[0])
