@@ -147,7 +147,8 @@ def main() -> None:
         raw[name] = [{"seed": s, "periods": r["periods"]} for s, r in zip(seeds, runs, strict=True)]
         results[name] = summarise(runs)
         timings[name] = round(time.perf_counter() - start, 1)
-        print(f"{name}: {timings[name]} s", file=sys.stderr)
+        goals = {t: e.get("goal") for t, e in results[name].items()}
+        print(f"{name}: {timings[name]} s {json.dumps(goals)}", file=sys.stderr, flush=True)
     print(
         json.dumps(
             {

@@ -62,6 +62,15 @@ def single_task_statement(*, with_history: bool = False) -> Select:
     )
 
 
+def _has_store(engine: Engine) -> bool:
+    """Whether the database holds the history store (False while it cannot be reached: the
+    task path then answers 503 on its own)."""
+    try:
+        return inspect(engine).has_table(HISTORY_TABLE)
+    except SQLAlchemyError:
+        return False
+
+
 class TaskReader:
     """Reads tasks by id through one statement compiled for ``engine``'s database.
 
@@ -72,7 +81,7 @@ class TaskReader:
     def __init__(self, engine: Engine, *, with_history: bool | None = None) -> None:
         self.engine = engine
         if with_history is None:  # join the history store where the database has one
-            with_history = inspect(engine).has_table(HISTORY_TABLE)
+            with_history = _has_store(engine)
         self.with_history = with_history
         statement = single_task_statement(with_history=with_history)
         compiled = statement.compile(dialect=engine.dialect)
