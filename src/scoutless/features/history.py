@@ -287,6 +287,27 @@ def history_features(
     return pd.DataFrame(columns, index=frame.index)
 
 
+def frame_history(
+    frame: pd.DataFrame,
+    targets: Sequence[str],
+    requests: Mapping[str, np.ndarray] | None = None,
+    cfg: HistorySettings | None = None,
+) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+    """History features of a frame of jobs or tasks (``creationdate``, ``finished_at``,
+    ``{t}_value``, key columns) over the keys it has, and their specs."""
+    keys = history_keys(list(frame.columns))
+    history = history_features(
+        frame,
+        keys=keys,
+        values={t: frame[f"{t}_value"].to_numpy(dtype=float) for t in targets},
+        submit_s=seconds(frame["creationdate"]),
+        finished_s=seconds(frame["finished_at"]),
+        requests=requests,
+        cfg=cfg,
+    )
+    return history, history_specs(list(keys), list(targets), list(requests or {}))
+
+
 @dataclass
 class KeyState:
     """One key's finished-job summary for one target: what the online store keeps.

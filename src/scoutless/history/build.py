@@ -18,7 +18,7 @@ import pandas as pd
 from sqlalchemy import Engine, inspect
 
 from scoutless.config import Settings, get_settings
-from scoutless.features.history import history_features, history_keys, history_specs, seconds
+from scoutless.features.history import frame_history
 from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.splits import random_split, time_split
@@ -244,15 +244,8 @@ def task_history_frame(
 def add_task_history(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[FeatureSpec]]:
     """Per user / transformation / campaign: the history features of earlier finished tasks
     (:mod:`scoutless.features.history`, the same component traces and the service use)."""
-    keys = history_keys(list(frame.columns))
-    history = history_features(
-        frame,
-        keys=keys,
-        values={t: frame[value_col(t)].to_numpy(dtype=float) for t in TARGET_NAMES},
-        submit_s=seconds(frame["creationdate"]),
-        finished_s=seconds(frame["finished_at"]),
-    )
-    return pd.concat([frame, history], axis=1), history_specs(list(keys), list(TARGET_NAMES))
+    history, specs = frame_history(frame, list(TARGET_NAMES))
+    return pd.concat([frame, history], axis=1), specs
 
 
 def _fit_table_bins(

@@ -15,13 +15,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import get_settings
-from scoutless.features.history import (
-    feature_name,
-    history_features,
-    history_keys,
-    history_specs,
-    seconds,
-)
+from scoutless.features.history import feature_name, frame_history, history_keys
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.history.splits import random_split, time_split
 from scoutless.history.table import TrainingTable
@@ -77,26 +71,17 @@ class TraceJobs:
 
 def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
     """History features of every key (user, application) and the last-2 baseline values."""
-    keys = history_keys(list(frame.columns))
     requests = {
         t: user_request(frame[request_col(t)].to_numpy(dtype=float))
         for t in targets
         if request_col(t) in frame
     }
-    history = history_features(
-        frame,
-        keys=keys,
-        values={t: frame[value_col(t)].to_numpy(dtype=float) for t in targets},
-        submit_s=seconds(frame["creationdate"]),
-        finished_s=seconds(frame["finished_at"]),
-        requests=requests,
-    )
-    for t in targets:
-        if "user" in keys:
+    history, specs = frame_history(frame, targets, requests)
+    if feature_name("user", "n_finished") in history:
+        for t in targets:
             history[baseline_value_col(t, "last2")] = with_fallback(
                 history[feature_name("user", "mean2", t)].to_numpy(dtype=float), requests.get(t)
             )
-    specs = history_specs(list(keys), targets, list(requests))
     return pd.concat([frame, history], axis=1), specs
 
 
