@@ -38,7 +38,7 @@ from scoutless.bundle import BundleContents, save_bundle
 from scoutless.config import get_settings
 from scoutless.evaluation.baselines import majority_class
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
-from scoutless.history.splits import assign_parts
+from scoutless.history.splits import assign_parts, forward_parts
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_model import DNNModel
@@ -255,34 +255,53 @@ def _fit_target_guard(
     what: GuardInputs,
     X_val: EncodedFeatures,
     y_val: np.ndarray,
-    val_rows: np.ndarray,
+    val_order: np.ndarray | None,
     val_proba: dict[str, np.ndarray],
     y_train: np.ndarray,
-    *,
-    recent: bool,
 ) -> ServingGuard | None:
     """The champion's served rule (:mod:`scoutless.models.guard`), None without a baseline
     input or with too few validation rows.
 
-    Time-ordered tables (``recent``) judge the rule on the later half of the validation
-    rows and take the recent prior from the last fifth of the training rows: the rows most
-    like the period the bundle will serve.
+    With time-ordered validation rows (``val_order``), the prior and the macro-F1 offsets
+    are fitted on the earlier half and the rule is chosen on the later half: each step is
+    judged on rows it has not seen, one step ahead, as it will serve.
     """
     baselines = {
         name: baseline_classes(X_val, what.encoder, column, what.n_classes)
         for name, column in baseline_feature_columns(what.target).items()
         if column in what.encoder.categorical
     }
-    keep = val_rows >= np.median(val_rows) if recent else np.ones(len(val_rows), bool)
-    if not baselines or keep.sum() < get_settings().history.guard_min_rows:
+    if not baselines or len(y_val) < get_settings().history.guard_min_rows:
         return None
-    latest = y_train[-max(len(y_train) // 5, 1) :] if recent else y_train
-    prior = np.bincount(latest, minlength=what.n_classes) / max(len(latest), 1)
+    select = np.ones(len(y_val), dtype=bool)
+    tune = select
+    if val_order is not None:
+        select = val_order >= np.median(val_order)
+        tune = ~select if (~select).any() else select
+    proba = val_proba[what.champion]
+    prior = np.bincount(y_val[tune], minlength=what.n_classes) / max(int(tune.sum()), 1)
     return fit_guard(
-        what.target, what.champion, y_val[keep], val_proba[what.champion][keep],
-        {name: classes[keep] for name, classes in baselines.items()},
+        what.target, what.champion, y_val[select], proba[select],
+        {name: classes[select] for name, classes in baselines.items()},
         recent_prior=prior, majority=majority_class(y_train, what.n_classes),
+        tune=(y_val[tune], proba[tune]),
     )  # fmt: skip
+
+
+def _training_parts(
+    table: TrainingTable, train: pd.DataFrame, split: str, seed: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Fit/validation/calibration per training row, and the rows' time order (or None).
+
+    A time split keeps time: the earliest rows are fitted on, the latest validate and
+    calibrate (:func:`forward_parts`); a random split stratifies on the joint class key."""
+    order_column = table.info.get("order_column", "creationdate")
+    order = None
+    if split == "time" and order_column in train and train[order_column].notna().all():
+        order = pd.Series(train[order_column]).rank(method="first").to_numpy()
+        return forward_parts(order, PART_FRACTIONS, seed), order
+    strata = np.column_stack([train[class_col(t)].to_numpy() for t in table.targets])
+    return assign_parts(strata, PART_FRACTIONS, seed=seed), order
 
 
 def train_bundle(
@@ -314,8 +333,7 @@ def train_bundle(
     if len(train) < 10:
         raise TrainingError(f"split {split!r} has {len(train)} train rows; need at least 10")
     targets = table.targets
-    strata = np.column_stack([train[class_col(t)].to_numpy() for t in targets])
-    parts = assign_parts(strata, PART_FRACTIONS, seed=seed)
+    parts, order = _training_parts(table, train, split, seed)
     encoder = FeatureEncoder(table.features).fit(train[parts == "fit"])
     encoded = encoder.transform(train)
     params = dnn_params or DNNParams()
@@ -372,8 +390,9 @@ def train_bundle(
                 cal_metrics[target][name] = classification_metrics(Y["calibration"], cal_proba)
             guard = _fit_target_guard(
                 GuardInputs(target, n_classes, choose_champion(val_metrics[target]), encoder),
-                X["validation"], Y["validation"], rows["validation"],
-                val_proba[target], y[y >= 0], recent=split == "time",
+                X["validation"], Y["validation"],
+                None if order is None else order[rows["validation"]],
+                val_proba[target], y[y >= 0],
             )  # fmt: skip
             if guard is not None:
                 guards[target] = guard.to_dict()
