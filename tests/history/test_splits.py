@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoutless.history.splits import assign_parts, n_test_rows, random_split, time_split
+from scoutless.history.splits import (
+    assign_parts,
+    forward_parts,
+    n_test_rows,
+    random_split,
+    time_split,
+)
 
 
 @pytest.mark.parametrize(("n", "expected"), [(0, 0), (1, 0), (2, 1), (7, 2), (10, 2), (40, 6),
@@ -52,3 +58,12 @@ def test_assign_parts_follows_fractions_in_every_stratum():
     for s, n in ((0, 700), (1, 300)):
         got = parts[strata == s]
         assert [(got == p).sum() for p in "abc"] == [round(n * f) for f in (0.5, 0.3, 0.2)]
+
+
+def test_forward_parts_fit_on_the_past_and_validate_on_the_latest_rows():
+    order = np.random.default_rng(0).permutation(200).astype(float)
+    parts = forward_parts(order, {"fit": 0.7, "validation": 0.15, "calibration": 0.15}, seed=1)
+    fit, later = order[parts == "fit"], order[parts != "fit"]
+    assert len(fit) == 140 and fit.max() < later.min()
+    assert {"validation", "calibration"} == set(parts[parts != "fit"])
+    assert abs((parts == "validation").sum() - 30) <= 1
