@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from scoutless.evaluation.walk_forward import walk_forward
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
+from scoutless.training.walk_forward import walk_forward
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 TRACES: dict[str, tuple[str, list[Path]]] = {

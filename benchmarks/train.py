@@ -26,8 +26,9 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from scoutless.bundle import load_bundle
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import train_bundle
+from scoutless.models.families import FAMILY_NAMES
 from scoutless.targets.spec import bayes_class_col, class_col
+from scoutless.training import train_bundle
 
 
 def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
@@ -35,6 +36,7 @@ def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
     path = workdir / f"table_{n_tasks}_{seed}.parquet"
     if path.exists():
         return path
+    from scoutless.cli.data import synthetic_truth
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
@@ -43,7 +45,7 @@ def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
     db.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{db}")
     generate_history(engine, n_tasks, seed=seed, progress=False)
-    table, _ = build_table_from_db(engine)
+    table, _ = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(path)
     engine.dispose()
     db.unlink(missing_ok=True)
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, action="append", help="synthetic table size(s)")
     parser.add_argument("--table", type=Path, action="append", help="existing table(s)")
-    parser.add_argument("--models", default="xgb,xgb_native,dnn")
+    parser.add_argument("--models", default=",".join(FAMILY_NAMES))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-epochs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=42)

@@ -77,7 +77,7 @@ def small_table() -> TrainingTable:
 @pytest.fixture(scope="session")
 def small_bundle(small_table, tmp_path_factory):
     """A bundle of all three families trained on ``small_table`` (few epochs, one thread)."""
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     out = tmp_path_factory.mktemp("bundles") / "small"
     return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)

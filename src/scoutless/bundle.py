@@ -36,6 +36,7 @@ from scoutless.features.encoders import (
 from scoutless.features.spec import FeatureSpec
 from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
 from scoutless.models.base import ClassModel
+from scoutless.models.families import UnknownFamilyError, family_class
 from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
 from scoutless.targets.bins import TargetBins
 
@@ -55,14 +56,6 @@ __all__ = [
     "read_manifest",
     "save_bundle",
 ]
-
-
-def model_types() -> dict[str, type]:
-    """Model family name -> class with ``load(folder)``; imported lazily (torch is heavy)."""
-    from scoutless.models.dnn_model import DNNModel
-    from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
-
-    return {"xgb": XGBLabelModel, "xgb_native": XGBNativeModel, "dnn": DNNModel}
 
 
 @dataclass
@@ -253,13 +246,16 @@ def load_bundle(path: str | Path) -> Predictor:
     path = resolve_champion(Path(path))
     manifest = read_manifest(path)
     encoder = FeatureEncoder.from_dict(json.loads((path / ENCODER).read_text()))
-    types = model_types()
     models: dict[str, dict[str, ClassModel]] = {}
     for target, by_name in manifest["models"].items():
         models[target] = {}
         for name, entry in by_name.items():
             kind = entry.get("kind", name)
-            if kind not in types:
-                raise BundleError(f"{path}: model {target}/{name} of unknown kind {kind!r}")
-            models[target][name] = types[kind].load(path / entry["folder"])
+            try:
+                cls = family_class(kind)
+            except UnknownFamilyError as exc:
+                raise BundleError(
+                    f"{path}: model {target}/{name} of unknown kind {kind!r}"
+                ) from exc
+            models[target][name] = cls.load(path / entry["folder"])
     return Predictor(path, manifest, encoder, models)

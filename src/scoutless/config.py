@@ -21,7 +21,6 @@ class PandaDefaults(BaseModel):
     core_power_hs06: float = Field(
         10.0, gt=0, description="HS06 per core when the site's is unknown"
     )
-    user_ramcount_mb_per_core: float = Field(2000.0, gt=0)
     min_ramcount_mb_per_core: float = Field(
         0.0, ge=0, description="SCOUT_RAMCOUNT_MIN: floor of the memory target"
     )
@@ -83,6 +82,73 @@ class TrainingSettings(BaseModel):
     )
 
 
+class WithinTaskSettings(BaseModel):
+    """How the synthetic generator makes jobs of one task differ, scouts above all.
+
+    Each field names one mechanism; none changes what submission-time features say about a
+    task's targets (the generator rescales every task to its latent), only how well its
+    first jobs stand for the rest. Zeroing a share switches its mechanism off.
+    """
+
+    scout_capped_input_share: float = Field(
+        0.15, ge=0, le=1,
+        description="tasks whose scouts get less input: one file (tasks split by files) or "
+        "a capped part of nEventsPerJob",
+    )  # fmt: skip
+    scout_input_fraction: tuple[float, float] = Field(
+        (0.3, 0.9), description="range of the cap, as a fraction of a production job's input"
+    )
+    avalanche_resize_share: float = Field(
+        0.3, ge=0, le=1, description="tasks whose jobs after the scouts are cut smaller"
+    )
+    avalanche_resize_fraction: tuple[float, float] = Field(
+        (0.15, 0.6), description="range of the cut, as a fraction of a scout's input"
+    )
+    slots_mean: float = Field(
+        5.0, ge=0, description="mean extra (site, queue) slots a task's jobs spread over"
+    )
+    off_slot_share: tuple[float, float] = Field(
+        (0.2, 0.95), description="range of a mixed task's share of slots of another size"
+    )
+    first_slot_off_share: float = Field(
+        0.15, ge=0, le=1,
+        description="P(a mixed task's first slot is off-size too): brokerage first finds "
+        "queues of the asked core count, the avalanche overflows to others",
+    )  # fmt: skip
+    early_slot_share: float = Field(
+        0.85, ge=0, le=1, description="P(a scout runs in the task's first slot, not a random one)"
+    )
+    slot_speed_sigma: float = Field(
+        0.2, ge=0, description="log-sd of a slot's speed while the task runs there (load)"
+    )
+    site_speed_sigma: float = Field(
+        0.2, ge=0, description="log-sd of a site's wall speed not captured by its corePower"
+    )
+    file_size_sigma: float = Field(
+        0.5, ge=0, description="log-sd of a job's bytes read and written at fixed events"
+    )
+    memory_events_exponent: float = Field(
+        0.02, ge=0, description="maxPSS grows as (events / typical events) ** exponent"
+    )
+    outlier_share: float = Field(0.02, ge=0, le=1, description="jobs on a slow node / hot input")
+    outlier_wall_factor: tuple[float, float] = Field((1.5, 4.0))
+    outlier_memory_factor: tuple[float, float] = Field((1.2, 2.0))
+    bad_early_site_share: float = Field(
+        0.06, ge=0, le=1,
+        description="tasks whose first slot is broken: every scout there fails (lost "
+        "heartbeat, stage-in) and is retried elsewhere, delaying the avalanche",
+    )  # fmt: skip
+    failure_cause_weights: tuple[float, float, float] = Field(
+        (0.6, 0.25, 0.15), description="failed attempts: site problem, memory kill, walltime"
+    )
+    scout_abort_share: float = Field(
+        0.004, ge=0, le=1, description="tasks broken after all their scouts failed"
+    )
+    few_jobs_share: float = Field(
+        0.08, ge=0, le=1, description="tasks of only 1-2 jobs (no target: too few jobs)"
+    )
+
+
 class ServiceSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -113,6 +179,7 @@ class Settings(BaseSettings):
     training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
     history: HistorySettings = HistorySettings()
+    within_task: WithinTaskSettings = WithinTaskSettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

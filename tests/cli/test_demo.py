@@ -43,7 +43,7 @@ def test_interrupted_demo_keeps_the_previous_run(demo_dir, monkeypatch):
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("scoutless.models.training.train_bundle", crash)
+    monkeypatch.setattr("scoutless.training.train_bundle", crash)
     result = runner.invoke(app, ["demo", "--workdir", str(workdir), *SMALL])
     assert result.exit_code != 0
     for path, content in before.items():

@@ -6,10 +6,9 @@ import pytest
 
 from scoutless.evaluation.metrics import (
     classification_metrics,
-    json_edges,
-    json_number,
     pipeline_metrics,
 )
+from scoutless.jsonsafe import json_edges, json_number
 from scoutless.targets.bins import TargetBins
 
 LABELS = ["low", "mid", "high"]

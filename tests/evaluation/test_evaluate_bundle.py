@@ -61,7 +61,15 @@ def test_figures_agree_with_the_table(evaluated, table):
     assert (
         memory["xgb"]["accuracy"] > memory["history"]["accuracy"] > memory["majority"]["accuracy"]
     )
-    assert metrics["targets"]["memory"]["calibration"]["xgb"]["ece"] >= 0
+    # ECE of the model's test probabilities, by hand: |accuracy - confidence| per bin
+    proba = FakePredictor(table).predict_proba(test[table.feature_names], ["memory"], "xgb")
+    proba = proba["memory"]
+    bins = np.clip(np.ceil(proba.max(axis=1) * 15).astype(int) - 1, 0, 14)  # (k/15, (k+1)/15]
+    hit = proba.argmax(axis=1) == test["memory_class"].to_numpy()
+    gaps = [abs(hit[bins == b].mean() - proba.max(axis=1)[bins == b].mean()) * (bins == b).sum()
+            for b in np.unique(bins)]  # fmt: skip
+    ece = metrics["targets"]["memory"]["calibration"]["xgb"]["ece"]
+    assert ece == pytest.approx(sum(gaps) / len(test)) and ece > 0.001
     # pipeline exact match: all four right on the same row
     hits = np.ones(len(test), bool)
     for t in TARGET_NAMES:

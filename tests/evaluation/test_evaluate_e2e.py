@@ -7,7 +7,7 @@ from eval_fakes import make_table
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
-from scoutless.models.training import train_bundle
+from scoutless.training import train_bundle
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,9 @@ def test_generated_history_through_copy_into_postgres(pg_engine):
 
     stats = generate_history(pg_engine, 300, seed=3, progress=False)
     assert stats.n_tasks == 300 and stats.n_jobs > 300 * 5
-    table, report = build_table_from_db(pg_engine)
+    from scoutless.cli.data import synthetic_truth
+
+    table, report = build_table_from_db(pg_engine, read_truth=synthetic_truth)
     assert len(table.frame) + len({r["jeditaskid"] for r in report.rows}) >= 290
     assert table.frame["memory_bayes_class"].ge(0).all()
     assert set(table.frame["split_random"]) == {"train", "test"}

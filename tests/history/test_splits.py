@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scoutless.config import Settings
 from scoutless.history.splits import (
     assign_parts,
     forward_parts,
@@ -58,6 +59,21 @@ def test_assign_parts_follows_fractions_in_every_stratum():
     for s, n in ((0, 700), (1, 300)):
         got = parts[strata == s]
         assert [(got == p).sum() for p in "abc"] == [round(n * f) for f in (0.5, 0.3, 0.2)]
+
+
+FRACTIONS = Settings().splits.part_fractions()
+
+
+def test_assign_parts_is_stratified_seeded_and_keeps_tiny_strata():
+    strata = np.repeat([[0, 1], [1, 0], [2, 2]], [1000, 200, 1], axis=0)
+    parts = assign_parts(strata, FRACTIONS, seed=3)
+    for key in ([0, 1], [1, 0]):
+        share = parts[(strata == key).all(axis=1)]
+        assert (share == "fit").mean() == pytest.approx(0.70, abs=0.01)
+        assert (share == "calibration").mean() == pytest.approx(0.15, abs=0.01)
+    assert parts[-1] == "fit"
+    np.testing.assert_array_equal(parts, assign_parts(strata, FRACTIONS, seed=3))
+    assert not np.array_equal(parts, assign_parts(strata, FRACTIONS, seed=4))
 
 
 def test_forward_parts_fit_on_the_past_and_validate_on_the_latest_rows():

@@ -58,7 +58,7 @@ def test_jobs_scouts_failures_and_times(frames) -> None:
     failed = jobs["jobstatus"].eq("failed").mean()
     assert 0.03 <= failed <= 0.10
     scouts = jobs[jobs["specialhandling"].eq("sj")]
-    assert scouts.groupby("jeditaskid").size().max() == 10
+    assert scouts[scouts["jobstatus"].eq("finished")].groupby("jeditaskid").size().max() == 10
     # scouts are the lowest pandaids and the earliest starts of their task
     first = jobs.sort_values("pandaid").groupby("jeditaskid").head(10)
     assert first["specialhandling"].eq("sj").all()

@@ -21,12 +21,12 @@ from scoutless.bundle import load_bundle
 from scoutless.cli.main import app
 from scoutless.history.build import build_training_table
 from scoutless.history.panda_db import create_schema, make_engine, read_history, write_frame
-from scoutless.models.training import train_bundle
 from scoutless.ops import registry as reg
 from scoutless.ops.alerts import AlertConfig, AlertRule
 from scoutless.ops.loop import MonitorContext, RetrainOptions, monitor_step
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.spec import class_col
+from scoutless.training import train_bundle
 
 NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 DRIFT_START = NOW - timedelta(days=20)

@@ -100,7 +100,7 @@ def test_crash_mid_retrain_leaves_previous_champion(
     if fail_at == "register":
         monkeypatch.setattr(reg, "register", boom)
     if fail_at == "scoring":
-        monkeypatch.setattr(rt, "holdout_accuracy", boom)
+        monkeypatch.setattr(rt, "holdout_scores", boom)
     if fail_at == "promote":
         monkeypatch.setattr(reg, "_atomic_write_text", boom)
     with pytest.raises(RuntimeError, match=f"crash in {fail_at}"):

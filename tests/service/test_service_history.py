@@ -15,12 +15,12 @@ from scoutless.bundle import load_bundle
 from scoutless.features.history import layout_of
 from scoutless.history.build import build_training_table, task_history_frame
 from scoutless.history.panda_db import make_engine, read_history, write_frame
+from scoutless.history.store import HISTORY_MISSING, task_history, update_store
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
-from scoutless.models.training import train_bundle
-from scoutless.ops.history_store import HISTORY_MISSING, task_history, update_store
 from scoutless.service.app import create_app
 from scoutless.targets.estimators import compute_task_targets
 from scoutless.targets.spec import TARGET_NAMES
+from scoutless.training import train_bundle
 
 _spec = importlib.util.spec_from_file_location(
     "panda_history", Path(__file__).parents[1] / "history" / "panda_history.py"

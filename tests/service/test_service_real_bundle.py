@@ -45,7 +45,7 @@ def _tiny_table(n: int = 300, seed: int = 0) -> TrainingTable:
 
 @pytest.fixture(scope="session")
 def real_bundle(tmp_path_factory) -> Path:
-    training = pytest.importorskip("scoutless.models.training")
+    training = pytest.importorskip("scoutless.training")
     out = tmp_path_factory.mktemp("service-bundle") / "bundle"
     return training.train_bundle(
         _tiny_table(), out, models=("xgb",), progress=False, max_epochs=2, n_jobs=1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +12,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from scoutless.config import get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from scoutless.history.build import LatentTruth
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -60,6 +65,16 @@ def generate(
     )
 
 
+def synthetic_truth(engine: Engine, ids: list[int]) -> LatentTruth | None:
+    """The generator's latent truth of ``ids`` when the history is synthetic, else None:
+    the one place the build learns about the generator (for the Bayes-optimal classes)."""
+    from scoutless.history.build import LatentTruth
+    from scoutless.history.synthetic import bayes_probabilities, read_truth
+
+    frame = read_truth(engine, ids=ids)
+    return None if frame is None else LatentTruth(frame, bayes_probabilities)
+
+
 @app.command("build")
 def build(
     out: Annotated[Path, typer.Option("--out", help="training table (.parquet)")],
@@ -92,6 +107,7 @@ def build(
                 since,
                 on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
                 with_history=history,
+                read_truth=synthetic_truth,
             )
     except BadRowsError as exc:
         console.print(f"[red]{exc}[/]")

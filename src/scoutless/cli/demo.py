@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.panel import Panel
+
+from scoutless.models.families import FAMILY_NAMES
 
 console = Console()
 
@@ -24,33 +26,12 @@ def _step(n: int, total: int, text: str) -> None:
     console.rule(f"[bold]{n}/{total}[/] {text}")
 
 
-def demo(
-    workdir: Annotated[Path, typer.Option("--workdir", help="where everything is written")] = Path(
-        "scoutless-work"
-    ),
-    tasks: Annotated[int, typer.Option("--tasks", min=200, help="synthetic tasks")] = 50_000,
-    seed: Annotated[int, typer.Option(help="random seed")] = 42,
-    models: Annotated[str, typer.Option(help="model families to train")] = "xgb,xgb_native,dnn",
-    max_epochs: Annotated[int | None, typer.Option(help="cap on DNN epochs")] = None,
-) -> None:
-    """Generate → build → train → evaluate on the embedded SQLite default."""
-    from scoutless.bundle import load_bundle
-    from scoutless.cli.data import summary_table
-    from scoutless.evaluation.evaluate import evaluate_bundle
-    from scoutless.evaluation.tables import headline_table
-    from scoutless.history.build import build_table_from_db
+def _generate_history(db_path: Path, tasks: int, seed: int) -> Any:
+    """Generate into a temporary SQLite file and rename it into place when complete."""
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
-    from scoutless.models.training import train_bundle
 
-    started = time.perf_counter()
-    workdir.mkdir(parents=True, exist_ok=True)
-    db_path = workdir / "history.sqlite"
-    table_path = workdir / "table.parquet"
-    bundle_path = workdir / "bundle"
-
-    _step(1, 4, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
-    tmp_db = workdir / f".history.{os.getpid()}.sqlite"
+    tmp_db = db_path.parent / f".history.{os.getpid()}.sqlite"
     try:
         engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
         stats = generate_history(engine, tasks, seed=seed, progress=True)
@@ -61,11 +42,40 @@ def demo(
     finally:
         for leftover in (tmp_db, Path(f"{tmp_db}-wal"), Path(f"{tmp_db}-shm")):
             leftover.unlink(missing_ok=True)
+    return stats
+
+
+def demo(
+    workdir: Annotated[Path, typer.Option("--workdir", help="where everything is written")] = Path(
+        "scoutless-work"
+    ),
+    tasks: Annotated[int, typer.Option("--tasks", min=200, help="synthetic tasks")] = 50_000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 42,
+    models: Annotated[str, typer.Option(help="model families to train")] = ",".join(FAMILY_NAMES),
+    max_epochs: Annotated[int | None, typer.Option(help="cap on DNN epochs")] = None,
+) -> None:
+    """Generate → build → train → evaluate on the embedded SQLite default."""
+    from scoutless.bundle import load_bundle
+    from scoutless.cli.data import summary_table, synthetic_truth
+    from scoutless.evaluation.evaluate import evaluate_bundle
+    from scoutless.evaluation.tables import headline_table
+    from scoutless.history.build import build_table_from_db
+    from scoutless.history.panda_db import make_engine
+    from scoutless.training import train_bundle
+
+    started = time.perf_counter()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_path = workdir / "history.sqlite"
+    table_path = workdir / "table.parquet"
+    bundle_path = workdir / "bundle"
+
+    _step(1, 4, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
+    stats = _generate_history(db_path, tasks, seed)
     console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
 
     _step(2, 4, f"build the training table → {table_path}")
     engine = make_engine(f"sqlite:///{db_path.resolve()}", create_dirs=False)
-    table, report = build_table_from_db(engine)
+    table, report = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(table_path)
     if len(report):
         report.save(workdir / "bad_rows.csv")

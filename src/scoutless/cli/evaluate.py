@@ -23,11 +23,27 @@ from scoutless.evaluation.tables import (
     policies_table,
     walk_forward_tables,
 )
-from scoutless.evaluation.walk_forward import WalkForwardError, write_walk_forward
-from scoutless.evaluation.walk_forward import walk_forward as run_walk_forward
 from scoutless.history.table import TableError, TrainingTable
-from scoutless.models.training import TrainingError, check_model_names
 from scoutless.ops.registry import RegistryError
+from scoutless.training import TrainingError, check_model_names
+from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
+from scoutless.training.walk_forward import walk_forward as run_walk_forward
+
+WalkForwardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--walk-forward",
+        help="Retrain every PERIOD (30d, 12h …) on everything finished before it and "
+        "predict the next period, from the time split's boundary on.",
+    ),
+]
+ModelsOpt = Annotated[
+    str, typer.Option(help="--walk-forward: model families to train, comma-separated.")
+]
+MaxPeriodsOpt = Annotated[int | None, typer.Option(help="--walk-forward: only the last N periods.")]
+MaxTrainOpt = Annotated[
+    int | None, typer.Option(help="--walk-forward: at most the N most recent training rows.")
+]
 
 
 def evaluate(
@@ -37,23 +53,10 @@ def evaluate(
         Path | None,
         typer.Option(help="Bundle folder, or a registry (its champion); not with --walk-forward."),
     ] = None,
-    walk_forward: Annotated[
-        str | None,
-        typer.Option(
-            "--walk-forward",
-            help="Retrain every PERIOD (30d, 12h …) on everything finished before it and "
-            "predict the next period, from the time split's boundary on.",
-        ),
-    ] = None,
-    models: Annotated[
-        str, typer.Option(help="--walk-forward: model families to train, comma-separated.")
-    ] = "xgb,dnn",
-    max_periods: Annotated[
-        int | None, typer.Option(help="--walk-forward: only the last N periods.")
-    ] = None,
-    max_train: Annotated[
-        int | None, typer.Option(help="--walk-forward: at most the N most recent training rows.")
-    ] = None,
+    walk_forward: WalkForwardOpt = None,
+    models: ModelsOpt = "xgb,dnn",
+    max_periods: MaxPeriodsOpt = None,
+    max_train: MaxTrainOpt = None,
     split: Annotated[
         str | None,
         typer.Option(help="Which stored split's test rows: random or time (default: the table's)."),

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from scoutless.features.history import history_keys
 from scoutless.history.panda_db import make_engine
+from scoutless.history.store import update_store
 from scoutless.history.table import TrainingTable
-from scoutless.ops.history_store import update_store
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
 from scoutless.sources.load import FORMATS, load_trace

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from scoutless.models.families import FAMILY_NAMES
+
 console = Console()
 
 
@@ -53,8 +55,8 @@ def train(
     table: Annotated[Path, typer.Option("--table", help="training table (.parquet)")],
     out: Annotated[Path, typer.Option("--out", help="bundle folder to write")],
     models: Annotated[
-        str, typer.Option(help="comma-separated families: xgb, xgb_native, dnn")
-    ] = "xgb,xgb_native,dnn",
+        str, typer.Option(help=f"comma-separated families: {', '.join(FAMILY_NAMES)}")
+    ] = ",".join(FAMILY_NAMES),
     trials: Annotated[
         int, typer.Option(min=0, help="DNN random-search trials; > 0 also runs the XGBoost grid")
     ] = 0,
@@ -75,7 +77,7 @@ def train(
 ) -> None:
     """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
     from scoutless.history.table import TableError, TrainingTable
-    from scoutless.models.training import TrainingError, check_model_names, train_bundle
+    from scoutless.training import TrainingError, check_model_names, train_bundle
 
     if split not in (None, "random", "time"):
         raise typer.BadParameter(f"--split {split!r}: expected 'random' or 'time'")

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,8 +33,6 @@ from scoutless.evaluation.baselines import (
 from scoutless.evaluation.calibration import expected_calibration_error, reliability_curve
 from scoutless.evaluation.metrics import (
     classification_metrics,
-    json_edges,
-    json_number,
     pipeline_metrics,
 )
 from scoutless.evaluation.policies_eval import (
@@ -46,6 +44,8 @@ from scoutless.evaluation.policies_eval import (
 from scoutless.evaluation.report import write_report
 from scoutless.features.spec import FeatureSpec
 from scoutless.history.table import TrainingTable
+from scoutless.jsonsafe import json_edges, jsonable
+from scoutless.models.predictor import PredictorLike
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS, class_col, value_col
 
@@ -56,27 +56,6 @@ CHAMPION = "champion"
 
 class EvaluationError(ValueError):
     """A bundle and a table that cannot be evaluated together (what and where)."""
-
-
-class PredictorLike(Protocol):
-    """What evaluation needs of :class:`scoutless.bundle.Predictor`."""
-
-    version: str
-    targets: list[str]
-    bins: dict[str, TargetBins]
-    feature_specs: list[FeatureSpec]
-
-    def models(self, target: str) -> list[str]: ...
-
-    def champion(self, target: str) -> str: ...
-
-    def predict_proba(
-        self, data: pd.DataFrame, targets: list[str] | None = None, model: str | None = None
-    ) -> dict[str, np.ndarray]: ...
-
-    def calibration(
-        self, target: str, model: str | None = None
-    ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def _check_compatible(predictor: PredictorLike, table: TrainingTable) -> list[str]:
@@ -221,6 +200,27 @@ def _steps(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
         yield step
 
 
+def _evaluate_target(
+    predictor: PredictorLike,
+    target: str,
+    rows: tuple[pd.DataFrame, pd.DataFrame],
+    features: list[FeatureSpec],
+    step: Callable[[str], None],
+) -> _TargetRun:
+    """Every model of the bundle and the baselines on one target's test rows."""
+    train, test = rows
+    X_test = test[[f.name for f in predictor.feature_specs]]
+    # the bundle's bins: same edges, recommendations fitted on its training rows
+    run = _TargetRun(target, predictor.bins[target], train, test)
+    for name in predictor.models(target):
+        step(f"{target}: {name}")
+        run.add_model(name, predictor.predict_proba(X_test, targets=[target], model=name)[target])
+    step(f"{target}: baselines")
+    run.add_baselines(features)
+    step(f"{target}: policies")
+    return run
+
+
 def evaluate_bundle(
     predictor: PredictorLike,
     table: TrainingTable,
@@ -256,14 +256,7 @@ def evaluate_bundle(
     n_steps = sum(len(predictor.models(t)) + 2 for t in targets) + 1
     with _steps(progress, n_steps) as step:
         for t in targets:
-            # the bundle's bins: same edges, recommendations fitted on its training rows
-            run = _TargetRun(t, predictor.bins[t], train, test)
-            for name in predictor.models(t):
-                step(f"{t}: {name}")
-                run.add_model(name, predictor.predict_proba(X_test, targets=[t], model=name)[t])
-            step(f"{t}: baselines")
-            run.add_baselines(features)
-            step(f"{t}: policies")
+            run = _evaluate_target(predictor, t, (train, test), features, step)
             entry = run.entry()
             entry["champion"] = champions[t]
             entry |= _policy_figures(predictor, run, champions[t], X_test, alpha, recall)
@@ -332,21 +325,6 @@ def write_outputs(metrics: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """metrics.json (strict JSON: no NaN/Infinity) and the self-contained report.html."""
     out.mkdir(parents=True, exist_ok=True)
     metrics_path = out / METRICS_FILE
-    metrics_path.write_text(json.dumps(_jsonable(metrics), indent=2, allow_nan=False) + "\n")
+    metrics_path.write_text(json.dumps(jsonable(metrics), indent=2, allow_nan=False) + "\n")
     report_path = write_report(metrics, out / REPORT_FILE)
     return metrics_path, report_path
-
-
-def _jsonable(obj: Any) -> Any:
-    """Replace NaN by None and ±inf by "inf"/"-inf" anywhere in a nested structure."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, bool | int | str) or obj is None:
-        return obj
-    if isinstance(obj, float | np.floating):
-        return json_number(float(obj))
-    if isinstance(obj, np.integer):
-        return int(obj)
-    raise TypeError(f"metrics hold a {type(obj).__name__} that JSON cannot store: {obj!r}")

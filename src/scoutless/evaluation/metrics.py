@@ -1,36 +1,19 @@
 """Classification metrics per target and over the whole pipeline (scikit-learn does the sums).
 
 Every result is a plain JSON-ready dict, so ``metrics.json`` is written without converters:
-non-finite numbers never appear (see :func:`json_number`): an open bin edge is the string
+non-finite numbers never appear (see :func:`scoutless.jsonsafe.json_number`): an open bin edge is the string
 ``"inf"`` (the same spelling :meth:`TargetBins.to_dict` uses, so the edges read back with
 ``TargetBins.from_dict``) and a figure that cannot be computed (no rows) is ``null``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 from sklearn.metrics import precision_recall_fscore_support as prfs
-
-
-def json_number(x: float | None) -> float | str | None:
-    """A float JSON can hold: NaN/None -> None, ±inf -> "inf"/"-inf"."""
-    if x is None:
-        return None
-    x = float(x)
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def json_edges(edges: Sequence[float]) -> list[float | str | None]:
-    return [json_number(e) for e in edges]
 
 
 def _check_pair(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> None:

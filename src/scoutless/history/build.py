@@ -6,7 +6,6 @@ with its task id, job id and reason; ``strict=True`` raises instead of excluding
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 
 from scoutless.config import Settings, get_settings
 from scoutless.features.history import frame_history
 from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.splits import random_split, time_split
-from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
+from scoutless.history.table import SPLIT_COLUMNS, TrainingTable, frame_fingerprint
 from scoutless.targets.bins import TargetBins, fit_bins, load_bins
 from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
 from scoutless.targets.spec import (
@@ -36,7 +35,6 @@ from scoutless.targets.spec import (
 )
 
 BINS_SPLIT = "random"  # a PanDA table's default split: its train rows fit the bins
-SYNTHETIC_TRUTH_TABLE = "scoutless_synthetic_truth"  # written by history.synthetic
 
 
 class BadRowsError(ValueError):
@@ -180,24 +178,33 @@ def add_classes(frame: pd.DataFrame, bins: dict[str, TargetBins]) -> pd.DataFram
     return out
 
 
-def add_bayes(
-    frame: pd.DataFrame, truth: pd.DataFrame, bins: dict[str, TargetBins]
-) -> pd.DataFrame:
-    """Bayes-optimal class and its probability, from the generator's latent truth."""
-    from scoutless.history.synthetic import bayes_probabilities
+@dataclass(frozen=True)
+class LatentTruth:
+    """A synthetic history's latent truth (rows indexed by jeditaskid) and the function that
+    turns it into class probabilities per target, rows following ``frame.index``.
 
+    The build knows no generator: whoever knows the history is synthetic hands this in
+    (the CLI reads it with :func:`scoutless.cli.data.synthetic_truth`).
+    """
+
+    frame: pd.DataFrame
+    probabilities: Callable[[pd.DataFrame, dict[str, TargetBins]], dict[str, np.ndarray]]
+
+
+#: reads the latent truth of some task ids, or None when the database has none
+TruthReader = Callable[[Engine, list[int]], LatentTruth | None]
+
+
+def add_bayes(frame: pd.DataFrame, truth: LatentTruth, bins: dict[str, TargetBins]) -> pd.DataFrame:
+    """Bayes-optimal class and its probability, from the generator's latent truth."""
     out = frame.copy()
-    for target, proba in bayes_probabilities(truth, bins).items():  # rows follow truth.index
-        best = pd.Series(proba.argmax(axis=1), index=truth.index)
-        conf = pd.Series(proba.max(axis=1), index=truth.index)
+    index = truth.frame.index
+    for target, proba in truth.probabilities(truth.frame, bins).items():
+        best = pd.Series(proba.argmax(axis=1), index=index)
+        conf = pd.Series(proba.max(axis=1), index=index)
         out[bayes_class_col(target)] = out["jeditaskid"].map(best).fillna(-1).astype(int)
         out[bayes_confidence_col(target)] = out["jeditaskid"].map(conf)
     return out
-
-
-def fingerprint(frame: pd.DataFrame) -> str:
-    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    return digest.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- build
@@ -282,7 +289,7 @@ def finish_table(
     settings: Settings,
     bins_file: Path | None = None,
     bins: dict[str, TargetBins] | None = None,
-    truth: pd.DataFrame | None = None,
+    truth: LatentTruth | None = None,
     info: dict[str, object] | None = None,
     with_history: bool = False,
 ) -> TrainingTable:
@@ -299,7 +306,7 @@ def finish_table(
     )
     bins = _fit_table_bins(frame, splits[SPLIT_COLUMNS[BINS_SPLIT]], bins_file, bins)
     frame = add_classes(frame, bins)
-    if truth is not None and len(truth):
+    if truth is not None and len(truth.frame):
         frame = add_bayes(frame, truth, bins)
     frame = frame.assign(**splits)
     return TrainingTable(
@@ -308,7 +315,7 @@ def finish_table(
         bins=bins,
         source="panda",
         info={
-            "fingerprint": fingerprint(frame),
+            "fingerprint": frame_fingerprint(frame)[:16],
             **(info or {}),
             "bins_fitted_on": f"{SPLIT_COLUMNS[BINS_SPLIT]} train rows",
             "excluded": {f"{k[0]}: {k[1]}": v for k, v in report.counts().items()},
@@ -322,7 +329,7 @@ def build_training_table(
     bins_file: Path | None = None,
     strict: bool = False,
     settings: Settings | None = None,
-    truth: pd.DataFrame | None = None,
+    truth: LatentTruth | None = None,
     bins: dict[str, TargetBins] | None = None,
     with_history: bool = False,
 ) -> tuple[TrainingTable, BadRowReport]:
@@ -367,20 +374,20 @@ def build_table_from_db(
     chunk_tasks: int = 100_000,
     on_chunk: Callable[[int, int], None] | None = None,
     with_history: bool = False,
+    read_truth: TruthReader | None = None,
 ) -> tuple[TrainingTable, BadRowReport]:
-    """Read the history chunk by chunk of tasks (bounded memory), then bin and split once.
+    """Read the history chunk by chunk of tasks (bounded memory), then split and bin once.
 
-    Reads the generator's truth too when the database has it (synthetic histories).
-    ``on_chunk(tasks_done, tasks_total)`` reports progress.
+    ``read_truth`` adds the Bayes-optimal classes of a synthetic history (its latent truth,
+    chunk by chunk). ``on_chunk(tasks_done, tasks_total)`` reports progress.
     """
     settings = settings or get_settings()
     ids = task_ids(engine, since=since)
     if not ids:
         raise BadRowsError(f"no tasks in jedi_tasks{f' created since {since}' if since else ''}")
-    has_truth = inspect(engine).has_table(SYNTHETIC_TRUTH_TABLE)
     report = BadRowReport()
     frames: list[pd.DataFrame] = []
-    truths: list[pd.DataFrame] = []
+    truths: list[LatentTruth] = []
     n_jobs = 0
     for start in range(0, len(ids), chunk_tasks):
         chunk = ids[start : start + chunk_tasks]
@@ -389,16 +396,17 @@ def build_table_from_db(
         frames.append(task_rows(history, report, settings))
         if strict and len(report):
             raise BadRowsError(_strict_message(report))
-        if has_truth and chunk:
-            from scoutless.history.synthetic import read_truth
-
-            truth = read_truth(engine, ids=chunk)
-            if truth is not None:
-                truths.append(truth)
+        truth = read_truth(engine, chunk) if read_truth is not None and chunk else None
+        if truth is not None:
+            truths.append(truth)
         if on_chunk is not None:
             on_chunk(min(start + chunk_tasks, len(ids)), len(ids))
     frame = pd.concat(frames, ignore_index=True)
-    truth = pd.concat(truths) if truths else None
+    truth = (
+        LatentTruth(pd.concat([t.frame for t in truths]), truths[0].probabilities)
+        if truths
+        else None
+    )
     info = {"n_tasks_in_history": len(ids), "n_jobs_in_history": n_jobs}
     table = finish_table(
         frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info,

@@ -6,6 +6,7 @@ path serves every dialect. Large reads stream in chunks of task ids.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, Table, create_engine, event, select
+from sqlalchemy import DateTime, Engine, Table, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -197,11 +198,10 @@ def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) 
     if engine.dialect.name != "sqlite":
         return bulk_insert(engine, table, pd.DataFrame.from_records(records))
     cols = [c.name for c in table.columns if c.name in records[0]]
-
-    def plain(value: Any) -> Any:
-        return value.strftime(_SQLITE_DATETIME) if isinstance(value, datetime) else value
-
-    rows = [tuple(plain(r.get(c)) for c in cols) for r in records]
+    rows = [tuple(map(r.get, cols)) for r in records]
+    dates = [i for i, c in enumerate(cols) if isinstance(table.c[c].type, DateTime)]
+    if dates:  # a log batch shares one timestamp: format each distinct value once
+        rows = [_sqlite_dates(row, dates) for row in rows]
     try:
         return _sqlite_executemany(engine, table.name, cols, rows)
     except (SQLAlchemyError, *_dbapi_errors(engine)) as exc:
@@ -221,6 +221,19 @@ def _sqlite_executemany(engine: Engine, table_name: str, cols: list[str], rows: 
 
 
 _SQLITE_DATETIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy's DateTime stores values in SQLite
+
+
+@functools.lru_cache(maxsize=256)
+def _sqlite_datetime(value: datetime) -> str:
+    return value.strftime(_SQLITE_DATETIME)
+
+
+def _sqlite_dates(row: tuple, positions: list[int]) -> tuple:
+    values = list(row)
+    for i in positions:
+        if isinstance(values[i], datetime):
+            values[i] = _sqlite_datetime(values[i])
+    return tuple(values)
 
 
 def bulk_insert(engine: Engine, table_name: str | Table, frame: pd.DataFrame) -> int:

@@ -6,6 +6,7 @@ table from PanDA history and one imported from a Slurm trace are used the same w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -24,6 +25,14 @@ from scoutless.targets.spec import class_col, value_col
 META_KEY = b"scoutless"
 SplitKind = Literal["random", "time"]
 SPLIT_COLUMNS: dict[str, str] = {"random": "split_random", "time": "split_time"}
+
+
+def frame_fingerprint(frame: pd.DataFrame, metadata: dict[str, Any] | None = None) -> str:
+    """sha256 (hex) over a frame's rows and, if given, metadata: same data, same print."""
+    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    if metadata is not None:
+        digest.update(json.dumps(metadata, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
 
 
 class TableError(ValueError):
@@ -74,6 +83,10 @@ class TrainingTable:
 
     def X(self, frame: pd.DataFrame | None = None) -> pd.DataFrame:
         return (self.frame if frame is None else frame)[self.feature_names]
+
+    def fingerprint(self) -> str:
+        """Of the rows and the metadata (features, bins, source, info)."""
+        return frame_fingerprint(self.frame, self.metadata())
 
     def metadata(self) -> dict[str, Any]:
         return {

@@ -24,7 +24,7 @@ from scoutless.features.extract import (
 from scoutless.features.history import history_keys
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
-from scoutless.ops.history_store import HISTORY_TABLE, SUBMITTED, join_states
+from scoutless.history.store import HISTORY_TABLE, SUBMITTED, join_states
 from scoutless.targets.spec import TARGET_NAMES
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]

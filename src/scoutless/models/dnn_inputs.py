@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoders import EncodedFeatures, signed_log1p
 
 
 def numeric_input(numeric: np.ndarray) -> np.ndarray:
@@ -20,7 +20,7 @@ def numeric_input(numeric: np.ndarray) -> np.ndarray:
 
 def aux_target(values: np.ndarray) -> np.ndarray:
     """Standardised sign·log1p of the target values (NaN stays NaN: no auxiliary loss there)."""
-    logged = np.sign(values) * np.log1p(np.abs(np.asarray(values, dtype=float)))
+    logged = signed_log1p(np.asarray(values, dtype=float))
     finite = logged[np.isfinite(logged)]
     if finite.size < 2:
         return np.full(len(logged), np.nan, dtype=np.float32)

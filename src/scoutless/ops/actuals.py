@@ -33,7 +33,7 @@ from scoutless.config import Settings, get_settings
 from scoutless.features.history import history_keys
 from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import read_history
-from scoutless.ops.history_store import update_store
+from scoutless.history.store import update_store
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.estimators import compute_task_targets

@@ -99,17 +99,10 @@ def _html_table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
 
 
-def render_report(
-    snapshot: MonitorSnapshot,
-    bins: dict[str, TargetBins],
-    out: str | Path,
-    *,
-    alerts: pd.DataFrame | None = None,
-    title: str = "scoutless monitoring",
-) -> Path:
-    """Write the page to ``out`` and return its path."""
+def _sections(snapshot: MonitorSnapshot, bins: dict[str, TargetBins]) -> list[dict[str, str]]:
+    """The page's sections: quality, confusion, feature drift, class-prior drift."""
     perf, drift, prior = snapshot.performance, snapshot.feature_drift, snapshot.prior_drift
-    sections = [
+    return [
         {
             "title": "Prediction quality per window",
             "image": _time_series(
@@ -149,6 +142,18 @@ def render_report(
             "table": _html_table(prior),
         },
     ]
+
+
+def render_report(
+    snapshot: MonitorSnapshot,
+    bins: dict[str, TargetBins],
+    out: str | Path,
+    *,
+    alerts: pd.DataFrame | None = None,
+    title: str = "scoutless monitoring",
+) -> Path:
+    """Write the page to ``out`` and return its path."""
+    sections = _sections(snapshot, bins)
     alert_rows = [] if alerts is None or alerts.empty else alerts.to_dict("records")
     html = (
         Environment(autoescape=select_autoescape(default=True))

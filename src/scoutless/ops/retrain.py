@@ -23,15 +23,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
 from scoutless.config import Settings, get_settings
+from scoutless.evaluation.metrics import classification_metrics
 from scoutless.history.panda_db import read_history
 from scoutless.history.table import TrainingTable
+from scoutless.models.predictor import PredictorLike
 from scoutless.ops import registry as reg
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col
@@ -41,17 +43,6 @@ LOCK_FILE = ".retrain.lock"
 
 class RetrainError(RuntimeError):
     """Retraining cannot go ahead (too little history, another retrain running …)."""
-
-
-class ScoringPredictor(Protocol):
-    """What retraining needs of a loaded bundle (``scoutless.bundle.Predictor``)."""
-
-    version: str
-    bins: dict[str, TargetBins]
-
-    def predict_proba(
-        self, data: pd.DataFrame, targets: Sequence[str] | None = None
-    ) -> dict[str, np.ndarray]: ...
 
 
 Trainer = Callable[..., Path]
@@ -87,10 +78,10 @@ def _mean(scores: dict[str, float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def holdout_accuracy(
-    predictor: ScoringPredictor, holdout: pd.DataFrame, feature_names: Sequence[str]
+def holdout_scores(
+    predictor: PredictorLike, holdout: pd.DataFrame, feature_names: Sequence[str]
 ) -> dict[str, float]:
-    """Argmax accuracy per target on the hold-out rows that have a class."""
+    """Accuracy per target on the hold-out rows that have a class (NaN without any)."""
     targets = [t for t in predictor.bins if class_col(t) in holdout.columns]
     proba = predictor.predict_proba(holdout[list(feature_names)], targets=targets)
     scores = {}
@@ -98,7 +89,9 @@ def holdout_accuracy(
         truth = holdout[class_col(target)].to_numpy(dtype=int)
         known = truth >= 0
         predicted = np.asarray(proba[target]).argmax(axis=1)
-        scores[target] = float(np.mean(predicted[known] == truth[known])) if known.any() else np.nan
+        labels = predictor.bins[target].labels
+        accuracy = classification_metrics(truth[known], predicted[known], labels)["accuracy"]
+        scores[target] = np.nan if accuracy is None else accuracy
     return scores
 
 
@@ -117,7 +110,7 @@ def registry_lock(path: Path) -> Iterator[None]:
 
 
 def _default_trainer() -> Trainer:
-    from scoutless.models.training import train_bundle
+    from scoutless.training import train_bundle
 
     return train_bundle
 
@@ -148,6 +141,18 @@ def build_recent_table(
     if len(table.frame) < min_tasks:
         raise RetrainError(f"only {len(table.frame)} tasks have targets; need {min_tasks}")
     return table
+
+
+def _register_challenger(
+    path: Path, trainer: Trainer, table: TrainingTable, options: dict[str, Any]
+) -> str:
+    """Train into a staging folder inside the registry and register it (moved); its id."""
+    staging = reg.staging_dir(path)
+    try:
+        out = trainer(table, staging / "bundle", **options)
+        return reg.register(path, out, move=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def retrain(
@@ -186,42 +191,36 @@ def retrain(
         train_rows, holdout = table.split(split)  # type: ignore[arg-type]
 
         step(f"training challenger on {len(train_rows)} tasks")
-        staging = reg.staging_dir(path)
-        try:
-            out = trainer(
-                table, staging / "bundle", models=tuple(models), trials=trials, seed=seed,
-                split=split, progress=progress, max_epochs=max_epochs,
-            )  # fmt: skip
-            challenger_id = reg.register(path, out, move=True)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        options = {"models": tuple(models), "trials": trials, "seed": seed, "split": split,
+                   "progress": progress, "max_epochs": max_epochs}  # fmt: skip
+        challenger_id = _register_challenger(path, trainer, table, options)
 
         step(f"scoring on {len(holdout)} held-out recent tasks")
         challenger = loader(path / reg.VERSIONS_DIR / challenger_id)
         result = RetrainResult(
-            challenger=challenger_id,
-            champion_before=champion_id,
-            champion_after=champion_id,
-            promoted=False,
-            reason="",
-            margin=margin,
-            n_train=len(train_rows),
+            challenger=challenger_id, champion_before=champion_id, champion_after=champion_id,
+            promoted=False, reason="", margin=margin, n_train=len(train_rows),
             n_holdout=len(holdout),
-            challenger_scores=holdout_accuracy(challenger, holdout, table.feature_names),
-        )
+            challenger_scores=holdout_scores(challenger, holdout, table.feature_names),
+        )  # fmt: skip
         if champion is not None:
-            result.champion_scores = holdout_accuracy(champion, holdout, table.feature_names)
+            result.champion_scores = holdout_scores(champion, holdout, table.feature_names)
         result.promoted, result.reason = _decide(result)
 
         if result.promoted:
             step(f"promoting {challenger_id}")
-            reg.promote(
-                path, challenger_id, reason=result.reason,
-                challenger_score=result.challenger_score,
-                champion_score=None if champion is None else result.champion_score,
-            )  # fmt: skip
-            result.champion_after = challenger_id
+            _promote(path, result, has_champion=champion is not None)
         return result
+
+
+def _promote(path: Path, result: RetrainResult, *, has_champion: bool) -> None:
+    """Make the challenger champion, with both scores in the registry's history."""
+    reg.promote(
+        path, result.challenger, reason=result.reason,
+        challenger_score=result.challenger_score,
+        champion_score=result.champion_score if has_champion else None,
+    )  # fmt: skip
+    result.champion_after = result.challenger
 
 
 def _decide(result: RetrainResult) -> tuple[bool, str]:

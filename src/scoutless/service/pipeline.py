@@ -22,11 +22,11 @@ import orjson
 
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
 from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
-from scoutless.features.extract import features_from_taskparams
+from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.features.spec import FeatureSpec
+from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
-from scoutless.ops.history_store import HISTORY_MISSING
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
 
@@ -378,8 +378,9 @@ def _records(
     for i, row in enumerate(rows):
         try:
             if taskparams:
-                record = features_from_taskparams(row)
-                raw_id = _taskparam_id(row)
+                params = parse_taskparams(row)  # once: the features and the id read it
+                record = features_from_taskparams(params)
+                raw_id = params.get("jediTaskID")
             else:
                 record = dict(row)
                 raw_id = record.pop("jeditaskid", None)
@@ -392,12 +393,6 @@ def _records(
     if errors:
         raise InputErrors(errors)
     return records, ids
-
-
-def _taskparam_id(row: Any) -> Any:
-    if isinstance(row, Mapping):
-        return row.get("jediTaskID")
-    return orjson.loads(row).get("jediTaskID") if isinstance(row, str | bytes) else None
 
 
 def _task_id(raw: Any, loc: list[str | int]) -> int | None:

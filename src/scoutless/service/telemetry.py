@@ -43,7 +43,7 @@ class Metrics:
         )
         self.stage_latency = Histogram(
             "scoutless_stage_latency_seconds",
-            "Latency of one pipeline stage (fetch, preprocess, predict, aggregate, log)",
+            "Latency of one pipeline stage (fetch, features, preprocess, predict, aggregate, log)",
             ["stage"],
             buckets=LATENCY_BUCKETS,
             registry=r,

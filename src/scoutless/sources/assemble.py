@@ -92,20 +92,6 @@ def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
     return pd.Series(np.where(classes < 0, "none", classes.astype(str)), index=values.index)
 
 
-def _baseline_class_features(
-    frame: pd.DataFrame, target: str, bins: TargetBins
-) -> list[FeatureSpec]:
-    """Each input baseline's class as a categorical feature: the DNN embeds it directly,
-    and the served-prediction guard (:mod:`scoutless.models.guard`) reads it back."""
-    specs = []
-    for name, column in baseline_feature_columns(target).items():
-        source = baseline_value_col(target, name)
-        if source in frame:
-            frame[column] = _class_category(bins, frame[source])
-            specs.append(FeatureSpec(column, "categorical", "history", f"{name} baseline class"))
-    return specs
-
-
 def _fit_trace_bins(
     frame: pd.DataFrame, units: dict[str, str], n_quantiles: int | None
 ) -> tuple[dict[str, TargetBins], dict[str, str]]:
@@ -131,6 +117,27 @@ def _fit_trace_bins(
         except BinsError as exc:
             dropped[t] = str(exc)
     return bins, dropped
+
+
+def _add_classes(frame: pd.DataFrame, t: str, b: TargetBins) -> list[FeatureSpec]:
+    """Target ``t``'s class, its baselines' and scouts' classes, and the user's history
+    baselines' classes as inputs (in place); those inputs' feature specs."""
+    specs: list[FeatureSpec] = []
+    frame[class_col(t)] = b.classify(frame[value_col(t)].to_numpy(dtype=float))
+    if request_col(t) in frame:
+        frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])
+    for name in BASELINES:
+        col = baseline_value_col(t, name)
+        if col in frame:
+            frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
+    if scout_value_col(t) in frame:
+        frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
+    for name, column in baseline_feature_columns(t).items():
+        source = baseline_value_col(t, name)
+        if source in frame:  # each input baseline's class as a feature (read by the guard)
+            frame[column] = _class_category(b, frame[source])
+            specs.append(FeatureSpec(column, "categorical", "history", f"{name} baseline class"))
+    return specs
 
 
 def to_training_table(
@@ -164,17 +171,7 @@ def to_training_table(
 
     bins, dropped = _fit_trace_bins(frame, jobs.units, n_quantiles)
     for t, b in bins.items():
-        values = frame[value_col(t)].to_numpy(dtype=float)
-        frame[class_col(t)] = b.classify(values)
-        if request_col(t) in frame:
-            frame[baseline_value_col(t, "user_request")] = user_request(frame[request_col(t)])
-        for name in BASELINES:
-            col = baseline_value_col(t, name)
-            if col in frame:
-                frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
-        if scout_value_col(t) in frame:
-            frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
-        features += _baseline_class_features(frame, t, b)
+        features += _add_classes(frame, t, b)
     if not bins:
         raise TraceParseError(f"no target could be binned: {dropped}", source=jobs.source)
 

@@ -115,29 +115,16 @@ def _times(values: pd.Series) -> pd.Series:
     return pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
 
 
-def generic_jobs(
+def _target_columns(
     frame: pd.DataFrame,
-    mapping: dict[str, Any],
-    *,
-    lines: list[int] | None = None,
-    bad_lines: list[TraceParseError] | None = None,
-    source: str = "<table>",
-    skip_bad: bool = False,
-) -> TraceJobs:
-    """Normalise a table by its mapping (see the module docstring)."""
-    bad = BadLines(skip=skip_bad, errors=list(bad_lines or []))
-    lines = lines or list(range(1, len(frame) + 1))
-    columns = mapping.get("columns", {})
-    targets = mapping.get("targets", {})
-    if "submit_time" not in columns:
-        raise TraceParseError("mapping needs [columns] submit_time", source=source)
-    unknown = sorted(set(targets) - set(TARGET_NAMES))
-    if not targets or unknown:
-        raise TraceParseError(
-            f"mapping [targets.*] must name some of {TARGET_NAMES} (unknown: {unknown})",
-            source=source,
-        )
-    keep = np.ones(len(frame), dtype=bool)
+    targets: dict[str, Any],
+    keep: np.ndarray,
+    bad: BadLines,
+    lines: list[int],
+    source: str,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``{t}_value`` / ``{t}_request`` columns (scaled) and units; rows with a value that is
+    not a number are reported to ``bad`` and cleared in ``keep``."""
     out: dict[str, Any] = {}
     units: dict[str, str] = {}
     for t, spec in targets.items():
@@ -161,22 +148,25 @@ def generic_jobs(
                 keep[i] = False
             out[f"{t}_value" if key == "value" else request_col(t)] = values * scale
         units[t] = str(spec.get("unit", ""))
-    jobs = pd.DataFrame(out, index=frame.index)
+    return out, units
+
+
+def _ids(frame: pd.DataFrame, columns: dict[str, Any], source: str) -> np.ndarray:
+    """The mapped id column (unique integers), or 1..n."""
     if "id" in columns:
         ids = pd.to_numeric(_column(frame, columns["id"], "id", source), errors="coerce")
         if ids.isna().any() or not ids.is_unique:
             raise TraceParseError(
                 f"id column {columns['id']!r} must hold unique integers", source=source
             )
-        jobs["jeditaskid"] = ids.astype(np.int64)
-    else:
-        jobs["jeditaskid"] = np.arange(1, len(frame) + 1, dtype=np.int64)
-    jobs["creationdate"] = _times(_column(frame, columns["submit_time"], "submit_time", source))
-    if "end_time" in columns:
-        jobs["finished_at"] = _times(_column(frame, columns["end_time"], "end_time", source))
-    if "user" in columns:
-        jobs["user"] = _column(frame, columns["user"], "user", source).astype("string")
-    feats = mapping.get("features", {})
+        return ids.astype(np.int64).to_numpy()
+    return np.arange(1, len(frame) + 1, dtype=np.int64)
+
+
+def _add_features(
+    jobs: pd.DataFrame, frame: pd.DataFrame, feats: dict[str, Any], source: str
+) -> list[FeatureSpec]:
+    """The mapped feature columns, typed, added to ``jobs``; their specs."""
     specs = [FeatureSpec(c, "categorical", f"{source}:{c}") for c in feats.get("categorical", [])]
     specs += [FeatureSpec(c, "numerical", f"{source}:{c}") for c in feats.get("numerical", [])]
     for spec in specs:
@@ -185,6 +175,41 @@ def generic_jobs(
             jobs[spec.name] = raw.astype("string")
         else:
             jobs[spec.name] = pd.to_numeric(raw, errors="coerce")
+    return specs
+
+
+def generic_jobs(
+    frame: pd.DataFrame,
+    mapping: dict[str, Any],
+    *,
+    lines: list[int] | None = None,
+    bad_lines: list[TraceParseError] | None = None,
+    source: str = "<table>",
+    skip_bad: bool = False,
+) -> TraceJobs:
+    """Normalise a table by its mapping (see the module docstring)."""
+    bad = BadLines(skip=skip_bad, errors=list(bad_lines or []))
+    lines = lines or list(range(1, len(frame) + 1))
+    columns = mapping.get("columns", {})
+    targets = mapping.get("targets", {})
+    if "submit_time" not in columns:
+        raise TraceParseError("mapping needs [columns] submit_time", source=source)
+    unknown = sorted(set(targets) - set(TARGET_NAMES))
+    if not targets or unknown:
+        raise TraceParseError(
+            f"mapping [targets.*] must name some of {TARGET_NAMES} (unknown: {unknown})",
+            source=source,
+        )
+    keep = np.ones(len(frame), dtype=bool)
+    out, units = _target_columns(frame, targets, keep, bad, lines, source)
+    jobs = pd.DataFrame(out, index=frame.index)
+    jobs["jeditaskid"] = _ids(frame, columns, source)
+    jobs["creationdate"] = _times(_column(frame, columns["submit_time"], "submit_time", source))
+    if "end_time" in columns:
+        jobs["finished_at"] = _times(_column(frame, columns["end_time"], "end_time", source))
+    if "user" in columns:
+        jobs["user"] = _column(frame, columns["user"], "user", source).astype("string")
+    specs = _add_features(jobs, frame, mapping.get("features", {}), source)
     jobs = jobs[keep & jobs["creationdate"].notna().to_numpy()]
     info = {"format": "table", "mapping": mapping}
     return TraceJobs(jobs.reset_index(drop=True), specs, units, "table", info, bad.errors)

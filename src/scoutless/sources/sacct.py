@@ -17,6 +17,7 @@ import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -221,6 +222,52 @@ def _state(fields: dict[str, str]) -> str:
     return fields.get("state", "").split(" ")[0].upper()
 
 
+def _job_row(job: str, recs: list[SacctRecord]) -> dict[str, Any] | None:
+    """The job's row from its job line and steps; None when it never ran."""
+    head = next((r for r in recs if not r.is_step), None)
+    if head is None:  # steps without their job line: no request to learn from
+        return None
+    f = head.fields
+    if _state(f) in NOT_RUN_STATES or not head.elapsed_s > 0:
+        return None
+    cpus = _first_positive(
+        _number(f.get("alloccpus", "")),
+        _number(f.get("ncpus", "")),
+        _number(f.get("reqcpus", "")),
+    )
+    total_cpu = head.totalcpu_s
+    if not total_cpu > 0:
+        total_cpu = float(np.nansum([r.totalcpu_s for r in recs if r.is_step])) or math.nan
+    rss = [r.maxrss_mb for r in recs if np.isfinite(r.maxrss_mb) and r.maxrss_mb > 0]
+    submit = _time(f.get("submit", ""))
+    end = _time(f.get("end", ""))
+    if pd.isna(end) and not pd.isna(_time(f.get("start", ""))):
+        end = _time(f.get("start", "")) + pd.Timedelta(seconds=head.elapsed_s)
+    req_tres = f.get("reqtres", "")
+    return {
+        "jeditaskid": _job_id(job),
+        "creationdate": submit,
+        "finished_at": end,
+        "user": f.get("user") or None,
+        "account": f.get("account") or None,
+        "partition": f.get("partition") or None,
+        "qos": f.get("qos") or None,
+        "group": f.get("group") or None,
+        "jobname": f.get("jobname") or None,
+        "req_cpus": _first_positive(_number(f.get("reqcpus", "")), _tres_value(req_tres, "cpu")),
+        "req_nodes": _first_positive(_number(f.get("reqnodes", "")), _tres_value(req_tres, "node")),
+        "req_gpus": _tres_value(req_tres, "gres/gpu"),
+        "req_mem_mb": head.req_mem_mb,
+        "timelimit_s": head.timelimit_s,
+        "walltime_value": head.elapsed_s,
+        "cputime_value": total_cpu / cpus if cpus > 0 else math.nan,
+        "memory_value": max(rss) if rss else math.nan,
+        request_col("walltime"): head.timelimit_s,
+        request_col("cputime"): head.timelimit_s,
+        request_col("memory"): head.req_mem_mb,
+    }
+
+
 def sacct_jobs(
     records: list[SacctRecord], bad_lines: list[TraceParseError] | None = None
 ) -> TraceJobs:
@@ -228,56 +275,7 @@ def sacct_jobs(
     by_job: dict[str, list[SacctRecord]] = {}
     for r in records:
         by_job.setdefault(r.job, []).append(r)
-    rows = []
-    for job, recs in by_job.items():
-        head = next((r for r in recs if not r.is_step), None)
-        if head is None:  # steps without their job line: no request to learn from
-            continue
-        f = head.fields
-        if _state(f) in NOT_RUN_STATES or not head.elapsed_s > 0:
-            continue
-        cpus = _first_positive(
-            _number(f.get("alloccpus", "")),
-            _number(f.get("ncpus", "")),
-            _number(f.get("reqcpus", "")),
-        )
-        total_cpu = head.totalcpu_s
-        if not total_cpu > 0:
-            total_cpu = float(np.nansum([r.totalcpu_s for r in recs if r.is_step])) or math.nan
-        rss = [r.maxrss_mb for r in recs if np.isfinite(r.maxrss_mb) and r.maxrss_mb > 0]
-        submit = _time(f.get("submit", ""))
-        end = _time(f.get("end", ""))
-        if pd.isna(end) and not pd.isna(_time(f.get("start", ""))):
-            end = _time(f.get("start", "")) + pd.Timedelta(seconds=head.elapsed_s)
-        req_tres = f.get("reqtres", "")
-        rows.append(
-            {
-                "jeditaskid": _job_id(job),
-                "creationdate": submit,
-                "finished_at": end,
-                "user": f.get("user") or None,
-                "account": f.get("account") or None,
-                "partition": f.get("partition") or None,
-                "qos": f.get("qos") or None,
-                "group": f.get("group") or None,
-                "jobname": f.get("jobname") or None,
-                "req_cpus": _first_positive(
-                    _number(f.get("reqcpus", "")), _tres_value(req_tres, "cpu")
-                ),
-                "req_nodes": _first_positive(
-                    _number(f.get("reqnodes", "")), _tres_value(req_tres, "node")
-                ),
-                "req_gpus": _tres_value(req_tres, "gres/gpu"),
-                "req_mem_mb": head.req_mem_mb,
-                "timelimit_s": head.timelimit_s,
-                "walltime_value": head.elapsed_s,
-                "cputime_value": total_cpu / cpus if cpus > 0 else math.nan,
-                "memory_value": max(rss) if rss else math.nan,
-                request_col("walltime"): head.timelimit_s,
-                request_col("cputime"): head.timelimit_s,
-                request_col("memory"): head.req_mem_mb,
-            }
-        )
+    rows = [row for job, recs in by_job.items() if (row := _job_row(job, recs)) is not None]
     frame, units = finish_job_frame(
         rows,
         _COLUMNS,

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from scoutless.jsonsafe import json_edges
 from scoutless.targets.spec import TARGETS
 
 DEFAULT_BINS_RESOURCE = "bins.toml"
@@ -72,7 +73,7 @@ class TargetBins:
         return {
             "target": self.target,
             "unit": self.unit,
-            "edges": [_json_float(e) for e in self.edges],
+            "edges": json_edges(self.edges),
             "labels": list(self.labels),
             "recommended": [float(r) for r in self.recommended],
         }
@@ -86,10 +87,6 @@ class TargetBins:
             labels=tuple(d["labels"]),
             recommended=tuple(float(r) for r in d.get("recommended", ())),
         )
-
-
-def _json_float(x: float) -> float | str:
-    return "inf" if math.isinf(x) else float(x)
 
 
 def _default_recommendations(edges: tuple[float, ...]) -> tuple[float, ...]:

@@ -9,8 +9,16 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from scoutless.config import WithinTaskSettings
+from scoutless.history.synthetic.attempts import (
+    FAILURES,
+    aborted_tasks,
+    draw_failures,
+    timeline,
+)
 from scoutless.history.synthetic.jobs import (
     N_SCOUTS,
+    Sites,
     cputime_offsets,
     io_bytes,
     job_shapes,
@@ -54,6 +62,7 @@ class BlockSpec:
     start: datetime
     days: float
     drift_start: datetime | None
+    within: WithinTaskSettings
 
 
 def _seconds(dt: datetime) -> np.datetime64:
@@ -139,21 +148,24 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
     drift_mask = np.zeros(n, dtype=bool)
     if spec.drift_start is not None:
         drift_mask = created >= _seconds(spec.drift_start)
-    draw = draw_tasks(rng, vocab, world, tfrac, drift_mask)
+    draw = draw_tasks(rng, vocab, world, tfrac, drift_mask, spec.within.few_jobs_share)
     ids = spec.first_task_id + ordinal
     cols, lat = draw.cols, draw.lat
 
     site_index = {s: i for i, s in enumerate(vocab.site_names)}
     requested_site = np.array([site_index.get(s, -1) for s in cols["site"]], dtype=np.int64)
-    power = vocab.site_core_power
-    shapes = job_shapes(rng, draw, np.arange(n), lat["n_units"], power, requested_site)
+    sites = Sites(vocab.site_core_power, world.site_speed)
+    within = spec.within
+    shapes = job_shapes(rng, draw, np.arange(n), lat["n_units"], sites, requested_site, within)
     wall = scale_walltime(shapes, draw, n)
-    maxpss = memory_per_core(shapes, draw, rng, n)
-    in_bytes, out_bytes = io_bytes(shapes, wall, draw, rng, n)
+    maxpss = memory_per_core(shapes, draw, rng, n, within)
+    in_bytes, out_bytes = io_bytes(shapes, wall, draw, rng, n, within)
     r_mean, r_sd = cputime_offsets(
-        np.random.default_rng([spec.seed, block, 1]), draw, power, requested_site
+        np.random.default_rng([spec.seed, block, 1]), draw, sites, requested_site, within
     )
-    jobs = _job_rows(rng, spec, draw, shapes, wall, maxpss, in_bytes, out_bytes, created, ids)
+    usage = {"wall": wall, "maxpss": maxpss, "inputfilebytes": in_bytes,
+             "outputfilebytes": out_bytes}  # fmt: skip
+    jobs = _job_rows(rng, draw, shapes, usage, sites, within, created, ids)
     jobs_frame = _jobs_frame(jobs, vocab)
 
     names, outputs = _task_names(draw, vocab, rng, ids)
@@ -178,65 +190,79 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
     return Frames(tasks, params, datasets, jobs_frame, truth)
 
 
-def _job_rows(rng, spec, draw, shapes, wall, maxpss, in_bytes, out_bytes, created, ids):  # type: ignore[no-untyped-def]
-    """Units + failed attempts, with times, ids and scout flags (arrays, one per column)."""
+def _job_rows(rng, draw, shapes, usage, sites, within, created, ids):  # type: ignore[no-untyped-def]
+    """Units + failed attempts, with times, ids, error codes and scout marks (one array per
+    column); tasks whose scouts all failed at a broken site keep only those failures."""
     lat, cols = draw.lat, draw.cols
     t = shapes.task
-    n = len(draw)
     units = len(t)
-    # start offsets: scouts first, the rest after the scouts finished, spread over time
     scout = shapes.position < N_SCOUTS
-    start = np.where(scout, 120 + rng.exponential(1800, units), 0.0)
-    scout_end = np.zeros(n)
-    np.maximum.at(scout_end, t[scout], (start + wall)[scout])
-    spread = np.minimum(lat["n_units"] * 900.0, 10 * 86400.0)[t]
-    later = scout_end[t] + rng.exponential(1800, units) + rng.random(units) * spread
-    start = np.where(scout, start, later)
-
-    fail_p = np.clip(lat["fail_rate"] * np.exp(0.4 * rng.standard_normal(n)), 0, 0.3)[t]
-    failed = rng.random(units) < fail_p
-    f = np.flatnonzero(failed)
-    bw = lat["bw_eff"][t]
-    f_wall = np.maximum(
-        np.rint(bw[f] * rng.random(f.size) + rng.uniform(0.05, 0.9, f.size) * (wall[f] - bw[f])), 30
-    )
-    retry_start = start[f] + f_wall + rng.exponential(900, f.size)
-    final_start = start.copy()
-    final_start[f] = retry_start
-
-    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.concatenate([a, b])
-
+    wall, maxpss = usage["wall"], usage["maxpss"]
+    fail = draw_failures(rng, draw, shapes, wall, maxpss, sites, scout, within)
+    first, first_created, final, final_created = timeline(rng, draw, shapes, wall, fail, scout)
+    aborted = aborted_tasks(rng, shapes, within)
+    keep = ~aborted[t]  # an aborted task's scouts failed; nothing after them happens
+    f = np.flatnonzero(fail.failed & (keep | scout))
     eff_actual = np.clip(0.85 * np.exp(0.15 * rng.standard_normal(units)), 0.2, 1.0)
+
+    def cat(finishing: np.ndarray, failed: np.ndarray) -> np.ndarray:
+        return np.concatenate([finishing[keep], failed[f]])
+
+    zeros = np.zeros(units)
     rows = {
-        "task": cat(t, t[f]),
-        "status_finished": cat(np.ones(units, bool), np.zeros(f.size, bool)),
-        "attemptnr": cat(np.where(failed, 2, 1), np.ones(f.size, np.int64)),
-        "cores": cat(shapes.cores, shapes.cores[f]),
-        "site": cat(shapes.site, shapes.site[f]),
-        "hs06": cat(shapes.hs06, shapes.hs06[f]),
-        "wall": cat(wall, f_wall),
-        "start": cat(np.rint(final_start), np.rint(start[f])),
-        "maxpss": cat(maxpss, np.ceil(maxpss[f] * rng.uniform(0.5, 1.4, f.size))),
-        "nevents": cat(shapes.nevents, np.zeros(f.size)),
-        "inputfilebytes": cat(in_bytes, in_bytes[f]),
-        "outputfilebytes": cat(out_bytes, np.zeros(f.size)),
-        "eff_actual": cat(eff_actual, eff_actual[f] * 0.5),
+        "task": cat(t, t),
+        "status_finished": cat(np.ones(units, bool), np.zeros(units, bool)),
+        "attemptnr": cat(np.where(fail.failed, 2, 1), np.ones(units, np.int64)),
+        "cores": cat(shapes.cores, shapes.cores),
+        "site": cat(shapes.site, fail.site),
+        "hs06": cat(shapes.hs06, fail.hs06),
+        "wall": cat(wall, fail.wall),
+        "start": cat(np.rint(final), np.rint(first)),
+        "created_s": cat(np.rint(final_created), np.rint(first_created)),
+        "maxpss": cat(maxpss, fail.maxpss),
+        "nevents": cat(shapes.nevents, zeros),
+        "ninputdatafiles": cat(_input_files(shapes, lat), _input_files(shapes, lat)),
+        "inputfilebytes": cat(usage["inputfilebytes"], usage["inputfilebytes"]),
+        "outputfilebytes": cat(usage["outputfilebytes"], zeros),
+        "eff_actual": cat(eff_actual, eff_actual * 0.5),
+        "failure": cat(np.full(units, -1), fail.kind),
+        "is_scout": cat(scout, scout),
+        "unit": cat(np.arange(units), np.arange(units)),
     }
-    # rank by start inside each task -> pandaid; the first N_SCOUTS are the scouts
+    # rank by start inside each task -> pandaid (scouts and their retries come first)
     order = np.lexsort((rows["start"], rows["task"]))
     rows = {k: v[order] for k, v in rows.items()}
-    counts = np.bincount(rows["task"], minlength=n)
+    counts = np.bincount(rows["task"], minlength=len(draw))
     rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
-    rows["rank"] = rank
     rows["jeditaskid"] = ids[rows["task"]]
     rows["pandaid"] = rows["jeditaskid"] * PANDAID_STRIDE + rank
+    rows["parentid"] = _parent_ids(rows, units)
     rows["created"] = created[rows["task"]]
-    rows["is_scout"] = rank < N_SCOUTS
     rows["base_mb"] = cols["baseramcount"][rows["task"]]
     rows["bw"] = lat["bw_eff"][rows["task"]]
     rows["eff"] = lat["eff"][rows["task"]]
+    rows["aborted"] = aborted
     return rows
+
+
+def _parent_ids(rows: dict[str, np.ndarray], units: int) -> np.ndarray:
+    """A retry's parentid is the pandaid of the attempt that failed (PanDA's retryJob);
+    0 where there is none."""
+    failed_pandaid = np.zeros(units, np.int64)
+    is_failed = ~rows["status_finished"]
+    failed_pandaid[rows["unit"][is_failed]] = rows["pandaid"][is_failed]
+    return np.where(is_failed, 0, failed_pandaid[rows["unit"]])
+
+
+def _parent_column(parentid: np.ndarray) -> pd.Series:
+    ids = pd.Series(pd.array(parentid, "Int64"))
+    return ids.where(ids > 0)
+
+
+def _input_files(shapes, lat) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Input files a unit reads (at least one): its events over the task's events per file."""
+    per_file = lat["events_per_file"][shapes.task]
+    return np.maximum(np.ceil(shapes.nevents / per_file - 1e-9), 1)
 
 
 def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
@@ -249,6 +275,7 @@ def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
     domain = np.array([f".{s.lower()}.grid" for s in vocab.site_names], dtype=object)
     cpu_s = rows["wall"] * rows["cores"] * rows["eff_actual"]
     finished = rows["status_finished"]
+    creationtime = rows["created"] + rows["created_s"].astype("timedelta64[s]")
     return pd.DataFrame(
         {
             "pandaid": rows["pandaid"].astype(np.int64),
@@ -256,6 +283,11 @@ def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
             "jobstatus": np.where(finished, "finished", "failed").astype(object),
             "specialhandling": np.where(rows["is_scout"], "sj", None),
             "attemptnr": rows["attemptnr"].astype(np.int64),
+            "parentid": _parent_column(rows["parentid"]),
+            "creationtime": creationtime.astype("datetime64[us]"),
+            "modificationtime": endtime.astype("datetime64[us]"),
+            **_error_columns(rows["failure"]),
+            "ninputdatafiles": rows["ninputdatafiles"].astype(np.int64),
             "corecount": rows["cores"].astype(np.int64),
             "actualcorecount": rows["cores"].astype(np.int64),
             "maxpss": rows["maxpss"].astype(np.int64),
@@ -278,6 +310,20 @@ def _jobs_frame(rows: dict[str, np.ndarray], vocab: Vocabulary) -> pd.DataFrame:
             "modificationhost": host + domain[rows["site"]],
         }
     )
+
+
+def _error_columns(failure: np.ndarray) -> dict[str, np.ndarray]:
+    """PanDA's error columns from the failure kind per row (-1: the row finished)."""
+    kinds = np.asarray((*FAILURES, (0, None, 0, None)), dtype=object)  # -1 -> last row
+    chosen = kinds[failure]
+    return {
+        "transexitcode": np.where(failure < 0, "0", None).astype(object),
+        "piloterrorcode": chosen[:, 0].astype(np.int64),
+        "piloterrordiag": chosen[:, 1],
+        "exeerrorcode": np.zeros(len(failure), np.int64),
+        "jobdispatchererrorcode": chosen[:, 2].astype(np.int64),
+        "jobdispatchererrordiag": chosen[:, 3],
+    }
 
 
 def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped-def]
@@ -322,7 +368,7 @@ def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped
             "cpuefficiency": pd.Series(cols["cpuefficiency"]).astype("Int64"),
             "cputimeunit": "HS06sPerEvent",
             "ramcountunit": cols["ramcountunit"],
-            "status": "done",
+            "status": np.where(jobs["aborted"], "broken", "done").astype(object),
             "creationdate": created.astype("datetime64[us]"),
             "modificationtime": (created + end.astype("timedelta64[s]")).astype("datetime64[us]"),
             "ramcount": as_int(scouts["memory"]),

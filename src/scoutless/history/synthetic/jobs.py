@@ -1,7 +1,10 @@
 """Per-job usage drawn around each task's latent needs, vectorised over all jobs of a block.
 
-Within a task, jobs differ by site CPU power, core count (mixed inside one task as in real
-data), events, and job-to-job noise. Each task's jobs are then scaled once so that PanDA's
+Within a task, jobs differ the way real ones do (each mechanism named and switched in
+:class:`scoutless.config.WithinTaskSettings`): they spread over (site, queue) slots with
+different corePower, hidden site speed and slot sizes (mixed core counts), and the scouts
+are not a random sample of those slots; scouts get less input; wall and CPU time scale with
+the events of a job, memory grows with them; a few outlier jobs run slow and big. Each task's jobs are then scaled once so that PanDA's
 own reduction (DESIGN.md §2, :func:`reference_targets`) returns exactly the task's latent
 memory, walltime and io; cputime follows from the same jobs and is calibrated by
 re-simulating job shapes (:func:`cputime_offsets`).
@@ -13,18 +16,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoutless.config import WithinTaskSettings
 from scoutless.history.synthetic.latent import TaskDraw
 
 MP_EFFICIENCY = {1: 1.0, 2: 0.97, 4: 0.94, 8: 0.9, 16: 0.8}
 OFF_CORES = {  # task cores -> core counts some jobs actually got, with weights
     1: ((8, 4), (0.7, 0.3)),
-    4: ((8, 1, 2), (0.5, 0.3, 0.2)),
-    8: ((4, 1, 16), (0.5, 0.3, 0.2)),
-    16: ((8, 4, 1), (0.5, 0.3, 0.2)),
+    4: ((8, 1, 2), (0.4, 0.5, 0.1)),
+    8: ((4, 1, 16), (0.25, 0.6, 0.15)),
+    16: ((8, 4, 1), (0.4, 0.2, 0.4)),
 }
 N_SCOUTS = 10
 MIN_JOBS = 3
 LONG_JOB_S = 6 * 3600.0
+MAX_SLOTS = 16  # (site, queue) slots one task's jobs may spread over
 
 
 def group_percentile(
@@ -49,6 +54,14 @@ def group_percentile(
     return out
 
 
+@dataclass(frozen=True)
+class Sites:
+    """The grid as the generator sees it: per site, HS06 per core and a hidden wall speed."""
+
+    core_power: np.ndarray
+    speed: np.ndarray  # wall multiplier from storage, network, load (not in corePower)
+
+
 @dataclass
 class JobShapes:
     """One row per unit of work (a job that eventually finishes)."""
@@ -60,52 +73,64 @@ class JobShapes:
     hs06: np.ndarray  # corePower x cores, rounded as PanDA stores it
     nevents: np.ndarray
     wall_raw: np.ndarray  # wall time above baseWalltime, before scaling to the latent
+    outlier: np.ndarray  # slow node / hot input: longer and bigger than its siblings
+    first_site: np.ndarray  # per task: the site of its first slot (where scouts go)
+    bad_first_site: np.ndarray  # per task: scouts sent there fail and are retried elsewhere
 
 
-def job_shapes(
-    rng: np.random.Generator,
-    draw: TaskDraw,
-    task_index: np.ndarray,
-    n_units: np.ndarray,
-    core_power: np.ndarray,
-    requested_site: np.ndarray,
-) -> JobShapes:
-    """Cores, site, events and raw wall time of every unit of the given tasks."""
+def _slots(
+    rng: np.random.Generator, n_units: np.ndarray, scout: np.ndarray, within: WithinTaskSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit, the (site, queue) slot of its task it runs in; scouts crowd into slot 0.
+
+    Returns (slot per unit, slots per task, bad first slot per task). A task whose first
+    slot is broken runs its finishing scouts in another slot (their failed attempts stay
+    at slot 0, see ``block._job_rows``).
+    """
+    n_tasks = len(n_units)
+    n_slots = np.minimum(1 + rng.poisson(within.slots_mean, n_tasks), MAX_SLOTS)
+    owner = np.repeat(np.arange(n_tasks), n_units)
+    slot = (rng.random(len(owner)) * n_slots[owner]).astype(np.int64)
+    early = scout & (rng.random(len(owner)) < within.early_slot_share)
+    slot[early] = 0
+    bad = rng.random(n_tasks) < max(within.bad_early_site_share, within.scout_abort_share)
+    moved = bad[owner] & (slot == 0) & (n_slots[owner] > 1)
+    slot[moved] = 1 + (rng.random(int(moved.sum())) * (n_slots[owner][moved] - 1)).astype(np.int64)
+    return slot, n_slots, bad
+
+
+def _slot_cores(
+    rng: np.random.Generator, draw: TaskDraw, task_index: np.ndarray, owner: np.ndarray,
+    slot: np.ndarray, within: WithinTaskSettings,
+) -> np.ndarray:  # fmt: skip
+    """Core count per unit: a mixed task's slots may offer other slot sizes than it asked."""
     lat, cols = draw.lat, draw.cols
-    total = int(n_units.sum())
-    task = np.repeat(task_index, n_units)
-    starts = np.repeat(np.cumsum(n_units) - n_units, n_units)
-    position = np.arange(total) - starts
-    t_cores = cols["corecount"][task]
-
-    # mixed core counts: some tasks' jobs land on slots of other sizes
     n_tasks = len(task_index)
+    t_cores = cols["corecount"][task_index]
     mixed = rng.random(n_tasks) < lat["mix_p"][task_index]
-    off_share = rng.uniform(0.05, 0.5, n_tasks)
-    is_off = mixed[np.repeat(np.arange(n_tasks), n_units)] & (
-        rng.random(total) < np.repeat(off_share, n_units)
-    )
-    cores = t_cores.copy()
+    off_share = rng.uniform(*within.off_slot_share, n_tasks)
+    off = mixed[:, None] & (rng.random((n_tasks, MAX_SLOTS)) < off_share[:, None])
+    off[:, 0] &= rng.random(n_tasks) < within.first_slot_off_share  # brokerage matches first
+    pick = rng.random((n_tasks, MAX_SLOTS))
+    asked = t_cores[owner]
+    cores = asked.copy()
+    is_off = off[owner, slot]
     for c, (choices, p) in OFF_CORES.items():
-        sel = np.flatnonzero(is_off & (t_cores == c))
+        sel = np.flatnonzero(is_off & (asked == c))
         if sel.size:
-            cores[sel] = np.asarray(choices)[rng.choice(len(p), size=sel.size, p=p)]
+            k = np.searchsorted(np.cumsum(p), pick[owner[sel], slot[sel]])
+            cores[sel] = np.asarray(choices)[np.minimum(k, len(choices) - 1)]
+    return cores
 
-    # brokerage: each task runs on a handful of sites (or the one it requested)
-    n_sites = len(core_power)
-    window = 1 + rng.poisson(4, n_tasks)
-    first = rng.integers(0, n_sites, n_tasks)
-    req = requested_site[task_index]
-    first = np.where(req >= 0, req, first)
-    window = np.where(req >= 0, 1, window)
-    site = (
-        np.repeat(first, n_units)
-        + (rng.random(total) * np.repeat(window, n_units)).astype(np.int64)
-    ) % n_sites
-    power = core_power[site]
-    hs06 = np.rint(power * cores)
 
-    # events: nEventsPerJob with a shorter last job, or whole files of varying size
+def _events(
+    rng: np.random.Generator, draw: TaskDraw, task: np.ndarray, position: np.ndarray,
+    n_units: np.ndarray, scout: np.ndarray, within: WithinTaskSettings,
+) -> np.ndarray:  # fmt: skip
+    """Events per unit: nEventsPerJob (shorter last job) or whole files; the scouts of some
+    tasks get less, the avalanche of others is cut smaller after scouting."""
+    lat, cols = draw.lat, draw.cols
+    total = len(task)
     nev_mean = lat["nev_mean"][task]
     is_last = position == np.repeat(n_units, n_units) - 1
     by_events = lat["by_events"][task]
@@ -115,12 +140,62 @@ def job_shapes(
         np.where(is_last, np.minimum(remainder, nev_mean), nev_mean),
         nev_mean * rng.uniform(0.7, 1.3, total),
     )
+    # scouts of some tasks: one input file per job, or a capped share of nEventsPerJob
+    n_tasks = len(n_units)
+    capped = rng.random(n_tasks) < within.scout_capped_input_share
+    fraction = rng.uniform(*within.scout_input_fraction, n_tasks)
+    owner = np.repeat(np.arange(n_tasks), n_units)
+    one_file = lat["events_per_file"][task] * rng.uniform(0.7, 1.3, total)
+    cap = np.where(by_events, fraction[owner] * nev_mean, one_file)
+    nevents = np.where(scout & capped[owner], np.minimum(nevents, cap), nevents)
+    # JEDI resizes the avalanche's jobs from what the scouts measured (to fit queue limits)
+    resized = rng.random(n_tasks) < within.avalanche_resize_share
+    shrink = rng.uniform(*within.avalanche_resize_fraction, n_tasks)
+    return np.where(~scout & resized[owner], nevents * shrink[owner], nevents)
+
+
+def job_shapes(
+    rng: np.random.Generator,
+    draw: TaskDraw,
+    task_index: np.ndarray,
+    n_units: np.ndarray,
+    sites: Sites,
+    requested_site: np.ndarray,
+    within: WithinTaskSettings,
+) -> JobShapes:
+    """Cores, site, events and raw wall time of every unit of the given tasks."""
+    lat = draw.lat
+    total = int(n_units.sum())
+    task = np.repeat(task_index, n_units)
+    owner = np.repeat(np.arange(len(task_index)), n_units)
+    position = np.arange(total) - np.repeat(np.cumsum(n_units) - n_units, n_units)
+    scout = position < N_SCOUTS
+
+    # brokerage: a task's jobs spread over a few (site, queue) slots, scouts mostly the first
+    slot, _, bad = _slots(rng, n_units, scout, within)
+    n_sites = len(sites.core_power)
+    first = rng.integers(0, n_sites, len(task_index))
+    req = requested_site[task_index]
+    first = np.where(req >= 0, req, first)
+    site = np.where(req[owner] >= 0, req[owner], (first[owner] + slot) % n_sites)
+    cores = _slot_cores(rng, draw, task_index, owner, slot, within)
+    power = sites.core_power[site]
+    hs06 = np.rint(power * cores)
+
+    nevents = _events(rng, draw, task, position, n_units, scout, within)
     nevents = np.maximum(np.rint(nevents), 10 * cores)
 
+    outlier = rng.random(total) < within.outlier_share
+    slow = np.where(outlier, rng.uniform(*within.outlier_wall_factor, total), 1.0)
+    slow *= np.exp(within.slot_speed_sigma * rng.standard_normal((len(task_index), MAX_SLOTS)))[
+        owner, slot
+    ]  # the load of a slot while the task runs there
     mp = np.vectorize(MP_EFFICIENCY.get)(cores)
-    noise = np.exp(lat["cpu_within"][task] * rng.standard_normal(total))
-    wall_raw = np.exp(lat["log_cpu"][task]) * nevents * noise / (power * cores * mp)
-    return JobShapes(task, position, cores, site, hs06, nevents, wall_raw)
+    noise = np.exp(lat["cpu_within"][task] * rng.standard_normal(total)) * slow
+    wall_raw = (
+        np.exp(lat["log_cpu"][task]) * nevents * noise * sites.speed[site] / (power * cores * mp)
+    )
+    return JobShapes(task, position, cores, site, hs06, nevents, wall_raw, outlier, first, bad)
 
 
 def scale_walltime(shapes: JobShapes, draw: TaskDraw, n_groups: int) -> np.ndarray:
@@ -146,8 +221,9 @@ def cputime_per_job(
 def cputime_offsets(
     rng: np.random.Generator,
     draw: TaskDraw,
-    core_power: np.ndarray,
+    sites: Sites,
     requested_site: np.ndarray,
+    within: WithinTaskSettings,
     *,
     replicates: int = 8,
     max_units: int = 120,
@@ -162,7 +238,7 @@ def cputime_offsets(
     idx = np.tile(np.arange(n), replicates)
     rep_group = np.arange(n * replicates)
     n_units = np.minimum(draw.lat["n_units"][idx], max_units)
-    shapes = job_shapes(rng, draw, idx, n_units, core_power, requested_site)
+    shapes = job_shapes(rng, draw, idx, n_units, sites, requested_site, within)
     shapes.task = np.repeat(rep_group, n_units)  # group by replicate
     lat = draw.lat
     p95 = group_percentile(shapes.task, shapes.wall_raw, 95, n * replicates)
@@ -179,13 +255,20 @@ def cputime_offsets(
 
 
 def memory_per_core(
-    shapes: JobShapes, draw: TaskDraw, rng: np.random.Generator, n_groups: int
-) -> np.ndarray:
-    """maxPSS in kB per unit, scaled so the task's P75 x 1.10 equals its latent memory."""
+    shapes: JobShapes, draw: TaskDraw, rng: np.random.Generator, n_groups: int,
+    within: WithinTaskSettings,
+) -> np.ndarray:  # fmt: skip
+    """maxPSS in kB per unit, scaled so the task's P75 x 1.10 equals its latent memory.
+
+    Memory grows with the events a job holds and jumps on outlier jobs; the scaling keeps
+    the task's value at its latent whatever the within-task shape.
+    """
     lat, cols = draw.lat, draw.cols
     t = shapes.task
     base = cols["baseramcount"][t]
     w = np.exp(lat["mem_within"][t] * rng.standard_normal(len(t)))
+    w *= (shapes.nevents / lat["nev_mean"][t]) ** within.memory_events_exponent
+    w *= np.where(shapes.outlier, rng.uniform(*within.outlier_memory_factor, len(t)), 1.0)
     physical = (lat["per_worker_mb"][t] * shapes.cores + lat["shared_mb"][t]) * w
     floor = 0.1 * (lat["per_worker_mb"][t] + lat["shared_mb"][t] / shapes.cores)
     per_core = np.maximum((physical - base) / shapes.cores, floor)
@@ -196,15 +279,17 @@ def memory_per_core(
 
 
 def io_bytes(
-    shapes: JobShapes, wall: np.ndarray, draw: TaskDraw, rng: np.random.Generator, n_groups: int
-) -> tuple[np.ndarray, np.ndarray]:
+    shapes: JobShapes, wall: np.ndarray, draw: TaskDraw, rng: np.random.Generator, n_groups: int,
+    within: WithinTaskSettings,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """(inputfilebytes, outputfilebytes) per unit, scaled so the task's max io is its latent."""
     lat = draw.lat
     t = shapes.task
     kb_event = np.exp(lat["log_kb"][t])
     share = lat["input_share"][t]
-    kb_in = kb_event * share * shapes.nevents * np.exp(0.1 * rng.standard_normal(len(t)))
-    kb_out = kb_event * (1 - share) * shapes.nevents * np.exp(0.1 * rng.standard_normal(len(t)))
+    size = within.file_size_sigma
+    kb_in = kb_event * share * shapes.nevents * np.exp(size * rng.standard_normal(len(t)))
+    kb_out = kb_event * (1 - share) * shapes.nevents * np.exp(size * rng.standard_normal(len(t)))
     rate = (kb_in + kb_out) / wall / shapes.cores
     top = group_percentile(t, rate, 100, n_groups)
     k = (lat["io_target"] / top)[t]

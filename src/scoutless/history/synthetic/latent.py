@@ -56,17 +56,17 @@ class FamilyModel:
 
 MODELS: dict[str, FamilyModel] = {
     "evgen": FamilyModel(0.12, 900, 300, 0.2, 0.05, 60, 0.6, 0.3, 60, 0.3, 0.0, 9, 0.9,
-                         (200, 500, 1000, 2000, 5000, 10000), (), 0, 0.3, 0.05, 0.06),
+                         (200, 500, 1000, 2000, 5000, 10000), (), 0, 0.5, 0.3, 0.06),
     "simul": FamilyModel(0.8, 450, 1400, 0.13, 0.06, 500, 0.3, 0.2, 1100, 0.25, 0.05, 20, 0.45,
-                         (50, 100, 200, 500, 1000, 2000), (), 0, 0.6, 0.2, 0.05),
+                         (50, 100, 200, 500, 1000, 2000), (), 0, 0.95, 0.5, 0.05),
     "pile": FamilyModel(0.85, 1400, 1800, 0.13, 0.08, 45, 0.3, 0.2, 2600, 0.25, 0.75, 5, 0.4,
-                        (250, 500, 1000, 2000), (), 0, 0.6, 0.2, 0.07),
+                        (250, 500, 1000, 2000), (), 0, 0.95, 0.5, 0.07),
     "reco": FamilyModel(0.75, 1100, 1500, 0.14, 0.08, 25, 0.3, 0.2, 2200, 0.25, 0.7, 4, 0.4,
-                        (250, 500, 1000, 2000, 5000), (), 0, 0.6, 0.2, 0.06),
+                        (250, 500, 1000, 2000, 5000), (), 0, 0.95, 0.5, 0.06),
     "reprocessing": FamilyModel(0.95, 1150, 1700, 0.12, 0.07, 35, 0.3, 0.2, 1500, 0.25, 0.7,
-                                4, 0.35, (500, 1000, 2000, 5000), (), 0, 0.5, 0.2, 0.05),
+                                4, 0.35, (500, 1000, 2000, 5000), (), 0, 0.95, 0.5, 0.05),
     "deriv": FamilyModel(0.35, 2200, 900, 0.16, 0.10, 5.0, 0.35, 0.25, 450, 0.3, 0.93, 2.5,
-                         0.5, (2000, 5000, 10000, 20000, 50000), (), 0, 0.5, 0.2, 0.04),
+                         0.5, (2000, 5000, 10000, 20000, 50000), (), 0, 0.8, 0.5, 0.04),
     "merge": FamilyModel(0.0, 650, 300, 0.22, 0.15, 0.4, 0.4, 0.3, 150, 0.5, 0.5, 0.4, 0.6,
                          (), (5, 10, 20, 50), 2000, 0.0, 0.1, 0.03),
     "eventindex": FamilyModel(0.0, 500, 200, 0.15, 0.10, 0.15, 0.4, 0.3, 100, 0.3, 0.99, 0.2,
@@ -99,9 +99,10 @@ class World:
     user_p: np.ndarray  # Zipf activity
     release_mem: np.ndarray  # [family, release, patch]
     release_cpu: np.ndarray
+    site_speed: np.ndarray  # per site: wall multiplier its corePower does not show
 
     @classmethod
-    def build(cls, vocab: Vocabulary, seed: int) -> World:
+    def build(cls, vocab: Vocabulary, seed: int, site_speed_sigma: float = 0.0) -> World:
         rng = np.random.default_rng([seed, 7])
         n = len(vocab.analysis_users)
         p = 1.0 / np.arange(1, n + 1) ** vocab.zipf_exponent
@@ -113,6 +114,7 @@ class World:
             user_p=p / p.sum(),
             release_mem=rng.normal(0, 0.06, shape),
             release_cpu=rng.normal(0, 0.08, shape),
+            site_speed=np.exp(rng.normal(0, site_speed_sigma, len(vocab.site_names))),
         )
 
 
@@ -195,8 +197,10 @@ def draw_tasks(
     world: World,
     tfrac: np.ndarray,
     drift_mask: np.ndarray,
+    few_jobs_share: float = 0.0,
 ) -> TaskDraw:
-    """Features and latents of ``len(tfrac)`` tasks (``tfrac``: position in the period)."""
+    """Features and latents of ``len(tfrac)`` tasks (``tfrac``: position in the period);
+    a ``few_jobs_share`` of them have only 1-2 jobs."""
     n = len(tfrac)
     fam = _pick(rng, n, vocab.family_share)
     names = FAMILIES
@@ -339,6 +343,8 @@ def draw_tasks(
     # size of the task: heavy-tailed number of jobs, input datasets follow from it
     n_units = np.exp(np.where(is_user, np.log(10), np.log(12)) + rng.normal(0, 1.25, n))
     n_units = np.clip(np.rint(n_units), 3, 3000).astype(np.int64)
+    few = rng.random(n) < few_jobs_share  # the long tail of tiny tasks (too few for a target)
+    n_units = np.where(few, rng.integers(1, 3, n), n_units)
     last_fill = rng.uniform(0.05, 1.0, n)
     input_nevents = np.where(
         by_events,

@@ -1,6 +1,6 @@
 """ATLAS-shaped vocabularies the generator draws from, shipped in ``defaults/atlas_vocabulary.toml``.
 
-The file is part of the package (never read from /work/shared at run time); its header says
+The file is part of the package (never read from ../shared/ at run time); its header says
 which lists and shares were derived from the real ATLAS DKB task sample.
 """
 

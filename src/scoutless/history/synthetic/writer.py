@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from sqlalchemy import Engine
 
+from scoutless.config import WithinTaskSettings, get_settings
 from scoutless.history.panda_db import bulk_insert, create_schema
 from scoutless.history.synthetic.block import BLOCK_TASKS, BlockSpec, Frames, build_block
 from scoutless.history.synthetic.latent import World
@@ -32,7 +33,7 @@ class GenerationStats:
         return self.n_jobs / self.seconds if self.seconds > 0 else float("inf")
 
 
-def _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start) -> BlockSpec:  # type: ignore[no-untyped-def]
+def _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start, within) -> BlockSpec:  # type: ignore[no-untyped-def]
     if n_tasks < 1:
         raise ValueError(f"{n_tasks=} must be positive")
     if days <= 0:
@@ -44,6 +45,7 @@ def _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start) -> B
     return BlockSpec(
         seed=seed, n_tasks=n_tasks, first_task_id=first_task_id, start=start, days=days,
         drift_start=drift_start if scenario == "release_drift" else None,
+        within=within or get_settings().within_task,
     )  # fmt: skip
 
 
@@ -57,12 +59,14 @@ def iter_chunks(
     first_task_id: int = 1,
     scenario: str | None = None,
     drift_start: datetime | None = None,
+    within: WithinTaskSettings | None = None,
 ) -> Iterator[Frames]:
     """Frames for consecutive chunks; chunks are whole 1000-task blocks, so the rows do not
-    depend on ``chunk_tasks`` (only the seed and the run's parameters)."""
-    spec = _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start)
+    depend on ``chunk_tasks`` (only the seed and the run's parameters). ``within``: the
+    within-task mechanisms (default: ``Settings().within_task``)."""
+    spec = _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start, within)
     vocab = load_vocabulary()
-    world = World.build(vocab, seed)
+    world = World.build(vocab, seed, spec.within.site_speed_sigma)
     n_blocks = -(-n_tasks // BLOCK_TASKS)
     per_chunk = max(1, -(-chunk_tasks // BLOCK_TASKS))
     for lo in range(0, n_blocks, per_chunk):
@@ -94,6 +98,7 @@ def generate_history(
     first_task_id: int = 1,
     scenario: str | None = None,
     drift_start: datetime | None = None,
+    within: WithinTaskSettings | None = None,
     progress: bool = True,
 ) -> GenerationStats:
     """Write ``n_tasks`` synthetic tasks (+ jobs, datasets, parameters, truth) to ``engine``.
@@ -115,6 +120,7 @@ def generate_history(
         for frames in iter_chunks(
             n_tasks, seed=seed, start=start, days=days, chunk_tasks=chunk_tasks,
             first_task_id=first_task_id, scenario=scenario, drift_start=drift_start,
+            within=within,
         ):  # fmt: skip
             write_frames(engine, frames)
             n_jobs += len(frames.jobs)

@@ -8,23 +8,10 @@ import numpy as np
 import pytest
 
 from scoutless.bundle import load_bundle
-from scoutless.history.splits import assign_parts
-from scoutless.models import training
 from scoutless.models.dnn_model import DNNModel
-from scoutless.models.training import PART_FRACTIONS, TrainingError, train_bundle
 from scoutless.models.xgb import XGBLabelModel
-
-
-def test_assign_parts_is_stratified_seeded_and_keeps_tiny_strata():
-    strata = np.repeat([[0, 1], [1, 0], [2, 2]], [1000, 200, 1], axis=0)
-    parts = assign_parts(strata, PART_FRACTIONS, seed=3)
-    for key in ([0, 1], [1, 0]):
-        share = parts[(strata == key).all(axis=1)]
-        assert (share == "fit").mean() == pytest.approx(0.70, abs=0.01)
-        assert (share == "calibration").mean() == pytest.approx(0.15, abs=0.01)
-    assert parts[-1] == "fit"
-    np.testing.assert_array_equal(parts, assign_parts(strata, PART_FRACTIONS, seed=3))
-    assert not np.array_equal(parts, assign_parts(strata, PART_FRACTIONS, seed=4))
+from scoutless.training import TrainingError, train_bundle
+from scoutless.training import manifest as training
 
 
 def test_manifest_records_what_the_contract_promises(small_bundle, small_table):

@@ -10,15 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
-from scoutless.evaluation.walk_forward import (
+from scoutless.features.history import seconds
+from scoutless.features.spec import FeatureSpec
+from scoutless.sources.assemble import TraceJobs, to_training_table
+from scoutless.training.walk_forward import (
     WalkForwardError,
     parse_period,
     periods,
     walk_forward,
 )
-from scoutless.features.history import seconds
-from scoutless.features.spec import FeatureSpec
-from scoutless.sources.assemble import TraceJobs, to_training_table
 
 
 def bursty_trace(n: int = 800, seed: int = 0) -> TraceJobs:

@@ -8,7 +8,7 @@ from sqlalchemy import create_engine
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import history_features, history_specs, seconds
-from scoutless.ops.history_store import (
+from scoutless.history.store import (
     apply_jobs,
     features_from_states,
     read_states,

@@ -31,8 +31,8 @@ from scoutless.evaluation.baselines import column_baselines, column_predictions,
 from scoutless.evaluation.metrics import classification_metrics
 from scoutless.features.history import seconds
 from scoutless.history.table import TrainingTable
-from scoutless.models.training import TrainingError, train_bundle
 from scoutless.targets.spec import class_col
+from scoutless.training import TrainingError, train_bundle
 
 _PERIOD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

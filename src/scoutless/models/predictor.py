@@ -1,0 +1,48 @@
+"""The contract of a loaded bundle, typed once for everyone who uses one.
+
+:class:`scoutless.bundle.Predictor` implements it; evaluation, retraining and monitoring
+type against this protocol so their tests can hand in small fakes that offer only the
+members they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
+from scoutless.features.spec import FeatureSpec
+from scoutless.targets.bins import TargetBins
+
+
+class PredictorLike(Protocol):
+    """Class probabilities per target from a versioned bundle."""
+
+    version: str
+    manifest: dict[str, Any]
+    targets: list[str]
+    bins: Mapping[str, TargetBins]
+    feature_specs: Sequence[FeatureSpec]
+
+    def models(self, target: str) -> list[str]: ...
+
+    def champion(self, target: str) -> str: ...
+
+    def predict_proba(
+        self, data: Any, targets: list[str] | None = None, model: str | None = None
+    ) -> dict[str, np.ndarray]: ...
+
+    def inspect(self, data: Any) -> InspectedFeatures: ...
+
+    def predict_encoded(
+        self, encoded: EncodedFeatures, target: str, model: str | None = None
+    ) -> np.ndarray: ...
+
+    def calibration(
+        self, target: str, model: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def reference(self) -> pd.DataFrame: ...

@@ -1,0 +1,166 @@
+"""Fitting one model family on one target's parts, with its optional search and progress."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.models.base import ClassModel
+from scoutless.models.dnn_model import DNNModel
+from scoutless.models.dnn_params import DNNParams
+from scoutless.models.families import family_class
+from scoutless.models.tuning import grid_search_xgb, random_search_dnn
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Limit torch's intra-op threads while training, then restore them."""
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def training_progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        disable=not enabled,
+    )
+
+
+@dataclass(frozen=True)
+class TargetData:
+    """One target's labelled rows per part (fit / validation / calibration).
+
+    ``X``, ``y`` and ``rows`` (row numbers in the table's frame) are keyed by part;
+    ``class_weight`` and ``values`` (continuous target values) belong to the fit part.
+    """
+
+    target: str
+    n_classes: int
+    X: dict[str, EncodedFeatures]
+    y: dict[str, np.ndarray]
+    rows: dict[str, np.ndarray]
+    class_weight: np.ndarray
+    values: np.ndarray
+
+    @property
+    def validation(self) -> tuple[EncodedFeatures, np.ndarray]:
+        return self.X["validation"], self.y["validation"]
+
+
+class FamilyTrainer:
+    """Fits one family on one target's parts; knows the shared options of the run."""
+
+    def __init__(
+        self,
+        *,
+        encoder: FeatureEncoder,
+        trials: int,
+        seed: int,
+        n_jobs: int | None,
+        xgb_grid: dict[str, list[Any]] | None,
+        dnn_params: DNNParams,
+        progress: Progress,
+    ) -> None:
+        self.encoder, self.trials, self.seed, self.n_jobs = encoder, trials, seed, n_jobs
+        self.xgb_grid, self.dnn_params, self.progress = xgb_grid, dnn_params, progress
+
+    def fit(self, name: str, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
+        """The fitted model and its hyperparameters (with the search log, if one ran)."""
+        cls = family_class(name)
+        if issubclass(cls, DNNModel):  # the DNN takes the encoder's shapes, a random search
+            return self._fit_dnn(data)
+        return self._fit_params_model(name, cls, data)  # the rest: params + a k-fold grid
+
+    def _fit_params_model(
+        self, name: str, cls: type[ClassModel], data: TargetData
+    ) -> tuple[ClassModel, dict[str, Any]]:
+        task = self.progress.add_task(f"{data.target} {name}", total=1, status="")
+        weight = data.class_weight
+
+        def make(params: dict[str, Any]) -> ClassModel:
+            return cls(n_classes=data.n_classes, params=params, n_jobs=self.n_jobs,  # type: ignore[call-arg]
+                       seed=self.seed)  # fmt: skip
+
+        params: dict[str, Any] = {}
+        search: dict[str, Any] = {}
+        if self.trials > 0 or self.xgb_grid is not None:
+            self.progress.update(task, status="grid search (3-fold CV)")
+            params, results = grid_search_xgb(
+                make, data.X["fit"], data.y["fit"], grid=self.xgb_grid, class_weight=weight,
+                seed=self.seed,
+            )  # fmt: skip
+            search = {"grid_search": results}
+        model = make(params).fit(
+            data.X["fit"], data.y["fit"], eval_set=data.validation, class_weight=weight
+        )
+        self.progress.update(task, advance=1, status=f"{model.best_iteration_ + 1} trees")  # type: ignore[attr-defined]
+        return model, {**model.hyperparameters(), **search}  # type: ignore[attr-defined]
+
+    def _new_dnn(self, data: TargetData, task: Any) -> DNNModel:
+        def on_epoch(epoch: int, record: dict[str, float]) -> None:
+            self.progress.update(
+                task,
+                completed=epoch,
+                status=f"loss {record['train_loss']:.3f} val acc {record['val_accuracy']:.3f}",
+            )
+
+        return DNNModel(
+            n_classes=data.n_classes,
+            cardinalities=self.encoder.cardinalities,
+            n_numerical=len(self.encoder.numerical),
+            params=self.dnn_params,
+            seed=self.seed,
+            on_epoch=on_epoch,
+        )
+
+    def _fit_dnn(self, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
+        epochs = self.dnn_params.max_epochs
+        task = self.progress.add_task(f"{data.target} dnn", total=epochs, status="")
+        model = self._new_dnn(data, task)
+        search: dict[str, Any] = {}
+        total = epochs * max(self.trials, 1)
+        if self.trials > 0:
+            model, search = self._search_dnn(model, data, task, total)
+        else:
+            model.fit(data.X["fit"], data.y["fit"], eval_set=data.validation,
+                      class_weight=data.class_weight, values=data.values)  # fmt: skip
+        model.on_epoch = None
+        self.progress.update(task, completed=total)
+        return model, {**model.hyperparameters(), **search}
+
+    def _search_dnn(
+        self, model: DNNModel, data: TargetData, task: Any, total: int
+    ) -> tuple[DNNModel, dict[str, Any]]:
+        epochs = self.dnn_params.max_epochs
+        self.progress.update(task, total=total)
+        done = {"epochs": 0}
+
+        def on_trial(number: int, score: float) -> None:
+            done["epochs"] = (number + 1) * epochs
+            self.progress.update(task, completed=done["epochs"], status=f"trial {number}")
+
+        model.on_epoch = lambda e, r: self.progress.update(
+            task, completed=done["epochs"] + e, status=f"val acc {r['val_accuracy']:.3f}"
+        )
+        model, log = random_search_dnn(
+            model, data.X["fit"], data.y["fit"], eval_set=data.validation,
+            class_weight=data.class_weight, trials=self.trials, seed=self.seed,
+            on_trial=on_trial, values=data.values,
+        )  # fmt: skip
+        return model, {"random_search": log}

@@ -1,0 +1,254 @@
+"""Training orchestration: a TrainingTable in, a complete model bundle out.
+
+Wiring, in order (each step's effect in its comment):
+
+1. the table's train split only — the test split stays unseen for evaluation;
+2. train rows -> fit / validation / calibration parts (``Settings.splits``), stratified on
+   the joint class key with a fixed seed (a time split: fit on the earliest rows, the
+   others on the latest) — validation drives early stopping, tuning, temperature, the
+   champion and its guard; calibration stays held out for the risk/safe policies;
+3. encoders fitted on the fit part — values first seen later count as unknown, as they will
+   in service;
+4. per target (rows with class -1 dropped), per family: class weights inverse to frequency,
+   optional search, fit, validation metrics, calibration probabilities;
+5. champion per target: best mean of validation accuracy and macro-F1, wrapped in the
+   guard that keeps the served prediction at least as good as the input baselines on
+   validation (:mod:`scoutless.training.guarding`);
+6. bins as the table fitted them on its training rows; everything written atomically by
+   :func:`scoutless.bundle.save_bundle`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoutless.bundle import BundleContents, save_bundle
+from scoutless.config import get_settings
+from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.history.splits import assign_parts, forward_parts
+from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
+from scoutless.models.base import ClassModel, balanced_class_weight
+from scoutless.models.dnn_params import DNNParams
+from scoutless.models.families import FAMILY_NAMES
+from scoutless.models.guard import ServingGuard
+from scoutless.targets.spec import class_col, value_col
+from scoutless.training.fitting import (
+    FamilyTrainer,
+    TargetData,
+    torch_threads,
+    training_progress,
+)
+from scoutless.training.guarding import fit_target_guard
+from scoutless.training.manifest import base_manifest, choose_champion, headline_metrics
+
+MIN_TRAIN_ROWS = 10
+
+
+class TrainingError(ValueError):
+    """A table or option that training cannot work with (named, with what was expected)."""
+
+
+def check_model_names(models: Sequence[str]) -> list[str]:
+    names = [m.strip() for m in models if m.strip()]
+    unknown = [m for m in names if m not in FAMILY_NAMES]
+    if unknown or not names:
+        raise TrainingError(f"models {unknown or names} unknown; choose from {list(FAMILY_NAMES)}")
+    return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class PreparedRows:
+    """The train rows of one split, their parts, and the encoder fitted on the fit part."""
+
+    train: pd.DataFrame
+    positions: np.ndarray  # row numbers of ``train`` in the table's frame
+    parts: np.ndarray
+    encoder: FeatureEncoder
+    encoded: EncodedFeatures
+    #: per row of the table's frame, its time order on a time split (None otherwise)
+    order: np.ndarray | None = None
+
+
+def _parts(table: TrainingTable, train: pd.DataFrame, split: str, seed: int) -> np.ndarray:
+    """A time split keeps time (fit on the earliest rows, validate and calibrate on the
+    latest: :func:`forward_parts`); a random split stratifies on the joint class key."""
+    fractions = get_settings().splits.part_fractions()
+    order = _order_column(table)
+    if split == "time" and order is not None:
+        return forward_parts(train[order].rank(method="first").to_numpy(), fractions, seed)
+    strata = np.column_stack([train[class_col(t)].to_numpy() for t in table.targets])
+    return assign_parts(strata, fractions, seed=seed)
+
+
+def _order_column(table: TrainingTable) -> str | None:
+    """The column giving submission order, where every row has one."""
+    column = table.info.get("order_column", "creationdate")
+    frame = table.frame
+    return column if column in frame and frame[column].notna().all() else None
+
+
+def prepare_rows(table: TrainingTable, split: str, seed: int) -> PreparedRows:
+    """Steps 1-3: the split's train rows, their stratified parts, the fitted encoder."""
+    train = table.split(split)[0]  # type: ignore[arg-type]
+    # row numbers of the train rows in table.frame (TrainingTable.split keeps non-"test" rows)
+    positions = np.flatnonzero((table.frame[SPLIT_COLUMNS[split]] != "test").to_numpy())
+    if len(train) < MIN_TRAIN_ROWS:
+        raise TrainingError(
+            f"split {split!r} has {len(train)} train rows; need at least {MIN_TRAIN_ROWS}"
+        )
+    parts = _parts(table, train, split, seed)
+    encoder = FeatureEncoder(table.features).fit(train[parts == "fit"])
+    column = _order_column(table) if split == "time" else None
+    order = None if column is None else table.frame[column].rank(method="first").to_numpy()
+    return PreparedRows(train, positions, parts, encoder, encoder.transform(train), order)
+
+
+def target_data(table: TrainingTable, prep: PreparedRows, target: str) -> TargetData:
+    """One target's labelled rows in each part (rows with class -1 left out)."""
+    n_classes = table.bins[target].n_classes
+    y = prep.train[class_col(target)].to_numpy()
+    parts = get_settings().splits.part_fractions()
+    rows = {p: np.flatnonzero((prep.parts == p) & (y >= 0)) for p in parts}
+    for p, r in rows.items():
+        if len(r) == 0:
+            raise TrainingError(f"target {target!r}: no labelled rows in the {p} part")
+    Y = {p: y[r].astype(np.int64) for p, r in rows.items()}
+    values = prep.train[value_col(target)].to_numpy(dtype=float)
+    return TargetData(
+        target=target,
+        n_classes=n_classes,
+        X={p: prep.encoded.take(r) for p, r in rows.items()},
+        y=Y,
+        rows={p: prep.positions[r] for p, r in rows.items()},
+        class_weight=balanced_class_weight(Y["fit"], n_classes),
+        values=values[rows["fit"]],
+    )
+
+
+@dataclass
+class TargetResults:
+    """Step 4's outputs for one target, keyed by family."""
+
+    models: dict[str, ClassModel] = field(default_factory=dict)
+    hyperparameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    validation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibration_sets: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
+    seconds: dict[str, float] = field(default_factory=dict)
+    validation_proba: dict[str, np.ndarray] = field(default_factory=dict)
+    guard: ServingGuard | None = None
+
+
+def train_target(
+    trainer: FamilyTrainer, data: TargetData, names: list[str], labels: tuple[str, ...]
+) -> TargetResults:
+    """Every family on one target: fit, validation metrics, calibration probabilities."""
+    out = TargetResults()
+    for name in names:
+        start = time.perf_counter()
+        model, hyper = trainer.fit(name, data)
+        out.seconds[name] = round(time.perf_counter() - start, 3)
+        out.models[name], out.hyperparameters[name] = model, hyper
+        val_X, val_y = data.validation
+        out.validation_proba[name] = model.predict_proba(val_X)
+        out.validation[name] = headline_metrics(val_y, out.validation_proba[name], labels)
+        cal_proba = model.predict_proba(data.X["calibration"])
+        out.calibration_sets[name] = (cal_proba, data.y["calibration"], data.rows["calibration"])
+        out.calibration[name] = headline_metrics(data.y["calibration"], cal_proba, labels)
+    return out
+
+
+def _reference_sample(prep: PreparedRows, targets: list[str], seed: int) -> pd.DataFrame:
+    """Fit-part rows (``Settings.training.reference_rows`` at most) with their classes:
+    the drift monitor's picture of the training data."""
+    fit_rows = prep.train[prep.parts == "fit"]
+    n = min(get_settings().training.reference_rows, len(fit_rows))
+    sample = fit_rows.sample(n, random_state=seed)
+    reference = prep.encoder.validate(sample).reset_index(drop=True)
+    for t in targets:
+        reference[class_col(t)] = sample[class_col(t)].to_numpy()
+    return reference
+
+
+def _contents(
+    table: TrainingTable,
+    prep: PreparedRows,
+    results: dict[str, TargetResults],
+    run: dict[str, Any],
+) -> BundleContents:
+    """Steps 5-6: the manifest with metrics and champions, and what save_bundle writes."""
+    manifest = base_manifest(table, run)
+    manifest["training"]["train_seconds"] = {t: r.seconds for t, r in results.items()}
+    manifest["hyperparameters"] = {t: r.hyperparameters for t, r in results.items()}
+    manifest["validation_metrics"] = {t: r.validation for t, r in results.items()}
+    manifest["calibration_metrics"] = {t: r.calibration for t, r in results.items()}
+    manifest["champion"] = {t: choose_champion(r.validation) for t, r in results.items()}
+    manifest["guard"] = {t: r.guard.to_dict() for t, r in results.items() if r.guard}
+    return BundleContents(
+        manifest,
+        prep.encoder,
+        {t: r.models for t, r in results.items()},
+        {t: r.calibration_sets for t, r in results.items()},
+        _reference_sample(prep, table.targets, int(run["seed"])),
+    )
+
+
+def train_bundle(
+    table: TrainingTable,
+    out: Path,
+    *,
+    models: Sequence[str] = FAMILY_NAMES,
+    trials: int = 0,
+    seed: int = 42,
+    split: str = "random",
+    progress: bool = True,
+    max_epochs: int | None = None,
+    xgb_grid: dict[str, list[Any]] | None = None,
+    dnn_params: DNNParams | None = None,
+    n_jobs: int | None = None,
+) -> Path:
+    """Train every requested family for every target of ``table`` and write a bundle.
+
+    ``trials`` > 0 turns on the searches: the XGBoost k-fold grid (``xgb_grid``, default
+    :data:`~scoutless.models.tuning.DEFAULT_XGB_GRID`) and ``trials`` DNN random trials;
+    an explicit ``xgb_grid`` runs the grid even with ``trials=0``.
+    """
+    names = check_model_names(models)
+    if trials < 0:
+        raise TrainingError(f"{trials=} must be >= 0")
+    prep = prepare_rows(table, split, seed)
+    params = dnn_params or DNNParams()
+    if max_epochs is not None:
+        params = replace(params, max_epochs=max_epochs)
+    results: dict[str, TargetResults] = {}
+    with training_progress(progress) as bar, torch_threads(n_jobs):
+        trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed, n_jobs=n_jobs,
+                                xgb_grid=xgb_grid, dnn_params=params, progress=bar)  # fmt: skip
+        for target in table.targets:
+            data = target_data(table, prep, target)
+            result = train_target(trainer, data, names, table.bins[target].labels)
+            champion = choose_champion(result.validation)
+            val_order = None if prep.order is None else prep.order[data.rows["validation"]]
+            result.guard = fit_target_guard(
+                data, prep.encoder, champion, result.validation_proba[champion], val_order
+            )
+            results[target] = result
+    parts = get_settings().splits.part_fractions()
+    run = {
+        "split": split,
+        "seed": seed,
+        "trials": trials,
+        "models": names,
+        "parts": {p: int((prep.parts == p).sum()) for p in parts},
+        "n_train_rows": len(prep.train),
+    }
+    return save_bundle(out, _contents(table, prep, results, run))

@@ -1,0 +1,95 @@
+"""The service's single-task read: one statement, the training features, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+import pytest
+from panda_history import load_into
+from sqlalchemy import event
+
+from scoutless.features.extract import features_of, task_features
+from scoutless.history.panda_db import TaskNotFound, create_schema, make_engine, write_frame
+from scoutless.history.schema import metadata
+from scoutless.history.task_reader import BadTaskRecord, TaskReader
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(
+        (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])) or a[k] == b[k]
+        for k in a
+    ) and list(a) == list(b)
+
+
+def test_one_statement_per_task_and_the_training_features(tmp_path, history_frames) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    load_into(make_engine(url), history_frames)
+    engine = make_engine(url, for_reads=True)
+    statements: list[str] = []
+    event.listen(engine, "connect", lambda conn, _: conn.set_trace_callback(statements.append))
+    reader = TaskReader(engine)
+    tasks = history_frames["jedi_tasks"]
+    params = history_frames["jedi_taskparams"].set_index("jeditaskid")["taskparams"]
+    batch = task_features(tasks, params, history_frames["jedi_datasets"])
+    for task_id in tasks["jeditaskid"].head(20):
+        before = len([s for s in statements if s.lstrip().upper().startswith("SELECT")])
+        served = reader.features(int(task_id))
+        after = len([s for s in statements if s.lstrip().upper().startswith("SELECT")])
+        assert after - before == 1, statements[-3:]
+        assert _same(served, batch.loc[task_id].to_dict()), task_id
+    with pytest.raises(TaskNotFound, match="999999"):
+        reader.features(999_999)
+
+
+def test_task_without_parameters_or_datasets_and_bad_json(tmp_path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    create_schema(engine)
+    write_frame(engine, "jedi_tasks", pd.DataFrame([{"jeditaskid": 1, "workqueue_id": 5},
+                                                    {"jeditaskid": 2}]))  # fmt: skip
+    write_frame(engine, "jedi_taskparams", pd.DataFrame([{"jeditaskid": 2, "taskparams": "[1]"}]))
+    reader = TaskReader(engine)
+    alone = reader.features(1)
+    assert alone["workqueue_id"] == "5" and math.isnan(alone["requested_ramcount"])
+    assert _same(alone, features_of({"workqueue_id": 5.0}))  # an int read as float: same text
+    with pytest.raises(BadTaskRecord, match=r"task 2: jedi_taskparams\.taskparams"):
+        reader.features(2)
+
+
+def test_a_dropped_connection_is_replaced_once(tmp_path, history_frames) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    load_into(make_engine(url), history_frames)
+    engine = make_engine(url, for_reads=True)
+    reader = TaskReader(engine)
+    task_id = int(history_frames["jedi_tasks"]["jeditaskid"].iloc[0])
+    expected = reader.features(task_id)
+    engine.dialect.is_disconnect = lambda *args: True  # type: ignore[method-assign]
+    raw = engine.raw_connection()
+    raw.dbapi_connection.close()  # the server went away under the pooled connection
+    raw.close()
+    assert _same(reader.features(task_id), expected)
+
+
+PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
+def test_postgres_reads_the_same_features_as_sqlite(tmp_path, history_frames) -> None:
+    pg = make_engine(PG_URL)  # type: ignore[arg-type]
+    metadata.drop_all(pg)
+    try:
+        load_into(pg, history_frames)
+        lite = make_engine(f"sqlite:///{tmp_path / 'h.sqlite'}")
+        load_into(lite, history_frames)
+        pg_reader = TaskReader(make_engine(PG_URL, for_reads=True))  # type: ignore[arg-type]
+        lite_reader = TaskReader(lite)
+        for task_id in history_frames["jedi_tasks"]["jeditaskid"].head(10):
+            for _ in range(6):  # psycopg prepares the statement from the 5th run on
+                served = pg_reader.features(int(task_id))
+            assert _same(served, lite_reader.features(int(task_id))), task_id
+        pg_reader.engine.dispose()
+    finally:
+        metadata.drop_all(pg)
+        pg.dispose()
