@@ -71,3 +71,18 @@ def test_baseline_classes_are_read_back_from_the_encoded_input():
     encoder = FeatureEncoder([FeatureSpec(column, "categorical")], min_count=1).fit(frame)
     classes = baseline_classes(encoder.transform(frame), encoder, column, n_classes=3)
     assert classes.tolist() == [0, 2, -1, 2, 0, -1, -1, -1]  # "7" is no class of 3
+
+
+def test_a_margin_within_noise_serves_the_baseline_class():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 4, 400)
+    baseline = np.where(rng.random(400) < 0.7, y, rng.integers(0, 4, 400))
+    # the model agrees with the baseline except on a handful of rows it gets right
+    proba = np.full((400, 4), 0.05)
+    guess = baseline.copy()
+    fixed = np.flatnonzero(guess != y)[:3]
+    guess[fixed] = y[fixed]
+    proba[np.arange(400), guess] = 0.85
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline})
+    assert (guard.baseline, guard.blend, guard.adjustment) == ("last2", 1.0, "none")
+    assert "noise" in guard.chosen_because
