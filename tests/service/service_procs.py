@@ -36,7 +36,7 @@ class ServerProcess:
             stderr=subprocess.PIPE,
         )
 
-    def wait_ready(self, timeout_s: float = 60.0) -> ServerProcess:
+    def wait_ready(self, timeout_s: float = 180.0) -> ServerProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
