@@ -271,7 +271,7 @@ def serve_and_measure(bundle: Path, db_url: str, log_url: str, args: argparse.Na
     finally:
         proc.terminate()
         proc.wait(30)
-    results["single_task_in_process"] = single_task_cost(db_url, ids[:500])
+    results["single_task_in_process"] = single_task_cost(db_url, ids[: args.requests])
     return results
 
 
@@ -284,6 +284,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--no-post", action="store_true", help="the database endpoint only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         bundle = args.bundle
@@ -295,7 +296,7 @@ def main() -> None:
             )
         db_url = args.db or small_history(Path(tmp))
         results = {"sqlite": serve_and_measure(bundle, db_url, f"sqlite:///{tmp}/log.sqlite",
-                                               args, with_post=True)}  # fmt: skip
+                                               args, with_post=not args.no_post)}  # fmt: skip
         if args.pg_url:
             results["postgresql"] = serve_and_measure(
                 bundle, args.pg_url, args.pg_url, args, with_post=False

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Start the services the tests need: a throw-away PostgreSQL server on 127.0.0.1, and make
-# sure headless Chromium is installed (report rendering test). Prints the env to export.
+# Start the services the tests need: a throw-away PostgreSQL server on 127.0.0.1 (with a
+# database holding PanDA's own schema), RabbitMQ with STOMP on loopback, and make sure
+# headless Chromium is installed (report rendering test). Prints the env to export.
 set -euo pipefail
 PGPORT=${SCOUTLESS_PGPORT:-54329}
 PGDATA=${SCOUTLESS_PGDATA:-/tmp/scoutless-pg}
@@ -24,3 +25,18 @@ fi
 as_pg "$PGBIN/psql -h 127.0.0.1 -p $PGPORT -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='scoutless_test'\"" | grep -q 1 \
   || as_pg "$PGBIN/createdb -h 127.0.0.1 -p $PGPORT -U postgres scoutless_test"
 echo "SCOUTLESS_TEST_PG_URL=postgresql+psycopg://postgres@127.0.0.1:$PGPORT/scoutless_test"
+# PanDA's own schema (../shared/data/panda-database, schema doma_panda, DEFAULT partitions)
+# in its own database, for trying the PanDA integration by hand (the tests load their own)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+as_pg "$PGBIN/psql -h 127.0.0.1 -p $PGPORT -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='scoutless_panda'\"" | grep -q 1 \
+  || as_pg "$PGBIN/createdb -h 127.0.0.1 -p $PGPORT -U postgres scoutless_panda"
+PANDA_URL=postgresql+psycopg://postgres@127.0.0.1:$PGPORT/scoutless_panda
+if PYTHONPATH=$ROOT/src "$PY" -m scoutless.panda.ddl "$PANDA_URL" >&2; then
+  echo "SCOUTLESS_PANDA_DB_URL=$PANDA_URL"
+else
+  echo "PanDA DDL not loaded (needs scoutless importable by $PY)" >&2
+fi
+# RabbitMQ with its STOMP plugin: a private node on loopback (scripts/rabbitmq.sh)
+"$ROOT/scripts/rabbitmq.sh" start

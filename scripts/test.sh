@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up, start the test services (PostgreSQL, Chromium), lint, run the whole test suite.
+# Set up, start the test services (PostgreSQL with PanDA's schema, RabbitMQ/STOMP, Chromium),
+# lint, run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export "$(bash scripts/services.sh | tail -n1)"
+services=$(bash scripts/services.sh)  # NAME=value lines
+while IFS= read -r line; do if [[ $line == *=* ]]; then export "$line"; fi; done <<<"$services"
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/python -m pytest -q "$@"

@@ -12,7 +12,7 @@ SRC = Path(scoutless.__file__).parent
 MAX_FUNCTION_LINES = 60
 #: top-level package or module -> layer; a module may import its own layer or lower ones
 LAYERS: dict[str, int] = {
-    "config": 0, "layout": 0, "jsonsafe": 0, "defaults": 0, "client": 0,
+    "config": 0, "layout": 0, "jsonsafe": 0, "defaults": 0, "client": 0, "jedi": 0,
     "features": 1, "targets": 1,
     "history": 2,
     "models": 3, "evaluation": 3, "sources": 3,
@@ -27,10 +27,8 @@ LAYERS: dict[str, int] = {
 UNLISTED_LAYER = 7
 #: generator code: long by nature (its sections are commented), exempt from the length rule
 LENGTH_EXEMPT = ("history/synthetic/",)
-#: function -> the issue whose engineer is splitting it
-KNOWN_LONG = {
-    "service/app.py:create_app": "issue 13",
-}
+#: "path:function" -> why it may stay long for now (none today; name the issue if one must)
+KNOWN_LONG: dict[str, str] = {}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

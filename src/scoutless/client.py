@@ -93,6 +93,26 @@ class Client:
         params = _task_params(policy, alpha, targets)
         return _decode(self._http.get(f"/v1/tasks/{jeditaskid}/prediction", params=params))  # type: ignore[no-any-return]
 
+    def fill_taskparams(
+        self,
+        params: Mapping[str, Any],
+        *,
+        policy: str = "risk",
+        alpha: float | None = None,
+        skip_policies: Sequence[str] = ("risk", "safe"),
+    ) -> dict[str, Any]:
+        """The task parameters with ``skipScout`` and ``ramCount``/``ramUnit``, ``cpuTime``/
+        ``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit`` set from the prediction under
+        ``policy``: what a submitter passes to panda-client (PanDA unchanged)."""
+        import time
+
+        from scoutless.jedi.messages import fill_taskparams
+
+        body = self.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
+        targets = body["tasks"][0]["targets"]
+        version = str(body["model_version"])
+        return fill_taskparams(params, targets, version, policy, skip_policies, time.time())
+
     def model(self) -> dict[str, Any]:
         return _decode(self._http.get("/v1/model"))  # type: ignore[no-any-return]
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from scoutless.replay.config import ReplaySettings
 
 
 class PandaDefaults(BaseModel):
@@ -148,6 +150,23 @@ class WithinTaskSettings(BaseModel):
         0.08, ge=0, le=1, description="tasks of only 1-2 jobs (no target: too few jobs)"
     )
 
+    @field_validator(
+        "scout_input_fraction", "avalanche_resize_fraction", "off_slot_share",
+        "outlier_wall_factor", "outlier_memory_factor",
+    )  # fmt: skip
+    @classmethod
+    def _ordered_range(cls, value: tuple[float, float], info: ValidationInfo) -> tuple:
+        if not 0 < value[0] <= value[1]:
+            raise ValueError(f"{info.field_name}={value}: expected 0 < low <= high")
+        return value
+
+    @field_validator("failure_cause_weights")
+    @classmethod
+    def _weights(cls, value: tuple[float, float, float]) -> tuple:
+        if min(value) < 0 or sum(value) <= 0:
+            raise ValueError(f"failure_cause_weights={value}: expected non-negative, sum > 0")
+        return value
+
 
 class ServiceSettings(BaseModel):
     host: str = "127.0.0.1"
@@ -161,6 +180,33 @@ class ServiceSettings(BaseModel):
     default_safe_recall: float = Field(0.9, gt=0, le=1)
 
 
+class ListenerSettings(BaseModel):
+    """The PanDA listener (``scoutless listen``): JEDI's task-status messages in,
+    scout_prediction messages out (README: PanDA integration)."""
+
+    broker: str = Field("stomp://127.0.0.1:61613", description="stomp://HOST:PORT")
+    username: str | None = None
+    passcode: str | None = None
+    vhost: str | None = Field(
+        "/", description="STOMP host header; RabbitMQ takes it as the virtual host"
+    )
+    subscribe: str = "/queue/jedi_jobtaskstatus"
+    publish: str = "/queue/jedi_scout_prediction"
+    max_age_s: float = Field(600.0, gt=0, description="older task_status messages are ignored")
+    policy: str = "risk"
+    alpha: float = Field(0.05, gt=0, lt=1)
+    skip_scout_policies: list[str] = Field(
+        ["risk", "safe"], description="policies whose predictions may skip the scouts"
+    )
+    prefetch: int = Field(200, ge=1, description="unacked messages the broker may send ahead")
+    batch_max: int = Field(64, ge=1, description="messages predicted together at most")
+    reconnect_initial_s: float = Field(0.2, gt=0)
+    reconnect_max_s: float = Field(10.0, gt=0)
+    heartbeat_ms: int = Field(10_000, ge=0)
+    receipt_timeout_s: float = Field(10.0, gt=0)
+    health_port: int | None = Field(9466, ge=0, le=65535, description="/healthz, /metrics")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
@@ -171,6 +217,11 @@ class Settings(BaseSettings):
         None,
         description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
     )
+    db_schema: str | None = Field(
+        "doma_panda",
+        description="PostgreSQL schema of PanDA's tables, searched first (search_path "
+        "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
+    )
     bins_file: Path | None = Field(None, description="TOML overriding the shipped default bins")
     seed: int = 42
     panda: PandaDefaults = PandaDefaults()
@@ -179,7 +230,9 @@ class Settings(BaseSettings):
     training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
     history: HistorySettings = HistorySettings()
+    listener: ListenerSettings = ListenerSettings()
     within_task: WithinTaskSettings = WithinTaskSettings()
+    replay: ReplaySettings = ReplaySettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

@@ -23,7 +23,7 @@ def demo_dir(tmp_path_factory):
 
 def test_demo_writes_every_artefact_and_prints_the_headline(demo_dir):
     workdir, output = demo_dir
-    for name in ("history.sqlite", "table.parquet", "metrics.json", "report.html"):
+    for name in ("history.sqlite", "table.parquet", "metrics.json", "report.html", "replay.json"):
         assert (workdir / name).is_file(), name
     assert (workdir / "bundle" / "manifest.json").is_file()
     metrics = json.loads((workdir / "metrics.json").read_text())
@@ -33,11 +33,16 @@ def test_demo_writes_every_artefact_and_prints_the_headline(demo_dir):
     assert set(metrics["targets"]["memory"]["policies"]) == {"argmax", "safe", "risk"}
     assert "exact_match" in metrics["pipeline"]["dnn"]
     assert "scoutless serve --bundle" in output and "report.html" in output
+    replay = json.loads((workdir / "replay.json").read_text())
+    assert set(replay["strategies"]) == {"scouts", "predicted", "hybrid"}
+    assert "hybrid wasted core-hours" in output  # the headline states the replay goals
+    assert 'id="replay"' in (workdir / "report.html").read_text()
 
 
 def test_interrupted_demo_keeps_the_previous_run(demo_dir, monkeypatch):
     workdir, _ = demo_dir
-    before = {p: (workdir / p).read_bytes() for p in ("metrics.json", "bundle/manifest.json")}
+    kept = ("metrics.json", "bundle/manifest.json", "replay.json")
+    before = {p: (workdir / p).read_bytes() for p in kept}
     history_size = (workdir / "history.sqlite").stat().st_size
 
     def crash(*args, **kwargs):

@@ -32,8 +32,8 @@ def test_report_is_self_contained(evaluated):
     metrics, out = evaluated
     html = (out / "report.html").read_text()
     sources = re.findall(r'<img[^>]* src="([^"]+)"', html)
-    # pipeline + per target: models, confusion, per-class, reliability, trade-off
-    assert len(sources) == 1 + 5 * len(metrics["targets"])
+    # pipeline + per target: Bayes distance, models, confusion, per-class, reliability, trade-off
+    assert len(sources) == 1 + 6 * len(metrics["targets"])
     for src in sources:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG_MAGIC
@@ -48,7 +48,7 @@ def test_report_redraws_from_metrics_json(evaluated):
     written = json.loads((out / "metrics.json").read_text())
     written["targets"] = {"io": written["targets"]["io"]}
     again = render_report(written)
-    assert again.count('src="data:image/png;base64,') == 1 + 5
+    assert again.count('src="data:image/png;base64,') == 1 + 6
     assert 'id="target-io"' in again and 'id="target-memory"' not in again
 
 
@@ -74,7 +74,7 @@ def test_report_renders_in_headless_chromium(evaluated, tmp_path):
     found = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert found, f"the page's load handler did not run; stderr: {dom.stderr[-1000:]}"
     ok, total = map(int, found.groups())
-    assert total == 21 and ok == total, f"{ok} of {total} images rendered"
+    assert total == 1 + 6 * 4 and ok == total, f"{ok} of {total} images rendered"
     shot = tmp_path / "shot.png"
     subprocess.run(
         [CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
@@ -95,3 +95,26 @@ def _assert_not_blank(png) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_distance_to_the_bayes_limit_per_target_and_class(evaluated):
+    from scoutless.evaluation.bayes_gap import bayes_distance
+
+    metrics, out = evaluated
+    memory = metrics["targets"]["memory"]
+    distance = memory["bayes_distance"]
+    assert set(distance) == {"xgb", "dnn"}  # bundle models only, not baselines
+    models = memory["models"]
+    assert distance["xgb"]["accuracy_ratio"] == pytest.approx(
+        models["xgb"]["accuracy"] / models["bayes"]["accuracy"]
+    )
+    for mine, limit, gap in zip(models["dnn"]["per_class"], models["bayes"]["per_class"],
+                                distance["dnn"]["per_class"], strict=True):  # fmt: skip
+        assert gap["recall_gap"] == pytest.approx(mine["recall"] - limit["recall"])
+    html = (out / "report.html").read_text()
+    assert "Distance to the Bayes limit" in html
+    real = {
+        "classes": memory["classes"],
+        "models": {k: v for k, v in models.items() if k != "bayes"},
+    }
+    assert bayes_distance(real) is None  # real data: no limit, no view

@@ -30,7 +30,8 @@ def make_history_frames(n_tasks: int = 40, jobs_per_task: int = 15, seed: int = 
                 "architecture": "x86_64-centos7-gcc8-opt", "corecount": cores,
                 "campaign": "MC16a", "workqueue_id": 3, "gshare": "MC 16",
                 "baseramcount": 0, "basewalltime": 600, "cpuefficiency": 90,
-                "status": "done", "creationdate": created, "ramcount": 9999,
+                "status": "done", "creationdate": created, "modificationtime": created,
+                "ramcount": 9999,
             }
         )  # fmt: skip
         params.append(
@@ -38,7 +39,8 @@ def make_history_frames(n_tasks: int = 40, jobs_per_task: int = 15, seed: int = 
         )
         datasets.append(
             {"jeditaskid": tid, "datasetid": tid * 10, "datasetname": f"in.{tid}",
-             "type": "input", "masterid": None, "nfiles": 10 + i, "nevents": 1000 * (i + 1)}
+             "type": "input", "masterid": None, "nfiles": 10 + i, "nevents": 1000 * (i + 1),
+             "creationtime": created, "modificationtime": created}
         )  # fmt: skip
         need_gb = {"simul": 1.5, "reco": 3.0, "deriv": 1.0, "evgen": 0.6}[ptype]
         for j in range(jobs_per_task):
@@ -47,6 +49,7 @@ def make_history_frames(n_tasks: int = 40, jobs_per_task: int = 15, seed: int = 
             jobs.append(
                 {
                     "pandaid": pandaid, "jeditaskid": tid, "jobstatus": "finished",
+                    "modificationtime": start + pd.Timedelta(seconds=wall),
                     "specialhandling": "sj" if j < 10 else None, "attemptnr": 1,
                     "corecount": cores, "actualcorecount": cores,
                     "maxpss": int(need_gb * cores * 1024 * 1024 * rng.uniform(0.9, 1.1)),

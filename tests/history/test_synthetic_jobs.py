@@ -154,3 +154,12 @@ def test_jobsarchived4_columns_are_pandas_own() -> None:
         kind = ours[name]
         got = f"varchar({kind.length})" if isinstance(kind, String) else sql[type(kind)]
         assert got == expected == ddl[name], (name, got, ddl[name])
+
+
+def test_bad_mechanism_settings_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="avalanche_resize_fraction"):
+        WithinTaskSettings(avalanche_resize_fraction=(0.8, 0.2))
+    with pytest.raises(ValueError, match="failure_cause_weights"):
+        WithinTaskSettings(failure_cause_weights=(0, 0, 0))
+    with pytest.raises(ValueError, match="few_jobs_share"):
+        WithinTaskSettings(few_jobs_share=1.5)

@@ -58,11 +58,13 @@ def small_history(memory_gb: dict[int, float], status: dict[int, str] | None = N
                       "corecount": 1, "baseramcount": 0, "basewalltime": 600,
                       "cpuefficiency": 90, "prodsourcelabel": "managed",
                       "status": (status or {}).get(tid, "done"),
-                      "creationdate": T0})  # fmt: skip
+                      "username": "prod", "creationdate": T0,
+                      "modificationtime": T0})  # fmt: skip
         for j in range(5):
             start = T0 + pd.Timedelta(hours=1, minutes=j)
             jobs.append({"pandaid": pandaid, "jeditaskid": tid, "jobstatus": "finished",
-                         "corecount": 1, "actualcorecount": 1,
+                         "modificationtime": start + pd.Timedelta(hours=2),
+                         "attemptnr": 1, "cpuconsumptiontime": 6000, "corecount": 1, "actualcorecount": 1,
                          "maxpss": int(gb * 1024 * 1024), "starttime": start,
                          "endtime": start + pd.Timedelta(hours=2), "nevents": 100,
                          "inputfilebytes": int(1e9), "outputfilebytes": int(1e8),

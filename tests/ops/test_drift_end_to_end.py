@@ -52,17 +52,20 @@ def drift_history(n_tasks: int, start: datetime, end: datetime, first_id: int, s
             "transhome": f"Athena-{release}", "architecture": "x86_64-centos7-gcc8-opt",
             "corecount": 1, "campaign": "MC16a", "workqueue_id": 3, "gshare": "MC",
             "baseramcount": 0, "basewalltime": 600, "cpuefficiency": 90, "status": "done",
-            "creationdate": created[i],
+            "creationdate": created[i], "modificationtime": created[i],
         })  # fmt: skip
         params.append({"jeditaskid": tid, "taskparams": json.dumps({"nEventsPerJob": 100})})
         datasets.append({"jeditaskid": tid, "datasetid": tid, "type": "input", "masterid": None,
-                         "nfiles": 10, "nevents": 1000})  # fmt: skip
+                         "nfiles": 10, "nevents": 1000, "datasetname": f"in.{tid}",
+                         "creationtime": created[i], "modificationtime": created[i]})  # fmt: skip
         gb = MEMORY_GB[ptype][int(new)]
         for j in range(4):
             begin = created[i] + pd.Timedelta(minutes=30 + j)
             wall = WALL_S[ptype] * rng.uniform(0.95, 1.05)
             jobs.append({
                 "pandaid": tid * 10 + j, "jeditaskid": tid, "jobstatus": "finished",
+                "modificationtime": begin + pd.Timedelta(seconds=wall), "attemptnr": 1,
+                "cpuconsumptiontime": int(wall),
                 "corecount": 1, "actualcorecount": 1,
                 "maxpss": int(gb * 1024**2 * rng.uniform(0.97, 1.03)), "starttime": begin,
                 "endtime": begin + pd.Timedelta(seconds=wall), "nevents": 100,

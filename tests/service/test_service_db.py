@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pandas as pd
 from fastapi.testclient import TestClient
@@ -23,6 +24,10 @@ def _store_task(db_url: str, jeditaskid: int) -> None:
                 {
                     "jeditaskid": jeditaskid,
                     "taskname": "mc16_13TeV.1.Sim",
+                    "username": "prod",
+                    "status": "defined",
+                    "creationdate": datetime(2026, 1, 1),
+                    "modificationtime": datetime(2026, 1, 1),
                     "prodsourcelabel": "managed",
                     "processingtype": "simul",
                     "corecount": 8,

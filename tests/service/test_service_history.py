@@ -48,9 +48,7 @@ def world(tmp_path_factory):
     new_task = history.tasks.iloc[[0]].assign(
         jeditaskid=99999, username="nobody", transpath="New_tf.py", campaign="MC99"
     )
-    write_frame(engine, "jedi_tasks", new_task.drop(columns=[c for c in new_task if c not in
-                ("jeditaskid", "username", "transpath", "campaign", "creationdate",
-                 "processingtype", "taskname")]))  # fmt: skip
+    write_frame(engine, "jedi_tasks", new_task)
     engine.dispose()
     return url, table, bundle, int(latest["jeditaskid"])
 

@@ -43,3 +43,11 @@ def test_train_names_bad_inputs(tmp_path):
     result = runner.invoke(app, ["train", "--table", "t", "--out", "b", "--models", "svm"])
     assert result.exit_code == 1 and "svm" in " ".join(result.output.split())
     assert not (tmp_path / "b").exists()
+
+
+def test_train_refuses_unknown_dnn_variants(tmp_path):
+    result = CliRunner().invoke(
+        app, ["train", "--table", "t", "--out", str(tmp_path / "b"), "--dnn-variants", "deep"]
+    )
+    assert result.exit_code != 0 and "deep" in " ".join(result.output.split())
+    assert not (tmp_path / "b").exists()

@@ -111,3 +111,14 @@ def test_explicit_xgb_grid_runs_without_trials(small_table, tmp_path):
     hyper = json.loads((out / "manifest.json").read_text())["hyperparameters"]["memory"]
     assert hyper["xgb_native"]["grid_search"][0]["params"] == {"max_depth": 2}
     assert hyper["xgb_native"]["max_depth"] == 2
+
+
+def test_manifest_records_the_dnn_variant_chosen_on_validation(small_bundle):
+    hyper = json.loads((small_bundle / "manifest.json").read_text())["hyperparameters"]
+    for target in ("memory", "io"):
+        dnn = hyper[target]["dnn"]
+        tried = {r["variant"]: r for r in dnn["variant_search"]}
+        assert list(tried) == ["reference", "ordinal", "ordinal_tempered"]
+        best = max(tried.values(), key=lambda r: r["val_accuracy"] + r["val_macro_f1"])
+        assert dnn["variant"] == best["variant"]
+        assert dnn["options"]["head"] == ("softmax" if dnn["variant"] == "reference" else "ordinal")

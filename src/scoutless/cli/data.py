@@ -45,20 +45,24 @@ def generate(
     first_task_id: Annotated[int, typer.Option(help="jeditaskid of the first task")] = 1,
 ) -> None:
     """Generate a realistic synthetic PanDA history into a database."""
-    from scoutless.history.panda_db import make_engine
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.history.synthetic import generate_history
 
     url = _db_url(db)
     engine = make_engine(url)
-    stats = generate_history(
-        engine,
-        tasks,
-        seed=seed,
-        scenario=scenario,
-        drift_start=drift_start,
-        first_task_id=first_task_id,
-        progress=True,
-    )
+    try:
+        stats = generate_history(
+            engine,
+            tasks,
+            seed=seed,
+            scenario=scenario,
+            drift_start=drift_start,
+            first_task_id=first_task_id,
+            progress=True,
+        )
+    except DatabaseUnavailable as exc:
+        console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
+        raise typer.Exit(code=2) from exc
     console.print(
         f"[green]generated[/] {stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in "
         f"{stats.seconds:.1f} s ({stats.rows_per_s:,.0f} job rows/s) → {url}"

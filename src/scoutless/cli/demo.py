@@ -1,7 +1,8 @@
 """``scoutless demo``: the whole story on the embedded default, end to end.
 
 generate a history (SQLite) → build the training table → train every model family →
-evaluate against the baselines → metrics.json, report.html and a servable bundle.
+evaluate against the baselines → replay the test tasks through scouts, predicted and hybrid
+scheduling → metrics.json, replay.json, report.html and a servable bundle.
 Each artefact is written to a temporary name and renamed when complete, so an interrupted
 demo leaves the previous run's files intact.
 """
@@ -20,6 +21,7 @@ from rich.panel import Panel
 from scoutless.models.families import FAMILY_NAMES
 
 console = Console()
+STEPS = 5
 
 
 def _step(n: int, total: int, text: str) -> None:
@@ -58,6 +60,7 @@ def demo(
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle
+    from scoutless.evaluation.report import write_report
     from scoutless.evaluation.tables import headline_table
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
@@ -69,11 +72,11 @@ def demo(
     table_path = workdir / "table.parquet"
     bundle_path = workdir / "bundle"
 
-    _step(1, 4, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
+    _step(1, STEPS, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
     stats = _generate_history(db_path, tasks, seed)
     console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
 
-    _step(2, 4, f"build the training table → {table_path}")
+    _step(2, STEPS, f"build the training table → {table_path}")
     engine = make_engine(f"sqlite:///{db_path.resolve()}", create_dirs=False)
     table, report = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(table_path)
@@ -81,7 +84,7 @@ def demo(
         report.save(workdir / "bad_rows.csv")
     console.print(summary_table(table, report))
 
-    _step(3, 4, f"train {models} → {bundle_path}")
+    _step(3, STEPS, f"train {models} → {bundle_path}")
     train_bundle(
         table,
         bundle_path,
@@ -91,17 +94,40 @@ def demo(
         max_epochs=max_epochs,
     )
 
-    _step(4, 4, f"evaluate against the baselines → {workdir}")
-    metrics = evaluate_bundle(load_bundle(bundle_path), table, workdir, progress=True)
+    _step(4, STEPS, f"evaluate against the baselines → {workdir}")
+    predictor = load_bundle(bundle_path)
+    metrics = evaluate_bundle(predictor, table, workdir, progress=True)
     console.print(headline_table(metrics))
+
+    _step(5, STEPS, f"replay the test tasks: scouts vs predicted vs hybrid → {workdir}")
+    replay = _replay(db_path, predictor, table, workdir, seed)
+    write_report(metrics, workdir / "report.html", replay)  # the report with its replay section
     minutes = (time.perf_counter() - started) / 60
     console.print(
         Panel.fit(
             f"report:  {(workdir / 'report.html').resolve()}\n"
             f"metrics: {(workdir / 'metrics.json').resolve()}\n"
+            f"replay:  {(workdir / 'replay.json').resolve()}\n"
             f"bundle:  {bundle_path.resolve()}\n\n"
             f"serve it:  scoutless serve --bundle {bundle_path} --db sqlite:///{db_path}\n"
             f"ask it:    curl localhost:8000/v1/tasks/<jeditaskid>/prediction",
             title=f"demo done in {minutes:.1f} min",
         )
     )
+
+
+def _replay(db_path: Path, predictor: Any, table: Any, workdir: Path, seed: int) -> dict:
+    """replay.json of the table's test tasks (the bundle never trained on them), printed."""
+    from scoutless.config import get_settings
+    from scoutless.replay.runner import replay_history
+    from scoutless.replay.tables import headline_line, replay_table
+
+    _, test = table.split(table.default_split)
+    with console.status("replaying") as status:
+        document = replay_history(
+            f"sqlite:///{db_path.resolve()}", predictor, workdir, get_settings(),
+            seed=seed, only=test["jeditaskid"].to_numpy(), on_step=status.update,
+        )  # fmt: skip
+    console.print(replay_table(document))
+    console.print(headline_line(document))
+    return document

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from scoutless.cli import data, demo, evaluate, importer, monitor, registry, serve, train
+from scoutless.cli import (
+    data,
+    demo,
+    evaluate,
+    importer,
+    monitor,
+    panda,
+    registry,
+    replay,
+    serve,
+    train,
+)
 
 app = typer.Typer(
     name="scoutless",
@@ -20,7 +31,10 @@ app.command("import")(importer.import_trace)
 app.add_typer(monitor.app, name="monitor", help="Compare predictions with actuals, drift, alerts.")
 app.command("retrain")(monitor.retrain)
 app.add_typer(registry.app, name="registry", help="Model versions and the champion pointer.")
+app.command("replay")(replay.replay)
 app.command("demo")(demo.demo)
+app.command("listen")(panda.listen)
+app.command("taskparams")(panda.taskparams)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -29,6 +29,21 @@ def _grid(text: str | None) -> dict[str, list] | None:
     return grid
 
 
+def _variants(text: str | None) -> list[str]:
+    """The DNN variant names, each checked against the known ones (None: the default set)."""
+    from scoutless.models.tuning import DEFAULT_DNN_VARIANTS, DNN_VARIANTS
+
+    if text is None:
+        return list(DEFAULT_DNN_VARIANTS)
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [v for v in names if v not in DNN_VARIANTS]
+    if unknown or not names:
+        raise typer.BadParameter(
+            f"--dnn-variants {text!r}: unknown {unknown or names}; choose from {list(DNN_VARIANTS)}"
+        )
+    return names
+
+
 def metrics_table(manifest: dict) -> Table:
     """Validation accuracy / macro-F1 per target and model, champion marked."""
     table = Table(title=f"bundle {manifest['version']}: validation metrics")
@@ -74,6 +89,13 @@ def train(
         ),
     ] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads for training")] = None,
+    dnn_variants: Annotated[
+        str | None,
+        typer.Option(
+            help="DNN variants tried per target, the best on validation kept (reference, "
+            "ordinal, ordinal_tempered, ple, onecycle); default: reference,ordinal,ordinal_tempered"
+        ),
+    ] = None,
 ) -> None:
     """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
     from scoutless.history.table import TableError, TrainingTable
@@ -81,6 +103,7 @@ def train(
 
     if split not in (None, "random", "time"):
         raise typer.BadParameter(f"--split {split!r}: expected 'random' or 'time'")
+    variants = _variants(dnn_variants)
     try:
         names = check_model_names(models.split(","))
         training_table = TrainingTable.load(table)
@@ -95,6 +118,7 @@ def train(
             max_epochs=max_epochs,
             xgb_grid=_grid(xgb_grid),
             n_jobs=threads,
+            dnn_variants=variants,
         )
     except (FileNotFoundError, TableError, TrainingError) as exc:
         console.print(f"[red]error:[/] {exc}")

@@ -30,6 +30,7 @@ from scoutless.evaluation.baselines import (
     history_keys,
     majority_class,
 )
+from scoutless.evaluation.bayes_gap import bayes_distance
 from scoutless.evaluation.calibration import expected_calibration_error, reliability_curve
 from scoutless.evaluation.metrics import (
     classification_metrics,
@@ -158,6 +159,9 @@ class _TargetRun:
             "rows_test": len(self.y),
             "models": self.models,
             "calibration": self.calibration,
+            "bayes_distance": bayes_distance(
+                {"models": self.models, "classes": list(self.bins.labels)}
+            ),
         }
 
 

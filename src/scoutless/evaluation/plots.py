@@ -85,25 +85,39 @@ def confusion_matrices(entry: dict[str, Any], title: str) -> str:
     return to_base64_png(fig)
 
 
-def per_class_bars(entry: dict[str, Any], title: str) -> str:
-    """Precision and recall per class, one bar per model."""
-    names = _names(entry)
-    labels = entry["classes"]
+Series = list[tuple[str, str, list[float]]]  # (model name, legend label, one value per class)
+
+
+def _class_panels(
+    panels: dict[str, Series], classes: list[str], title: str, *, unit_range: bool
+) -> str:
+    """Side-by-side panels of per-class bars, one bar per model; legend on the right."""
     fig = Figure(figsize=(9, 3.2), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    x = np.arange(len(labels))
-    width = 0.8 / max(len(names), 1)
-    for ax, key in zip(axes, ("precision", "recall"), strict=True):
-        for i, name in enumerate(names):
-            values = [c[key] for c in entry["models"][name]["per_class"]]
-            ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=name, color=_colour(name, i))
-        ax.set_xticks(x, labels, fontsize=8)
-        ax.set_ylim(0, 1)
-        ax.set_title(key)
+    axes = fig.subplots(1, len(panels), sharey=True)
+    x = np.arange(len(classes))
+    for ax, (panel, series) in zip(axes, panels.items(), strict=True):
+        width = 0.8 / max(len(series), 1)
+        for i, (name, label, values) in enumerate(series):
+            ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=label, color=_colour(name, i))
+        if unit_range:
+            ax.set_ylim(0, 1)
+        else:
+            ax.axhline(0.0, color="#2ca02c", linewidth=1)
+        ax.set_xticks(x, classes, fontsize=8)
+        ax.set_title(panel)
         ax.grid(axis="y", alpha=0.3)
-    axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle(title)
     return to_base64_png(fig)
+
+
+def per_class_bars(entry: dict[str, Any], title: str) -> str:
+    """Precision and recall per class, one bar per model."""
+    panels = {
+        key: [(n, n, [c[key] for c in entry["models"][n]["per_class"]]) for n in _names(entry)]
+        for key in ("precision", "recall")
+    }
+    return _class_panels(panels, entry["classes"], title, unit_range=True)
 
 
 def reliability_diagram(entry: dict[str, Any], title: str) -> str:
@@ -170,3 +184,19 @@ def pipeline_bars(pipeline: dict[str, Any]) -> str:
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     return to_base64_png(fig)
+
+
+def bayes_distance_bars(distance: dict[str, Any], classes: list[str], title: str) -> str:
+    """Per class, each model's recall and F1 minus the Bayes limit's (0 = at the limit)."""
+
+    def label(name: str) -> str:
+        ratio = distance[name]["accuracy_ratio"]
+        return name if ratio is None else f"{name} (acc {ratio:.3f}× Bayes)"
+
+    panels = {
+        key.replace("_gap", " − Bayes"): [
+            (n, label(n), [c[key] or 0.0 for c in distance[n]["per_class"]]) for n in distance
+        ]
+        for key in ("recall_gap", "f1_gap")
+    }
+    return _class_panels(panels, classes, title, unit_range=False)

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from scoutless.evaluation import plots
+from scoutless.evaluation.bayes_gap import bayes_distance
 from scoutless.evaluation.tables import best_model, fmt, headline_columns, headline_rows
 
 TEMPLATE = "report.html"
@@ -34,13 +35,18 @@ def target_figures(target: str, entry: dict[str, Any], alpha: float) -> dict[str
     }
     if entry.get("calibration"):
         figures["reliability"] = plots.reliability_diagram(entry, f"{target}: reliability")
+    distance = bayes_distance(entry)
+    if distance:
+        figures["bayes_distance"] = plots.bayes_distance_bars(
+            distance, entry["classes"], f"{target}: distance to the Bayes limit per class"
+        )
     if entry.get("tradeoff"):
         figures["tradeoff"] = plots.tradeoff_curves(entry, alpha, f"{target}: τ/α trade-off")
     return figures
 
 
-def render_report(metrics: dict[str, Any]) -> str:
-    """The report as one HTML string (no external resources)."""
+def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None) -> str:
+    """The report as one HTML string (no external resources); ``replay``: replay.json."""
     alpha = metrics.get("settings", {}).get("alpha", 0.05)
     sections = [
         {
@@ -48,6 +54,7 @@ def render_report(metrics: dict[str, Any]) -> str:
             "entry": entry,
             "best": best_model(entry),
             "figures": target_figures(target, entry, alpha),
+            "bayes_distance": bayes_distance(entry),
         }
         for target, entry in metrics["targets"].items()
     ]
@@ -60,11 +67,30 @@ def render_report(metrics: dict[str, Any]) -> str:
         headline_columns=headline_columns(metrics),
         sections=sections,
         pipeline_figure=plots.pipeline_bars(pipeline) if pipeline else None,
+        replay=_replay_section(replay) if replay else None,
     )
 
 
-def write_report(metrics: dict[str, Any], path: Path) -> Path:
+def _replay_section(document: dict[str, Any]) -> dict[str, Any]:
+    """Rows (label, one cell per strategy) and figures of the replay section."""
+    from scoutless.replay.plots import replay_figures
+    from scoutless.replay.tables import ROWS, cell
+
+    strategies = document["strategies"]
+    return {
+        "names": list(strategies),
+        "rows": [
+            (label, [cell(entry, path, digits) for entry in strategies.values()])
+            for label, path, digits in ROWS
+        ],
+        "figures": replay_figures(document),
+        "config": document.get("config", {}),
+        "workload": document.get("workload", {}),
+    }
+
+
+def write_report(metrics: dict[str, Any], path: Path, replay: dict[str, Any] | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(metrics), encoding="utf-8")
+    path.write_text(render_report(metrics, replay), encoding="utf-8")
     return path

@@ -148,7 +148,6 @@ class FeatureEncoder:
         }
         self._mean = np.array([self.mean_[n] for n in self.numerical], dtype=float)
         self._scale = np.array([self.scale_[n] for n in self.numerical], dtype=float)
-        self._kinds = {f.name: f.kind for f in self.features}
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vocabulary_"):

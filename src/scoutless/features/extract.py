@@ -43,8 +43,11 @@ TASKPARAM_TO_COLUMN: dict[str, str] = {
     "baseRamCount": "baseramcount",
     "baseWalltime": "basewalltime",
     "cpuEfficiency": "cpuefficiency",
-    "ramCountUnit": "ramcountunit",
+    "ramUnit": "ramunit",
 }
+
+#: Older task-parameter keys JEDI still accepts (TaskRefinerBase) → the current key.
+TASKPARAM_ALIASES: dict[str, str] = {"ramCountUnit": "ramUnit"}
 
 FEATURE_NAMES: list[str] = feature_names(PANDA_FEATURES)
 CATEGORICAL: list[str] = [f.name for f in PANDA_FEATURES if f.kind == "categorical"]
@@ -187,6 +190,7 @@ def features_from_taskparams(params: Mapping[str, Any] | str) -> dict[str, Any]:
     ``input_nfiles``/``input_nevents``/``n_input_datasets`` if the caller knows them.
     """
     p = parse_taskparams(params)
+    p = {new: p[old] for old, new in TASKPARAM_ALIASES.items() if old in p} | p
     task = {column: p.get(key) for key, column in TASKPARAM_TO_COLUMN.items()}
     features = features_of(task, p)
     for key in INPUT_COUNT_FEATURES:

@@ -53,7 +53,7 @@ PANDA_FEATURES: tuple[FeatureSpec, ...] = (
     _cat("username", "jedi_tasks"),
     _cat("site", "jedi_tasks", "site requested at submission (often empty)"),
     _cat("project", "jedi_tasks.taskname", "first dot-token of the task name: mc16_13TeV, user …"),
-    _cat("ramcountunit", "jedi_tasks", "MBPerCore or MBPerCoreFixed"),
+    _cat("ramunit", "jedi_tasks", "MBPerCore or MBPerCoreFixed"),
     _num("corecount", "jedi_tasks", "cores requested per job"),
     _num("baseramcount", "jedi_tasks", "MB not scaling with cores"),
     _num("basewalltime", "jedi_tasks", "s not scaling with CPU power"),

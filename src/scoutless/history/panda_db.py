@@ -19,6 +19,7 @@ from sqlalchemy import DateTime, Engine, Table, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from scoutless.config import get_settings
 from scoutless.features.extract import task_features
 from scoutless.history.schema import (
     PANDA_TABLES,
@@ -58,12 +59,19 @@ class History:
         return task_features(self.tasks, self.taskparams, self.datasets)
 
 
-def make_engine(url: str, *, create_dirs: bool = True, for_reads: bool = False) -> Engine:
+def make_engine(
+    url: str, *, create_dirs: bool = True, for_reads: bool = False, schema: str | None = None
+) -> Engine:
     """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
 
     ``for_reads``: an engine for short single-statement reads (the service's task
     lookups): autocommit and no pre-ping, so a read is one round trip and not three; the
-    caller retries a dropped connection itself (``history.task_reader.TaskReader``)."""
+    caller retries a dropped connection itself (``history.task_reader.TaskReader``).
+
+    On PostgreSQL every connection searches ``schema`` (default ``Settings.db_schema``,
+    PanDA's ``doma_panda``) before ``public``: Core statements and raw SQL (``COPY``) then
+    find PanDA's tables without naming a schema, and a database without that schema works
+    as before (PostgreSQL skips missing schemas in the search path)."""
     options: dict[str, Any] = {}
     if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
@@ -81,6 +89,10 @@ def make_engine(url: str, *, create_dirs: bool = True, for_reads: bool = False) 
             cur.close()
 
         return engine
+    if parsed.get_backend_name() == "postgresql":
+        schema = schema if schema is not None else get_settings().db_schema
+        if schema:
+            options["connect_args"] = {"options": f"-csearch_path={schema},public"}
     return create_engine(url, pool_pre_ping=not for_reads, **options)
 
 
@@ -124,8 +136,11 @@ def read_history(
     *,
     since: datetime | None = None,
     with_jobs: bool = True,
+    job_columns: Sequence[str] | None = None,
 ) -> History:
-    """Tasks (all, those created since a date, or the given ids) with datasets and jobs."""
+    """Tasks (all, those created since a date, or the given ids) with datasets and jobs
+    (all of jobsarchived4's columns, or just ``job_columns`` for large reads)."""
+    job_columns = list(job_columns) if job_columns is not None else JOB_COLUMNS
     if ids is None:
         ids = task_ids(engine, since=since)
     parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}
@@ -136,7 +151,7 @@ def read_history(
         )
         parts["datasets"].append(_read_for_tasks(engine, jedi_datasets, DATASET_COLUMNS, chunk))
         if with_jobs:
-            parts["jobs"].append(_read_for_tasks(engine, jobsarchived4, JOB_COLUMNS, chunk))
+            parts["jobs"].append(_read_for_tasks(engine, jobsarchived4, job_columns, chunk))
 
     def cat(name: str, columns: list[str]) -> pd.DataFrame:
         frames = [f for f in parts[name] if not f.empty]
@@ -147,7 +162,7 @@ def read_history(
         tasks=cat("tasks", TASK_COLUMNS),
         taskparams=params.set_index("jeditaskid")["taskparams"],
         datasets=cat("datasets", DATASET_COLUMNS),
-        jobs=cat("jobs", JOB_COLUMNS),
+        jobs=cat("jobs", job_columns),
     )
 
 

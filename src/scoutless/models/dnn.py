@@ -2,6 +2,9 @@
 
 The module knows nothing of pandas or databases: it takes vocabulary sizes (fitted column
 statistics) and tensors. Index 0 of every embedding is the unknown/missing value.
+Options beyond the reference architecture: piecewise-linear embeddings of the first
+``n_embedded`` numerical columns (:mod:`.numeric_embedding`) and an ordinal head
+(:mod:`.ordinal`) in place of the linear one.
 """
 
 from __future__ import annotations
@@ -11,6 +14,11 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+
+from scoutless.models.numeric_embedding import PiecewiseLinearEmbedding
+from scoutless.models.ordinal import CumulativeLinkHead, gaussian_nll
+
+HEADS = ("softmax", "ordinal")
 
 
 def embedding_dim(cardinality: int) -> int:
@@ -44,6 +52,9 @@ class TabularMLP(nn.Module):
     -> logits (B, n_classes). Softmax is applied by the caller (loss or predict).
     With ``d_aux`` > 0, :meth:`forward_with_aux` also returns (B, d_aux) regression outputs
     from the same last hidden layer (used only as an auxiliary training signal).
+    ``ple`` = (n_embedded, n_bins, d_embedding) sends the first ``n_embedded`` numerical
+    columns through a piecewise-linear embedding; ``head="ordinal"`` returns the
+    log-probabilities of a cumulative-link head instead of free logits.
     """
 
     def __init__(
@@ -55,6 +66,8 @@ class TabularMLP(nn.Module):
         d_hidden: Sequence[int] = (256, 128, 64),
         dropouts: Sequence[float] = (0.4, 0.3, 0.3),
         d_aux: int = 0,
+        ple: tuple[int, int, int] | None = None,
+        head: str = "softmax",
     ) -> None:
         super().__init__()
         if any(c < 1 for c in cardinalities):
@@ -71,6 +84,10 @@ class TabularMLP(nn.Module):
             raise ValueError(f"{list(dropouts)=} needs one rate in [0, 1) per hidden layer")
         if d_aux < 0:
             raise ValueError(f"{d_aux=} must be non-negative")
+        if head not in HEADS:
+            raise ValueError(f"{head=} unknown; choose from {HEADS}")
+        if ple is not None and not 0 < ple[0] <= d_numerical:
+            raise ValueError(f"{ple=}: embed between 1 and {d_numerical=} numerical columns")
         self.cardinalities = list(cardinalities)
         self.d_numerical = d_numerical
         self.n_classes = n_classes
@@ -78,17 +95,28 @@ class TabularMLP(nn.Module):
             nn.Embedding(c, embedding_dim(c)) for c in self.cardinalities
         )
         d_in = sum(e.embedding_dim for e in self.embeddings) + d_numerical
+        self.n_embedded = 0 if ple is None else ple[0]
+        self.ple = None if ple is None else PiecewiseLinearEmbedding(*ple)
+        if self.ple is not None:
+            d_in += self.ple.d_out - self.n_embedded
         blocks: list[nn.Module] = []
         for width, p in zip(d_hidden, dropouts, strict=True):
             blocks += [nn.Linear(d_in, width), nn.BatchNorm1d(width), nn.ReLU(), Dropout(p)]
             d_in = width
         self.blocks = nn.Sequential(*blocks)
-        self.head = nn.Linear(d_in, n_classes)
-        self.aux_head = nn.Linear(d_in, d_aux) if d_aux else None
+        self.head: nn.Module = (
+            nn.Linear(d_in, n_classes) if head == "softmax" else CumulativeLinkHead(d_in, n_classes)
+        )
+        #: an ordinal head's latent is the value itself: no separate regression head
+        self.tied_aux = bool(d_aux) and head == "ordinal"
+        self.aux_head = nn.Linear(d_in, d_aux) if d_aux and not self.tied_aux else None
 
     def _hidden(self, codes: torch.Tensor, numeric: torch.Tensor) -> torch.Tensor:
         parts = [emb(codes[:, j]) for j, emb in enumerate(self.embeddings)]
-        if self.d_numerical:
+        if self.ple is not None:
+            parts.append(self.ple(numeric[:, : self.n_embedded]))
+            numeric = numeric[:, self.n_embedded :]
+        if numeric.shape[1]:
             parts.append(numeric)
         return self.blocks(torch.cat(parts, dim=1))
 
@@ -99,5 +127,14 @@ class TabularMLP(nn.Module):
         self, codes: torch.Tensor, numeric: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         hidden = self._hidden(codes, numeric)
+        if self.tied_aux:
+            return self.head(hidden), torch.stack(self.head.latent(hidden), dim=1)
         aux = self.aux_head(hidden) if self.aux_head is not None else None
         return self.head(hidden), aux
+
+    def aux_loss(self, aux: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Auxiliary loss of the rows with a known value: the latent's Gaussian likelihood
+        for a tied ordinal head, else a smooth-L1 regression."""
+        if self.tied_aux:
+            return gaussian_nll(aux[:, 0], aux[:, 1], target)
+        return nn.functional.smooth_l1_loss(aux[:, 0], target)

@@ -15,6 +15,8 @@ import torch
 from torch import nn
 
 from scoutless.models.dnn import Dropout, TabularMLP
+from scoutless.models.numeric_embedding import PiecewiseLinearEmbedding
+from scoutless.models.ordinal import CumulativeLinkHead, cumulative_link_log_proba
 
 Layer = tuple[np.ndarray, np.ndarray]  # (weight (d_in, d_out), bias); ReLU between layers
 
@@ -50,26 +52,82 @@ def hidden_layers(blocks: nn.Sequential) -> list[Layer]:
 
 
 @dataclass(frozen=True)
+class PLEWeights:
+    """A :class:`PiecewiseLinearEmbedding` as arrays: edges (m, T+1), weight (m, T, d), bias."""
+
+    edges: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+
+    @classmethod
+    def of(cls, ple: PiecewiseLinearEmbedding) -> PLEWeights:
+        return cls(*(t.detach().numpy().copy() for t in (ple.edges, ple.weight, ple.bias)))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        left = self.edges[:, :-1]
+        width = np.maximum(self.edges[:, 1:] - left, 1e-6)
+        encoded = np.clip((x[:, :, None] - left) / width, 0.0, 1.0)
+        out = np.einsum("bmt,mtd->bmd", encoded, self.weight) + self.bias
+        return np.maximum(out, 0.0).reshape(len(x), -1)
+
+
+@dataclass(frozen=True)
+class OrdinalWeights:
+    """A :class:`CumulativeLinkHead` as arrays: location and log-scale maps, cut points."""
+
+    location: Layer
+    log_scale: Layer
+    cuts: np.ndarray
+
+    @classmethod
+    def of(cls, head: CumulativeLinkHead) -> OrdinalWeights:
+        return cls(_fold(head.location, None), _fold(head.log_scale, None), head.cuts().numpy())
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        location = (x @ self.location[0] + self.location[1])[:, 0]
+        log_scale = (x @ self.log_scale[0] + self.log_scale[1])[:, 0]
+        return cumulative_link_log_proba(location, log_scale, self.cuts)
+
+
+@dataclass(frozen=True)
 class InferenceWeights:
-    """Eval-mode TabularMLP as numpy arrays, batch-norm folded into the preceding Linear."""
+    """Eval-mode TabularMLP as numpy arrays, batch-norm folded into the preceding Linear.
+
+    ``layers`` are the hidden layers then, for the linear head, the head itself; an ordinal
+    head is ``ordinal`` instead. ``ple`` embeds the first ``n_embedded`` numerical columns.
+    """
 
     embeddings: list[np.ndarray]
     layers: list[Layer]
+    ple: PLEWeights | None = None
+    n_embedded: int = 0
+    ordinal: OrdinalWeights | None = None
 
     @classmethod
     def of(cls, module: TabularMLP) -> InferenceWeights:
         with torch.no_grad():
-            layers = [*hidden_layers(module.blocks), _fold(module.head, None)]
+            layers = hidden_layers(module.blocks)
+            head = module.head
+            ordinal = OrdinalWeights.of(head) if isinstance(head, CumulativeLinkHead) else None
+            if ordinal is None:
+                layers.append(_fold(head, None))
             embeddings = [e.weight.numpy().copy() for e in module.embeddings]
-        return cls(embeddings, layers)
+            ple = None if module.ple is None else PLEWeights.of(module.ple)
+        return cls(embeddings, layers, ple, module.n_embedded, ordinal)
 
     def logits(self, codes: np.ndarray, numeric: np.ndarray) -> np.ndarray:
         """(n, n_classes) float64 logits from codes and :func:`numeric_input` columns."""
         parts = [table[codes[:, j]] for j, table in enumerate(self.embeddings)]
+        if self.ple is not None:
+            parts.append(self.ple(numeric[:, : self.n_embedded]))
+            numeric = numeric[:, self.n_embedded :]
         if numeric.shape[1]:
             parts.append(numeric)
         x = np.concatenate(parts, axis=1)
-        for weight, bias in self.layers[:-1]:
+        hidden = self.layers if self.ordinal is not None else self.layers[:-1]
+        for weight, bias in hidden:
             x = np.maximum(x @ weight + bias, 0.0)
+        if self.ordinal is not None:
+            return self.ordinal(x).astype(np.float64)
         weight, bias = self.layers[-1]
         return (x @ weight + bias).astype(np.float64)

@@ -30,12 +30,14 @@ from scoutless.models.dnn_trainer import (
     effective_batch_size,
     fit_module,
 )
+from scoutless.models.numeric_embedding import quantile_edges
+from scoutless.models.ordinal import CumulativeLinkHead, boundaries
 from scoutless.models.temperature import fit_temperature, softmax
 
 PREDICT_BATCH = 65_536
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
-          "history_", "_inference")  # fmt: skip
+          "history_", "_inference", "variant_")  # fmt: skip
 
 
 class DNNModel:
@@ -61,6 +63,7 @@ class DNNModel:
         self.on_epoch = on_epoch
 
     def _new_module(self, d_aux: int = 0) -> TabularMLP:
+        p = self.params
         return TabularMLP(
             cardinalities=self.cardinalities,
             d_numerical=2 * self.n_numerical,
@@ -68,7 +71,23 @@ class DNNModel:
             d_hidden=self.params.d_hidden,
             dropouts=self.params.dropouts,
             d_aux=d_aux,
+            ple=(self.n_numerical, p.ple_bins, p.ple_dim)
+            if p.ple_bins and self.n_numerical
+            else None,
+            head=p.head,
         )
+
+    def _prepare_module(self, X: EncodedFeatures, y: np.ndarray, aux: np.ndarray | None) -> None:
+        """Data-fitted parts of a new module: PLE bin edges, ordinal cut points (the class
+        boundaries on the standardised log value when the head is tied to it)."""
+        if self.module_.ple is not None:
+            self.module_.ple.set_edges(quantile_edges(X.numeric, self.params.ple_bins))
+        head = self.module_.head
+        tied = self.module_.tied_aux and aux is not None and np.isfinite(aux).any()
+        if isinstance(head, CumulativeLinkHead) and tied:
+            head.set_cuts(boundaries(aux, y, self.n_classes), trainable=False)
+        elif isinstance(head, CumulativeLinkHead):
+            head.init_cuts(y)
 
     def fit(
         self,
@@ -89,6 +108,7 @@ class DNNModel:
         self.d_aux_ = 0 if aux is None else 1
         self.batch_size_ = effective_batch_size(self.params.batch_size, len(y))
         self.module_ = self._new_module(self.d_aux_)
+        self._prepare_module(X, y, aux)
         codes, numeric = feature_tensors(X)
         data = TrainTensors(
             codes, numeric, torch.from_numpy(y), None if aux is None else torch.from_numpy(aux)
@@ -99,9 +119,7 @@ class DNNModel:
             predicted = self._torch_logits(val_codes, val_numeric).argmax(axis=1)
             return float((predicted == y_val).mean())
 
-        weight = (
-            None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32)
-        )
+        weight = self._loss_weight(class_weight)
         result = fit_module(
             self.module_, data, self.params, validate=validate, class_weight=weight,
             seed=self.seed, on_epoch=self.on_epoch,
@@ -110,6 +128,14 @@ class DNNModel:
         self.classes_ = np.arange(self.n_classes)
         self.temperature_ = fit_temperature(self.predict_logits(X_val), y_val)
         return self
+
+    def _loss_weight(self, class_weight: np.ndarray | None) -> torch.Tensor | None:
+        """The class weights raised to ``class_weight_power`` (absent classes stay at 0)."""
+        if class_weight is None:
+            return None
+        weight = np.power(np.asarray(class_weight, dtype=float), self.params.class_weight_power)
+        weight[np.asarray(class_weight) == 0] = 0.0
+        return torch.as_tensor(weight, dtype=torch.float32)
 
     def _torch_logits(self, codes: torch.Tensor, numeric: torch.Tensor) -> np.ndarray:
         self.module_.eval()
@@ -142,6 +168,7 @@ class DNNModel:
             "best_epoch": getattr(self, "best_epoch_", None),
             "temperature": getattr(self, "temperature_", None),
             "seed": self.seed,
+            "options": self.params.options(),
         }
 
     def with_params(self, params: DNNParams) -> DNNModel:

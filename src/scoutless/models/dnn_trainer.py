@@ -58,8 +58,7 @@ def batch_loss(
         target = data.aux[idx]
         known = ~torch.isnan(target)
         if known.any():
-            error = nn.functional.smooth_l1_loss(aux[known, 0], target[known])
-            loss = loss + aux_weight * error
+            loss = loss + aux_weight * module.aux_loss(aux[known], target[known])
     return loss
 
 
@@ -72,8 +71,12 @@ def train_epoch(
     batch_size: int,
     shuffler: torch.Generator,
     aux_weight: float = 0.0,
+    step_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
 ) -> float:
-    """One pass over ``data`` in shuffled batches; the mean training loss."""
+    """One pass over ``data`` in shuffled batches; the mean training loss.
+
+    ``step_scheduler`` (a per-step schedule such as one-cycle) steps after every batch.
+    """
     module.train()
     n = len(data)
     order = torch.randperm(n, generator=shuffler)
@@ -86,17 +89,27 @@ def train_epoch(
         loss = batch_loss(module, data, idx, loss_fn, aux_weight)
         loss.backward()
         optimizer.step()
+        if step_scheduler is not None:
+            step_scheduler.step()
         total += float(loss.detach()) * len(idx)
         seen += len(idx)
     return total / max(seen, 1)
 
 
-def _plateau(optimizer: torch.optim.Optimizer, params: DNNParams):
+def _schedulers(optimizer: torch.optim.Optimizer, params: DNNParams, steps_per_epoch: int):
+    """(per-epoch plateau scheduler, per-step scheduler) for ``params.schedule``."""
+    if params.schedule == "onecycle":
+        one_cycle = torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=params.learning_rate, pct_start=0.3,
+            total_steps=params.max_epochs * steps_per_epoch,
+        )  # fmt: skip
+        return None, one_cycle
     if params.lr_decay_patience <= 0:
-        return None
-    return torch.optim.lr_scheduler.ReduceLROnPlateau(
+        return None, None
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode="max", factor=params.lr_decay, patience=params.lr_decay_patience - 1
     )
+    return plateau, None
 
 
 def fit_module(
@@ -114,16 +127,16 @@ def fit_module(
     optimizer = torch.optim.Adam(
         module.parameters(), lr=params.learning_rate, weight_decay=params.weight_decay
     )
-    scheduler = _plateau(optimizer, params)
     shuffler = torch.Generator().manual_seed(seed)
     batch_size = effective_batch_size(params.batch_size, len(data))
+    scheduler, per_step = _schedulers(optimizer, params, -(-len(data) // batch_size))
     best_acc, best_state, best_epoch, stale = -1.0, None, 0, 0
     history: list[dict[str, float]] = []
     for epoch in range(1, params.max_epochs + 1):
         started = time.perf_counter()
         train_loss = train_epoch(
             module, data, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
-            shuffler=shuffler, aux_weight=params.aux_weight,
+            shuffler=shuffler, aux_weight=params.aux_weight, step_scheduler=per_step,
         )  # fmt: skip
         seconds = time.perf_counter() - started
         val_acc = validate()

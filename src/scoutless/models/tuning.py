@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import optuna
 from sklearn.metrics import f1_score
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn_model import DNNModel
@@ -138,3 +138,85 @@ def random_search_dnn(
 
     study.optimize(objective, n_trials=trials)
     return best["model"], log
+
+
+#: named DNN variants; ``choose_dnn_variant`` picks one on validation. "ordinal": the
+#: cumulative-probit head whose latent is the standardised log value; "ordinal_tempered":
+#: the same with class weights^0.5 (accuracy first, rare classes still count more)
+DNN_VARIANTS: dict[str, dict[str, Any]] = {
+    "reference": {},
+    "ordinal": {"head": "ordinal", "aux_weight": 1.0},
+    "ordinal_tempered": {"head": "ordinal", "aux_weight": 1.0, "class_weight_power": 0.5},
+    "ple": {"ple_bins": 16},
+    "onecycle": {"schedule": "onecycle"},
+}
+#: what ``train_bundle`` tries by default: the reference first (it wins ties)
+DEFAULT_DNN_VARIANTS: tuple[str, ...] = ("reference", "ordinal", "ordinal_tempered")
+#: variants are compared on at most this many fit rows; the winner is then refitted on all
+SELECTION_ROWS = 50_000
+
+
+def variant_params(base: DNNParams, name: str) -> DNNParams:
+    """``base`` with the named variant's options on top."""
+    if name not in DNN_VARIANTS:
+        raise ValueError(f"DNN variant {name!r} unknown; choose from {list(DNN_VARIANTS)}")
+    return replace(base, **DNN_VARIANTS[name])
+
+
+def _subsample(y: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Sorted row numbers of a class-stratified random subsample of ``n`` rows."""
+    rows, _ = train_test_split(np.arange(len(y)), train_size=n, stratify=y, random_state=seed)
+    return np.sort(rows)
+
+
+def choose_dnn_variant(
+    model: DNNModel,
+    X: EncodedFeatures,
+    y: np.ndarray,
+    *,
+    eval_set: tuple[EncodedFeatures, np.ndarray],
+    class_weight: np.ndarray | None,
+    variants: Sequence[str],
+    values: np.ndarray | None = None,
+    on_variant: Callable[[str], None] | None = None,
+    selection_rows: int = SELECTION_ROWS,
+) -> tuple[DNNModel, list[dict[str, Any]]]:
+    """Fit each named variant; keep the best mean of validation accuracy and macro-F1.
+
+    The first variant wins ties, so list the reference first to prefer it. With more than
+    ``selection_rows`` fit rows, variants are compared on a stratified subsample of that
+    size and only the winner is trained on all rows (one full fit, not one per variant).
+    """
+    if not variants:
+        raise ValueError("choose_dnn_variant needs at least one variant")
+    X_val, y_val = eval_set
+    sub = None
+    if len(variants) > 1 and len(y) > selection_rows:
+        sub = _subsample(y, selection_rows, model.seed)
+    best: tuple[float, str, DNNModel | None] = (-1.0, "", None)
+    log: list[dict[str, Any]] = []
+    for name in variants:
+        if on_variant is not None:
+            on_variant(name)
+        fitted = model.with_params(variant_params(model.params, name))
+        if sub is None:
+            fitted.fit(X, y, eval_set=eval_set, class_weight=class_weight, values=values)
+        else:
+            part_values = None if values is None else values[sub]
+            fitted.fit(X.take(sub), y[sub], eval_set=eval_set, class_weight=class_weight,
+                       values=part_values)  # fmt: skip
+        predicted = fitted.predict_proba(X_val).argmax(axis=1)
+        accuracy = float((predicted == y_val).mean())
+        macro_f1 = float(f1_score(y_val, predicted, average="macro", zero_division=0))
+        log.append({"variant": name, "val_accuracy": accuracy, "val_macro_f1": macro_f1,
+                    "fit_rows": len(y) if sub is None else len(sub)})  # fmt: skip
+        if (accuracy + macro_f1) / 2 > best[0]:
+            best = ((accuracy + macro_f1) / 2, name, fitted)
+    _, chosen, winner = best
+    assert winner is not None
+    if sub is not None:
+        winner = model.with_params(winner.params).fit(
+            X, y, eval_set=eval_set, class_weight=class_weight, values=values
+        )
+    winner.variant_ = chosen
+    return winner, log

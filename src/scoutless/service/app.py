@@ -35,6 +35,7 @@ from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
 from scoutless.service.state import ServiceState
 from scoutless.service.telemetry import Metrics, MetricsMiddleware
+from scoutless.targets.spec import TARGET_NAMES
 
 #: Environment variable through which ``scoutless serve --workers N`` passes its options.
 OPTIONS_ENV = "SCOUTLESS_SERVE_OPTIONS"
@@ -104,7 +105,7 @@ def _lifespan(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        n_targets = len(targets or remotes or ["memory", "cputime", "io", "walltime"])
+        n_targets = len(targets or remotes or TARGET_NAMES)
         state.executor = ThreadPoolExecutor(max(2, n_targets), thread_name_prefix="target")
         poller: asyncio.Task[None] | None = None
         try:

@@ -15,18 +15,18 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import orjson
 
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
-from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
+from scoutless.features.encoders import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
-from scoutless.features.spec import FeatureSpec
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
+from scoutless.models.predictor import PredictorLike
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
 
@@ -35,18 +35,8 @@ JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 PARALLEL_MIN_ROWS = 64
 
 
-class Predictor(Protocol):
-    """What the service needs of a loaded bundle (``scoutless.bundle.Predictor``)."""
-
-    version: str
-    manifest: dict[str, Any]
-    targets: list[str]
-    bins: Mapping[str, TargetBins]
-    feature_specs: Sequence[FeatureSpec]
-
-    def inspect(self, data: Any) -> InspectedFeatures: ...
-    def predict_encoded(self, encoded: EncodedFeatures, target: str) -> np.ndarray: ...
-    def calibration(self, target: str) -> tuple[np.ndarray, np.ndarray]: ...
+#: what the service needs of a loaded bundle: the one protocol, models/predictor.py
+Predictor = PredictorLike
 
 
 class InputError(ValueError):

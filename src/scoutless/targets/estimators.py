@@ -146,9 +146,23 @@ def wall_time_s(jobs: JobFrame) -> np.ndarray:
 
 
 class Reducer(Protocol):
-    def __call__(self, task_id: np.ndarray, values: np.ndarray) -> pd.Series:
-        """One value per task (index: task id) from the non-NaN values of its jobs."""
+    def arrays(self, task_id: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted task ids, one value each) from the non-NaN values of their jobs."""
         ...
+
+    def __call__(self, task_id: np.ndarray, values: np.ndarray) -> pd.Series:
+        """The same as a Series indexed by task id."""
+        ...
+
+
+def _grouped(task_id: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Non-NaN values sorted by (task, value); task ids, group starts and counts."""
+    ok = ~np.isnan(values)
+    ids, v = task_id[ok], values[ok]
+    order = np.lexsort((v, ids))
+    ids, v = ids[order], v[order]
+    tasks, starts, counts = np.unique(ids, return_index=True, return_counts=True)
+    return v, tasks, starts, counts
 
 
 @dataclass(frozen=True)
@@ -157,31 +171,46 @@ class Percentile:
 
     percent: float
 
+    def arrays(self, task_id: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # numpy rather than groupby().quantile(): the replay calls this every simulated
+        # 10 minutes on a few jobs, where pandas' fixed cost per call dominated
+        v, tasks, starts, counts = _grouped(task_id, values)
+        h = (counts - 1) * (self.percent / 100.0)
+        lo = np.floor(h).astype(np.int64)
+        hi = np.minimum(lo + 1, counts - 1)
+        low_value = v[starts + lo]
+        return tasks, low_value + (h - lo) * (v[starts + hi] - low_value)
+
     def __call__(self, task_id: np.ndarray, values: np.ndarray) -> pd.Series:
-        ok = ~np.isnan(values)
-        series = pd.Series(values[ok], index=task_id[ok])
-        return series.groupby(level=0).quantile(self.percent / 100.0)
+        tasks, result = self.arrays(task_id, values)
+        return pd.Series(result, index=tasks)
 
 
 @dataclass(frozen=True)
 class Maximum:
+    def arrays(self, task_id: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v, tasks, starts, counts = _grouped(task_id, values)
+        return tasks, v[starts + counts - 1]
+
     def __call__(self, task_id: np.ndarray, values: np.ndarray) -> pd.Series:
-        ok = ~np.isnan(values)
-        return pd.Series(values[ok], index=task_id[ok]).groupby(level=0).max()
+        tasks, result = self.arrays(task_id, values)
+        return pd.Series(result, index=tasks)
 
 
 # --------------------------------------------------------------------------- adjustments
 
 
 class Adjustment(Protocol):
-    def __call__(self, values: pd.Series) -> pd.Series: ...
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """Elementwise on task values (numpy arrays; Series work too)."""
+        ...
 
 
 @dataclass(frozen=True)
 class Margin:
     factor: float
 
-    def __call__(self, values: pd.Series) -> pd.Series:
+    def __call__(self, values: np.ndarray) -> np.ndarray:
         return values * self.factor
 
 
@@ -191,7 +220,7 @@ class Scale:
 
     divisor: float
 
-    def __call__(self, values: pd.Series) -> pd.Series:
+    def __call__(self, values: np.ndarray) -> np.ndarray:
         return values / self.divisor
 
 
@@ -199,8 +228,8 @@ class Scale:
 class Floor:
     minimum: float
 
-    def __call__(self, values: pd.Series) -> pd.Series:
-        return values.clip(lower=self.minimum)
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        return np.maximum(values, self.minimum)  # NaN stays NaN
 
 
 # --------------------------------------------------------------------------- estimator
@@ -215,10 +244,15 @@ class TargetEstimator:
     adjust: tuple[Adjustment, ...] = field(default=())
 
     def estimate(self, jobs: JobFrame) -> pd.Series:
-        values = self.reduce(jobs.task_id, self.per_job(jobs))
+        tasks, values = self.estimate_arrays(jobs)
+        return pd.Series(values, index=tasks)
+
+    def estimate_arrays(self, jobs: JobFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted task ids, values): :meth:`estimate` without pandas, for hot loops."""
+        tasks, values = self.reduce.arrays(jobs.task_id, self.per_job(jobs))
         for step in self.adjust:
             values = step(values)
-        return values
+        return tasks, values
 
 
 def panda_estimators(settings: Settings) -> dict[str, TargetEstimator]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,12 @@ from scoutless.models.base import ClassModel
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import family_class
-from scoutless.models.tuning import grid_search_xgb, random_search_dnn
+from scoutless.models.tuning import (
+    DEFAULT_DNN_VARIANTS,
+    choose_dnn_variant,
+    grid_search_xgb,
+    random_search_dnn,
+)
 
 
 @contextlib.contextmanager
@@ -76,9 +81,11 @@ class FamilyTrainer:
         xgb_grid: dict[str, list[Any]] | None,
         dnn_params: DNNParams,
         progress: Progress,
+        dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
     ) -> None:
         self.encoder, self.trials, self.seed, self.n_jobs = encoder, trials, seed, n_jobs
         self.xgb_grid, self.dnn_params, self.progress = xgb_grid, dnn_params, progress
+        self.dnn_variants = list(dnn_variants)
 
     def fit(self, name: str, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
         """The fitted model and its hyperparameters (with the search log, if one ran)."""
@@ -112,11 +119,11 @@ class FamilyTrainer:
         self.progress.update(task, advance=1, status=f"{model.best_iteration_ + 1} trees")  # type: ignore[attr-defined]
         return model, {**model.hyperparameters(), **search}  # type: ignore[attr-defined]
 
-    def _new_dnn(self, data: TargetData, task: Any) -> DNNModel:
+    def _new_dnn(self, data: TargetData, task: Any, offset: dict[str, int]) -> DNNModel:
         def on_epoch(epoch: int, record: dict[str, float]) -> None:
             self.progress.update(
                 task,
-                completed=epoch,
+                completed=offset["epochs"] + epoch,
                 status=f"loss {record['train_loss']:.3f} val acc {record['val_accuracy']:.3f}",
             )
 
@@ -130,16 +137,25 @@ class FamilyTrainer:
         )
 
     def _fit_dnn(self, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
+        """The best variant on validation (all recorded), searched further with ``trials``."""
         epochs = self.dnn_params.max_epochs
-        task = self.progress.add_task(f"{data.target} dnn", total=epochs, status="")
-        model = self._new_dnn(data, task)
-        search: dict[str, Any] = {}
-        total = epochs * max(self.trials, 1)
+        total = epochs * (len(self.dnn_variants) + self.trials)
+        task = self.progress.add_task(f"{data.target} dnn", total=total, status="")
+        offset = {"epochs": -epochs}  # epochs of the variants before the one training
+
+        def on_variant(name: str) -> None:
+            offset["epochs"] += epochs
+            self.progress.update(task, completed=offset["epochs"], status=name)
+
+        model, variants = choose_dnn_variant(
+            self._new_dnn(data, task, offset), data.X["fit"], data.y["fit"],
+            eval_set=data.validation, class_weight=data.class_weight,
+            variants=self.dnn_variants, values=data.values, on_variant=on_variant,
+        )  # fmt: skip
+        search: dict[str, Any] = {"variant": model.variant_, "variant_search": variants}
         if self.trials > 0:
-            model, search = self._search_dnn(model, data, task, total)
-        else:
-            model.fit(data.X["fit"], data.y["fit"], eval_set=data.validation,
-                      class_weight=data.class_weight, values=data.values)  # fmt: skip
+            model, log = self._search_dnn(model, data, task, total)
+            search |= log
         model.on_epoch = None
         self.progress.update(task, completed=total)
         return model, {**model.hyperparameters(), **search}
@@ -148,11 +164,10 @@ class FamilyTrainer:
         self, model: DNNModel, data: TargetData, task: Any, total: int
     ) -> tuple[DNNModel, dict[str, Any]]:
         epochs = self.dnn_params.max_epochs
-        self.progress.update(task, total=total)
-        done = {"epochs": 0}
+        done = {"epochs": len(self.dnn_variants) * epochs}
 
         def on_trial(number: int, score: float) -> None:
-            done["epochs"] = (number + 1) * epochs
+            done["epochs"] = (len(self.dnn_variants) + number + 1) * epochs
             self.progress.update(task, completed=done["epochs"], status=f"trial {number}")
 
         model.on_epoch = lambda e, r: self.progress.update(

@@ -38,6 +38,7 @@ from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import FAMILY_NAMES
 from scoutless.models.guard import ServingGuard
+from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
 from scoutless.targets.spec import class_col, value_col
 from scoutless.training.fitting import (
     FamilyTrainer,
@@ -215,12 +216,16 @@ def train_bundle(
     xgb_grid: dict[str, list[Any]] | None = None,
     dnn_params: DNNParams | None = None,
     n_jobs: int | None = None,
+    dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
     ``trials`` > 0 turns on the searches: the XGBoost k-fold grid (``xgb_grid``, default
     :data:`~scoutless.models.tuning.DEFAULT_XGB_GRID`) and ``trials`` DNN random trials;
-    an explicit ``xgb_grid`` runs the grid even with ``trials=0``.
+    an explicit ``xgb_grid`` runs the grid even with ``trials=0``. ``dnn_variants`` names
+    the DNN variants (:data:`~scoutless.models.tuning.DNN_VARIANTS`) tried per target; the
+    best on validation is kept (and searched further with ``trials``), recorded in the
+    manifest's hyperparameters.
     """
     names = check_model_names(models)
     if trials < 0:
@@ -232,7 +237,8 @@ def train_bundle(
     results: dict[str, TargetResults] = {}
     with training_progress(progress) as bar, torch_threads(n_jobs):
         trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed, n_jobs=n_jobs,
-                                xgb_grid=xgb_grid, dnn_params=params, progress=bar)  # fmt: skip
+                                xgb_grid=xgb_grid, dnn_params=params, progress=bar,
+                                dnn_variants=dnn_variants)  # fmt: skip
         for target in table.targets:
             data = target_data(table, prep, target)
             result = train_target(trainer, data, names, table.bins[target].labels)

@@ -28,10 +28,10 @@ from scoutless.history.synthetic.jobs import (
 )
 from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
+from scoutless.targets.spec import TARGET_NAMES
 
 BLOCK_TASKS = 1000  # tasks per seeded block: chunks are whole blocks, so any chunk size agrees
 PANDAID_STRIDE = 10_000  # pandaid = jeditaskid * stride + rank of the job inside its task
-TARGET_NAMES = ("memory", "cputime", "io", "walltime")
 
 
 @dataclass
@@ -115,7 +115,7 @@ def _taskparams_json(row: dict, outputs: list[str], log_name: str) -> str:
         "workQueueID": int(row["workqueue_id"]),
         "gshare": row["gshare"],
         "site": row["site"],
-        "ramCountUnit": row["ramcountunit"],
+        "ramUnit": row["ramunit"],
         "cpuTimeUnit": "HS06sPerEvent",
         "vo": "atlas",
         "jobParameters": [
@@ -185,7 +185,7 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
             ],
         }
     )
-    datasets = _datasets_frame(draw, ids, names, outputs)
+    datasets = _datasets_frame(draw, ids, names, outputs, created)
     truth = _truth_frame(draw, ids, r_mean, r_sd)
     return Frames(tasks, params, datasets, jobs_frame, truth)
 
@@ -367,7 +367,7 @@ def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped
             "basewalltime": pd.Series(cols["basewalltime"]).astype("Int64"),
             "cpuefficiency": pd.Series(cols["cpuefficiency"]).astype("Int64"),
             "cputimeunit": "HS06sPerEvent",
-            "ramcountunit": cols["ramcountunit"],
+            "ramunit": cols["ramunit"],
             "status": np.where(jobs["aborted"], "broken", "done").astype(object),
             "creationdate": created.astype("datetime64[us]"),
             "modificationtime": (created + end.astype("timedelta64[s]")).astype("datetime64[us]"),
@@ -376,12 +376,17 @@ def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped
             "walltime": as_int(scouts["walltime"]),
             "iointensity": as_int(scouts["io"]),
             "diskio": pd.Series([None] * n, dtype="Int64"),
+            "walltimeunit": None,
+            "iointensityunit": "kBPerS",
+            "splitrule": "US=3",  # scouted, requirements updated (JEDI's post-scout mark)
+            "lockedby": None,
+            "lockedtime": pd.Series([None] * n, dtype="datetime64[us]"),
         }
     )
     return frame
 
 
-def _datasets_frame(draw, ids, names, outputs):  # type: ignore[no-untyped-def]
+def _datasets_frame(draw, ids, names, outputs, created):  # type: ignore[no-untyped-def]
     cols, lat = draw.cols, draw.lat
     rows = []
     pile = FAMILIES.index("pile")
@@ -410,6 +415,10 @@ def _datasets_frame(draw, ids, names, outputs):  # type: ignore[no-untyped-def]
     )
     frame["masterid"] = frame["masterid"].astype("Int64")
     frame["nevents"] = frame["nevents"].astype("Int64")
+    # JEDI registers a task's datasets when it defines the task (NOT NULL in PanDA)
+    registered = pd.Series(created, index=ids).astype("datetime64[us]")
+    frame["creationtime"] = registered.reindex(frame["jeditaskid"]).to_numpy()
+    frame["modificationtime"] = frame["creationtime"]
     return frame
 
 

@@ -393,7 +393,7 @@ def draw_tasks(
     workqueue_id = np.where(corecount > 1, wq[:, 1], wq[:, 0])
     gshare = np.array([vocab.gshares[f] for f in names], dtype=object)[fam]
     gshare[val] = "Validation"
-    ramcountunit = np.where(is_user & (rng.random(n) < 0.2), "MBPerCoreFixed", "MBPerCore")
+    ramunit = np.where(is_user & (rng.random(n) < 0.2), "MBPerCoreFixed", "MBPerCore")
 
     cols = {
         "prodsourcelabel": np.where(is_user, "user", "managed").astype(object),
@@ -409,7 +409,7 @@ def draw_tasks(
         "username": username,
         "site": site,
         "project": project,
-        "ramcountunit": ramcountunit.astype(object),
+        "ramunit": ramunit.astype(object),
         "corecount": corecount.astype(np.int64),
         "baseramcount": baseramcount,
         "basewalltime": basewalltime,

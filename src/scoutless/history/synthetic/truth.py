@@ -16,8 +16,7 @@ from sqlalchemy import BigInteger, Column, Engine, Float, Integer, String, Table
 
 from scoutless.history.schema import metadata
 from scoutless.targets.bins import TargetBins
-
-TRUTH_TARGETS = ("memory", "cputime", "io", "walltime")
+from scoutless.targets.spec import TARGET_NAMES
 
 synthetic_truth = Table(
     "scoutless_synthetic_truth",
@@ -26,7 +25,7 @@ synthetic_truth = Table(
     Column("family", String(32)),
     Column("drifted", Integer, doc="1 when the release_drift scenario changed this task"),
     Column("n_units", Integer, doc="jobs that finished (failed attempts come on top)"),
-    *[Column(f"{t}_{part}", Float) for t in TRUTH_TARGETS for part in ("mu", "sigma", "offset")],
+    *[Column(f"{t}_{part}", Float) for t in TARGET_NAMES for part in ("mu", "sigma", "offset")],
 )
 TRUTH_COLUMNS = [c.name for c in synthetic_truth.columns]
 
@@ -66,7 +65,7 @@ def bayes_probabilities(truth: pd.DataFrame, bins: dict[str, TargetBins]) -> dic
     out: dict[str, np.ndarray] = {}
     for target, b in bins.items():
         if f"{target}_mu" not in truth.columns:
-            raise KeyError(f"truth has no columns for target {target!r}; has {TRUTH_TARGETS}")
+            raise KeyError(f"truth has no columns for target {target!r}; has {TARGET_NAMES}")
         cdf = np.stack([_cdf(truth, target, float(e)) for e in b.edges], axis=1)
         cdf[:, 0] = 0.0  # class 0 also holds edges[0] itself
         out[target] = np.clip(np.diff(cdf, axis=1), 0.0, 1.0)

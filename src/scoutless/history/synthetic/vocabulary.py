@@ -21,7 +21,6 @@ FAMILIES: tuple[str, ...] = (
     "evgen", "simul", "pile", "reco", "reprocessing", "deriv", "merge", "eventindex",
     "user_athena", "user_gen",
 )  # fmt: skip
-USER_FAMILIES = frozenset({"user_athena", "user_gen"})
 
 
 @dataclass(frozen=True)

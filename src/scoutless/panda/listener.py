@@ -1,0 +1,223 @@
+"""``scoutless listen``: a task's ``defined`` message in, a scout_prediction out.
+
+Per batch of messages (whatever the broker has delivered, up to ``batch_max``):
+
+1. triage: malformed, other message types, other statuses and messages older than
+   ``max_age_s`` are logged, counted and acked (handled: nothing to do);
+2. idempotency: a (task, model version) already published is a duplicate (acked); one
+   committed but not confirmed is published again from the stored message;
+3. the DB path: the tasks' submission-time features are read with the training code
+   (``read_history(...).features()``) and predicted by the bundle's pipeline;
+4. the prediction-log rows and the outbox rows are committed in one transaction;
+5. the messages are published and the broker's receipts awaited; only then are the
+   task_status messages acked (client-individual).
+
+A database error leaves the batch unacked and retries it with backoff; a broker error
+drops the batch (the broker redelivers what was not acked) and reconnects with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from scoutless.config import ListenerSettings
+from scoutless.history.panda_db import DatabaseUnavailable, read_history
+from scoutless.jedi.messages import (
+    MalformedMessage,
+    build_prediction,
+    message_type,
+    parse_task_status,
+)
+from scoutless.panda import outbox
+from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
+from scoutless.panda.telemetry import ListenerMetrics
+from scoutless.service.pipeline import Pipeline
+
+log = logging.getLogger("scoutless.panda.listener")
+
+DEFINED = "defined"
+
+
+@dataclass
+class Batch:
+    """Frames of one batch: those already handled, and the tasks still to predict."""
+
+    done: list[Frame] = field(default_factory=list)
+    tasks: dict[int, list[Frame]] = field(default_factory=lambda: defaultdict(list))
+    received: dict[int, float] = field(default_factory=dict)  # task → JEDI's timestamp
+
+
+class TaskListener:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        engine: Engine,
+        broker: StompBroker,
+        settings: ListenerSettings,
+        metrics: ListenerMetrics | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.engine = engine
+        self.broker = broker
+        self.settings = settings
+        self.metrics = metrics or ListenerMetrics()
+        self.alive = threading.Event()
+        outbox.create_outbox(engine)
+        from scoutless.ops.prediction_log import PredictionLog
+
+        PredictionLog(engine)  # creates scoutless_predictions where missing
+
+    # -- one batch -----------------------------------------------------------------------------
+    def triage(self, frames: Sequence[Frame], now: float) -> Batch:
+        batch = Batch()
+        for frame in frames:
+            try:
+                kind = message_type(frame.body)
+                if kind != "task_status":
+                    self._drop(batch, frame, "ignored_type", f"msg_type={kind!r}")
+                    continue
+                msg = parse_task_status(frame.body)
+            except MalformedMessage as exc:
+                self._drop(batch, frame, "malformed", str(exc), level=logging.ERROR)
+                continue
+            if msg.status != DEFINED:
+                self._drop(batch, frame, "ignored_status", f"task {msg.task_id} {msg.status}")
+            elif now - msg.timestamp > self.settings.max_age_s:
+                self._drop(
+                    batch, frame, "stale", f"task {msg.task_id}, {now - msg.timestamp:.0f} s old"
+                )
+            else:
+                if msg.task_id in batch.tasks:
+                    self.metrics.count("duplicate")
+                batch.tasks[msg.task_id].append(frame)
+                batch.received.setdefault(msg.task_id, msg.timestamp)
+        return batch
+
+    def _drop(
+        self, batch: Batch, frame: Frame, outcome: str, why: str, level: int = logging.DEBUG
+    ) -> None:
+        log.log(level, "%s: %s (message %s)", outcome, why, frame.headers.get("message-id"))
+        self.metrics.count(outcome)
+        batch.done.append(frame)
+
+    def predict(self, task_ids: list[int], batch: Batch) -> dict[int, str]:
+        """scout_prediction JSON per task that exists; unknown tasks are logged and done."""
+        if not task_ids:
+            return {}
+        features = read_history(self.engine, task_ids, with_jobs=False).features()
+        for tid in sorted(set(task_ids) - set(features.index.astype(int))):
+            log.warning("task %s is not in jedi_tasks; no prediction", tid)
+            self.metrics.count("unknown_task")
+            batch.done.extend(batch.tasks.pop(tid))
+        rows = [dict(r, jeditaskid=int(tid)) for tid, r in features.iterrows()]
+        if not rows:
+            return {}
+        s = self.settings
+        result = self.pipeline.run(
+            rows, policy=s.policy, alpha=s.alpha, request_id=f"listen-{uuid.uuid4().hex}"
+        )
+        now = time.time()
+        messages = {}
+        for task in result.tasks:
+            prediction = build_prediction(
+                int(task["jeditaskid"]), self.pipeline.version, task["targets"],
+                policy=s.policy, skip_policies=s.skip_scout_policies, timestamp=now,
+            )  # fmt: skip
+            messages[prediction.task_id] = prediction.to_json()
+        outbox.record(self.engine, result.log_rows, messages, self.pipeline.version)
+        return messages
+
+    def handle(self, frames: Sequence[Frame]) -> None:
+        """Handle one batch; raises DatabaseUnavailable / BrokerUnavailable (nothing acked)."""
+        batch = self.triage(frames, time.time())
+        version = self.pipeline.version
+        known = outbox.entries(self.engine, list(batch.tasks), version) if batch.tasks else {}
+        to_send: dict[int, str] = {}
+        for tid, entry in known.items():
+            if entry.published:
+                self.metrics.count("duplicate", len(batch.tasks[tid]))
+                batch.done.extend(batch.tasks.pop(tid))
+            else:
+                to_send[tid] = entry.message  # committed before a crash: publish again
+        to_send |= self.predict([t for t in batch.tasks if t not in known], batch)
+        if to_send:
+            self.broker.send_confirmed(
+                self.settings.publish, list(to_send.values()), self.settings.receipt_timeout_s
+            )
+            outbox.mark_published(self.engine, list(to_send), version)
+        self._finish(batch, to_send)
+
+    def _finish(self, batch: Batch, sent: dict[int, str]) -> None:
+        now = time.time()
+        for tid in sent:
+            self.metrics.latency.observe(max(0.0, now - batch.received[tid]))
+            self.metrics.published.labels(str('"skip_scout":true' in sent[tid]).lower()).inc()
+        self.metrics.count("predicted", len(sent))
+        for frame in [*batch.done, *(f for frames in batch.tasks.values() for f in frames)]:
+            self.broker.ack(frame)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _next_batch(self, pending: list[Frame]) -> list[Frame]:
+        """Pending frames plus what arrived; frames of a dead connection are dropped (the
+        broker redelivers them, and their acks would not count)."""
+        frames = list(pending)
+        try:
+            if not frames:
+                frames.append(self.broker.frames.get(timeout=0.2))
+            while len(frames) < self.settings.batch_max:
+                frames.append(self.broker.frames.get_nowait())
+        except queue.Empty:
+            pass
+        return [f for f in frames if self.broker.current(f)]
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume until ``stop`` is set; never raises for a message or an outage."""
+        s = self.settings
+        delay = s.reconnect_initial_s
+        pending: list[Frame] = []
+        self.alive.set()
+        try:
+            while not stop.is_set():
+                if not self.broker.connected.is_set():
+                    self.metrics.connected.set(0)
+                    if not self.broker.connect(s.reconnect_initial_s, s.reconnect_max_s, stop):
+                        break
+                    self.metrics.connected.set(1)
+                    self.metrics.reconnects.inc()
+                frames = self._next_batch(pending)
+                pending = []
+                if not frames:
+                    continue
+                try:
+                    self.handle(frames)
+                    delay = s.reconnect_initial_s
+                except DatabaseUnavailable as exc:
+                    self.metrics.errors.labels("database").inc()
+                    log.error(
+                        "database unavailable, %d messages kept unacked: %s", len(frames), exc
+                    )
+                    pending = frames
+                    stop.wait(delay)
+                    delay = min(delay * 2, s.reconnect_max_s)
+                except BrokerUnavailable as exc:
+                    self.metrics.errors.labels("broker").inc()
+                    log.error(
+                        "broker unavailable, %d messages left to redelivery: %s", len(frames), exc
+                    )
+                    self.broker.close()
+        finally:
+            self.alive.clear()
+            self.broker.close()
+            self.metrics.connected.set(0)
+
+    def healthy(self) -> bool:
+        return self.alive.is_set() and self.broker.connected.is_set()

@@ -1,0 +1,113 @@
+"""PanDA's execution, failure and retry rules as small pure functions (no state, no I/O).
+
+Sources (panda-server): ``CoreUtils.getJobMaxWalltime`` (a job's walltime from the task's
+cpuTime), ``retryModule`` + ``increaseRamLimitJobJEDI`` (the memory ladder and the >30 %
+task raise), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
+``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+MEMORY_KILL = 1
+WALLTIME_KILL = 2
+SUCCESS = 0
+
+
+def resource_type(
+    cores: float, ram_mb_per_core: float, types: Sequence[tuple[str, float, bool]]
+) -> int:
+    """Index of the resource type a job goes to: single/multi-core, the smallest memory class
+    that holds its ramCount (the largest when none does). ``types``: (name, MB/core, multicore),
+    sorted by MB/core."""
+    multicore = cores > 1
+    chosen = -1
+    for i, (_, mb_per_core, is_multi) in enumerate(types):
+        if is_multi != multicore:
+            continue
+        chosen = i
+        if ram_mb_per_core <= mb_per_core:
+            return i
+    return chosen
+
+
+def allocation_mb(
+    ram_mb_per_core: float, slot_mb_per_core: float, cores: float, base_mb: float
+) -> float:
+    """Memory a job may use: baseRamCount + cores × (its ramCount, at least the slot's)."""
+    return base_mb + cores * max(ram_mb_per_core, slot_mb_per_core)
+
+
+def memory_kill_time(
+    wall_s: float, need_mb: float, allocation: float, factor: float
+) -> float | None:
+    """When the pilot kills a job whose PSS exceeds factor × allocation, or None if it survives.
+
+    PSS is taken to grow linearly to maxPSS over the job, so it crosses the limit at
+    wall × limit / maxPSS.
+    """
+    limit = factor * allocation
+    if need_mb <= limit:
+        return None
+    return wall_s * limit / need_mb
+
+
+def job_max_walltime(
+    cputime: float,
+    nevents: float,
+    cores: float,
+    core_power: float,
+    cpu_efficiency: float,
+    base_walltime_s: float,
+    queue_maxtime_s: float,
+) -> float:
+    """``getJobMaxWalltime``: cpuTime × nEvents / cores / corePower / eff + baseWalltime,
+    the queue's maxtime when the task has no cpuTime (and never above it)."""
+    if not cputime > 0 or not nevents > 0:
+        return queue_maxtime_s
+    wall = cputime * nevents / max(cores, 1.0) / core_power
+    if cpu_efficiency > 0:
+        wall /= cpu_efficiency / 100.0
+    return min(wall + base_walltime_s, queue_maxtime_s)
+
+
+def next_ram_step(ram_mb_per_core: float, ladder: Sequence[float]) -> float | None:
+    """``increase_memory``: the first ladder step above the job's ramCount; None at the top."""
+    i = bisect.bisect_right(ladder, ram_mb_per_core)
+    return float(ladder[i]) if i < len(ladder) else None
+
+
+def task_needs_raise(n_increased: int, n_jobs: int, share: float) -> bool:
+    """The whole task is raised once more than ``share`` of its jobs needed an increase."""
+    return n_jobs > 0 and n_increased / n_jobs > share
+
+
+def avalanche_due(n_finished: int, n_scouts: int, n_resolved: int, min_share: float) -> bool:
+    """Early avalanche: ≥ min_share of the scouts finished, or every scout is resolved."""
+    return n_finished >= math.ceil(n_scouts * min_share - 1e-9) or n_resolved >= n_scouts
+
+
+def scouts_broken(n_ok: int, n_failed_attempts: int, min_success_rate: float | None) -> bool:
+    """No scout succeeded, or fewer than the task's scoutSuccessRate did."""
+    if n_ok == 0:
+        return True
+    if min_success_rate is None:
+        return False
+    return n_ok / (n_ok + n_failed_attempts) < min_success_rate
+
+
+def scouts_exhausted(
+    requested_mb_per_core: float,
+    scout_mb_per_core: float,
+    threshold_mb_per_core: float,
+    n_new_jobs: int,
+    min_new_jobs: int,
+) -> bool:
+    """The scouts' ramCount jumped above the threshold while the request was below it."""
+    return (
+        n_new_jobs > min_new_jobs
+        and requested_mb_per_core < threshold_mb_per_core < scout_mb_per_core
+    )

@@ -1,0 +1,220 @@
+"""The work a replay pushes through every strategy: tasks and the measured needs of their jobs.
+
+One unit = one *finished* job of the history (its maxPSS, wall time, cores, events, site
+power): the work that had to be done. Failed attempts in the history are dropped, since the
+replay decides itself which attempts fail. Units are ordered by task, the task's scouts
+first (``specialhandling`` 'sj', else its first N by pandaid, :func:`scout_jobs`), then by
+pandaid. The estimator input of every unit (:class:`JobFrame`) is built once, so the replay
+re-estimates a task from any subset of its finished units with the project's own target
+code (:func:`estimate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from scoutless.config import Settings
+from scoutless.features.extract import parse_taskparams
+from scoutless.targets.estimators import (
+    JobFrame,
+    TargetEstimator,
+    finished_jobs,
+    job_frame,
+    panda_estimators,
+    scout_jobs,
+)
+
+
+class WorkloadError(ValueError):
+    """A history the replay cannot use (empty, or no finished job with a wall time)."""
+
+
+@dataclass
+class Workload:
+    """Per-task (index t) and per-unit (index j) arrays; units of task t are contiguous."""
+
+    task_ids: np.ndarray  # jeditaskid of task t
+    submit_s: np.ndarray  # submission, seconds after the first task's
+    first_unit: np.ndarray  # index of task t's first unit
+    n_units: np.ndarray
+    n_scouts: np.ndarray  # the first n_scouts[t] units of task t are its scouts
+    request_ram: np.ndarray  # ramCount requested at submission, MB/core (NaN: none)
+    request_cputime: np.ndarray  # cpuTime requested, HS06·s/event (NaN: none)
+    base_ram_mb: np.ndarray
+    base_walltime_s: np.ndarray
+    cpu_efficiency: np.ndarray  # percent
+    kind: np.ndarray  # task kind (processingtype) for the metrics' breakdown
+    task: np.ndarray  # task index of unit j
+    is_scout: np.ndarray
+    cores: np.ndarray
+    wall_s: np.ndarray
+    need_mb: np.ndarray  # maxPSS, MB
+    nevents: np.ndarray
+    core_power: np.ndarray  # HS06 per core of the slot the unit ran in
+    frame: JobFrame  # estimator input of every unit; task_id = task index
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.task)
+
+    def subset(self, task_index: np.ndarray) -> Workload:
+        """The workload of some tasks (in the given order)."""
+        task_index = np.asarray(task_index, dtype=np.int64)
+        units = (
+            np.concatenate(
+                [
+                    np.arange(self.first_unit[t], self.first_unit[t] + self.n_units[t])
+                    for t in task_index
+                ]
+            )
+            if len(task_index)
+            else np.zeros(0, dtype=np.int64)
+        )
+        remap = np.full(self.n_tasks, -1, dtype=np.int64)
+        remap[task_index] = np.arange(len(task_index))
+        n_units = self.n_units[task_index]
+        per_task = {
+            name: getattr(self, name)[task_index]
+            for name in ("task_ids", "submit_s", "n_scouts", "request_ram", "request_cputime",
+                         "base_ram_mb", "base_walltime_s", "cpu_efficiency", "kind")
+        }  # fmt: skip
+        frame = _frame_rows(self.frame, units)
+        frame = JobFrame(**{**_frame_dict(frame), "task_id": remap[frame.task_id]})
+        return Workload(
+            **per_task,
+            first_unit=np.concatenate([[0], np.cumsum(n_units)[:-1]]).astype(np.int64),
+            n_units=n_units,
+            task=remap[self.task[units]],
+            is_scout=self.is_scout[units],
+            cores=self.cores[units],
+            wall_s=self.wall_s[units],
+            need_mb=self.need_mb[units],
+            nevents=self.nevents[units],
+            core_power=self.core_power[units],
+            frame=frame,
+        )
+
+
+def _frame_dict(frame: JobFrame) -> dict[str, np.ndarray]:
+    return {f.name: getattr(frame, f.name) for f in fields(frame)}
+
+
+def _frame_rows(frame: JobFrame, rows: np.ndarray) -> JobFrame:
+    return JobFrame(**{name: values[rows] for name, values in _frame_dict(frame).items()})
+
+
+def _task_numbers(tasks: pd.DataFrame, column: str, default: float) -> np.ndarray:
+    if column not in tasks.columns:
+        return np.full(len(tasks), default)
+    values = pd.to_numeric(tasks[column], errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isnan(values), default, values)
+
+
+def _requests(tasks: pd.DataFrame, taskparams: pd.Series | None) -> tuple[np.ndarray, np.ndarray]:
+    """ramCount (MB/core) and cpuTime (HS06·s/event) as submitted, NaN where not given."""
+    ram = np.full(len(tasks), np.nan)
+    cpu = np.full(len(tasks), np.nan)
+    if taskparams is None or not len(taskparams):
+        return ram, cpu
+    params = taskparams.reindex(tasks["jeditaskid"].to_numpy())
+    for i, raw in enumerate(params.to_numpy()):
+        decoded = parse_taskparams(raw)
+        value = decoded.get("ramCount")
+        if isinstance(value, int | float) and value > 0:
+            per_job = str(decoded.get("ramCountUnit", "MBPerCore")) == "MB"
+            cores = float(decoded.get("coreCount") or 1)
+            ram[i] = float(value) / cores if per_job else float(value)
+        value = decoded.get("cpuTime")
+        if isinstance(value, int | float) and value > 0:
+            scale = 1e-3 if str(decoded.get("cpuTimeUnit", "")).startswith("m") else 1.0
+            cpu[i] = float(value) * scale
+    return ram, cpu
+
+
+def _submit_seconds(tasks: pd.DataFrame) -> np.ndarray:
+    if "creationdate" not in tasks.columns:
+        return np.zeros(len(tasks))
+    created = pd.to_datetime(tasks["creationdate"], errors="coerce")
+    if created.isna().all():
+        return np.zeros(len(tasks))
+    seconds = (created - created.min()).dt.total_seconds().to_numpy(dtype=float)
+    return np.nan_to_num(seconds, nan=0.0)
+
+
+def build_workload(
+    jobs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    settings: Settings,
+    taskparams: pd.Series | None = None,
+) -> Workload:
+    """The replay's workload from jobsarchived4-like ``jobs`` and jedi_tasks-like ``tasks``."""
+    if tasks.empty or jobs.empty:
+        raise WorkloadError("the history is empty: no tasks or no jobs to replay")
+    flagged = scout_jobs(jobs, settings.replay.n_scouts)["pandaid"]
+    units = finished_jobs(jobs).copy()
+    units = units[units["jeditaskid"].isin(tasks["jeditaskid"])]
+    if units.empty:
+        raise WorkloadError("no finished job with a positive wall time in the history")
+    units["_scout"] = units["pandaid"].isin(flagged)
+    units = units.sort_values(["jeditaskid", "_scout", "pandaid"], ascending=[True, False, True])
+    tasks = tasks[tasks["jeditaskid"].isin(units["jeditaskid"])]
+    tasks = tasks.sort_values("jeditaskid").reset_index(drop=True)  # the units' order
+    position = pd.Index(tasks["jeditaskid"]).get_indexer(units["jeditaskid"])
+    frame = job_frame(units, tasks, settings)
+    frame = JobFrame(**{**_frame_dict(frame), "task_id": position.astype(np.int64)})
+    n_units = np.bincount(position, minlength=len(tasks))
+    is_scout = units["_scout"].to_numpy(dtype=bool)
+    request_ram, request_cpu = _requests(tasks, taskparams)
+    kind_source = next((c for c in ("processingtype", "tasktype") if c in tasks.columns), None)
+    kind = (
+        tasks[kind_source].fillna("unknown").astype(str).to_numpy(dtype=object)
+        if kind_source
+        else np.full(len(tasks), "unknown", dtype=object)
+    )
+    return Workload(
+        task_ids=tasks["jeditaskid"].to_numpy(dtype=np.int64),
+        submit_s=_submit_seconds(tasks),
+        first_unit=(np.cumsum(n_units) - n_units).astype(np.int64),
+        n_units=n_units.astype(np.int64),
+        n_scouts=np.bincount(position[is_scout], minlength=len(tasks)).astype(np.int64),
+        request_ram=request_ram,
+        request_cputime=request_cpu,
+        base_ram_mb=_task_numbers(tasks, "baseramcount", 0.0),
+        base_walltime_s=_task_numbers(tasks, "basewalltime", settings.panda.base_walltime_s),
+        cpu_efficiency=_task_numbers(tasks, "cpuefficiency", settings.panda.cpu_efficiency_percent),
+        kind=kind,
+        task=position.astype(np.int64),
+        is_scout=is_scout,
+        cores=frame.cores.astype(float),
+        wall_s=frame.wall_s.astype(float),
+        need_mb=np.nan_to_num(frame.maxpss_kb, nan=0.0) / 1024.0,
+        nevents=frame.nevents.astype(float),
+        core_power=frame.core_power.astype(float),
+        frame=frame,
+    )
+
+
+class TaskEstimator:
+    """ramCount and cpuTime of tasks from some of their finished units: the target code."""
+
+    def __init__(self, workload: Workload, settings: Settings) -> None:
+        estimators = panda_estimators(settings)
+        self._memory: TargetEstimator = estimators["memory"]
+        self._cputime: TargetEstimator = estimators["cputime"]
+        self._frame = workload.frame
+
+    def __call__(self, units: np.ndarray) -> tuple[dict[int, float], dict[int, float]]:
+        """Per task index: (ramCount MB/core, cpuTime HS06·s/event) from the given units."""
+        frame = _frame_rows(self._frame, np.asarray(units, dtype=np.int64))
+        out = []
+        for estimator in (self._memory, self._cputime):
+            tasks, values = estimator.estimate_arrays(frame)
+            out.append(dict(zip(tasks.tolist(), values.tolist(), strict=True)))
+        return out[0], out[1]

@@ -1,0 +1,236 @@
+"""End to end on one machine: JEDI stand-in → RabbitMQ → ``scoutless listen`` → RabbitMQ →
+panda-common's agent running ``scoutless.panda.jedi_plugin`` → PanDA's jedi_tasks, plus
+the faults: bad messages, a database outage, SIGKILL of the listener, a broker restart."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from panda_world import (
+    ROOT,
+    JediStandIn,
+    Proc,
+    TcpProxy,
+    applied_counts,
+    free_port,
+    start_agent,
+    start_listener,
+    wait_for,
+)
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from scoutless.history.panda_db import make_engine
+from scoutless.history.synthetic import generate_chunk
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@dataclass
+class World:
+    tmp: Path
+    db: str
+    db_via_proxy: str
+    bundle: Path
+    broker: tuple[str, int]
+    status_q: str
+    prediction_q: str
+    proxy: TcpProxy
+    jedi: JediStandIn
+    agent: Proc
+    plugin_log: Path
+    listener: Proc | None = None
+    health_port: int = 0
+
+    def start_listener(self) -> None:
+        self.health_port = free_port()
+        self.listener = start_listener(
+            self.tmp, bundle=self.bundle, db=self.db_via_proxy, broker=f"stomp://{self.broker[0]}:{self.broker[1]}",
+            status_q=self.status_q, prediction_q=self.prediction_q, health_port=self.health_port,
+        )  # fmt: skip
+        wait_for(self.healthy, 180, "the listener to be healthy", every=0.5)
+
+    def healthy(self) -> bool:
+        assert self.listener is not None and self.listener.p.poll() is None, self.listener.text()
+        try:
+            return (
+                httpx.get(f"http://127.0.0.1:{self.health_port}/healthz", timeout=2).status_code
+                == 200
+            )
+        except httpx.HTTPError:
+            return False
+
+    def metric(self, name: str) -> float:
+        body = httpx.get(f"http://127.0.0.1:{self.health_port}/metrics", timeout=5).text
+        return sum(
+            float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name)
+        )
+
+    def outbox(self, ids: list[int]) -> dict[int, dict]:
+        sql = text(
+            "SELECT jeditaskid, message FROM scoutless_panda_outbox WHERE jeditaskid = ANY(:ids)"
+        )
+        with self.jedi.engine.connect() as conn:
+            return {r.jeditaskid: json.loads(r.message) for r in conn.execute(sql, {"ids": ids})}
+
+    def settle(
+        self, ids: list[int], timeout: float = 90, left_alone: Sequence[int] = ()
+    ) -> dict[int, dict]:
+        """Wait until every task has its prediction and each skip_scout one still pending
+        (not in ``left_alone``) is applied."""
+        wait_for(
+            lambda: len(self.outbox(ids)) == len(ids), timeout, f"predictions for {len(ids)} tasks"
+        )
+        skip = {t for t, m in self.outbox(ids).items() if m["skip_scout"]} - set(left_alone)
+        wait_for(lambda: set(self.jedi.updated(ids)) == skip, timeout, f"{len(skip)} tasks updated")
+        return self.outbox(ids)
+
+
+@pytest.fixture(scope="module")
+def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("panda-e2e")
+    run = uuid.uuid4().hex[:8]
+    status_q, prediction_q = (
+        f"/queue/test_{run}_jobtaskstatus",
+        f"/queue/test_{run}_scout_prediction",
+    )
+    url = make_url(panda_db)
+    proxy = TcpProxy((url.host or "127.0.0.1", int(url.port or 5432)))
+    via_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    engine = make_engine(panda_db)
+    frames = generate_chunk(1000, first_task_id=500_000, seed=7)
+    jedi = JediStandIn(engine, frames, broker, status_q)
+    agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)
+    w = World(
+        tmp,
+        panda_db,
+        via_proxy,
+        panda_bundle,
+        broker,
+        status_q,
+        prediction_q,
+        proxy,
+        jedi,
+        agent,
+        plugin_log,
+    )
+    w.start_listener()
+    yield w
+    if w.listener is not None:
+        w.listener.stop()
+    agent.stop()
+    jedi.close()
+    proxy.cut()
+    engine.dispose()
+
+
+def test_defined_tasks_skip_their_scouts_and_a_scouting_task_is_left_alone(world: World) -> None:
+    ids = world.jedi.insert(12)
+    moved_on = world.jedi.insert(1, status="scouting")  # defined, then scouting before we answer
+    for tid in ids + moved_on:
+        world.jedi.publish(tid)
+    messages = world.settle(ids + moved_on, left_alone=moved_on)
+    rows = world.jedi.updated(ids + moved_on)
+    applied = [t for t in ids if messages[t]["skip_scout"]]
+    assert len(applied) >= len(ids) // 2, messages
+    for tid in applied:
+        m, row = messages[tid], rows[tid]
+        if row["ramunit"] == "MBPerCoreFixed":  # the submitter fixed it: JEDI keeps it
+            assert row["ramcount"] is None
+        else:
+            assert (row["ramcount"], row["ramunit"]) == (m["ramCount"], "MBPerCore")
+        assert (row["cputime"], row["cputimeunit"]) == (m["cpuTime"], m["cpuTimeUnit"])
+        assert (row["iointensity"], row["iointensityunit"]) == (m["ioIntensity"], "kBPerS")
+        assert row["walltime"] == m["walltime"] and row["walltimeunit"] is None
+        assert row["splitrule"] == "PC=1,US=1" and row["status"] == "defined"
+    assert moved_on[0] not in rows  # still US=2, columns untouched
+    wait_for(
+        lambda: "not_pending" in world.plugin_log.read_text(), 30, "the plugin to log the drop"
+    )
+    with world.jedi.engine.connect() as conn:
+        n_log = conn.execute(
+            text("SELECT count(*) FROM scoutless_predictions WHERE jeditaskid = ANY(:i)"),
+            {"i": ids},
+        ).scalar()
+    assert n_log == 4 * len(ids)  # one committed row per task and target
+
+
+def test_bad_messages_are_logged_counted_and_acked(world: World) -> None:
+    old, other, good = world.jedi.insert(3)
+    world.jedi.send("this is not json")
+    world.jedi.send(json.dumps({"msg_type": "job_status", "jobid": 1}))
+    world.jedi.publish(987_654_321)  # unknown task
+    world.jedi.publish(old, timestamp=1_000_000)  # far older than max_age
+    world.jedi.publish(other, status="running")
+    world.jedi.publish(good)
+    world.settle([good])
+    counts = {k: world.metric(f'scoutless_listener_messages_total{{outcome="{k}"}}')
+              for k in ("malformed", "ignored_type", "unknown_task", "stale", "ignored_status")}  # fmt: skip
+    assert all(v >= 1 for v in counts.values()), counts
+    assert not world.outbox([old, other]) and world.healthy()
+
+
+def test_database_outage_keeps_messages_until_it_ends(world: World) -> None:
+    before = world.metric('scoutless_listener_errors_total{kind="database"}')
+    world.proxy.cut()
+    ids = world.jedi.insert(5)
+    for tid in ids:
+        world.jedi.publish(tid)
+    wait_for(
+        lambda: world.metric('scoutless_listener_errors_total{kind="database"}') > before,
+        60,
+        "a database error",
+    )
+    assert not world.outbox(ids) and world.listener.p.poll() is None  # type: ignore[union-attr]
+    world.proxy.restore()
+    world.settle(ids)
+
+
+def test_sigkill_mid_stream_then_restart_updates_every_task_once(world: World) -> None:
+    ids = world.jedi.insert(40)
+
+    def trickle() -> None:  # a stream, not one burst: the kill lands in the middle of it
+        for tid in ids:
+            world.jedi.publish(tid)
+            time.sleep(0.05)
+
+    publisher = threading.Thread(target=trickle)
+    publisher.start()
+    wait_for(lambda: len(world.outbox(ids)) > 0, 60, "the first predictions", every=0.02)
+    world.listener.stop(signal.SIGKILL)  # type: ignore[union-attr]
+    publisher.join()
+    assert len(world.outbox(ids)) < len(ids), "killed too late to test anything"
+    world.start_listener()
+    messages = world.settle(ids)
+    counts = applied_counts(world.plugin_log)
+    assert all(counts.get(t, 0) == (1 if messages[t]["skip_scout"] else 0) for t in ids), counts
+    with world.jedi.engine.connect() as conn:
+        per_task = conn.execute(text(
+            "SELECT jeditaskid, count(*) FROM scoutless_predictions WHERE jeditaskid = ANY(:i) GROUP BY 1"
+        ), {"i": ids}).all()  # fmt: skip
+    assert sorted(n for _, n in per_task) == [4] * len(ids)
+
+
+def test_broker_restart_listener_reconnects_and_catches_up(world: World) -> None:
+    first = world.jedi.insert(5)
+    for tid in first:
+        world.jedi.publish(tid)
+    world.settle(first)
+    reconnects = world.metric("scoutless_listener_reconnects_total")
+    subprocess.run([str(ROOT / "scripts/rabbitmq.sh"), "restart"], check=True, timeout=120)
+    world.jedi.reconnect()
+    second = world.jedi.insert(5)
+    for tid in second:
+        world.jedi.publish(tid)
+    world.settle(first + second, timeout=120)
+    assert world.metric("scoutless_listener_reconnects_total") > reconnects

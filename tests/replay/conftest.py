@@ -1,0 +1,1 @@
+"""The replay tests' helpers live in replay_helpers.py (importable by name)."""
