@@ -37,12 +37,15 @@ from scoutless.features.spec import FeatureSpec
 from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
 from scoutless.models.base import ClassModel
 from scoutless.models.families import UnknownFamilyError, family_class
+from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
 from scoutless.targets.bins import TargetBins
 
 MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
 FORMAT_VERSION = 1
+#: Pseudo-model name of the guarded champion (:mod:`scoutless.models.guard`).
+SERVED = "served"
 
 __all__ = [
     "BundleContents",
@@ -141,6 +144,9 @@ class Predictor:
         ]
         self.encoder = encoder
         self._models = models
+        self.guards: dict[str, ServingGuard] = {
+            t: ServingGuard.from_dict(g) for t, g in manifest.get("guard", {}).items()
+        }
         self._calibration: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._reference: pd.DataFrame | None = None
 
@@ -152,8 +158,9 @@ class Predictor:
             raise KeyError(f"bundle {self.version} has no target {target!r}; it has {self.targets}")
 
     def models(self, target: str) -> list[str]:
+        """Model families of ``target``, plus ``served`` where a guard wraps the champion."""
         self._check_target(target)
-        return list(self._models[target])
+        return list(self._models[target]) + ([SERVED] if target in self.guards else [])
 
     def champion(self, target: str) -> str:
         self._check_target(target)
@@ -161,6 +168,8 @@ class Predictor:
 
     def _model(self, target: str, model: str | None) -> tuple[str, ClassModel]:
         name = model or self.champion(target)
+        if name == SERVED and target in self.guards:
+            name = self.guards[target].model
         if name not in self._models[target]:
             raise KeyError(
                 f"bundle {self.version}: target {target!r} has no model {name!r}; "
@@ -195,7 +204,19 @@ class Predictor:
     ) -> np.ndarray:
         """(n, n_classes) probabilities of one target from already encoded features."""
         self._check_target(target)
-        return self._model(target, model)[1].predict_proba(encoded)
+        proba = self._model(target, model)[1].predict_proba(encoded)
+        guard = self.guards.get(target)
+        if guard is None or model not in (None, SERVED):
+            return proba
+        return guard.apply(proba, self.baseline_classes(encoded, target))
+
+    def baseline_classes(self, encoded: EncodedFeatures, target: str) -> np.ndarray | None:
+        """The guard's baseline class per row (from the encoded inputs), None without one."""
+        guard = self.guards.get(target)
+        if guard is None or guard.baseline is None:
+            return None
+        column = baseline_feature_columns(target)[guard.baseline]
+        return baseline_classes(encoded, self.encoder, column, self.bins[target].n_classes)
 
     def calibration(self, target: str, model: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Held-out calibration probabilities (n_cal, K) and true classes of a target's model."""

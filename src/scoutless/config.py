@@ -42,6 +42,17 @@ class TargetSettings(BaseModel):
     min_jobs_per_task: int = Field(3, ge=1, description="fewer finished jobs: no target")
 
 
+class HistorySettings(BaseModel):
+    """History features (``scoutless.features.history``) and the served-prediction guard."""
+
+    last_k: int = Field(10, ge=2, description="quantiles over a key's last k finished jobs")
+    ewm_halflife_jobs: float = Field(3.0, gt=0, description="half-life in finished jobs")
+    quantiles: tuple[float, float, float] = (0.1, 0.5, 0.9)
+    guard_min_rows: int = Field(
+        50, ge=1, description="fewer validation rows: serve the model unadjusted"
+    )
+
+
 class SplitSettings(BaseModel):
     """How rows are held out: the table's test split, then the parts of its training rows."""
 
@@ -240,6 +251,7 @@ class Settings(BaseSettings):
     splits: SplitSettings = SplitSettings()
     training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
+    history: HistorySettings = HistorySettings()
     listener: ListenerSettings = ListenerSettings()
     within_task: WithinTaskSettings = WithinTaskSettings()
     replay: ReplaySettings = ReplaySettings()

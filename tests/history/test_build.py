@@ -177,6 +177,22 @@ def test_empty_history_says_so(sqlite_engine):
         build_table_from_db(sqlite_engine)
 
 
+def test_task_history_features_use_only_tasks_finished_before(sqlite_engine, history_frames):
+    load_into(sqlite_engine, history_frames)
+    table, _ = build_training_table(read_history(sqlite_engine), with_history=True)
+    frame = table.frame
+    names = set(table.feature_names)
+    assert {"user_n_finished", "app_walltime_mean2", "campaign_memory_ewm"} <= names
+    assert not names & MEASURED_COLUMNS and "finished_at" not in names
+    for _, task in frame.iterrows():
+        earlier = frame[(frame["username"] == task["username"])
+                        & (frame["finished_at"] < task["creationdate"])]  # fmt: skip
+        assert task["user_n_finished"] == len(earlier)
+        if len(earlier):
+            last = earlier.sort_values("finished_at", kind="stable").iloc[-1]
+            assert task["user_memory_last"] == pytest.approx(last[value_col("memory")])
+
+
 def test_bins_and_recommendations_are_fitted_on_training_rows_only(history_frames, tmp_path):
     """Quantile edges and recommended values never see a test row (no evaluation leak)."""
     from scoutless.config import Settings

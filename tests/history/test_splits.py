@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from scoutless.config import Settings
-from scoutless.history.splits import assign_parts, n_test_rows, random_split, time_split
+from scoutless.history.splits import (
+    assign_parts,
+    forward_parts,
+    n_test_rows,
+    random_split,
+    time_split,
+)
 
 
 @pytest.mark.parametrize(("n", "expected"), [(0, 0), (1, 0), (2, 1), (7, 2), (10, 2), (40, 6),
@@ -68,3 +74,12 @@ def test_assign_parts_is_stratified_seeded_and_keeps_tiny_strata():
     assert parts[-1] == "fit"
     np.testing.assert_array_equal(parts, assign_parts(strata, FRACTIONS, seed=3))
     assert not np.array_equal(parts, assign_parts(strata, FRACTIONS, seed=4))
+
+
+def test_forward_parts_fit_on_the_past_and_validate_on_the_latest_rows():
+    order = np.random.default_rng(0).permutation(200).astype(float)
+    parts = forward_parts(order, {"fit": 0.7, "validation": 0.15, "calibration": 0.15}, seed=1)
+    fit, later = order[parts == "fit"], order[parts != "fit"]
+    assert len(fit) == 140 and fit.max() < later.min()
+    assert {"validation", "calibration"} == set(parts[parts != "fit"])
+    assert abs((parts == "validation").sum() - 30) <= 1

@@ -3,9 +3,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from ops_fakes import prediction_rows, small_history
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.store import read_states
 from scoutless.ops.actuals import collect_actuals, join_predictions, read_actuals
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.bins import load_bins
@@ -47,6 +48,20 @@ def test_collect_is_idempotent(engine: Engine) -> None:
     after = read_actuals(engine).sort_values("jeditaskid").reset_index(drop=True)
     assert len(after) == len(first) == 3
     pd.testing.assert_series_equal(after["class_id"], first["class_id"])
+
+
+def test_collect_updates_the_history_store_once(engine: Engine) -> None:
+    bins = load_bins(targets=["memory"])
+    with engine.begin() as conn:
+        conn.execute(text("update jedi_tasks set username = 'alice'"))
+    PredictionLog(engine).write(prediction_rows([1, 2, 3], [0, 1, 3]))
+    collect_actuals(engine, bins)
+    collect_actuals(engine, bins, recollect=True)  # must not count the tasks twice
+    with engine.connect() as conn:
+        states = read_states(conn, [("user", "alice")])
+    activity = sum(s.n for (kind, _, target), s in states.items() if target == "")
+    memory = [s for (kind, _, target), s in states.items() if target == "memory"]
+    assert activity == 3 and sum(len(s.recent) for s in memory) == 3
 
 
 def test_join_keeps_latest_prediction_per_task_and_target(engine: Engine) -> None:

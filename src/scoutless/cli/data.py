@@ -94,6 +94,13 @@ def build(
         Path | None,
         typer.Option(help="with --scheduler: read a Parquet export of the tables, not --db"),
     ] = None,
+    history: Annotated[
+        bool,
+        typer.Option(
+            help="add per-user/transformation/campaign history features of earlier finished "
+            "tasks (the service then reads them from the history store)"
+        ),
+    ] = False,
 ) -> None:
     """Build the training table (one row per task) from a PanDA-compatible history.
 
@@ -120,6 +127,7 @@ def build(
                 strict,
                 since,
                 on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
+                with_history=history,
                 read_truth=synthetic_truth,
             )
     except BadRowsError as exc:

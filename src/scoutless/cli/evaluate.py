@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 
 from scoutless.bundle import BundleError, load_bundle
 from scoutless.evaluation.evaluate import (
@@ -15,15 +16,47 @@ from scoutless.evaluation.evaluate import (
     EvaluationError,
     evaluate_bundle,
 )
-from scoutless.evaluation.tables import headline_table, models_table, pipeline_table, policies_table
+from scoutless.evaluation.tables import (
+    headline_table,
+    models_table,
+    pipeline_table,
+    policies_table,
+    walk_forward_tables,
+)
 from scoutless.history.table import TableError, TrainingTable
 from scoutless.ops.registry import RegistryError
+from scoutless.training import TrainingError, check_model_names
+from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
+from scoutless.training.walk_forward import walk_forward as run_walk_forward
+
+WalkForwardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--walk-forward",
+        help="Retrain every PERIOD (30d, 12h …) on everything finished before it and "
+        "predict the next period, from the time split's boundary on.",
+    ),
+]
+ModelsOpt = Annotated[
+    str, typer.Option(help="--walk-forward: model families to train, comma-separated.")
+]
+MaxPeriodsOpt = Annotated[int | None, typer.Option(help="--walk-forward: only the last N periods.")]
+MaxTrainOpt = Annotated[
+    int | None, typer.Option(help="--walk-forward: at most the N most recent training rows.")
+]
 
 
 def evaluate(
-    bundle: Annotated[Path, typer.Option(help="Bundle folder, or a registry (its champion).")],
     table: Annotated[Path, typer.Option(help="Training table (.parquet) with split columns.")],
     out: Annotated[Path, typer.Option(help="Folder for metrics.json and report.html.")],
+    bundle: Annotated[
+        Path | None,
+        typer.Option(help="Bundle folder, or a registry (its champion); not with --walk-forward."),
+    ] = None,
+    walk_forward: WalkForwardOpt = None,
+    models: ModelsOpt = "xgb,dnn",
+    max_periods: MaxPeriodsOpt = None,
+    max_train: MaxTrainOpt = None,
     split: Annotated[
         str | None,
         typer.Option(help="Which stored split's test rows: random or time (default: the table's)."),
@@ -41,6 +74,12 @@ def evaluate(
 ) -> None:
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
     console = Console()
+    if walk_forward is not None:
+        _walk_forward(table, out, walk_forward, models, max_periods, max_train)
+        return
+    if bundle is None:
+        console.print("[red]evaluate: --bundle is required (or use --walk-forward PERIOD)[/red]")
+        raise typer.Exit(code=2)
     if split not in (None, "random", "time"):
         console.print(f"[red]--split {split!r}: expected 'random' or 'time'[/red]")
         raise typer.Exit(code=2)
@@ -67,3 +106,36 @@ def evaluate(
     console.print(policies_table(metrics))
     console.print(pipeline_table(metrics))
     console.print(f"wrote {out / METRICS_FILE} and {out / REPORT_FILE}")
+
+
+def _walk_forward(
+    table: Path,
+    out: Path,
+    period: str,
+    models: str,
+    max_periods: int | None,
+    max_train: int | None,
+) -> None:
+    """``--walk-forward``: per-period and pooled tables, ``walk_forward.json`` in ``out``."""
+    console = Console()
+    try:
+        names = check_model_names(models.split(","))
+        training_table = TrainingTable.load(table)
+        with Progress(*Progress.get_default_columns(), console=console) as bar:
+            task = bar.add_task("walk-forward", total=None)
+
+            def on_period(i: int, n: int, label: str) -> None:
+                bar.update(task, total=n, completed=i, description=f"period {label}")
+
+            result = run_walk_forward(
+                training_table, period, models=names, max_periods=max_periods,
+                max_train=max_train, on_period=on_period,
+            )  # fmt: skip
+            bar.update(task, completed=len(result["periods"]))
+    except (TableError, WalkForwardError, TrainingError, FileNotFoundError) as exc:
+        console.print(f"[red]evaluate --walk-forward: {exc}[/red]")
+        raise typer.Exit(code=1) from exc
+    for view in walk_forward_tables(result):
+        console.print(view)
+    path = write_walk_forward(result, out)
+    console.print(f"wrote {path}")

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from scoutless.features.history import history_keys
+from scoutless.history.panda_db import make_engine
+from scoutless.history.store import update_store
 from scoutless.history.table import TrainingTable
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
@@ -56,6 +59,13 @@ def import_trace(
     history: Annotated[
         bool, typer.Option(help="add the user's recent finished jobs as features")
     ] = True,
+    history_db: Annotated[
+        str | None,
+        typer.Option(
+            help="SQLAlchemy URL of the history-feature store to update with the trace's "
+            "jobs (what the service reads at submission)"
+        ),
+    ] = None,
 ) -> None:
     """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table)."""
     if fmt not in FORMATS:
@@ -74,6 +84,13 @@ def import_trace(
             table = to_training_table(jobs, n_quantiles=quantiles, history_features=history)
             progress.update(step, description=f"writing {out}")
             table.save(out)
+            if history_db:
+                progress.update(step, description="updating the history store")
+                n_keys = update_store(
+                    make_engine(history_db), jobs.frame, history_keys(list(jobs.frame.columns)),
+                    list(table.bins),
+                )  # fmt: skip
+                console.print(f"history store: {n_keys} key rows updated")
     except (TraceParseError, ValueError) as exc:
         console.print(f"[red]{exc}")
         if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:

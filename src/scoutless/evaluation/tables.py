@@ -156,3 +156,31 @@ def pipeline_table(metrics: dict[str, Any]) -> Table:
             fmt(p["mean_accuracy"]),
         )
     return table
+
+
+def walk_forward_tables(result: dict[str, Any]) -> list[Table]:
+    """One table per target: macro-F1 / accuracy per period and pooled, per predictor."""
+    views = []
+    for target, overall in result["overall"].items():
+        names = list(overall)
+        view = Table(title=f"{target}: walk-forward every {result['period']} (mF1 / acc)",
+                     box=box.SIMPLE_HEAD)  # fmt: skip
+        view.add_column("period")
+        view.add_column("rows", justify="right")
+        for name in names:
+            view.add_column(name, justify="right")
+        for entry in result["periods"]:
+            scores = entry.get(target)
+            if not scores:
+                continue
+            n = next(iter(scores.values()))["n"]
+            cells = [_pair(scores.get(name)) for name in names]
+            view.add_row(entry["period"], str(n), *cells)
+        n_all = next(iter(overall.values()))["n"]
+        view.add_row("[bold]overall", str(n_all), *[_pair(overall[name]) for name in names])
+        views.append(view)
+    return views
+
+
+def _pair(scores: dict[str, Any] | None) -> str:
+    return "–" if scores is None else f"{fmt(scores['macro_f1'])} / {fmt(scores['accuracy'])}"

@@ -17,7 +17,8 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from scoutless.config import Settings, get_settings
-from scoutless.features.spec import PANDA_FEATURES
+from scoutless.features.history import frame_history
+from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, task_ids
 from scoutless.history.splits import random_split, time_split
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable, frame_fingerprint
@@ -228,7 +229,30 @@ def task_rows(history: History, report: BadRowReport, settings: Settings) -> pd.
     frame = frame.join(targets["n_jobs"])
     created = pd.to_datetime(clean.tasks.set_index("jeditaskid")["creationdate"])
     frame.insert(0, "creationdate", created.reindex(frame.index))
+    frame["finished_at"] = task_end_times(clean.jobs).reindex(frame.index)
     return frame.reset_index()
+
+
+def task_end_times(jobs: pd.DataFrame) -> pd.Series:
+    """When each task's last job ended: from then on its values are history for later tasks."""
+    return pd.to_datetime(jobs.groupby("jeditaskid")["endtime"].max())
+
+
+def task_history_frame(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, values: pd.DataFrame
+) -> pd.DataFrame:
+    """Finished tasks as history-store input: keys, creation and end time, ``{t}_value``."""
+    frame = tasks.set_index("jeditaskid")
+    frame = frame.join(values[[t for t in TARGET_NAMES if t in values]].add_suffix("_value"))
+    frame["finished_at"] = task_end_times(jobs).reindex(frame.index)
+    return frame.reset_index()
+
+
+def add_task_history(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+    """Per user / transformation / campaign: the history features of earlier finished tasks
+    (:mod:`scoutless.features.history`, the same component traces and the service use)."""
+    history, specs = frame_history(frame, list(TARGET_NAMES))
+    return pd.concat([frame, history], axis=1), specs
 
 
 def _fit_table_bins(
@@ -294,13 +318,19 @@ def finish_table(
     bins: dict[str, TargetBins] | None = None,
     truth: LatentTruth | None = None,
     info: dict[str, object] | None = None,
+    with_history: bool = False,
 ) -> TrainingTable:
-    """Splits, then bins fitted on the training rows, classes and Bayes classes."""
+    """Splits, then bins fitted on the training rows, classes and Bayes classes;
+    ``with_history`` adds the per-user/transformation/campaign task-history features."""
+    features = list(PANDA_FEATURES)
+    if with_history:
+        frame, specs = add_task_history(frame)
+        features += specs
     splits, bins = fit_splits_and_bins(frame, settings=settings, bins_file=bins_file, bins=bins)
     frame = label_rows(frame, bins, truth).assign(**splits)
     return TrainingTable(
         frame=frame,
-        features=list(PANDA_FEATURES),
+        features=features,
         bins=bins,
         source="panda",
         info={
@@ -320,6 +350,7 @@ def build_training_table(
     settings: Settings | None = None,
     truth: LatentTruth | None = None,
     bins: dict[str, TargetBins] | None = None,
+    with_history: bool = False,
 ) -> tuple[TrainingTable, BadRowReport]:
     """One row per usable task: features, target values and classes, scout estimates, splits.
 
@@ -333,8 +364,9 @@ def build_training_table(
         raise BadRowsError(_strict_message(report))
     info = {"n_tasks_in_history": len(history.tasks), "n_jobs_in_history": len(history.jobs)}
     table = finish_table(
-        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
-    )
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info,
+        with_history=with_history,
+    )  # fmt: skip
     return table, report
 
 
@@ -360,6 +392,7 @@ def build_table_from_db(
     bins: dict[str, TargetBins] | None = None,
     chunk_tasks: int = 100_000,
     on_chunk: Callable[[int, int], None] | None = None,
+    with_history: bool = False,
     read_truth: TruthReader | None = None,
 ) -> tuple[TrainingTable, BadRowReport]:
     """Read the history chunk by chunk of tasks (bounded memory), then split and bin once.
@@ -395,6 +428,7 @@ def build_table_from_db(
     )
     info = {"n_tasks_in_history": len(ids), "n_jobs_in_history": n_jobs}
     table = finish_table(
-        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info
-    )
+        frame, report, settings=settings, bins_file=bins_file, bins=bins, truth=truth, info=info,
+        with_history=with_history,
+    )  # fmt: skip
     return table, report

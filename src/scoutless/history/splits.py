@@ -72,3 +72,23 @@ def assign_parts(strata: np.ndarray, fractions: Mapping[str, float], seed: int) 
         position = (np.arange(len(rows)) + 0.5) / len(rows)
         parts[rows] = names[np.searchsorted(cuts, position, side="right").clip(0, len(names) - 1)]
     return parts
+
+
+def forward_parts(order: np.ndarray, fractions: Mapping[str, float], seed: int) -> np.ndarray:
+    """Part name per row for time-ordered data: the first part takes the earliest rows, the
+    other parts share the latest rows (interleaved with ``seed``).
+
+    Validation then looks one step ahead of what the models were fitted on, as deployment
+    does: on a log whose class mix shifts, a model that only memorised its window shows it.
+    """
+    names = list(fractions)
+    shares = np.asarray(list(fractions.values()), dtype=float)
+    shares = shares / shares.sum()
+    ranked = np.argsort(np.asarray(order), kind="stable")
+    n_first = math.ceil(len(ranked) * shares[0])
+    parts = np.empty(len(ranked), dtype=object)
+    parts[ranked[:n_first]] = names[0]
+    later = np.random.default_rng(seed).permutation(ranked[n_first:])
+    rest = assign_parts(np.zeros(len(later)), dict(zip(names[1:], shares[1:], strict=True)), seed)
+    parts[later] = rest
+    return parts

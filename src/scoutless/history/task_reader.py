@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, Select, bindparam, select
+from sqlalchemy import Engine, Select, bindparam, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.features.extract import (
@@ -21,8 +21,11 @@ from scoutless.features.extract import (
     features_of,
     parse_taskparams,
 )
+from scoutless.features.history import history_keys
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
+from scoutless.history.store import HISTORY_TABLE, SUBMITTED, join_states
+from scoutless.targets.spec import TARGET_NAMES
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
 
@@ -31,7 +34,11 @@ class BadTaskRecord(ValueError):
     """A task row the feature code cannot read (task parameters that are not a JSON object)."""
 
 
-def single_task_statement() -> Select:
+#: The store's keys for PanDA tasks (user, transformation, campaign), as jedi_tasks columns.
+TASK_HISTORY_KEYS: dict[str, str] = history_keys(["creationdate", *TASK_COLUMNS_READ])
+
+
+def single_task_statement(*, with_history: bool = False) -> Select:
     """Task, parameters and datasets of one task in ONE statement.
 
     Each row is the task part (``jedi_tasks`` columns, then ``taskparams``: constant per
@@ -43,14 +50,25 @@ def single_task_statement() -> Select:
     t, p, d = jedi_tasks, jedi_taskparams, jedi_datasets
     task_part = [t.c[c] for c in TASK_COLUMNS_READ if c in t.c] + [p.c.taskparams]
     dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
-    source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid).outerjoin(
-        d, d.c.jeditaskid == t.c.jeditaskid
-    )
+    source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid)
+    if with_history:  # the history-feature store's rows of the task's keys (issue 14)
+        source, history = join_states(source, t, TASK_HISTORY_KEYS, TARGET_NAMES)
+        task_part += [t.c.creationdate.label(SUBMITTED), *history]
+    source = source.outerjoin(d, d.c.jeditaskid == t.c.jeditaskid)
     return (
         select(*task_part, *(c.label(f"dataset_{c.name}") for c in dataset_part))
         .select_from(source)
         .where(t.c.jeditaskid == bindparam("jeditaskid"))
     )
+
+
+def _has_store(engine: Engine) -> bool:
+    """Whether the database holds the history store (False while it cannot be reached: the
+    task path then answers 503 on its own)."""
+    try:
+        return inspect(engine).has_table(HISTORY_TABLE)
+    except SQLAlchemyError:
+        return False
 
 
 class TaskReader:
@@ -60,9 +78,12 @@ class TaskReader:
     pre-ping): a connection the server dropped is replaced and the read retried once.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, with_history: bool | None = None) -> None:
         self.engine = engine
-        statement = single_task_statement()
+        if with_history is None:  # join the history store where the database has one
+            with_history = _has_store(engine)
+        self.with_history = with_history
+        statement = single_task_statement(with_history=with_history)
         compiled = statement.compile(dialect=engine.dialect)
         self._sql = str(compiled)
         self._positional = bool(compiled.positional)

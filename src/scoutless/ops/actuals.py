@@ -30,7 +30,10 @@ from sqlalchemy import (
 )
 
 from scoutless.config import Settings, get_settings
+from scoutless.features.history import history_keys
+from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import read_history
+from scoutless.history.store import update_store
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.estimators import compute_task_targets
@@ -149,11 +152,14 @@ def collect_actuals(
     settings: Settings | None = None,
     recollect: bool = False,
     log_engine: Engine | None = None,
+    update_history: bool = True,
 ) -> CollectResult:
     """Compute and store the actual classes of predicted tasks whose jobs have finished.
 
     ``engine`` holds the PanDA history; ``log_engine`` the prediction log (default: the same
     database). Tasks already collected for every target are skipped unless ``recollect``.
+    Newly collected tasks also update the history-feature store in ``engine``
+    (``update_history``; never on a recollect, which would count them twice).
     """
     settings = settings or get_settings()
     log = PredictionLog(log_engine or engine)
@@ -174,6 +180,9 @@ def collect_actuals(
     values = compute_task_targets(jobs, tasks, settings=settings)
     rows = actual_classes(values, bins, _utcnow())
     n_stored = store_actuals(log_engine or engine, rows)
+    if update_history and not recollect and len(values):
+        finished_tasks = task_history_frame(tasks, jobs, values)
+        update_store(engine, finished_tasks, history_keys(list(tasks.columns)), list(bins))
     n_with_target = rows["jeditaskid"].nunique() if n_stored else 0
     return CollectResult(
         n_predicted_tasks=len(predicted),

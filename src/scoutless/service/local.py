@@ -20,10 +20,11 @@ from starlette.concurrency import run_in_threadpool
 from scoutless.config import ServiceSettings
 from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.history.task_reader import TaskReader
+from scoutless.history.store import task_history
+from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
-from scoutless.service.pipeline import Outcome
+from scoutless.service.pipeline import Outcome, history_missing_flag
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
 from scoutless.service.telemetry import Metrics
@@ -82,14 +83,23 @@ class LocalBackend:
         start = time.perf_counter()
         inputs = self.reader.inputs(jeditaskid)
         fetched = time.perf_counter()
-        features = features_of(*inputs)
+        record = {**features_of(*inputs), "jeditaskid": jeditaskid}
+        pipeline = served.pipeline
+        found = True
+        if pipeline.history is not None:  # the store's rows came with the task's row
+            history, found = task_history(inputs[0], pipeline.history, TASK_HISTORY_KEYS)
+            record.update(history)
         computed = time.perf_counter()
-        outcome = served.pipeline.run(
-            [{**features, "jeditaskid": jeditaskid}],
+        prepared = pipeline.preprocess([record])
+        if not found:
+            prepared.flags[0].append(history_missing_flag(pipeline.history))
+        outcome = pipeline.run(
+            [record],
             targets=query.targets,
             policy=query.policy,
             alpha=query.alpha or self.settings.default_alpha,
             request_id=request_id,
+            prepared=prepared,
         )
         outcome.timings_ms = {
             "fetch": (fetched - start) * 1e3,

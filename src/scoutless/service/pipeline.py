@@ -23,6 +23,9 @@ import orjson
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
 from scoutless.features.encoders import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
+from scoutless.features.history import HistoryLayout, layout_of
+from scoutless.history.store import HISTORY_MISSING
+from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
@@ -139,6 +142,8 @@ class Pipeline:
         self.safe_recall = safe_recall
         self.policies = PolicyCache(predictor)
         self.feature_names = [s.name for s in predictor.feature_specs]
+        #: the history features among the inputs (None: the bundle uses none)
+        self.history = layout_of(self.feature_names, predictor.targets)
         self._views = {t: _BinsView.of(t, predictor.bins[t]) for t in self.targets}
 
     @property
@@ -149,11 +154,14 @@ class Pipeline:
     def preprocess(self, rows: Sequence[Any], *, taskparams: bool = False) -> Prepared:
         field_name = "taskparams" if taskparams else "tasks"
         records, ids = _records(rows, field_name, taskparams)
+        missing = self._fill_history(records)
         try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
             features = self.predictor.inspect(records)
         except ValueError as exc:
             raise _schema_errors(exc, records, field_name) from exc
-        flags: list[list[dict[str, Any]]] = [[] for _ in records]
+        flags: list[list[dict[str, Any]]] = [
+            [history_missing_flag(self.history)] if gap else [] for gap in missing
+        ]
         for row, unknown in enumerate(features.unknown):
             for feature, value in unknown.items():
                 flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
@@ -162,6 +170,26 @@ class Pipeline:
             for i in range(len(records))
         ]
         return Prepared(features, ids, flags, features_json)
+
+    def _fill_history(self, records: list[dict[str, Any]]) -> list[bool]:
+        """Per record, whether its history features were absent (then filled as unknown:
+        NaN, and baseline-class inputs "none"), so a client without a store still gets an
+        answer, flagged."""
+        if self.history is None:
+            return [False] * len(records)
+        names = [*self.history.names, *self._baseline_inputs]
+        gaps = []
+        for record in records:
+            absent = [n for n in names if n not in record]
+            for name in absent:
+                record[name] = "none" if name in self._baseline_inputs else None
+            gaps.append(bool(absent))
+        return gaps
+
+    @property
+    def _baseline_inputs(self) -> list[str]:
+        columns = {c for t in self.targets for c in baseline_feature_columns(t).values()}
+        return [n for n in self.feature_names if n in columns]
 
     def predict(self, features: InspectedFeatures, targets: Sequence[str]) -> dict[str, np.ndarray]:
         """Probabilities per target, from features encoded once.
@@ -322,6 +350,13 @@ class _BinsView:
             unit=bins.unit or (spec.unit if spec else ""),
             panda_field=spec.panda_field if spec else target,
         )
+
+
+def history_missing_flag(layout: HistoryLayout | None) -> dict[str, Any]:
+    """The flag of a task answered without history (new user/transformation, or no store)."""
+    kinds = list(layout.kinds) if layout else []
+    return {"kind": HISTORY_MISSING, "keys": kinds,
+            "msg": "no finished job of these keys known: history features were unknown"}  # fmt: skip
 
 
 def _records(

@@ -15,10 +15,12 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import get_settings
+from scoutless.features.history import feature_name, frame_history, history_keys
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.history.splits import random_split, time_split
 from scoutless.history.table import TrainingTable
-from scoutless.sources.baselines import user_history, user_request, with_fallback
+from scoutless.models.guard import baseline_feature_columns
+from scoutless.sources.baselines import user_request, with_fallback
 from scoutless.sources.common import TraceParseError
 from scoutless.targets.bins import BinsError, TargetBins, fit_target_bins, load_bins
 from scoutless.targets.spec import (
@@ -67,48 +69,20 @@ class TraceJobs:
             raise ValueError(f"{self.source}: unknown targets {unknown}, expected {TARGET_NAMES}")
 
 
-def _seconds(times: pd.Series) -> np.ndarray:
-    t = pd.to_datetime(times, utc=True, errors="coerce")
-    ns = t.astype("int64").to_numpy(dtype=float)
-    return np.where(t.isna().to_numpy(), np.nan, ns / 1e9)
-
-
 def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
-    """last-2 baselines and the user's recent history as submission-time features."""
-    submit = _seconds(frame["creationdate"])
-    finished = _seconds(frame["finished_at"])
-    users = frame["user"].astype("string").to_numpy(dtype=object, na_value=None)
-    specs: list[FeatureSpec] = []
-    new: dict[str, np.ndarray] = {}
-    for t in targets:
-        hist = user_history(frame[value_col(t)].to_numpy(dtype=float), users, submit, finished)
-        request = frame[request_col(t)].to_numpy(dtype=float) if request_col(t) in frame else None
-        new[baseline_value_col(t, "last2")] = with_fallback(
-            hist.mean2, None if request is None else user_request(request)
-        )
-        new[f"user_prev_{t}_last"] = hist.last
-        new[f"user_prev_{t}_mean2"] = hist.mean2
-        specs += [
-            FeatureSpec(f"user_prev_{t}_last", "numerical", "history", f"user's last finished {t}"),
-            FeatureSpec(f"user_prev_{t}_mean2", "numerical", "history", "mean of last two"),
-        ]
-        if "user_prev_n_finished" not in new:
-            new["user_prev_n_finished"] = hist.n_finished.astype(float)
-            specs.append(
-                FeatureSpec("user_prev_n_finished", "numerical", "history", "jobs finished")
+    """History features of every key (user, application) and the last-2 baseline values."""
+    requests = {
+        t: user_request(frame[request_col(t)].to_numpy(dtype=float))
+        for t in targets
+        if request_col(t) in frame
+    }
+    history, specs = frame_history(frame, targets, requests)
+    if feature_name("user", "n_finished") in history:
+        for t in targets:
+            history[baseline_value_col(t, "last2")] = with_fallback(
+                history[feature_name("user", "mean2", t)].to_numpy(dtype=float), requests.get(t)
             )
-    new["user_since_last_submit_s"] = _since_previous_submit(users, submit)
-    specs.append(
-        FeatureSpec("user_since_last_submit_s", "numerical", "history", "burst of the user")
-    )
-    return pd.concat([frame, pd.DataFrame(new, index=frame.index)], axis=1), specs
-
-
-def _since_previous_submit(users: np.ndarray, submit_s: np.ndarray) -> np.ndarray:
-    """Seconds since the same user's previous submission (NaN for their first job)."""
-    order = pd.DataFrame({"user": pd.Series(users, dtype=object).fillna("\0missing"),
-                          "t": submit_s})  # fmt: skip
-    return order.groupby("user", sort=False)["t"].diff().to_numpy(dtype=float)
+    return pd.concat([frame, history], axis=1), specs
 
 
 def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
@@ -147,7 +121,7 @@ def _fit_trace_bins(
 
 def _add_classes(frame: pd.DataFrame, t: str, b: TargetBins) -> list[FeatureSpec]:
     """Target ``t``'s class, its baselines' and scouts' classes, and the user's history
-    classes (in place); the history classes' feature specs."""
+    baselines' classes as inputs (in place); those inputs' feature specs."""
     specs: list[FeatureSpec] = []
     frame[class_col(t)] = b.classify(frame[value_col(t)].to_numpy(dtype=float))
     if request_col(t) in frame:
@@ -158,10 +132,11 @@ def _add_classes(frame: pd.DataFrame, t: str, b: TargetBins) -> list[FeatureSpec
             frame[baseline_class_col(t, name)] = b.classify(frame[col].to_numpy(dtype=float))
     if scout_value_col(t) in frame:
         frame[scout_class_col(t)] = b.classify(frame[scout_value_col(t)].to_numpy(dtype=float))
-    for history_col in (f"user_prev_{t}_mean2", f"user_prev_{t}_last"):
-        if history_col in frame:
-            frame[f"{history_col}_class"] = _class_category(b, frame[history_col])
-            specs.append(FeatureSpec(f"{history_col}_class", "categorical", "history", "its class"))
+    for name, column in baseline_feature_columns(t).items():
+        source = baseline_value_col(t, name)
+        if source in frame:  # each input baseline's class as a feature (read by the guard)
+            frame[column] = _class_category(b, frame[source])
+            specs.append(FeatureSpec(column, "categorical", "history", f"{name} baseline class"))
     return specs
 
 
@@ -190,9 +165,9 @@ def to_training_table(
     features = list(jobs.features)
     frame["split_time"] = time_split(frame[jobs.order_column].to_numpy(), test_fraction)
     frame["split_random"] = random_split(len(frame), seed=seed, test_fraction=test_fraction)
-    if history_features and {"user", "finished_at"} <= set(frame.columns):
-        frame, history_specs = _add_history(frame, targets)
-        features += history_specs
+    if history_features and "finished_at" in frame and history_keys(list(frame.columns)):
+        frame, added = _add_history(frame, targets)
+        features += added
 
     bins, dropped = _fit_trace_bins(frame, jobs.units, n_quantiles)
     for t, b in bins.items():
@@ -203,6 +178,7 @@ def to_training_table(
     info = {
         **jobs.info,
         "n_rows": len(frame),
+        "order_column": jobs.order_column,
         "split": "time",  # traces are evaluated on their last submit times (train/evaluate)
         "n_rows_without_target": n_no_target,
         "n_bad_lines": len(jobs.bad_lines),

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+
+from scoutless.features.history import HistoryInput, activity_history, target_history
 
 
 @dataclass(frozen=True)
@@ -30,33 +31,27 @@ class UserHistory:
 def user_history(
     values: np.ndarray, users: np.ndarray, submit_s: np.ndarray, finished_s: np.ndarray
 ) -> UserHistory:
-    """Look-ahead-free history of one target value per job.
+    """Look-ahead-free history of one target value per job (the history component's sweep).
 
     ``submit_s`` and ``finished_s`` are seconds on one clock. Jobs with a NaN value or end
-    time never count as history (but still receive their own history).
+    time never count as history (but still receive their own history); a job without a
+    user has none.
     """
-    values = np.asarray(values, dtype=float)
-    submit_s = np.asarray(submit_s, dtype=float)
-    finished_s = np.asarray(finished_s, dtype=float)
-    n = len(values)
-    last = np.full(n, np.nan)
-    mean2 = np.full(n, np.nan)
-    count = np.zeros(n, dtype=np.int64)
-    usable = np.isfinite(values) & np.isfinite(finished_s)
-    groups = pd.Series(np.arange(n)).groupby(pd.Series(users).fillna("\0missing").to_numpy())
-    for idx in groups.indices.values():
-        done = idx[usable[idx]]
-        if done.size == 0:
-            continue
-        done = done[np.argsort(finished_s[done], kind="stable")]
-        ends, vals = finished_s[done], values[done]
-        k = np.searchsorted(ends, submit_s[idx], side="left")  # ends strictly before submit
-        prev1 = np.where(k >= 1, vals[np.maximum(k - 1, 0)], np.nan)
-        prev2 = np.where(k >= 2, vals[np.maximum(k - 2, 0)], np.nan)
-        last[idx] = prev1
-        mean2[idx] = np.where(k >= 2, (prev1 + prev2) / 2.0, prev1)
-        count[idx] = k
-    return UserHistory(last=last, mean2=mean2, n_finished=count)
+    key = HistoryInput(
+        np.asarray(users, dtype=object),
+        np.asarray(submit_s, dtype=float),
+        np.asarray(finished_s, dtype=float),
+    )
+    stats = target_history(key, np.asarray(values, dtype=float))
+    usable = np.isfinite(np.asarray(values, dtype=float))
+    count = activity_history(
+        HistoryInput(key.groups, key.submit_s, np.where(usable, key.finished_s, np.nan))
+    )["n_finished"]
+    return UserHistory(
+        last=stats["last"].to_numpy(dtype=float),
+        mean2=stats["mean2"].to_numpy(dtype=float),
+        n_finished=count.fillna(0.0).to_numpy(dtype=np.int64),
+    )
 
 
 def last2(

@@ -4,13 +4,16 @@ Wiring, in order (each step's effect in its comment):
 
 1. the table's train split only — the test split stays unseen for evaluation;
 2. train rows -> fit / validation / calibration parts (``Settings.splits``), stratified on
-   the joint class key with a fixed seed — validation drives early stopping, tuning,
-   temperature and the champion; calibration stays held out for the risk/safe policies;
+   the joint class key with a fixed seed (a time split: fit on the earliest rows, the
+   others on the latest) — validation drives early stopping, tuning, temperature, the
+   champion and its guard; calibration stays held out for the risk/safe policies;
 3. encoders fitted on the fit part — values first seen later count as unknown, as they will
    in service;
 4. per target (rows with class -1 dropped), per family: class weights inverse to frequency,
    optional search, fit, validation metrics, calibration probabilities;
-5. champion per target: best mean of validation accuracy and macro-F1;
+5. champion per target: best mean of validation accuracy and macro-F1, wrapped in the
+   guard that keeps the served prediction at least as good as the input baselines on
+   validation (:mod:`scoutless.training.guarding`);
 6. bins as the table fitted them on its training rows; everything written atomically by
    :func:`scoutless.bundle.save_bundle`.
 """
@@ -29,11 +32,12 @@ import pandas as pd
 from scoutless.bundle import BundleContents, save_bundle
 from scoutless.config import get_settings
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
-from scoutless.history.splits import assign_parts
+from scoutless.history.splits import assign_parts, forward_parts
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import FAMILY_NAMES
+from scoutless.models.guard import ServingGuard
 from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
 from scoutless.targets.spec import class_col, value_col
 from scoutless.training.fitting import (
@@ -44,6 +48,7 @@ from scoutless.training.fitting import (
     torch_threads,
     training_progress,
 )
+from scoutless.training.guarding import fit_target_guard
 from scoutless.training.manifest import base_manifest, choose_champion, headline_metrics
 
 MIN_TRAIN_ROWS = 10
@@ -70,6 +75,26 @@ class PreparedRows:
     parts: np.ndarray
     encoder: FeatureEncoder
     encoded: EncodedFeatures
+    #: per row of the table's frame, its time order on a time split (None otherwise)
+    order: np.ndarray | None = None
+
+
+def _parts(table: TrainingTable, train: pd.DataFrame, split: str, seed: int) -> np.ndarray:
+    """A time split keeps time (fit on the earliest rows, validate and calibrate on the
+    latest: :func:`forward_parts`); a random split stratifies on the joint class key."""
+    fractions = get_settings().splits.part_fractions()
+    order = _order_column(table)
+    if split == "time" and order is not None:
+        return forward_parts(train[order].rank(method="first").to_numpy(), fractions, seed)
+    strata = np.column_stack([train[class_col(t)].to_numpy() for t in table.targets])
+    return assign_parts(strata, fractions, seed=seed)
+
+
+def _order_column(table: TrainingTable) -> str | None:
+    """The column giving submission order, where every row has one."""
+    column = table.info.get("order_column", "creationdate")
+    frame = table.frame
+    return column if column in frame and frame[column].notna().all() else None
 
 
 def prepare_rows(table: TrainingTable, split: str, seed: int) -> PreparedRows:
@@ -81,10 +106,11 @@ def prepare_rows(table: TrainingTable, split: str, seed: int) -> PreparedRows:
         raise TrainingError(
             f"split {split!r} has {len(train)} train rows; need at least {MIN_TRAIN_ROWS}"
         )
-    strata = np.column_stack([train[class_col(t)].to_numpy() for t in table.targets])
-    parts = assign_parts(strata, get_settings().splits.part_fractions(), seed=seed)
+    parts = _parts(table, train, split, seed)
     encoder = FeatureEncoder(table.features).fit(train[parts == "fit"])
-    return PreparedRows(train, positions, parts, encoder, encoder.transform(train))
+    column = _order_column(table) if split == "time" else None
+    order = None if column is None else table.frame[column].rank(method="first").to_numpy()
+    return PreparedRows(train, positions, parts, encoder, encoder.transform(train), order)
 
 
 def target_data(table: TrainingTable, prep: PreparedRows, target: str) -> TargetData:
@@ -121,6 +147,8 @@ class TargetResults:
         default_factory=dict
     )
     seconds: dict[str, float] = field(default_factory=dict)
+    validation_proba: dict[str, np.ndarray] = field(default_factory=dict)
+    guard: ServingGuard | None = None
 
 
 def train_target(
@@ -134,7 +162,8 @@ def train_target(
         out.seconds[name] = round(time.perf_counter() - start, 3)
         out.models[name], out.hyperparameters[name] = model, hyper
         val_X, val_y = data.validation
-        out.validation[name] = headline_metrics(val_y, model.predict_proba(val_X), labels)
+        out.validation_proba[name] = model.predict_proba(val_X)
+        out.validation[name] = headline_metrics(val_y, out.validation_proba[name], labels)
         cal_proba = model.predict_proba(data.X["calibration"])
         out.calibration_sets[name] = (cal_proba, data.y["calibration"], data.rows["calibration"])
         out.calibration[name] = headline_metrics(data.y["calibration"], cal_proba, labels)
@@ -166,6 +195,7 @@ def _contents(
     manifest["validation_metrics"] = {t: r.validation for t, r in results.items()}
     manifest["calibration_metrics"] = {t: r.calibration for t, r in results.items()}
     manifest["champion"] = {t: choose_champion(r.validation) for t, r in results.items()}
+    manifest["guard"] = {t: r.guard.to_dict() for t, r in results.items() if r.guard}
     return BundleContents(
         manifest,
         prep.encoder,
@@ -216,7 +246,13 @@ def train_bundle(
                                 fit_model=fit_model or fit_in_process)  # fmt: skip
         for target in table.targets:
             data = target_data(table, prep, target)
-            results[target] = train_target(trainer, data, names, table.bins[target].labels)
+            result = train_target(trainer, data, names, table.bins[target].labels)
+            champion = choose_champion(result.validation)
+            val_order = None if prep.order is None else prep.order[data.rows["validation"]]
+            result.guard = fit_target_guard(
+                data, prep.encoder, champion, result.validation_proba[champion], val_order
+            )
+            results[target] = result
     parts = get_settings().splits.part_fractions()
     run = {
         "split": split,

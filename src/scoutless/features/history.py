@@ -1,0 +1,396 @@
+"""What the same user and the same application did recently, as submission-time features.
+
+One component for training, evaluation, the service and the listener: every figure a job
+sees comes from jobs of the same key (user, executable, transformation, …) that FINISHED
+strictly before the job was submitted — a job still running at submission is invisible,
+exactly as it is to a scheduler. Per key and target: the last value, the mean of the last
+two (Tsafrir's last-2), an exponentially weighted mean and spread of ``log1p(value)``,
+quantiles of the last ``k`` values and, where the trace has the user's request, the
+weighted mean of ``log(value / request)`` and the request scaled by it; per key: how many
+had finished and the time since the key's last submission and last finish.
+
+The sweep is vectorised: finished jobs sorted by (key, end time) carry prefix statistics,
+and each job picks the last of them that ended before its submit time with one
+``merge_asof`` per key and target (traces of 100k+ rows take about a second).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scoutless.config import HistorySettings, get_settings
+from scoutless.features.spec import FeatureSpec
+
+#: Candidate columns naming the application of a job, first present wins.
+APPLICATION_COLUMNS: tuple[str, ...] = (
+    "executable", "jobname", "transpath", "processingtype", "tool", "task",
+)  # fmt: skip
+#: Candidate columns naming the submitter.
+USER_COLUMNS: tuple[str, ...] = ("user", "username", "owner")
+#: Candidate columns naming a campaign (PanDA: MC16a, data18 …).
+CAMPAIGN_COLUMNS: tuple[str, ...] = ("campaign",)
+#: Per-target statistics, in output order.
+TARGET_STATS: tuple[str, ...] = ("last", "mean2", "ewm", "ewsd", "qlo", "qmid", "qhi")
+REQUEST_STATS: tuple[str, ...] = ("ratio_ewm", "request_scaled")
+
+
+def history_keys(columns: Sequence[str]) -> dict[str, str]:
+    """Key name -> column: ``user``, ``app`` and ``campaign`` where the frame has them."""
+    keys: dict[str, str] = {}
+    for name, candidates in (
+        ("user", USER_COLUMNS),
+        ("app", APPLICATION_COLUMNS),
+        ("campaign", CAMPAIGN_COLUMNS),
+    ):
+        found = next((c for c in candidates if c in columns), None)
+        if found is not None:
+            keys[name] = found
+    return keys
+
+
+def feature_name(key: str, stat: str, target: str | None = None) -> str:
+    """``user_walltime_mean2``, ``app_n_finished`` …: one naming scheme for every consumer."""
+    return f"{key}_{target}_{stat}" if target else f"{key}_{stat}"
+
+
+def history_specs(
+    keys: Sequence[str], targets: Sequence[str], with_request: Sequence[str] = ()
+) -> list[FeatureSpec]:
+    """The numerical features :func:`history_features` produces, in column order."""
+    specs: list[FeatureSpec] = []
+    for key in keys:
+        for stat in ("n_finished", "since_last_finish_s", "since_last_submit_s"):
+            specs.append(FeatureSpec(feature_name(key, stat), "numerical", "history", stat))
+        for t in targets:
+            stats = TARGET_STATS + (REQUEST_STATS if t in with_request else ())
+            specs += [
+                FeatureSpec(feature_name(key, s, t), "numerical", "history", f"{key} {t} {s}")
+                for s in stats
+            ]
+    return specs
+
+
+@dataclass(frozen=True)
+class HistoryInput:
+    """Plain arrays for one key: group label per job, submit and end times in seconds."""
+
+    groups: np.ndarray  # object labels; None/NaN: no history for that job
+    submit_s: np.ndarray
+    finished_s: np.ndarray  # NaN: not finished (never history)
+
+
+def _codes(groups: np.ndarray) -> np.ndarray:
+    codes, _ = pd.factorize(pd.Series(groups, dtype=object), use_na_sentinel=True)
+    return codes
+
+
+def seconds(times: pd.Series | Sequence[object]) -> np.ndarray:
+    """UTC times as float seconds since the epoch (NaN where missing), whatever the unit."""
+    t = pd.to_datetime(pd.Series(times), utc=True, errors="coerce")
+    out = (t - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(1, "s")
+    return out.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _group_starts(codes: np.ndarray) -> np.ndarray:
+    """Per event (sorted by code), the position where its code's run begins."""
+    n = len(codes)
+    new = np.ones(n, dtype=bool)
+    new[1:] = codes[1:] != codes[:-1]
+    return np.maximum.accumulate(np.where(new, np.arange(n), 0))
+
+
+def ewm_moments(codes: np.ndarray, x: np.ndarray, halflife: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exponentially weighted mean and spread per event, restarting at each code's run.
+
+    Weights ``0.5 ** (age / halflife)`` over the run's events so far (age 0: this one).
+    """
+    decay = 0.5 ** (1.0 / halflife)
+    mean = np.empty(len(x))
+    spread = np.empty(len(x))
+    state = EW_EMPTY
+    previous = None
+    for i, (code, value) in enumerate(zip(codes.tolist(), x.tolist(), strict=True)):
+        if code != previous:
+            state, previous = EW_EMPTY, code
+        state = ew_step(state, value, decay)
+        mean[i], spread[i] = ew_moments(state)
+    return mean, spread
+
+
+#: Exponentially weighted sums (Σw·x, Σw·x², Σw) of no event.
+EW_EMPTY: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def ew_step(
+    state: tuple[float, float, float], x: float, decay: float
+) -> tuple[float, float, float]:
+    """Age every earlier event by one (× decay) and add ``x`` with weight 1."""
+    s, s2, w = state
+    return decay * s + x, decay * s2 + x * x, decay * w + 1.0
+
+
+def ew_moments(state: tuple[float, float, float]) -> tuple[float, float]:
+    """(mean, spread) of the weighted sums; NaN without events."""
+    s, s2, w = state
+    if w == 0.0:
+        return float("nan"), float("nan")
+    m = s / w
+    return m, max(s2 / w - m * m, 0.0) ** 0.5
+
+
+def last_k_quantiles(
+    codes: np.ndarray, x: np.ndarray, k: int, quantiles: Sequence[float]
+) -> np.ndarray:
+    """(n, len(quantiles)) quantiles of each code's last ``k`` events up to each event."""
+    n = len(x)
+    if n == 0:
+        return np.empty((0, len(quantiles)))
+    idx = np.arange(n)[:, None] - np.arange(k)[None, :]
+    inside = idx >= _group_starts(codes)[:, None]
+    window = np.sort(np.where(inside, x[idx.clip(min=0)], np.nan), axis=1)  # NaN last
+    count = inside.sum(axis=1)
+    rows = np.arange(n)
+    out = np.empty((n, len(quantiles)))
+    for j, q in enumerate(quantiles):  # linear interpolation, as numpy's default
+        position = q * (count - 1)
+        lo = np.floor(position).astype(np.int64)
+        hi = np.minimum(lo + 1, count - 1)
+        low, high = window[rows, lo], window[rows, hi]
+        out[:, j] = low + (high - low) * (position - lo)
+    return out
+
+
+def _prefix_stats(
+    codes: np.ndarray, ends: np.ndarray, values: np.ndarray, cfg: HistorySettings
+) -> pd.DataFrame:
+    """Statistics of each key's finished values up to and including each event.
+
+    Events must be sorted by (code, end). Columns: ``code``, ``end`` and TARGET_STATS.
+    """
+    previous = pd.Series(values).groupby(codes, sort=False).shift(1).to_numpy()
+    logv = np.sign(values) * np.log1p(np.abs(values))
+    ew_mean, ew_spread = ewm_moments(codes, logv, cfg.ewm_halflife_jobs)
+    out = pd.DataFrame({"code": codes, "end": ends, "last": values})
+    out["mean2"] = np.where(np.isfinite(previous), (values + previous) / 2.0, values)
+    out["ewm"] = np.expm1(ew_mean)
+    out["ewsd"] = ew_spread
+    q = last_k_quantiles(codes, values, cfg.last_k, cfg.quantiles)
+    out["qlo"], out["qmid"], out["qhi"] = q[:, 0], q[:, 1], q[:, 2]
+    return out
+
+
+def _as_of(
+    codes: np.ndarray, submit_s: np.ndarray, events: pd.DataFrame, columns: Sequence[str]
+) -> pd.DataFrame:
+    """Per job, the columns of its key's last event that ended strictly before submit."""
+    n = len(codes)
+    result = pd.DataFrame(np.nan, index=np.arange(n), columns=list(columns))
+    ask = np.flatnonzero((codes >= 0) & np.isfinite(submit_s))
+    if len(ask) == 0 or events.empty:
+        return result
+    left = pd.DataFrame({"row": ask, "code": codes[ask], "t": submit_s[ask]})
+    left = left.sort_values("t", kind="stable")
+    right = events.rename(columns={"end": "t"}).sort_values("t", kind="stable")
+    merged = pd.merge_asof(
+        left, right, on="t", by="code", allow_exact_matches=False, direction="backward"
+    )
+    result.loc[merged["row"].to_numpy(), list(columns)] = merged[list(columns)].to_numpy()
+    return result
+
+
+def _events(codes: np.ndarray, finished_s: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rows usable as history, sorted by (key, end time, row)."""
+    usable = np.flatnonzero((codes >= 0) & np.isfinite(finished_s) & np.isfinite(values))
+    return usable[np.lexsort((usable, finished_s[usable], codes[usable]))]
+
+
+def target_history(
+    key: HistoryInput, values: np.ndarray, cfg: HistorySettings | None = None
+) -> pd.DataFrame:
+    """TARGET_STATS per job for one key and one target's values (NaN: no history)."""
+    cfg = cfg or get_settings().history
+    codes = _codes(key.groups)
+    values = np.asarray(values, dtype=float)
+    done = _events(codes, key.finished_s, values)
+    events = _prefix_stats(codes[done], key.finished_s[done], values[done], cfg)
+    return _as_of(codes, key.submit_s, events, TARGET_STATS)
+
+
+def _ratio_history(
+    key: HistoryInput, values: np.ndarray, request: np.ndarray, cfg: HistorySettings
+) -> pd.DataFrame:
+    """Weighted mean of log(value / request) of finished jobs and the request scaled by it."""
+    ratio = np.log(np.where((values > 0) & (request > 0), values / request, np.nan))
+    codes = _codes(key.groups)
+    done = _events(codes, key.finished_s, ratio)
+    mean, _ = ewm_moments(codes[done], ratio[done], cfg.ewm_halflife_jobs)
+    events = pd.DataFrame({"code": codes[done], "end": key.finished_s[done], "ratio_ewm": mean})
+    out = _as_of(codes, key.submit_s, events, ["ratio_ewm"])
+    out["request_scaled"] = np.where(request > 0, request * np.exp(out["ratio_ewm"]), np.nan)
+    return out
+
+
+def activity_history(key: HistoryInput) -> pd.DataFrame:
+    """Per job: the key's finished-job count and seconds since its last finish and submit."""
+    codes = _codes(key.groups)
+    done = _events(codes, key.finished_s, np.zeros(len(codes)))
+    events = pd.DataFrame({"code": codes[done], "end": key.finished_s[done]})
+    events["n_finished"] = events.groupby("code", sort=False).cumcount() + 1.0
+    events["last_end"] = events["end"]
+    found = _as_of(codes, key.submit_s, events, ["n_finished", "last_end"])
+    out = pd.DataFrame(index=found.index)
+    out["n_finished"] = found["n_finished"].fillna(0.0).where(codes >= 0)
+    out["since_last_finish_s"] = key.submit_s - found["last_end"].to_numpy()
+    submits = pd.DataFrame({"code": codes, "t": key.submit_s}).sort_values("t", kind="stable")
+    previous = submits.groupby("code", sort=False)["t"].shift(1)
+    out["since_last_submit_s"] = (submits["t"] - previous).where(submits["code"] >= 0)
+    return out
+
+
+def history_features(
+    frame: pd.DataFrame,
+    *,
+    keys: Mapping[str, str],
+    values: Mapping[str, np.ndarray],
+    submit_s: np.ndarray,
+    finished_s: np.ndarray,
+    requests: Mapping[str, np.ndarray] | None = None,
+    cfg: HistorySettings | None = None,
+) -> pd.DataFrame:
+    """All history features of ``frame``'s jobs, columns as :func:`history_specs` lists.
+
+    ``keys``: key name -> column of ``frame``; ``values``: target -> value per job;
+    ``requests``: target -> the user's request per job (same unit), where the trace has one.
+    """
+    cfg = cfg or get_settings().history
+    requests = requests or {}
+    columns: dict[str, np.ndarray] = {}
+    for key, column in keys.items():
+        groups = frame[column].astype(object).where(frame[column].notna(), None).to_numpy()
+        hist_in = HistoryInput(groups, np.asarray(submit_s, float), np.asarray(finished_s, float))
+        activity = activity_history(hist_in)
+        for stat in activity.columns:
+            columns[feature_name(key, stat)] = activity[stat].to_numpy(dtype=float)
+        for t, vals in values.items():
+            stats = target_history(hist_in, vals, cfg)
+            if t in requests:
+                stats = pd.concat(
+                    [stats, _ratio_history(hist_in, vals, np.asarray(requests[t], float), cfg)],
+                    axis=1,
+                )
+            for stat in stats.columns:
+                columns[feature_name(key, stat, t)] = stats[stat].to_numpy(dtype=float)
+    return pd.DataFrame(columns, index=frame.index)
+
+
+def frame_history(
+    frame: pd.DataFrame,
+    targets: Sequence[str],
+    requests: Mapping[str, np.ndarray] | None = None,
+    cfg: HistorySettings | None = None,
+) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+    """History features of a frame of jobs or tasks (``creationdate``, ``finished_at``,
+    ``{t}_value``, key columns) over the keys it has, and their specs."""
+    keys = history_keys(list(frame.columns))
+    history = history_features(
+        frame,
+        keys=keys,
+        values={t: frame[f"{t}_value"].to_numpy(dtype=float) for t in targets},
+        submit_s=seconds(frame["creationdate"]),
+        finished_s=seconds(frame["finished_at"]),
+        requests=requests,
+        cfg=cfg,
+    )
+    return history, history_specs(list(keys), list(targets), list(requests or {}))
+
+
+@dataclass
+class KeyState:
+    """One key's finished-job summary for one target: what the online store keeps.
+
+    Fed finished jobs in end-time order (:meth:`add`), it yields the same features as
+    :func:`history_features` for a job submitted after all of them (:meth:`features`).
+    The ``""`` target holds the key's activity (finished count, last end, last submit).
+    """
+
+    n: int = 0
+    last_end_s: float = float("nan")
+    last_submit_s: float = float("nan")
+    recent: list[float] = field(default_factory=list)
+    ew: tuple[float, float, float] = EW_EMPTY
+    ratio_ew: tuple[float, float, float] = EW_EMPTY
+
+    def add(self, value: float, end_s: float, request: float, cfg: HistorySettings) -> None:
+        """One finished job (value NaN: counts only for activity)."""
+        self.n += 1
+        self.last_end_s = end_s if not end_s < self.last_end_s else self.last_end_s
+        if not np.isfinite(value):
+            return
+        decay = 0.5 ** (1.0 / cfg.ewm_halflife_jobs)
+        self.recent = [*self.recent, float(value)][-cfg.last_k :]
+        self.ew = ew_step(self.ew, float(np.sign(value) * np.log1p(abs(value))), decay)
+        if value > 0 and request > 0:
+            self.ratio_ew = ew_step(self.ratio_ew, float(np.log(value / request)), decay)
+
+    def submitted(self, submit_s: float) -> None:
+        if not submit_s <= self.last_submit_s:
+            self.last_submit_s = submit_s
+
+    def activity(self, submit_s: float) -> dict[str, float]:
+        return {
+            "n_finished": float(self.n),
+            "since_last_finish_s": submit_s - self.last_end_s,
+            "since_last_submit_s": submit_s - self.last_submit_s,
+        }
+
+    def features(self, request: float, cfg: HistorySettings) -> dict[str, float]:
+        """TARGET_STATS (and REQUEST_STATS): NaN where no job has finished."""
+        nan = float("nan")
+        if not self.recent:
+            return dict.fromkeys(TARGET_STATS + REQUEST_STATS, nan)
+        mean, spread = ew_moments(self.ew)
+        q = last_k_quantiles(np.zeros(len(self.recent)), np.asarray(self.recent), cfg.last_k,
+                             cfg.quantiles)[-1]  # fmt: skip
+        ratio = ew_moments(self.ratio_ew)[0]
+        return {
+            "last": self.recent[-1],
+            "mean2": float(np.mean(self.recent[-2:])),
+            "ewm": float(np.expm1(mean)),
+            "ewsd": spread,
+            "qlo": float(q[0]), "qmid": float(q[1]), "qhi": float(q[2]),
+            "ratio_ewm": ratio,
+            "request_scaled": request * float(np.exp(ratio)) if request > 0 else nan,
+        }  # fmt: skip
+
+
+#: Key kinds :func:`history_keys` knows, in order.
+KEY_KINDS: tuple[str, ...] = ("user", "app", "campaign")
+
+
+@dataclass(frozen=True)
+class HistoryLayout:
+    """Which history features a bundle expects: key kinds, targets, targets with requests."""
+
+    kinds: tuple[str, ...]
+    targets: tuple[str, ...]
+    with_request: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in history_specs(self.kinds, self.targets, self.with_request)]
+
+
+def layout_of(feature_names: Sequence[str], targets: Sequence[str]) -> HistoryLayout | None:
+    """The history features among a bundle's inputs (None: it has none)."""
+    names = set(feature_names)
+    kinds = tuple(k for k in KEY_KINDS if feature_name(k, "n_finished") in names)
+    if not kinds:
+        return None
+    k = kinds[0]
+    with_target = tuple(t for t in targets if feature_name(k, "last", t) in names)
+    request = tuple(t for t in with_target if feature_name(k, "ratio_ewm", t) in names)
+    return HistoryLayout(kinds, with_target, request)

@@ -1,0 +1,283 @@
+"""The online history-feature store: one table of per-key summaries, updated incrementally.
+
+Each row is a :class:`~scoutless.features.history.KeyState` — one key (``user`` = alice,
+``app`` = Sim_tf.py …) and one target (``""``: the key's activity). Import and ``monitor
+collect`` feed it finished jobs/tasks in end-time order; the service reads the rows of a
+request's keys (:func:`history_select`, one statement) and turns them into the same
+history features training computed (:func:`features_from_states`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import (
+    Column,
+    Connection,
+    DateTime,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Select,
+    String,
+    Table,
+    Text,
+    delete,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
+
+from scoutless.config import HistorySettings, get_settings
+from scoutless.features.history import (
+    REQUEST_STATS,
+    TARGET_STATS,
+    HistoryLayout,
+    KeyState,
+    feature_name,
+    seconds,
+)
+
+HISTORY_TABLE = "scoutless_history_state"
+ACTIVITY = ""  # the target name of a key's activity row
+
+store_metadata = MetaData()
+history_state = Table(
+    HISTORY_TABLE,
+    store_metadata,
+    Column("key_kind", String(16), nullable=False),
+    Column("key_value", String(256), nullable=False),
+    Column("target", String(32), nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("last_end_s", Float),
+    Column("last_submit_s", Float),
+    Column("recent", Text, nullable=False),  # JSON list, end-time order
+    Column("ew_s", Float), Column("ew_s2", Float), Column("ew_w", Float),
+    Column("ratio_s", Float), Column("ratio_s2", Float), Column("ratio_w", Float),
+    Column("updated_at", DateTime, nullable=False),
+    PrimaryKeyConstraint("key_kind", "key_value", "target", name="scoutless_history_pk"),
+)  # fmt: skip
+
+StateKey = tuple[str, str, str]  # (key kind, key value, target)
+
+
+def create_history_table(engine: Engine) -> None:
+    store_metadata.create_all(engine, tables=[history_state])
+
+
+def _nan(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _state(row: Mapping[str, Any]) -> KeyState:
+    return KeyState(
+        n=int(row["n"]), last_end_s=_nan(row["last_end_s"]),
+        last_submit_s=_nan(row["last_submit_s"]), recent=list(json.loads(row["recent"])),
+        ew=(_nan(row["ew_s"]), _nan(row["ew_s2"]), _nan(row["ew_w"])),
+        ratio_ew=(_nan(row["ratio_s"]), _nan(row["ratio_s2"]), _nan(row["ratio_w"])),
+    )  # fmt: skip
+
+
+def _none(value: float) -> float | None:
+    return None if not np.isfinite(value) else float(value)
+
+
+def _row(key: StateKey, state: KeyState, now: datetime) -> dict[str, Any]:
+    return {
+        "key_kind": key[0], "key_value": key[1], "target": key[2], "n": state.n,
+        "last_end_s": _none(state.last_end_s), "last_submit_s": _none(state.last_submit_s),
+        "recent": json.dumps(state.recent),
+        "ew_s": state.ew[0], "ew_s2": state.ew[1], "ew_w": state.ew[2],
+        "ratio_s": state.ratio_ew[0], "ratio_s2": state.ratio_ew[1], "ratio_w": state.ratio_ew[2],
+        "updated_at": now,
+    }  # fmt: skip
+
+
+def history_select(pairs: Iterable[tuple[str, str]]) -> Select:
+    """One statement for every state row of these (key kind, key value) pairs."""
+    wanted = sorted(set(pairs))
+    if not wanted:
+        return select(history_state).where(history_state.c.key_kind.is_(None))
+    return select(history_state).where(
+        or_(tuple_(history_state.c.key_kind, history_state.c.key_value).in_(wanted))
+    )
+
+
+def read_states(conn: Connection, pairs: Iterable[tuple[str, str]]) -> dict[StateKey, KeyState]:
+    rows = conn.execute(history_select(pairs)).mappings()
+    return {(r["key_kind"], r["key_value"], r["target"]): _state(r) for r in rows}
+
+
+def _key_values(frame: pd.DataFrame, column: str) -> list[str | None]:
+    return [None if pd.isna(v) else str(v) for v in frame[column].tolist()]
+
+
+def apply_jobs(
+    states: dict[StateKey, KeyState],
+    jobs: pd.DataFrame,
+    keys: Mapping[str, str],
+    targets: Sequence[str],
+    cfg: HistorySettings,
+) -> None:
+    """Feed ``jobs`` (``creationdate``, ``finished_at``, ``{t}_value``, ``{t}_request``) in."""
+    submit = seconds(jobs["creationdate"])
+    end = seconds(jobs["finished_at"]) if "finished_at" in jobs else np.full(len(jobs), np.nan)
+    order = np.lexsort((np.arange(len(jobs)), end))  # end-time order, unfinished last
+    values = {t: jobs[f"{t}_value"].to_numpy(float) for t in targets if f"{t}_value" in jobs}
+    requests = {t: jobs[f"{t}_request"].to_numpy(float) for t in targets if f"{t}_request" in jobs}
+    for kind, column in keys.items():
+        groups = _key_values(jobs, column)
+        for i in order:
+            if groups[i] is None:
+                continue
+            activity = states.setdefault((kind, groups[i], ACTIVITY), KeyState())
+            activity.submitted(submit[i])
+            if not np.isfinite(end[i]):
+                continue
+            activity.add(float("nan"), end[i], float("nan"), cfg)
+            for t, v in values.items():
+                if np.isfinite(v[i]):
+                    req = requests[t][i] if t in requests else float("nan")
+                    states.setdefault((kind, groups[i], t), KeyState()).add(v[i], end[i], req, cfg)
+
+
+def update_store(
+    engine: Engine,
+    jobs: pd.DataFrame,
+    keys: Mapping[str, str],
+    targets: Sequence[str],
+    cfg: HistorySettings | None = None,
+) -> int:
+    """Apply newly finished (and submitted) jobs to their keys' rows in one transaction."""
+    cfg = cfg or get_settings().history
+    create_history_table(engine)
+    pairs = {(k, v) for k, c in keys.items() for v in _key_values(jobs, c) if v is not None}
+    with engine.begin() as conn:
+        states = read_states(conn, pairs)
+        apply_jobs(states, jobs, keys, targets, cfg)
+        changed = [key for key in states if (key[0], key[1]) in pairs]
+        if not changed:
+            return 0
+        for kind in {k[0] for k in changed}:
+            values = sorted({k[1] for k in changed if k[0] == kind})
+            for start in range(0, len(values), 500):
+                conn.execute(delete(history_state).where(
+                    history_state.c.key_kind == kind,
+                    history_state.c.key_value.in_(values[start : start + 500]),
+                ))  # fmt: skip
+        now = datetime.now(UTC).replace(tzinfo=None)
+        conn.execute(history_state.insert(), [_row(k, states[k], now) for k in changed])
+    return len(changed)
+
+
+def features_from_states(
+    states: Mapping[StateKey, KeyState],
+    records: pd.DataFrame,
+    keys: Mapping[str, str],
+    targets: Sequence[str],
+    with_request: Sequence[str] = (),
+    cfg: HistorySettings | None = None,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """History features per record (columns as :func:`history_specs` lists) and, per
+    record, whether any key of it had a finished job in the store."""
+    cfg = cfg or get_settings().history
+    submit = seconds(records["creationdate"])
+    out: dict[str, list[float]] = {}
+    found = np.zeros(len(records), dtype=bool)
+    for kind, column in keys.items():
+        groups = _key_values(records, column)
+        for i, group in enumerate(groups):
+            activity = states.get((kind, group, ACTIVITY)) if group is not None else None
+            found[i] |= activity is not None and activity.n > 0
+            act = (activity or KeyState()).activity(submit[i])
+            if group is None:
+                act = dict.fromkeys(act, float("nan"))
+            for stat, value in act.items():
+                out.setdefault(feature_name(kind, stat), []).append(value)
+            for t in targets:
+                req_col = f"{t}_request"
+                req = float(records[req_col].iloc[i]) if req_col in records else float("nan")
+                stats = (states.get((kind, group, t)) or KeyState()).features(req, cfg)
+                for stat in TARGET_STATS + (REQUEST_STATS if t in with_request else ()):
+                    out.setdefault(feature_name(kind, stat, t), []).append(stats[stat])
+    return pd.DataFrame(out, index=records.index), found
+
+
+STATE_COLUMNS: tuple[str, ...] = (
+    "n", "last_end_s", "last_submit_s", "recent", "ew_s", "ew_s2", "ew_w",
+    "ratio_s", "ratio_s2", "ratio_w",
+)  # fmt: skip
+#: What the service flags on a task whose keys have no finished job in the store.
+HISTORY_MISSING = "history_missing"
+#: Label of the task's creation time in a joined row (the submit time of its features).
+SUBMITTED = "hist__creationdate"
+
+
+def _label(kind: str, target: str, column: str) -> str:
+    return f"hist__{kind}__{target or 'activity'}__{column}"
+
+
+def _constant(name: str) -> Any:
+    """A key kind or target name inlined in SQL: the statement keeps one bound parameter
+    (the task id), as the service's raw, precompiled execution expects."""
+    if not re.fullmatch(r"[a-z_]*", name):
+        raise ValueError(f"{name!r}: key kinds and targets are lower-case names")
+    return literal_column(f"'{name}'")
+
+
+def join_states(
+    source: Any, tasks: Table, keys: Mapping[str, str], targets: Sequence[str]
+) -> tuple[Any, list[Any]]:
+    """``source`` outer-joined with the store row of every (key, target) of a task, and the
+    labelled columns: the task's history arrives in the same statement as its features."""
+    columns: list[Any] = []
+    for kind, column in keys.items():
+        for target in (ACTIVITY, *targets):
+            row = history_state.alias(f"h_{kind}_{target or 'activity'}")
+            source = source.outerjoin(
+                row,
+                (row.c.key_kind == _constant(kind))
+                & (row.c.key_value == tasks.c[column])
+                & (row.c.target == _constant(target)),
+            )
+            columns += [row.c[c].label(_label(kind, target, c)) for c in STATE_COLUMNS]
+    return source, columns
+
+
+def states_from_row(
+    row: Mapping[str, Any], keys: Mapping[str, str], targets: Sequence[str]
+) -> dict[StateKey, KeyState]:
+    """The states :func:`join_states` brought back with one task's row."""
+    states: dict[StateKey, KeyState] = {}
+    for kind, column in keys.items():
+        for target in (ACTIVITY, *targets):
+            fields = {c: row.get(_label(kind, target, c)) for c in STATE_COLUMNS}
+            if fields["n"] is not None and row.get(column) is not None:
+                states[(kind, str(row[column]), target)] = _state(fields)
+    return states
+
+
+def task_history(
+    task: Mapping[str, Any], layout: HistoryLayout, keys: Mapping[str, str]
+) -> tuple[dict[str, float], bool]:
+    """One task's history features from its joined row, and whether any key had history.
+
+    The submit time is the task's creation time (now when it has none)."""
+    kinds = {k: keys[k] for k in layout.kinds if k in keys}
+    states = states_from_row(task, kinds, layout.targets)
+    submitted = task.get(SUBMITTED) or datetime.now(UTC)
+    record = pd.DataFrame([{**{c: task.get(c) for c in kinds.values()}, "creationdate": submitted}])
+    features, found = features_from_states(
+        states, record, kinds, layout.targets, layout.with_request
+    )
+    row = features.iloc[0].to_dict()
+    return {name: float(row.get(name, float("nan"))) for name in layout.names}, bool(found[0])

@@ -1,0 +1,121 @@
+"""History features: look-ahead-free by construction, and equal to a brute-force reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoutless.config import HistorySettings
+from scoutless.features.history import (
+    feature_name,
+    history_features,
+    history_keys,
+    history_specs,
+    seconds,
+)
+
+CFG = HistorySettings(last_k=3, ewm_halflife_jobs=2.0)
+
+jobs = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", None]),  # user
+        st.sampled_from(["x", "y"]),  # executable
+        st.integers(0, 60),  # submit
+        st.one_of(st.integers(1, 40), st.none()),  # runtime (None: never finished)
+        st.floats(0.5, 1e4, allow_nan=False),  # walltime value
+        st.floats(1.0, 1e4, allow_nan=False),  # request
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+def _frame(rows: list[tuple]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    frame = pd.DataFrame(
+        {"user": [r[0] for r in rows], "executable": [r[1] for r in rows],
+         "walltime": [r[4] for r in rows], "request": [r[5] for r in rows]}
+    )  # fmt: skip
+    submit = np.array([float(r[2]) for r in rows])
+    finished = np.array([np.nan if r[3] is None else r[2] + r[3] for r in rows], dtype=float)
+    return frame, submit, finished
+
+
+def _features(frame: pd.DataFrame, submit: np.ndarray, finished: np.ndarray) -> pd.DataFrame:
+    return history_features(
+        frame, keys={"user": "user", "app": "executable"},
+        values={"walltime": frame["walltime"].to_numpy(float)},
+        submit_s=submit, finished_s=finished,
+        requests={"walltime": frame["request"].to_numpy(float)}, cfg=CFG,
+    )  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs, st.data())
+def test_no_feature_uses_a_job_finished_at_or_after_submit(rows, data):
+    """Scramble every job that had not finished before job i was submitted: i's features
+    must not move (the leakage property)."""
+    frame, submit, finished = _frame(rows)
+    before = _features(frame, submit, finished)
+    i = data.draw(st.integers(0, len(rows) - 1))
+    unseen = ~(finished < submit[i])
+    unseen[i] = True
+    scrambled = frame.copy()
+    noise = data.draw(st.lists(st.floats(0.5, 1e6), min_size=len(rows), max_size=len(rows)))
+    scrambled.loc[unseen, "walltime"] = np.array(noise)[unseen]
+    # an unseen job may also end later (or never) without changing what i saw
+    later = finished.copy()
+    later[unseen & np.isfinite(finished)] += data.draw(st.integers(0, 30))
+    after = _features(scrambled, submit, later)
+    pd.testing.assert_series_equal(before.iloc[i], after.iloc[i], check_names=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs)
+def test_matches_brute_force(rows):
+    frame, submit, finished = _frame(rows)
+    got = _features(frame, submit, finished)
+    values = frame["walltime"].to_numpy(float)
+    for i in range(len(rows)):
+        user = rows[i][0]
+        seen = [j for j in range(len(rows)) if user is not None and rows[j][0] == user
+                and np.isfinite(finished[j]) and finished[j] < submit[i]]  # fmt: skip
+        seen.sort(key=lambda j: (finished[j], j))
+        row = got.iloc[i]
+        if user is None:
+            assert np.isnan(row[feature_name("user", "n_finished")])
+            continue
+        assert row[feature_name("user", "n_finished")] == len(seen)
+        if not seen:
+            assert np.isnan(row[feature_name("user", "last", "walltime")])
+            continue
+        v = values[seen]
+        assert row[feature_name("user", "last", "walltime")] == v[-1]
+        assert np.isclose(row[feature_name("user", "mean2", "walltime")], v[-2:].mean())
+        assert np.isclose(row[feature_name("user", "qmid", "walltime")], np.median(v[-3:]))
+        assert np.isclose(row[feature_name("user", "since_last_finish_s")],
+                          submit[i] - finished[seen].max())  # fmt: skip
+        w = 0.5 ** (np.arange(len(v))[::-1] / CFG.ewm_halflife_jobs)
+        logv = np.log1p(v)
+        assert np.isclose(np.log1p(row[feature_name("user", "ewm", "walltime")]),
+                          (w * logv).sum() / w.sum())  # fmt: skip
+
+
+def test_keys_specs_and_request_features():
+    frame = pd.DataFrame({"user": ["u", "u"], "executable": ["e", "e"],
+                          "walltime": [100.0, 300.0], "request": [200.0, 600.0]})  # fmt: skip
+    out = _features(frame, np.array([0.0, 500.0]), np.array([100.0, 800.0]))
+    assert history_keys(["queue", "user", "executable"]) == {"user": "user", "app": "executable"}
+    specs = history_specs(["user", "app"], ["walltime"], ["walltime"])
+    assert [s.name for s in specs] == list(out.columns)
+    # the second job sees the first: it used half its request, so half of 600 is expected
+    assert out[feature_name("user", "request_scaled", "walltime")][1] == pytest.approx(300.0)
+    assert out[feature_name("user", "since_last_submit_s")][1] == 500.0
+
+
+def test_seconds_is_unit_independent():
+    times = pd.Series(pd.to_datetime(["1970-01-01T00:01:00Z", None], utc=True))
+    assert seconds(times.astype("datetime64[s, UTC]"))[0] == 60.0
+    assert seconds(times)[0] == 60.0 and np.isnan(seconds(times)[1])

@@ -1,0 +1,80 @@
+"""The online store answers with the very features training computed (parity)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import create_engine
+
+from scoutless.config import HistorySettings
+from scoutless.features.history import history_features, history_specs, seconds
+from scoutless.history.store import (
+    apply_jobs,
+    features_from_states,
+    read_states,
+    update_store,
+)
+
+CFG = HistorySettings(last_k=4, ewm_halflife_jobs=2.0)
+KEYS = {"user": "user", "app": "executable"}
+
+
+def trace(n: int = 120, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    submit = pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(
+        np.sort(rng.uniform(0, 5 * 86400, n)), unit="s"
+    )
+    run = rng.uniform(60, 40000, n)
+    return pd.DataFrame({
+        "user": rng.choice(["a", "b", "c", None], n), "executable": rng.choice(["x", "y"], n),
+        "creationdate": submit, "finished_at": submit + pd.to_timedelta(run, unit="s"),
+        "walltime_value": run, "walltime_request": run * rng.uniform(0.8, 3.0, n),
+        "memory_value": np.where(rng.random(n) < 0.2, np.nan, rng.uniform(100, 4000, n)),
+    })  # fmt: skip
+
+
+def test_store_features_equal_training_features(tmp_path):
+    jobs = trace()
+    targets = ["walltime", "memory"]
+    expected = history_features(
+        jobs, keys=KEYS, values={t: jobs[f"{t}_value"].to_numpy(float) for t in targets},
+        submit_s=seconds(jobs["creationdate"]), finished_s=seconds(jobs["finished_at"]),
+        requests={"walltime": jobs["walltime_request"].to_numpy(float)}, cfg=CFG,
+    )  # fmt: skip
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    submit, end = seconds(jobs["creationdate"]), seconds(jobs["finished_at"])
+    applied = np.zeros(len(jobs), dtype=bool)
+    for j in range(40, len(jobs), 9):  # the store grows between requests, as in service
+        fresh = ~applied & (end < submit[j]) & (submit < submit[j])
+        done = jobs[fresh]  # the finished ones, with their submissions
+        update_store(engine, done, KEYS, targets, CFG)
+        applied |= fresh
+        # jobs submitted but still running at submit[j]: only their submission is known
+        running = jobs[~applied & (submit < submit[j])].assign(finished_at=pd.NaT)
+        pairs = {(k, str(v)) for k, c in KEYS.items() for v in jobs[c].dropna()}
+        with engine.connect() as conn:
+            states = read_states(conn, pairs)
+        apply_jobs(states, running, KEYS, targets, CFG)
+        got, found = features_from_states(
+            states, jobs.iloc[[j]], KEYS, targets, with_request=["walltime"], cfg=CFG
+        )
+        names = [s.name for s in history_specs(list(KEYS), targets, ["walltime"])]
+        assert list(got.columns) == names
+        np.testing.assert_allclose(
+            got.iloc[0].to_numpy(float), expected.iloc[j][names].to_numpy(float),
+            rtol=1e-9, equal_nan=True, err_msg=f"job {j}",
+        )  # fmt: skip
+        assert found[0] == (expected.iloc[j]["user_n_finished"] > 0
+                            or expected.iloc[j]["app_n_finished"] > 0)  # fmt: skip
+
+
+def test_unknown_key_has_no_history_and_is_flagged(tmp_path):
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    update_store(engine, trace(30), KEYS, ["walltime"], CFG)
+    request = pd.DataFrame({"user": ["nobody"], "executable": [None],
+                            "creationdate": [pd.Timestamp("2025-01-01", tz="UTC")]})  # fmt: skip
+    with engine.connect() as conn:
+        states = read_states(conn, [("user", "nobody")])
+    got, found = features_from_states(states, request, KEYS, ["walltime"], cfg=CFG)
+    assert not found[0] and got["user_n_finished"][0] == 0.0
+    assert np.isnan(got["user_walltime_mean2"][0]) and np.isnan(got["app_n_finished"][0])

@@ -1,0 +1,88 @@
+"""The served-prediction guard: never worse than an input baseline on validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scoutless.features.encoders import FeatureEncoder
+from scoutless.features.spec import FeatureSpec
+from scoutless.models.guard import (
+    ServingGuard,
+    baseline_classes,
+    baseline_feature_columns,
+    fit_guard,
+)
+
+
+def _scores(y: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(y, pred, average="macro")), float(np.mean(y == pred))
+
+
+def _noisy_proba(y: np.ndarray, n_classes: int, right: float, rng) -> np.ndarray:
+    """Probabilities whose argmax is the truth with probability ``right``."""
+    guess = np.where(rng.random(len(y)) < right, y, rng.integers(0, n_classes, len(y)))
+    proba = np.full((len(y), n_classes), 0.1)
+    proba[np.arange(len(y)), guess] = 1.0
+    return proba / proba.sum(axis=1, keepdims=True)
+
+
+def test_weak_model_falls_back_to_a_strong_baseline():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 2000)
+    baseline = np.where(rng.random(2000) < 0.85, y, rng.integers(0, 4, 2000))
+    baseline[:100] = -1  # no history for some rows
+    proba = _noisy_proba(y, 4, 0.5, rng)
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline})
+    served = guard.apply(proba, baseline).argmax(axis=1)
+    f1, acc = _scores(y, served)
+    base_f1, base_acc = _scores(y, np.where(baseline >= 0, baseline, 0))
+    assert guard.baseline == "last2" and guard.blend > 0.5
+    assert f1 >= base_f1 and acc >= base_acc
+    assert guard.validation["baselines"]["last2"]["accuracy"] == base_acc
+
+
+def test_strong_model_is_served_as_is_and_round_trips():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 1500)
+    baseline = np.where(rng.random(1500) < 0.4, y, rng.integers(0, 3, 1500))
+    proba = _noisy_proba(y, 3, 0.9, rng)
+    guard = fit_guard("memory", "dnn", y, proba, {"user_request": baseline})
+    f1, acc = _scores(y, guard.apply(proba, baseline).argmax(axis=1))
+    assert f1 >= _scores(y, proba.argmax(axis=1))[0] - 0.01 and acc > 0.85
+    again = ServingGuard.from_dict(guard.to_dict())
+    np.testing.assert_allclose(again.apply(proba, baseline), guard.apply(proba, baseline))
+
+
+def test_prior_offsets_and_blend_change_the_served_class():
+    guard = ServingGuard("io", "xgb", [0.0, np.log(4.0)], "recent_prior", "last2", 0.6)
+    proba = np.array([[0.7, 0.3], [0.7, 0.3]])
+    served = guard.apply(proba, np.array([0, -1]))
+    # row 0: the baseline's class 0 outweighs; row 1 has no baseline: the prior decides
+    assert served.argmax(axis=1).tolist() == [0, 1]
+    np.testing.assert_allclose(served.sum(axis=1), 1.0)
+
+
+def test_baseline_classes_are_read_back_from_the_encoded_input():
+    column = baseline_feature_columns("walltime")["last2"]
+    frame = pd.DataFrame({column: ["0", "2", "none", "2", "0", "none", "7", "7"]})
+    encoder = FeatureEncoder([FeatureSpec(column, "categorical")], min_count=1).fit(frame)
+    classes = baseline_classes(encoder.transform(frame), encoder, column, n_classes=3)
+    assert classes.tolist() == [0, 2, -1, 2, 0, -1, -1, -1]  # "7" is no class of 3
+
+
+def test_a_margin_within_noise_serves_the_baseline_class():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 4, 400)
+    baseline = np.where(rng.random(400) < 0.7, y, rng.integers(0, 4, 400))
+    # the model agrees with the baseline except on a handful of rows it gets right
+    proba = np.full((400, 4), 0.05)
+    guess = baseline.copy()
+    fixed = np.flatnonzero(guess != y)[:3]
+    guess[fixed] = y[fixed]
+    proba[np.arange(400), guess] = 0.85
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline})
+    assert (guard.baseline, guard.blend, guard.adjustment) == ("last2", 1.0, "none")
+    assert "noise" in guard.chosen_because
