@@ -46,8 +46,12 @@ def test_one_statement_per_task_and_the_training_features(tmp_path, history_fram
 def test_task_without_parameters_or_datasets_and_bad_json(tmp_path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'h.sqlite'}")
     create_schema(engine)
-    required = {"username": "u", "status": "defined", "creationdate": pd.Timestamp("2026-01-01"),
-                "modificationtime": pd.Timestamp("2026-01-01")}  # NOT NULL in PanDA's DDL
+    required = {
+        "username": "u",
+        "status": "defined",
+        "creationdate": pd.Timestamp("2026-01-01"),
+        "modificationtime": pd.Timestamp("2026-01-01"),
+    }  # NOT NULL in PanDA's DDL
     write_frame(engine, "jedi_tasks", pd.DataFrame([{"jeditaskid": 1, "workqueue_id": 5, **required},
                                                     {"jeditaskid": 2, **required}]))  # fmt: skip
     write_frame(engine, "jedi_taskparams", pd.DataFrame([{"jeditaskid": 2, "taskparams": "[1]"}]))
