@@ -28,14 +28,9 @@ UNLISTED_LAYER = 7
 #: generator code: long by nature (its sections are commented), exempt from the length rule
 LENGTH_EXEMPT = ("history/synthetic/",)
 #: "path:function" -> why it may stay long for now (name the issue that will split it)
-KNOWN_LONG: dict[str, str] = {
-    "cli/demo.py:demo": "issue 10 added the replay step; split it like _generate_history",
-}
+KNOWN_LONG: dict[str, str] = {}
 #: "path -> package" upward imports tolerated for now, with the issue that should mend them
-KNOWN_UPWARD: dict[str, str] = {
-    "config.py -> replay": "issue 10: ReplaySettings belongs in config.py, not replay/config.py",
-    "evaluation/report.py -> replay": "issue 10: the report draws the replay section",
-}
+KNOWN_UPWARD: dict[str, str] = {}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

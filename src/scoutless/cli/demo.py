@@ -60,7 +60,6 @@ def demo(
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle
-    from scoutless.evaluation.report import write_report
     from scoutless.evaluation.tables import headline_table
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
@@ -99,10 +98,12 @@ def demo(
     metrics = evaluate_bundle(predictor, table, workdir, progress=True)
     console.print(headline_table(metrics))
 
-    _step(5, STEPS, f"replay the test tasks: scouts vs predicted vs hybrid → {workdir}")
-    replay = _replay(db_path, predictor, table, workdir, seed)
-    write_report(metrics, workdir / "report.html", replay)  # the report with its replay section
-    minutes = (time.perf_counter() - started) / 60
+    _replay(db_path, predictor, table, metrics, workdir, seed)
+    _done(workdir, bundle_path, db_path, (time.perf_counter() - started) / 60)
+
+
+def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:
+    """Where everything is, and how to serve it."""
     console.print(
         Panel.fit(
             f"report:  {(workdir / 'report.html').resolve()}\n"
@@ -116,12 +117,18 @@ def demo(
     )
 
 
-def _replay(db_path: Path, predictor: Any, table: Any, workdir: Path, seed: int) -> dict:
-    """replay.json of the table's test tasks (the bundle never trained on them), printed."""
+def _replay(
+    db_path: Path, predictor: Any, table: Any, metrics: dict, workdir: Path, seed: int
+) -> None:
+    """Step 5: replay.json of the table's test tasks (the bundle never trained on them),
+    printed, and the report rewritten with its replay section."""
     from scoutless.config import get_settings
+    from scoutless.evaluation.report import write_report
+    from scoutless.replay.report import replay_section
     from scoutless.replay.runner import replay_history
     from scoutless.replay.tables import headline_line, replay_table
 
+    _step(5, STEPS, f"replay the test tasks: scouts vs predicted vs hybrid → {workdir}")
     _, test = table.split(table.default_split)
     with console.status("replaying") as status:
         document = replay_history(
@@ -130,4 +137,4 @@ def _replay(db_path: Path, predictor: Any, table: Any, workdir: Path, seed: int)
         )  # fmt: skip
     console.print(replay_table(document))
     console.print(headline_line(document))
-    return document
+    write_report(metrics, workdir / "report.html", replay_section(document))

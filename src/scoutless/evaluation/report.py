@@ -46,7 +46,8 @@ def target_figures(target: str, entry: dict[str, Any], alpha: float) -> dict[str
 
 
 def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None) -> str:
-    """The report as one HTML string (no external resources); ``replay``: replay.json."""
+    """The report as one HTML string (no external resources); ``replay``: the replay
+    section's rows and figures (``scoutless.replay.report.replay_section``)."""
     alpha = metrics.get("settings", {}).get("alpha", 0.05)
     sections = [
         {
@@ -67,26 +68,8 @@ def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None)
         headline_columns=headline_columns(metrics),
         sections=sections,
         pipeline_figure=plots.pipeline_bars(pipeline) if pipeline else None,
-        replay=_replay_section(replay) if replay else None,
+        replay=replay,
     )
-
-
-def _replay_section(document: dict[str, Any]) -> dict[str, Any]:
-    """Rows (label, one cell per strategy) and figures of the replay section."""
-    from scoutless.replay.plots import replay_figures
-    from scoutless.replay.tables import ROWS, cell
-
-    strategies = document["strategies"]
-    return {
-        "names": list(strategies),
-        "rows": [
-            (label, [cell(entry, path, digits) for entry in strategies.values()])
-            for label, path, digits in ROWS
-        ],
-        "figures": replay_figures(document),
-        "config": document.get("config", {}),
-        "workload": document.get("workload", {}),
-    }
 
 
 def write_report(metrics: dict[str, Any], path: Path, replay: dict[str, Any] | None = None) -> Path:
