@@ -52,7 +52,10 @@ def test_risk_under_allocation_stays_below_alpha(seed, alpha):
     new_p, new_y = _draw(3000, 4, rng)
     policy = RiskPolicy.fit(cal_p, cal_y, alpha=alpha)
     under = (new_y > policy.choose(new_p)).mean()
-    assert under <= alpha + 0.03  # conformal: <= alpha in expectation; slack for 3000 draws
+    # conformal: <= alpha in expectation over calibration sets; one draw of 1,500 calibration
+    # and 3,000 new rows scatters by this binomial sd, so 4 sd keep the test from flaking
+    sd = np.sqrt(alpha * (1 - alpha) * (1 / len(cal_y) + 1 / len(new_y)))
+    assert under <= alpha + 4 * sd
 
 
 def test_risk_with_too_few_rows_allocates_the_largest_class():
