@@ -177,6 +177,26 @@ class ServiceSettings(BaseModel):
     remote_timeout_s: float = Field(2.0, gt=0)
     default_alpha: float = Field(0.05, gt=0, lt=1)
     default_safe_recall: float = Field(0.9, gt=0, le=1)
+    parallel_min_rows: int = Field(
+        64,
+        ge=0,
+        description="up to this many rows the targets are predicted inline, "
+        "not on the thread pool (the hand-off costs more than it saves)",
+    )
+
+
+class InferenceSettings(BaseModel):
+    """How fitted models predict; read once when the model modules are imported."""
+
+    small_batch: int = Field(
+        64,
+        ge=0,
+        description="up to this many rows, plain Python lists and the numpy forward "
+        "pass beat pandas and torch: per-call overhead dominates a few rows",
+    )
+    dnn_predict_batch: int = Field(
+        65_536, ge=1, description="rows per torch forward pass of a large DNN batch (peak memory)"
+    )
 
 
 class ListenerSettings(BaseModel):
@@ -353,6 +373,7 @@ class Settings(BaseSettings):
     splits: SplitSettings = SplitSettings()
     training: TrainingSettings = TrainingSettings()
     service: ServiceSettings = ServiceSettings()
+    inference: InferenceSettings = InferenceSettings()
     history: HistorySettings = HistorySettings()
     listener: ListenerSettings = ListenerSettings()
     within_task: WithinTaskSettings = WithinTaskSettings()

@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.config import get_settings
 from scoutless.features.normalise import category_text, is_category_scalar, number_or_none
 from scoutless.features.spec import FeatureSpec
 
 UNKNOWN_INDEX = 0
-#: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups.
-SMALL_BATCH = 64
+#: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups
+#: (``Settings.inference.small_batch``, read once at import: it is on the hot path).
+SMALL_BATCH = get_settings().inference.small_batch
 
 
 class SchemaError(ValueError):

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.dnn import TabularMLP
@@ -34,7 +35,7 @@ from scoutless.models.numeric_embedding import quantile_edges
 from scoutless.models.ordinal import CumulativeLinkHead, boundaries
 from scoutless.models.temperature import fit_temperature, softmax
 
-PREDICT_BATCH = 65_536
+PREDICT_BATCH = get_settings().inference.dnn_predict_batch  # read once: on the hot path
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
           "history_", "_inference", "variant_")  # fmt: skip

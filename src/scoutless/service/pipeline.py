@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scoutless.config import get_settings
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
 from scoutless.features.encoders import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
@@ -32,7 +33,8 @@ from scoutless.targets.spec import TARGETS
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool
-PARALLEL_MIN_ROWS = 64
+#: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
+PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
 
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
