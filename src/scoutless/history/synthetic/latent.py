@@ -191,6 +191,34 @@ def _fill_release(transhome, transuses, arch, rows, rel, patch) -> None:  # type
     arch[rows] = rel.architecture
 
 
+@dataclass(frozen=True)
+class _Draft:
+    """What every section of :func:`draw_tasks` reads: the rng and each task's family."""
+
+    rng: np.random.Generator
+    vocab: Vocabulary
+    world: World
+    fam: np.ndarray
+    is_user: np.ndarray
+
+    @classmethod
+    def drawn(cls, rng: np.random.Generator, vocab: Vocabulary, world: World, n: int) -> _Draft:
+        """``n`` tasks' families, drawn from the vocabulary's family shares."""
+        fam = _pick(rng, n, vocab.family_share)
+        is_user = np.isin(fam, [FAMILIES.index("user_athena"), FAMILIES.index("user_gen")])
+        return cls(rng, vocab, world, fam, is_user)
+
+    @property
+    def n(self) -> int:
+        return len(self.fam)
+
+    def per_fam(self, attr: str) -> np.ndarray:
+        return np.array([getattr(MODELS[f], attr) for f in FAMILIES], dtype=float)[self.fam]
+
+    def is_family(self, *names: str) -> np.ndarray:
+        return np.isin(self.fam, [FAMILIES.index(f) for f in names])
+
+
 def draw_tasks(
     rng: np.random.Generator,
     vocab: Vocabulary,
@@ -200,31 +228,75 @@ def draw_tasks(
     few_jobs_share: float = 0.0,
 ) -> TaskDraw:
     """Features and latents of ``len(tfrac)`` tasks (``tfrac``: position in the period);
-    a ``few_jobs_share`` of them have only 1-2 jobs."""
-    n = len(tfrac)
-    fam = _pick(rng, n, vocab.family_share)
-    names = FAMILIES
-    model = [MODELS[f] for f in names]
+    a ``few_jobs_share`` of them have only 1-2 jobs. The sections below draw from ``rng``
+    in this order; changing it changes every generated history."""
+    d = _Draft.drawn(rng, vocab, world, len(tfrac))
+    drifted = drift_mask & d.is_family(*vocab.drift_families)
+    drifted &= rng.random(d.n) < 0.85
+    corecount = _cores(d)
+    transpath, trans_mem, trans_cpu = _transformations(d, corecount)
+    transhome, transuses, arch, rel_mem, rel_cpu = _release_columns(
+        rng, vocab, world, FAMILIES, d.fam, tfrac, drifted
+    )
+    campaign, project, pileup, pile_mem, pile_cpu = _campaigns(d)
+    processingtype, val = _processing_types(d, campaign, project)
+    username, user_mem, user_cpu, user_kb = _users(d)
+    baseramcount, mu_mem = _memory_mean(d, corecount, (trans_mem, rel_mem, pile_mem, user_mem))
+    mu_cpu = _cpu_mean(d, corecount, arch, (trans_cpu, rel_cpu, pile_cpu, user_cpu))
+    mu_kb = np.log(d.per_fam("kb_per_event")) + user_kb + 0.5 * pile_mem
+    sizes = _job_sizes(d, corecount, mu_cpu)
+    mu_mem += np.where(d.is_family("merge"), 0.12 * np.log10(sizes["nev_mean"] / 1000.0), 0.0)
+    inputs = _task_inputs(d, sizes, few_jobs_share)
+    latent = _latents(d, mu_mem, mu_cpu, mu_kb)
+    declared = _declared(d, mu_mem, corecount, val)
+    cols = {
+        "prodsourcelabel": np.where(d.is_user, "user", "managed").astype(object),
+        "tasktype": np.where(d.is_user, "anal", "prod").astype(object),
+        "processingtype": processingtype,
+        "transpath": transpath,
+        "transuses": transuses,
+        "transhome": transhome,
+        "architecture": arch,
+        "campaign": campaign,
+        "workqueue_id": declared["workqueue_id"],
+        "gshare": declared["gshare"],
+        "username": username,
+        "site": declared["site"],
+        "project": project,
+        "ramunit": declared["ramunit"],
+        "corecount": corecount.astype(np.int64),
+        "baseramcount": baseramcount,
+        "basewalltime": declared["basewalltime"],
+        "cpuefficiency": declared["cpuefficiency"],
+        "requested_ramcount": declared["requested_ramcount"],
+        "nevents_per_job": sizes["nevents_per_job"],
+        "nfiles_per_job": sizes["nfiles_per_job"],
+        "n_input_datasets": inputs["n_input_datasets"],
+        "input_nfiles": inputs["input_nfiles"].astype(float),
+        "input_nevents": inputs["input_nevents"].astype(float),
+    }
+    lat = _target_latents(d, cols, sizes, inputs["n_units"], latent, corecount)
+    lat = {"family": d.fam, "is_user": d.is_user, "drifted": drifted, "pileup": pileup, **lat}
+    return TaskDraw(cols=cols, lat=lat)
 
-    def per_fam(attr: str) -> np.ndarray:
-        return np.array([getattr(m, attr) for m in model], dtype=float)[fam]
 
-    is_user = np.isin(fam, [names.index("user_athena"), names.index("user_gen")])
-    drifted = drift_mask & np.isin(fam, [names.index(f) for f in vocab.drift_families])
-    drifted &= rng.random(n) < 0.85
+def _cores(d: _Draft) -> np.ndarray:
+    """Cores: multi-core share per family; AthenaMP jobs mostly 8 cores."""
+    multi = d.rng.random(d.n) < d.per_fam("multicore_share")
+    corecount = np.where(multi, MULTICORE_CHOICES[_pick(d.rng, d.n, MULTICORE_P)], 1)
+    return np.where(multi & d.is_user, np.where(d.rng.random(d.n) < 0.5, 4, 8), corecount)
 
-    # cores: multi-core share per family; AthenaMP jobs mostly 8 cores
-    multi = rng.random(n) < per_fam("multicore_share")
-    corecount = np.where(multi, MULTICORE_CHOICES[_pick(rng, n, MULTICORE_P)], 1)
-    corecount = np.where(multi & is_user, np.where(rng.random(n) < 0.5, 4, 8), corecount)
 
-    transpath = np.empty(n, dtype=object)
-    trans_mem = np.zeros(n)
-    trans_cpu = np.zeros(n)
-    for f_idx, name in enumerate(names):
+def _transformations(d: _Draft, corecount: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Transformation per task and its (log) memory and CPU effects."""
+    fam = d.fam
+    transpath = np.empty(d.n, dtype=object)
+    trans_mem = np.zeros(d.n)
+    trans_cpu = np.zeros(d.n)
+    for f_idx, name in enumerate(FAMILIES):
         rows = np.flatnonzero(fam == f_idx)
-        opts = vocab.transformations[name]
-        which = _pick(rng, rows.size, [w for _, w in opts])
+        opts = d.vocab.transformations[name]
+        which = _pick(d.rng, rows.size, [w for _, w in opts])
         transpath[rows] = np.array([p for p, _ in opts], dtype=object)[which]
     for path, (m, c) in {
         "FastChain_tf.py": (1.3, 0.15), "AtlasG4_tf.py": (1.05, 1.15),
@@ -236,111 +308,143 @@ def draw_tasks(
     build = np.array([isinstance(p, str) and "buildJob" in p for p in transpath])
     trans_mem[build] += np.log(0.5)
     trans_cpu[build] += np.log(0.3)
-    old_deriv = (fam == names.index("deriv")) & (transpath == "Reco_tf.py")
+    old_deriv = d.is_family("deriv") & (transpath == "Reco_tf.py")
     trans_cpu[old_deriv] += np.log(1.3)
-    mp_evgen = (fam == names.index("evgen")) & (corecount > 1)
+    mp_evgen = d.is_family("evgen") & (corecount > 1)
     trans_cpu[mp_evgen] += np.log(4.0)  # multi-core evgen: MadGraph-heavy samples
+    return transpath, trans_mem, trans_cpu
 
-    transhome, transuses, arch, rel_mem, rel_cpu = _release_columns(
-        rng, vocab, world, names, fam, tfrac, drifted
-    )
 
-    # campaign and pile-up (MC vs data), project = first token of the task name
-    is_data = (fam == names.index("reprocessing")) | (
-        (fam == names.index("deriv")) & (rng.random(n) < 0.3)
-    )
-    mc_idx = _pick(rng, n, [c[3] for c in vocab.mc_campaigns])
-    data_idx = _pick(rng, n, [c[3] for c in vocab.data_campaigns])
-    campaign = np.where(
-        is_data,
-        np.array([c[0] for c in vocab.data_campaigns], dtype=object)[data_idx],
-        np.array([c[0] for c in vocab.mc_campaigns], dtype=object)[mc_idx],
-    )
-    project = np.where(
-        is_data,
-        np.array([c[1] for c in vocab.data_campaigns], dtype=object)[data_idx],
-        np.array([c[1] for c in vocab.mc_campaigns], dtype=object)[mc_idx],
-    )
-    pileup = np.where(
-        is_data,
-        np.array([c[2] for c in vocab.data_campaigns])[data_idx],
-        np.array([c[2] for c in vocab.mc_campaigns])[mc_idx],
-    )
-    pile_like = np.isin(fam, [names.index(f) for f in ("pile", "reprocessing")])
-    reco = fam == names.index("reco")
+def _campaigns(d: _Draft) -> tuple[np.ndarray, ...]:
+    """Campaign and pile-up (MC vs data), project = first token of the task name."""
+    vocab, fam = d.vocab, d.fam
+    is_data = d.is_family("reprocessing") | (d.is_family("deriv") & (d.rng.random(d.n) < 0.3))
+    mc_idx = _pick(d.rng, d.n, [c[3] for c in vocab.mc_campaigns])
+    data_idx = _pick(d.rng, d.n, [c[3] for c in vocab.data_campaigns])
+
+    def pick(i: int, dtype: type | None = object) -> np.ndarray:
+        data = np.array([c[i] for c in vocab.data_campaigns], dtype=dtype)[data_idx]
+        return np.where(is_data, data, np.array([c[i] for c in vocab.mc_campaigns], dtype=dtype)[mc_idx])  # fmt: skip
+
+    campaign, project, pileup = pick(0), pick(1), pick(2, None)
+    pile_like = d.is_family("pile", "reprocessing")
+    reco = fam == FAMILIES.index("reco")
     pile_mem = np.where(pile_like | reco, 0.3 * ((pileup / 40.0) ** 1.5 - 1.0), 0.0)
     pile_cpu = np.where(pile_like, 1.3, np.where(reco, 0.6, 0.0)) * np.log(pileup / 35.0)
-    data_deriv = is_data & (fam == names.index("deriv"))
+    data_deriv = is_data & d.is_family("deriv")
     pile_mem[data_deriv] += np.log(0.9)
     pile_cpu[data_deriv] += np.log(0.7)
+    return campaign, project, pileup, pile_mem, pile_cpu
 
-    # processing type: validation / urgent tasks hide their family behind the label
-    processingtype = np.array(names, dtype=object)[fam]
-    special = rng.random(n)
+
+def _processing_types(
+    d: _Draft, campaign: np.ndarray, project: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Processing type: validation / urgent tasks hide their family behind the label.
+    Sets the campaign and project of validation and analysis tasks in place."""
+    vocab, is_user = d.vocab, d.is_user
+    processingtype = np.array(FAMILIES, dtype=object)[d.fam]
+    special = d.rng.random(d.n)
     val = ~is_user & (special < vocab.special_processing["validation"])
     urg = ~is_user & ~val & (special < sum(vocab.special_processing.values()))
     processingtype[val] = "validation"
     processingtype[urg] = "urgent"
     project[val] = vocab.validation_project
-    client = np.array(["1.4.47", "1.4.81", "1.5.10"], dtype=object)[_pick(rng, n, [0.2, 0.5, 0.3])]
-    mode = np.where(fam == names.index("user_athena"), "athena", "run")
+    client = np.array(["1.4.47", "1.4.81", "1.5.10"], dtype=object)[_pick(d.rng, d.n, [0.2, 0.5, 0.3])]  # fmt: skip
+    mode = np.where(d.fam == FAMILIES.index("user_athena"), "athena", "run")
     processingtype[is_user] = "panda-client-" + client[is_user] + "-jedi-" + mode[is_user]
     campaign[is_user] = None
     project[is_user] = "user"
+    return processingtype, val
 
-    # users: production requesters, Zipf-active analysis users with their own habits
+
+def _users(d: _Draft) -> tuple[np.ndarray, ...]:
+    """Users: production requesters, Zipf-active analysis users with their own habits."""
+    vocab, world, is_user = d.vocab, d.world, d.is_user
     prod_user = np.array(vocab.production_users, dtype=object)[
-        _pick(rng, n, vocab.production_user_weights)
+        _pick(d.rng, d.n, vocab.production_user_weights)
     ]
-    ana_idx = rng.choice(len(world.user_p), size=n, p=world.user_p)
+    ana_idx = d.rng.choice(len(world.user_p), size=d.n, p=world.user_p)
     username = np.where(is_user, np.array(vocab.analysis_users, dtype=object)[ana_idx], prod_user)
     user_mem = np.where(is_user, world.user_mem[ana_idx], 0.0)
     user_cpu = np.where(is_user, world.user_cpu[ana_idx], 0.0)
     user_kb = np.where(is_user, world.user_kb[ana_idx], 0.0)
+    return username, user_mem, user_cpu, user_kb
 
-    # memory per core at the task's core count: workers + shared part - declared base
-    shared = per_fam("shared_mb")
-    base_choice = np.array([0, 500, 1000, 1500])[_pick(rng, n, [0.4, 0.2, 0.25, 0.15])]
+
+def _memory_mean(
+    d: _Draft, corecount: np.ndarray, effects: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Memory per core at the task's core count: workers + shared part - declared base.
+    ``effects``: transformation, release, pile-up, user (log), added in this order."""
+    shared = d.per_fam("shared_mb")
+    base_choice = np.array([0, 500, 1000, 1500])[_pick(d.rng, d.n, [0.4, 0.2, 0.25, 0.15])]
     baseramcount = np.where(
-        (corecount > 1) & ~is_user, np.minimum(base_choice, 0.6 * shared), 0
+        (corecount > 1) & ~d.is_user, np.minimum(base_choice, 0.6 * shared), 0
     ).astype(float)
-    per_core = per_fam("per_worker_mb") + (shared - baseramcount) / corecount
+    per_core = d.per_fam("per_worker_mb") + (shared - baseramcount) / corecount
     mu_mem = (
-        np.log(1.1 * per_core) + trans_mem + rel_mem + pile_mem + user_mem
+        _added(np.log(1.1 * per_core), effects)
         + 0.1 * np.log1p(np.maximum(corecount - 8, 0))  # 16-core jobs: extra buffers
     )  # fmt: skip
+    return baseramcount, mu_mem
 
-    # CPU: family x release x pile-up x transformation x user, MP inefficiency
-    mu_cpu = (
-        np.log(per_fam("cpu")) + trans_cpu + rel_cpu + pile_cpu + user_cpu
+
+def _cpu_mean(
+    d: _Draft, corecount: np.ndarray, arch: np.ndarray, effects: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """CPU: family x release x pile-up x transformation x user, MP inefficiency."""
+    return (
+        _added(np.log(d.per_fam("cpu")), effects)
         + np.where(corecount > 1, np.log(1.08), 0.0)
         + np.where(np.char.startswith(arch.astype(str), "x86_64-el9"), np.log(0.93), 0.0)
     )  # fmt: skip
-    mu_kb = np.log(per_fam("kb_per_event")) + user_kb + 0.5 * pile_mem
 
-    # submitter's choices: events (or files) per job aimed at a job length
-    hours = per_fam("job_hours") * np.exp(per_fam("job_hours_sigma") * rng.standard_normal(n))
+
+def _added(base: np.ndarray, effects: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``base + e1 + e2 + ...`` summed left to right (the order fixes the rounding)."""
+    for effect in effects:
+        base = base + effect
+    return base
+
+
+def _job_sizes(d: _Draft, corecount: np.ndarray, mu_cpu: np.ndarray) -> dict[str, np.ndarray]:
+    """Submitter's choices: events (or files) per job aimed at a job length."""
+    rng, n = d.rng, d.n
+    hours = d.per_fam("job_hours") * np.exp(d.per_fam("job_hours_sigma") * rng.standard_normal(n))
     want_events = hours * 3600 * CORE_POWER_REF * corecount / np.exp(mu_cpu) / WALL_P95_FACTOR
-    by_events = np.array([bool(m.nevents_choices) for m in model])[fam]
+    model = [MODELS[f] for f in FAMILIES]
+    by_events = np.array([bool(m.nevents_choices) for m in model])[d.fam]
     nevents_per_job = np.full(n, np.nan)
     nfiles_per_job = np.full(n, np.nan)
     events_per_file = np.exp(
-        np.log(np.maximum(per_fam("events_per_file"), 1)) + rng.normal(0, 0.8, n)
+        np.log(np.maximum(d.per_fam("events_per_file"), 1)) + rng.normal(0, 0.8, n)
     )
     events_per_file = np.clip(np.rint(events_per_file), 200, 500_000)
     for f_idx, m in enumerate(model):
-        rows = np.flatnonzero(fam == f_idx)
+        rows = np.flatnonzero(d.fam == f_idx)
         if m.nevents_choices:
             nevents_per_job[rows] = _snap(want_events[rows], m.nevents_choices)
         else:
             nfiles_per_job[rows] = _snap(
                 np.maximum(want_events[rows] / events_per_file[rows], 0.5), m.files_choices
             )
-    merge_like = np.isin(fam, [names.index("merge")])
     nev_mean = np.where(by_events, nevents_per_job, nfiles_per_job * events_per_file)
-    mu_mem += np.where(merge_like, 0.12 * np.log10(nev_mean / 1000.0), 0.0)
+    return {
+        "by_events": by_events,
+        "nevents_per_job": nevents_per_job,
+        "nfiles_per_job": nfiles_per_job,
+        "events_per_file": events_per_file,
+        "nev_mean": nev_mean,
+    }
 
-    # size of the task: heavy-tailed number of jobs, input datasets follow from it
+
+def _task_inputs(
+    d: _Draft, sizes: dict[str, np.ndarray], few_jobs_share: float
+) -> dict[str, np.ndarray]:
+    """Size of the task: heavy-tailed number of jobs, input datasets follow from it."""
+    rng, n, is_user = d.rng, d.n, d.is_user
+    by_events, events_per_file = sizes["by_events"], sizes["events_per_file"]
     n_units = np.exp(np.where(is_user, np.log(10), np.log(12)) + rng.normal(0, 1.25, n))
     n_units = np.clip(np.rint(n_units), 3, 3000).astype(np.int64)
     few = rng.random(n) < few_jobs_share  # the long tail of tiny tasks (too few for a target)
@@ -348,30 +452,44 @@ def draw_tasks(
     last_fill = rng.uniform(0.05, 1.0, n)
     input_nevents = np.where(
         by_events,
-        np.rint((n_units - 1 + last_fill) * np.nan_to_num(nevents_per_job)),
+        np.rint((n_units - 1 + last_fill) * np.nan_to_num(sizes["nevents_per_job"])),
         0,
     )
     input_nfiles = np.where(
         by_events,
         np.maximum(np.ceil(input_nevents / events_per_file), 1),
-        np.ceil((n_units - 1 + last_fill) * np.nan_to_num(nfiles_per_job)),
+        np.ceil((n_units - 1 + last_fill) * np.nan_to_num(sizes["nfiles_per_job"])),
     )
     input_nevents = np.where(by_events, input_nevents, input_nfiles * events_per_file)
-    evgen = fam == names.index("evgen")
-    input_nfiles = np.where(evgen, n_units, input_nfiles)
+    input_nfiles = np.where(d.is_family("evgen"), n_units, input_nfiles)
     n_input_datasets = np.where(is_user, 1 + rng.poisson(0.4, n), 1).astype(float)
+    return {
+        "n_units": n_units,
+        "input_nevents": input_nevents,
+        "input_nfiles": input_nfiles,
+        "n_input_datasets": n_input_datasets,
+    }
 
-    # the latents themselves
-    s_mem = per_fam("mem_sigma")
-    s_cpu = per_fam("cpu_sigma")
-    s_kb = per_fam("kb_sigma")
-    log_mem = mu_mem + s_mem * rng.standard_normal(n)
-    log_cpu = mu_cpu + s_cpu * rng.standard_normal(n)
-    log_kb = mu_kb + s_kb * rng.standard_normal(n)
-    io_max_factor = 1.3 * (1.0 + 0.08 * np.log(n_units))
-    wall_shift = np.log(nev_mean * WALL_P95_FACTOR / (CORE_POWER_REF * corecount))
 
-    # declared parameters (production sets them; analysis leaves most unset)
+def _latents(
+    d: _Draft, mu_mem: np.ndarray, mu_cpu: np.ndarray, mu_kb: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The latents themselves: one Gaussian draw around each mean."""
+    s_mem, s_cpu, s_kb = d.per_fam("mem_sigma"), d.per_fam("cpu_sigma"), d.per_fam("kb_sigma")
+    return {
+        "mu_mem": mu_mem, "mu_cpu": mu_cpu, "mu_kb": mu_kb,
+        "s_mem": s_mem, "s_cpu": s_cpu, "s_kb": s_kb,
+        "log_mem": mu_mem + s_mem * d.rng.standard_normal(d.n),
+        "log_cpu": mu_cpu + s_cpu * d.rng.standard_normal(d.n),
+        "log_kb": mu_kb + s_kb * d.rng.standard_normal(d.n),
+    }  # fmt: skip
+
+
+def _declared(
+    d: _Draft, mu_mem: np.ndarray, corecount: np.ndarray, val: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Declared parameters (production sets them; analysis leaves most unset)."""
+    rng, n, is_user, vocab = d.rng, d.n, d.is_user, d.vocab
     cpuefficiency = np.where(
         is_user, np.nan, np.array([90, 80, 70, 100])[_pick(rng, n, [0.6, 0.2, 0.1, 0.1])]
     ).astype(float)
@@ -389,38 +507,36 @@ def draw_tasks(
         np.array(vocab.site_names, dtype=object)[rng.integers(0, len(vocab.site_names), n)],
         None,
     )
-    wq = np.array([vocab.workqueues[f] for f in names])[fam]
+    wq = np.array([vocab.workqueues[f] for f in FAMILIES])[d.fam]
     workqueue_id = np.where(corecount > 1, wq[:, 1], wq[:, 0])
-    gshare = np.array([vocab.gshares[f] for f in names], dtype=object)[fam]
+    gshare = np.array([vocab.gshares[f] for f in FAMILIES], dtype=object)[d.fam]
     gshare[val] = "Validation"
     ramunit = np.where(is_user & (rng.random(n) < 0.2), "MBPerCoreFixed", "MBPerCore")
-
-    cols = {
-        "prodsourcelabel": np.where(is_user, "user", "managed").astype(object),
-        "tasktype": np.where(is_user, "anal", "prod").astype(object),
-        "processingtype": processingtype,
-        "transpath": transpath,
-        "transuses": transuses,
-        "transhome": transhome,
-        "architecture": arch,
-        "campaign": campaign,
+    return {
+        "cpuefficiency": cpuefficiency,
+        "basewalltime": basewalltime,
+        "requested_ramcount": requested,
+        "site": site,
         "workqueue_id": workqueue_id.astype(np.int64),
         "gshare": gshare,
-        "username": username,
-        "site": site,
-        "project": project,
         "ramunit": ramunit.astype(object),
-        "corecount": corecount.astype(np.int64),
-        "baseramcount": baseramcount,
-        "basewalltime": basewalltime,
-        "cpuefficiency": cpuefficiency,
-        "requested_ramcount": requested,
-        "nevents_per_job": nevents_per_job,
-        "nfiles_per_job": nfiles_per_job,
-        "n_input_datasets": n_input_datasets,
-        "input_nfiles": input_nfiles.astype(float),
-        "input_nevents": input_nevents.astype(float),
     }
+
+
+def _target_latents(
+    d: _Draft,
+    cols: dict[str, np.ndarray],
+    sizes: dict[str, np.ndarray],
+    n_units: np.ndarray,
+    latent: dict[str, np.ndarray],
+    corecount: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The latents the jobs are drawn around, and each target's log-normal (mu, sigma)."""
+    mu_mem, mu_cpu, mu_kb = latent["mu_mem"], latent["mu_cpu"], latent["mu_kb"]
+    s_cpu, s_kb, log_cpu, log_kb = latent["s_cpu"], latent["s_kb"], latent["log_cpu"], latent["log_kb"]  # fmt: skip
+    nev_mean, basewalltime = sizes["nev_mean"], cols["basewalltime"]
+    io_max_factor = 1.3 * (1.0 + 0.08 * np.log(n_units))
+    wall_shift = np.log(nev_mean * WALL_P95_FACTOR / (CORE_POWER_REF * corecount))
     bw_eff = np.where(np.isnan(basewalltime), DEFAULT_BASE_WALLTIME, basewalltime)
     # io = bytes per job / typical wall; log(bw + cpu part) linearised at the feature mean
     # keeps log io Gaussian given the features while bytes and wall stay consistent
@@ -428,29 +544,24 @@ def draw_tasks(
     weight = typical_cpu_s / (bw_eff + typical_cpu_s)
     io_mu = mu_kb + np.log(nev_mean * io_max_factor / corecount) - np.log(bw_eff + typical_cpu_s)
     log_io = io_mu + (log_kb - mu_kb) - weight * (log_cpu - mu_cpu)
-    eff = np.where(np.isnan(cpuefficiency), DEFAULT_CPU_EFFICIENCY, cpuefficiency) / 100.0
-    lat = {
-        "family": fam,
-        "is_user": is_user,
-        "drifted": drifted,
-        "pileup": pileup,
-        "n_units": n_units,
-        "nev_mean": nev_mean,
-        "by_events": by_events,
-        "events_per_file": events_per_file,
-        "mix_p": np.where(corecount > 1, per_fam("mix_multi"), per_fam("mix_single")),
-        "fail_rate": per_fam("fail_rate"),
-        "mem_within": per_fam("mem_within"),
-        "cpu_within": per_fam("cpu_within"),
-        "input_share": per_fam("input_share"),
-        "per_worker_mb": per_fam("per_worker_mb"),
-        "shared_mb": shared,
+    cpueff = cols["cpuefficiency"]
+    eff = np.where(np.isnan(cpueff), DEFAULT_CPU_EFFICIENCY, cpueff) / 100.0
+    return {
+        "n_units": n_units, "nev_mean": nev_mean,
+        "by_events": sizes["by_events"], "events_per_file": sizes["events_per_file"],
+        "mix_p": np.where(corecount > 1, d.per_fam("mix_multi"), d.per_fam("mix_single")),
+        "fail_rate": d.per_fam("fail_rate"),
+        "mem_within": d.per_fam("mem_within"),
+        "cpu_within": d.per_fam("cpu_within"),
+        "input_share": d.per_fam("input_share"),
+        "per_worker_mb": d.per_fam("per_worker_mb"),
+        "shared_mb": d.per_fam("shared_mb"),
         "bw_eff": bw_eff,
         "eff": eff,
         # targets: log-normal (mu, sigma) given the features, and the realised values
         "memory_mu": mu_mem,
-        "memory_sigma": s_mem,
-        "memory_target": np.exp(log_mem),
+        "memory_sigma": latent["s_mem"],
+        "memory_target": np.exp(latent["log_mem"]),
         "walltime_mu": mu_cpu + wall_shift,
         "walltime_sigma": s_cpu,
         "walltime_target": bw_eff + np.exp(log_cpu + wall_shift),
@@ -461,5 +572,4 @@ def draw_tasks(
         "log_kb": log_kb,
         "cputime_mu_base": mu_cpu + np.log(eff),
         "cputime_sigma_base": s_cpu,
-    }
-    return TaskDraw(cols=cols, lat=lat)
+    }  # fmt: skip
