@@ -67,6 +67,22 @@ def metrics_table(manifest: dict) -> Table:
     return table
 
 
+XgbGridOption = Annotated[
+    str | None,
+    typer.Option(
+        help="XGBoost k-fold grid (runs even without --trials), JSON or a JSON file: "
+        '{"max_depth": [4, 6]}'
+    ),
+]
+DnnVariantsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="DNN variants tried per target, the best on validation kept (reference, "
+        "ordinal, ordinal_tempered, ple, onecycle); default: reference,ordinal,ordinal_tempered"
+    ),
+]
+
+
 def train(
     table: Annotated[Path, typer.Option("--table", help="training table (.parquet)")],
     out: Annotated[Path, typer.Option("--out", help="bundle folder to write")],
@@ -82,21 +98,9 @@ def train(
         typer.Option(help="'random' or 'time': whose train rows to use (default: the table's)"),
     ] = None,
     max_epochs: Annotated[int | None, typer.Option(min=1, help="cap on DNN epochs")] = None,
-    xgb_grid: Annotated[
-        str | None,
-        typer.Option(
-            help="XGBoost k-fold grid (runs even without --trials), JSON or a JSON file: "
-            '{"max_depth": [4, 6]}'
-        ),
-    ] = None,
+    xgb_grid: XgbGridOption = None,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads for training")] = None,
-    dnn_variants: Annotated[
-        str | None,
-        typer.Option(
-            help="DNN variants tried per target, the best on validation kept (reference, "
-            "ordinal, ordinal_tempered, ple, onecycle); default: reference,ordinal,ordinal_tempered"
-        ),
-    ] = None,
+    dnn_variants: DnnVariantsOption = None,
     scheduler: scale.SchedulerOption = None,
 ) -> None:
     """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
