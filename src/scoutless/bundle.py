@@ -15,9 +15,6 @@ interrupted run leaves no half bundle and never touches an existing one until it
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.atomic import atomic_folder
 from scoutless.features.encoders import (
     EncodedFeatures,
     FeatureEncoder,
@@ -104,21 +102,8 @@ def save_bundle(
 ) -> Path:
     """Write the bundle to ``out`` atomically: a hidden sibling folder, then a rename."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        write(tmp, contents)
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic_folder(out) as staging:
+        write(staging, contents)
     return out
 
 

@@ -27,8 +27,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scoutless.atomic import atomic_folder
 from scoutless.config import Settings
-from scoutless.distributed.output import atomic_folder
 from scoutless.distributed.sources import HistoryPart, Partitions, Probabilities
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.build import (
