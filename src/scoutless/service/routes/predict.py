@@ -9,7 +9,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 
 from scoutless.service.backend import Answer, TaskQuery
-from scoutless.service.deps import BackendDep, ServiceSettingsDep, StateDep
+from scoutless.service.deps import backend_of, state_of
 from scoutless.service.pipeline import JSON_OPTS
 from scoutless.service.schemas import PolicyName, PredictRequest, PredictResponse
 
@@ -26,14 +26,10 @@ def _request_id(request: Request) -> str:
 
 
 @router.post("/predict", response_model=PredictResponse)
-async def predict(
-    body: PredictRequest,
-    request: Request,
-    state: StateDep,
-    backend: BackendDep,
-    settings: ServiceSettingsDep,
-) -> Response:
+async def predict(body: PredictRequest, request: Request) -> Response:
     """Predict the classes of one or many tasks (features, or PanDA task parameters)."""
+    state = state_of(request)
+    backend, settings = backend_of(state), state.settings.service
     n_tasks = len(body.rows())
     if n_tasks > settings.max_batch:
         state.metrics.error("batch_too_large")
@@ -47,7 +43,6 @@ async def predict(
 async def task_prediction(
     jeditaskid: Annotated[int, Path(ge=0)],
     request: Request,
-    backend: BackendDep,
     policy: PolicyName = "argmax",
     alpha: Annotated[float | None, Query(gt=0, lt=1)] = None,
     targets: Annotated[str | None, Query(description="comma-separated subset")] = None,
@@ -55,4 +50,5 @@ async def task_prediction(
     """Read the task's submission-time features from the PanDA database, then predict."""
     wanted = [t for t in (targets or "").split(",") if t] or None
     query = TaskQuery(policy=policy, alpha=alpha, targets=wanted)
+    backend = backend_of(state_of(request))
     return json_response(await backend.task_prediction(jeditaskid, query, _request_id(request)))
