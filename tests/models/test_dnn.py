@@ -180,7 +180,32 @@ def test_numpy_pass_finds_layers_by_type_and_refuses_unknown_blocks():
 
     net = TabularMLP(cardinalities=[4], d_numerical=2, n_classes=3, d_hidden=(8, 5),
                      dropouts=(0.0, 0.1))  # fmt: skip
-    weights = InferenceWeights.of(net.eval())
+    weights = InferenceWeights.of(net.eval(), fold=False)
     assert [w.shape for w, _ in weights.layers] == [(3 + 2, 8), (8, 5), (5, 3)]
+    folded = InferenceWeights.of(net.eval())  # the embedding's rows moved into its table
+    assert [w.shape for w, _ in folded.layers] == [(2, 8), (8, 5), (5, 3)]
     with pytest.raises(TypeError, match="expected Linear"):
         hidden_layers(torch.nn.Sequential(torch.nn.ReLU()))
+
+
+@pytest.mark.parametrize("head", ["softmax", "ordinal"])
+@pytest.mark.parametrize("ple", [None, (2, 4, 3)])
+def test_embeddings_folded_into_the_first_layer_give_the_same_logits(head, ple):
+    """The folded numpy pass = the unfolded one = torch, for every head and embedding."""
+    from scoutless.models.dnn_inference import InferenceWeights
+
+    torch.manual_seed(0)
+    net = TabularMLP(cardinalities=[5, 40, 3], d_numerical=6, n_classes=4, d_hidden=(16, 8),
+                     dropouts=(0.1, 0.1), head=head, ple=ple).eval()  # fmt: skip
+    for norm in (m for m in net.modules() if isinstance(m, torch.nn.BatchNorm1d)):
+        norm.running_mean.uniform_(-1, 1)  # non-trivial statistics, so folding is exercised
+        norm.running_var.uniform_(0.5, 2)
+    rng = np.random.default_rng(1)
+    codes = np.stack([rng.integers(0, n, 7) for n in (5, 40, 3)], axis=1)
+    numeric = rng.normal(size=(7, 6)).astype(np.float32)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(codes), torch.from_numpy(numeric)).numpy()
+    folded, unfolded = InferenceWeights.of(net), InferenceWeights.of(net, fold=False)
+    assert folded.folded is not None and unfolded.folded is None
+    np.testing.assert_allclose(folded.logits(codes, numeric), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(unfolded.logits(codes, numeric), expected, rtol=1e-4, atol=1e-5)

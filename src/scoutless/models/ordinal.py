@@ -116,6 +116,8 @@ def cumulative_link_log_proba(
     """The head's forward pass in numpy: (n,) location and log-scale, (K - 1,) cuts."""
     scale = np.exp(np.clip(log_scale, *LOG_SCALE_BOUNDS))
     cdf = ndtr((cuts[None, :] - location[:, None]) / scale[:, None])
-    n = len(location)
-    proba = np.diff(np.hstack([np.zeros((n, 1)), cdf, np.ones((n, 1))]), axis=1)
-    return np.log(np.maximum(proba, _EPS))
+    proba = np.empty((len(location), len(cuts) + 1), dtype=cdf.dtype)
+    proba[:, 0] = cdf[:, 0]
+    np.subtract(cdf[:, 1:], cdf[:, :-1], out=proba[:, 1:-1])
+    np.subtract(1.0, cdf[:, -1], out=proba[:, -1])
+    return np.log(np.maximum(proba, _EPS, out=proba), out=proba)
