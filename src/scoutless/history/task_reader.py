@@ -5,11 +5,16 @@ statement reads the task's ``jedi_tasks`` columns, its parameters and its datase
 (outer joins), compiled once per database and executed on the driver directly (on
 PostgreSQL psycopg turns a statement run repeatedly into a server-side prepared one).
 The rows then go through ``features.extract.features_of``, the code that builds the
-training table, so a task fetched here gets exactly its training features.
+training table, so a task fetched here gets exactly its training features. On SQLite
+each thread keeps its own read-only connection with the file memory-mapped: a pool
+checkout costs more than the indexed read itself.
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import threading
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, inspect, select
@@ -28,6 +33,10 @@ from scoutless.history.store import HISTORY_TABLE, SUBMITTED, join_states
 from scoutless.targets.spec import TARGET_NAMES
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
+
+
+#: how much of a SQLite history file a reader maps into memory (reads then skip a syscall)
+SQLITE_MMAP_BYTES = 1 << 30
 
 
 class BadTaskRecord(ValueError):
@@ -92,6 +101,9 @@ class TaskReader:
         self._task_keys = names[: self._n_task]
         dbapi_error = getattr(engine.dialect.dbapi, "Error", None)
         self._driver_errors = (dbapi_error,) if isinstance(dbapi_error, type) else ()
+        database = engine.url.database if engine.dialect.name == "sqlite" else None
+        self._sqlite_file = database if database not in (None, "", ":memory:") else None
+        self._local = threading.local()
 
     def rows(self, jeditaskid: int) -> list[tuple[Any, ...]]:
         """The statement's raw rows for one task; :class:`DatabaseUnavailable` on failure."""
@@ -102,6 +114,8 @@ class TaskReader:
             raise DatabaseUnavailable(f"cannot read task {jeditaskid}: {exc}") from exc
 
     def _execute(self, args: Any) -> list[tuple[Any, ...]]:
+        if self._sqlite_file is not None:
+            return self._sqlite_connection().execute(self._sql, args).fetchall()
         for attempt in (1, 2):
             raw = self.engine.raw_connection()
             cursor = None
@@ -119,6 +133,18 @@ class TaskReader:
                     cursor.close()
                 raw.close()
         raise AssertionError("unreachable")
+
+    def _sqlite_connection(self) -> sqlite3.Connection:
+        """This thread's connection to the SQLite file (opened on first use, kept)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if not os.path.exists(self._sqlite_file):  # connect() would create an empty one
+                raise sqlite3.OperationalError(f"no database file {self._sqlite_file}")
+            conn = sqlite3.connect(self._sqlite_file, timeout=30, isolation_level=None)
+            conn.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+        return conn
 
     def inputs(self, jeditaskid: int) -> TaskInputs:
         """The task's jedi_tasks columns, decoded parameters and dataset rows."""
