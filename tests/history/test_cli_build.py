@@ -46,6 +46,23 @@ def test_build_refuses_a_missing_database_clearly(tmp_path):
     assert not out.exists()
 
 
+def test_build_names_the_columns_an_older_history_lacks(tmp_path):
+    """A history written before the job rows gained creationtime and the error codes."""
+    import sqlite3
+
+    db = tmp_path / "old.sqlite"
+    load_into(make_engine(f"sqlite:///{db}"), make_history_frames(n_tasks=5, jobs_per_task=3))
+    with sqlite3.connect(db) as conn:
+        for column in ("creationtime", "piloterrorcode"):
+            conn.execute(f"ALTER TABLE jobsarchived4 DROP COLUMN {column}")
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["data", "build", "--db", f"sqlite:///{db}", "--out", str(out)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "older scoutless" in text and "jobsarchived4 lacks creationtime, piloterrorcode" in text
+    assert not out.exists()
+
+
 def test_generate_then_build_from_the_command_line(tmp_path):
     url = f"sqlite:///{tmp_path / 'gen.sqlite'}"
     result = runner.invoke(app, ["data", "generate", "--tasks", "300", "--db", url, "--seed", "5"])

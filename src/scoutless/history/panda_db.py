@@ -7,7 +7,7 @@ path serves every dialect. Large reads stream in chunks of task ids.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import DateTime, Engine, Table, create_engine, event, select
+from sqlalchemy import DateTime, Engine, Table, create_engine, event, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -44,6 +44,34 @@ class TaskNotFound(LookupError):
 
 class DatabaseUnavailable(RuntimeError):
     """The history database cannot be reached (the service answers 503)."""
+
+
+class OutdatedSchema(DatabaseUnavailable):
+    """The history database lacks columns this version reads (written by an older one)."""
+
+
+def require_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> None:
+    """Refuse, naming every missing column, a database whose tables lack ``wanted`` columns.
+
+    Without it a history written by an older scoutless fails deep inside a chunked read
+    with the driver's "no such column"; this says which columns and what to do.
+    """
+    try:
+        inspector = inspect(engine)
+        missing = {
+            table: sorted(set(columns) - {c["name"] for c in inspector.get_columns(table)})
+            for table, columns in wanted.items()
+            if inspector.has_table(table)
+        }
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(f"cannot read the history's schema: {exc}") from exc
+    missing = {table: columns for table, columns in missing.items() if columns}
+    if missing:
+        listed = "; ".join(f"{t} lacks {', '.join(c)}" for t, c in missing.items())
+        raise OutdatedSchema(
+            f"the history database was written by an older scoutless ({listed}): "
+            "regenerate it (`scoutless data generate`) or add the columns"
+        )
 
 
 @dataclass
@@ -141,6 +169,8 @@ def read_history(
     """Tasks (all, those created since a date, or the given ids) with datasets and jobs
     (all of jobsarchived4's columns, or just ``job_columns`` for large reads)."""
     job_columns = list(job_columns) if job_columns is not None else JOB_COLUMNS
+    wanted = {"jedi_tasks": TASK_COLUMNS, "jedi_datasets": DATASET_COLUMNS}
+    require_columns(engine, {**wanted, "jobsarchived4": job_columns} if with_jobs else wanted)
     if ids is None:
         ids = task_ids(engine, since=since)
     parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}
