@@ -85,7 +85,7 @@ def test_cli_serve_runs_and_stops_on_sigterm(real_bundle, tmp_path) -> None:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             try:

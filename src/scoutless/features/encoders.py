@@ -83,16 +83,18 @@ class InspectedFeatures:
     def __len__(self) -> int:
         return len(self.encoded)
 
-    def row(self, i: int, names: Sequence[str]) -> dict[str, Any]:
-        """Row ``i`` as typed values (NaN -> None), e.g. for the prediction log."""
-        out: dict[str, Any] = {}
+    def rows(self, names: Sequence[str]) -> list[dict[str, Any]]:
+        """Every row as typed values (NaN -> None), e.g. for the prediction log.
+
+        Column by column (one ``tolist`` per numerical) rather than element by element:
+        a 1,000-task batch's rows take ~4 ms instead of ~40."""
+        columns: list[list[Any]] = []
         for name in names:
             if name in self.categories:
-                out[name] = self.categories[name][i]
+                columns.append(self.categories[name])
             else:
-                value = float(self.numbers[name][i])
-                out[name] = None if value != value else value
-        return out
+                columns.append([None if v != v else v for v in self.numbers[name].tolist()])
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 class FeatureEncoder:
@@ -143,7 +145,6 @@ class FeatureEncoder:
         return self
 
     def _build_lookups(self) -> None:
-        self._index = {name: pd.Index(vocab) for name, vocab in self.vocabulary_.items()}
         self._lookup = {
             name: {v: i + 1 for i, v in enumerate(vocab)}
             for name, vocab in self.vocabulary_.items()
@@ -247,8 +248,9 @@ class FeatureEncoder:
         for rec in records:
             seen.update(rec.keys())
         unexpected = sorted(seen - expected)
-        missing = [n for n in names if any(n not in rec for rec in records)]
-        if missing or unexpected:
+        # no unexpected key and every record as long as ``names``: then none is missing
+        if unexpected or any(len(rec) != len(names) for rec in records):
+            missing = [n for n in names if any(n not in rec for rec in records)]
             raise self._schema_error(missing, unexpected, {})
         return {n: [rec[n] for rec in records] for n in names}
 
@@ -310,12 +312,10 @@ class FeatureEncoder:
         n = len(index)
         codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
         for j, name in enumerate(self.categorical):
-            if n <= SMALL_BATCH:
-                lookup = self._lookup[name]
-                codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
-            else:  # not found (or None) is -1 -> 0 = unknown
-                values = np.asarray(categories[name], dtype=object)
-                codes[:, j] = self._index[name].get_indexer(values) + 1
+            # a dict lookup per value beats pandas' get_indexer at every size (the text
+            # lists are built anyway; a string Index converts them first): 1M rows 0.2 s vs 1.6
+            lookup = self._lookup[name]
+            codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
         raw = np.empty((n, len(self.numerical)), dtype=float)
         for j, name in enumerate(self.numerical):
             raw[:, j] = numbers[name]
@@ -331,13 +331,8 @@ class FeatureEncoder:
     def _unknown(self, categories: dict[str, list[str | None]], n: int) -> list[dict[str, str]]:
         out: list[dict[str, str]] = [{} for _ in range(n)]
         for name in self.categorical:
-            values = categories[name]
-            if len(values) <= SMALL_BATCH:
-                lookup = self._lookup[name]
-                unknown = [i for i, v in enumerate(values) if v is not None and v not in lookup]
-            else:
-                found = self._index[name].get_indexer(np.asarray(values, dtype=object)) >= 0
-                unknown = [i for i in np.flatnonzero(~found) if values[i] is not None]
+            values, lookup = categories[name], self._lookup[name]
+            unknown = [i for i, v in enumerate(values) if v is not None and v not in lookup]
             for i in unknown:
                 out[i][name] = values[i]  # type: ignore[assignment]
         return out

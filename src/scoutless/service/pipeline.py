@@ -168,8 +168,8 @@ class Pipeline:
             for feature, value in unknown.items():
                 flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
         features_json = [
-            orjson.dumps(features.row(i, self.feature_names), option=JSON_OPTS).decode()
-            for i in range(len(records))
+            orjson.dumps(row, option=JSON_OPTS).decode()
+            for row in features.rows(self.feature_names)
         ]
         return Prepared(features, ids, flags, features_json)
 
@@ -261,6 +261,7 @@ class Pipeline:
     ) -> list[dict[str, Any]]:
         """Prediction-log rows (``ops.prediction_log``'s columns): one per task and target."""
         rows: list[dict[str, Any]] = []
+        version = self.version
         for k, (target, d) in enumerate(decisions.items()):
             labels, recommended = d.view.labels, d.view.recommended
             for i, c in enumerate(d.classes):
@@ -268,7 +269,7 @@ class Pipeline:
                     {
                         "request_id": request_id,
                         "jeditaskid": prepared.jeditaskids[i],
-                        "model_version": self.version,
+                        "model_version": version,
                         "target": target,
                         "class_id": c,
                         "class_label": labels[c],
