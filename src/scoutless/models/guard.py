@@ -12,9 +12,9 @@ the user. The guard wraps the champion's probabilities in three small, fitted st
 3. **selection**: each (adjustment, baseline, λ) is scored by its worse margin over the
    strongest baseline's class (the *anchor*), min(Δ macro-F1, Δ accuracy), and that margin
    must be robust: its lower ``quantile`` over a paired bootstrap of contiguous time blocks
-   of the validation rows (:mod:`scoutless.models.paired_bootstrap`). The rule with the
-   highest lower bound is served if that bound is above zero; otherwise the anchor is (the
-   model only where that baseline has no class). Picking the best of dozens of rules on a
+   of the validation rows (:mod:`scoutless.models.paired_bootstrap`). Among the rules whose
+   lower bound is above zero, the widest margin is served (ties: higher macro-F1); where
+   none is, the anchor is (the model only where that baseline has no class). Picking the best of dozens of rules on a
    few hundred bursty rows flatters the winner, and the next period may differ: a lead that
    does not survive the bootstrap is not worth giving up a baseline that follows the user.
 
@@ -199,12 +199,19 @@ def fit_guard(
             quantile=robust.quantile, n_blocks=robust.n_blocks,
             n_resamples=robust.n_resamples, seed=robust.seed,
         )  # fmt: skip
-        best = max(range(len(candidates)), key=lambda i: (bounds[i], scores[i]["macro_f1"]))
+        ref = reference[anchor]
+        margin = [
+            min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores
+        ]
+        robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
+        # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
+        best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
         reason = (
-            f"highest robust margin over {anchor} (lower {robust.quantile:g} quantile of "
-            f"min(Δ macro-F1, Δ accuracy), time-block bootstrap): {bounds[best]:+.3f}"
+            f"widest margin over {anchor} among the {len(robust_rules)} rules whose lower "
+            f"{robust.quantile:g} quantile of min(Δ macro-F1, Δ accuracy) (time-block "
+            f"bootstrap) is above zero: {bounds[best]:+.3f}"
         )
-        if bounds[best] <= 0:
+        if best < 0:
             best = next(i for i, g in enumerate(candidates)
                         if g.baseline == anchor and g.blend == 1.0 and g.adjustment == "none")  # fmt: skip
             reason = (
