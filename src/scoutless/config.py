@@ -50,6 +50,13 @@ class HistorySettings(BaseModel):
     guard_min_rows: int = Field(
         50, ge=1, description="fewer validation rows: serve the model unadjusted"
     )
+    guard_lower_quantile: float = Field(
+        0.025, gt=0, lt=0.5,
+        description="a rule replaces the anchor baseline only if this quantile of its margin "
+        "(time-block bootstrap of validation) is above zero",
+    )  # fmt: skip
+    guard_blocks: int = Field(10, ge=2, description="contiguous time blocks of the bootstrap")
+    guard_resamples: int = Field(400, ge=50, description="bootstrap resamples")
 
 
 class SplitSettings(BaseModel):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.features.spec import FeatureSpec
 from scoutless.models.guard import (
+    RobustSelection,
     ServingGuard,
     baseline_classes,
     baseline_feature_columns,
@@ -85,4 +88,47 @@ def test_a_margin_within_noise_serves_the_baseline_class():
     proba[np.arange(400), guess] = 0.85
     guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline})
     assert (guard.baseline, guard.blend, guard.adjustment) == ("last2", 1.0, "none")
-    assert "noise" in guard.chosen_because
+    assert "robustly" in guard.chosen_because
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.integers(2, 5).flatmap(
+        lambda k: st.tuples(
+            st.lists(
+                st.lists(st.floats(0.01, 1.0), min_size=k, max_size=k), min_size=1, max_size=20
+            ),
+            st.lists(st.floats(-2.0, 2.0), min_size=k, max_size=k),
+            st.lists(st.integers(-1, k - 1), min_size=20, max_size=20),
+        )
+    ),
+    st.sampled_from([0.0, 0.25, 1.0]),
+)
+def test_prior_shift_keeps_rows_normalised_and_is_the_identity_when_priors_match(case, blend):
+    rows, offsets, classes = case
+    proba = np.asarray(rows)
+    proba /= proba.sum(axis=1, keepdims=True)
+    baseline = np.asarray(classes[: len(proba)])
+    shifted = ServingGuard("t", "m", offsets, "recent_prior", "last2", blend).apply(proba, baseline)
+    np.testing.assert_allclose(shifted.sum(axis=1), 1.0)
+    same = ServingGuard("t", "m", [0.3] * proba.shape[1], "recent_prior").apply(proba)
+    np.testing.assert_allclose(same, proba)  # a constant offset: train prior = recent prior
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.3, 0.95), st.floats(0.3, 0.95))
+def test_the_guard_serves_the_anchor_unless_a_rule_beats_it_robustly(seed, right, agree):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, 300)
+    baseline = np.where(rng.random(300) < agree, y, rng.integers(0, 3, 300))
+    proba = _noisy_proba(y, 3, right, rng)
+    robust = RobustSelection(n_resamples=100)
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline}, robust=robust)
+    served = guard.apply(proba, baseline).argmax(axis=1)
+    f1, acc = _scores(y, served)
+    base_f1, base_acc = _scores(y, baseline)
+    if (guard.baseline, guard.blend, guard.adjustment) == ("last2", 1.0, "none"):
+        assert (f1, acc) == (base_f1, base_acc)
+    else:  # a robust lead: positive lower bound, so better on these rows in both metrics
+        assert guard.validation["robust_lower_bound"] > 0
+        assert f1 >= base_f1 and acc >= base_acc

@@ -80,3 +80,27 @@ def test_walk_forward_reports_served_and_baselines_and_the_cli_writes_json(table
     assert len(written["periods"]) == 1 and "overall" in run.output
     bad = CliRunner().invoke(app, [*args[:2], "soon", *args[3:]])
     assert bad.exit_code == 1 and "expected a number" in bad.output
+
+
+def test_the_bundle_serves_exactly_what_training_guarded(table, tmp_path):
+    """Save -> load: served probabilities are the recorded rule applied to the raw model's,
+    with the baseline class read from the request's own input column."""
+    from scoutless.bundle import load_bundle
+    from scoutless.models.guard import ServingGuard, baseline_feature_columns
+    from scoutless.training import train_bundle
+
+    path = train_bundle(table, tmp_path / "b", models=["xgb"], split="time", progress=False)
+    predictor = load_bundle(path)
+    record = predictor.manifest["guard"]["walltime"]
+    assert record["validation"]["robust_selection"]["quantile"] > 0
+    guard = ServingGuard.from_dict(record)
+    test = table.split("time")[1]
+    X = test[[f.name for f in predictor.feature_specs]]
+    served = predictor.predict_proba(X, ["walltime"], "served")["walltime"]
+    raw = predictor.predict_proba(X, ["walltime"], guard.model)["walltime"]
+    column = baseline_feature_columns("walltime")[guard.baseline or "last2"]
+    text = X[column].astype(str)
+    n_classes = raw.shape[1]
+    classes = np.array([int(v) if v.isdigit() and int(v) < n_classes else -1 for v in text])
+    np.testing.assert_allclose(served, guard.apply(raw, classes if guard.baseline else None))
+    np.testing.assert_allclose(served.sum(axis=1), 1.0)

@@ -9,12 +9,14 @@ the user. The guard wraps the champion's probabilities in three small, fitted st
    weights, i.e. a uniform prior), or offsets tuned for macro-F1 on those rows;
 2. **blend** with the baseline's class: ``(1 − λ)·p + λ·onehot(baseline)`` where the
    baseline has a class (λ = 1 is the calibrated fallback to the baseline);
-3. **selection**: among all (adjustment, baseline, λ) the rule whose worse margin over the
-   best baseline — min(Δ macro-F1, Δ accuracy) on validation — is widest (ties: higher
-   macro-F1): it dominates the baselines on both metrics where any rule does, and is the
-   closest to doing so where none does; a margin within noise (``SIGNIFICANCE_Z`` standard
-   errors of the validation accuracy) serves the strongest baseline's class instead (the
-   model only where that baseline has none).
+3. **selection**: each (adjustment, baseline, λ) is scored by its worse margin over the
+   strongest baseline's class (the *anchor*), min(Δ macro-F1, Δ accuracy), and that margin
+   must be robust: its lower ``quantile`` over a paired bootstrap of contiguous time blocks
+   of the validation rows (:mod:`scoutless.models.paired_bootstrap`). Among the rules whose
+   lower bound is above zero, the widest margin is served (ties: higher macro-F1); where
+   none is, the anchor is (the model only where that baseline has no class). Picking the best of dozens of rules on a
+   few hundred bursty rows flatters the winner, and the next period may differ: a lead that
+   does not survive the bootstrap is not worth giving up a baseline that follows the user.
 
 The baseline's class is read from the encoded features (a categorical input, see
 :func:`baseline_feature_columns`), so training, evaluation and the service apply the very
@@ -31,15 +33,24 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.models.paired_bootstrap import margin_lower_bounds
 
 #: Baselines the guard may blend in, strongest first.
 GUARD_BASELINES: tuple[str, ...] = ("last2", "user_request")
 BLENDS: tuple[float, ...] = (0.0, 0.25, 0.4, 0.6, 1.0)
 BIAS_STEPS: tuple[float, ...] = (-1.5, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5)
-#: A rule must beat the best baseline by this many standard errors of the validation
-#: accuracy, else the baseline's own class is served (validation rows are few and the
-#: next period may differ).
-SIGNIFICANCE_Z = 2.0
+
+
+@dataclass(frozen=True)
+class RobustSelection:
+    """How sure the guard must be before it serves anything but the anchor baseline:
+    the ``quantile`` of the margin over ``n_resamples`` resamples of ``n_blocks`` time
+    blocks must exceed zero (defaults: ``Settings.history``)."""
+
+    quantile: float = 0.025
+    n_blocks: int = 10
+    n_resamples: int = 400
+    seed: int = 0
 
 
 def baseline_feature_columns(target: str) -> dict[str, str]:
@@ -133,10 +144,22 @@ def _reference(
     }
 
 
-def _is_anchor(guard: ServingGuard, reference: Mapping[str, Any]) -> bool:
-    """The fallback rule: the strongest baseline's class wherever it has one, unadjusted."""
-    strongest = max(reference, key=lambda b: reference[b]["accuracy"] + reference[b]["macro_f1"])
-    return guard.baseline == strongest and guard.blend == 1.0 and guard.adjustment == "none"
+def _anchor_name(reference: Mapping[str, Any]) -> str:
+    """The strongest baseline: best accuracy + macro-F1 on validation."""
+    return max(reference, key=lambda b: reference[b]["accuracy"] + reference[b]["macro_f1"])
+
+
+def _candidates(
+    offsets: Mapping[str, np.ndarray], reference: Mapping[str, Any], target: str, model: str
+) -> list[ServingGuard]:
+    """Every (adjustment, baseline, λ); the first one with λ = 1 and no adjustment for the
+    anchor is the anchor itself."""
+    options = [(None, 0.0)] + [(b, w) for b in reference for w in BLENDS if w > 0]
+    return [
+        ServingGuard(target, model, off.tolist(), adjustment, baseline, weight)
+        for adjustment, off in offsets.items()
+        for baseline, weight in options
+    ]
 
 
 def fit_guard(
@@ -149,41 +172,66 @@ def fit_guard(
     recent_prior: np.ndarray | None = None,
     majority: int = 0,
     tune: tuple[np.ndarray, np.ndarray] | None = None,
+    order: np.ndarray | None = None,
+    robust: RobustSelection | None = None,
 ) -> ServingGuard:
     """Choose the served rule on validation rows (see the module docstring); ``tune``
-    (classes, probabilities) fits the macro-F1 offsets on other, earlier rows."""
+    (classes, probabilities) fits the macro-F1 offsets on other, earlier rows; ``order``:
+    the rows' time order (None: as given), which the bootstrap's blocks follow."""
+    robust = robust or RobustSelection()
     n_classes = proba.shape[1]
     tune_y, tune_proba = tune if tune is not None else (y, proba)
     offsets = {"none": np.zeros(n_classes), "macro_f1_offsets": tune_offsets(tune_y, tune_proba)}
     if recent_prior is not None:
         offsets["recent_prior"] = np.log(np.asarray(recent_prior, float).clip(min=1e-3))
     reference = _reference(y, baselines, np.full(len(y), majority))
-    target_f1 = max((r["macro_f1"] for r in reference.values()), default=-1.0)
-    target_acc = max((r["accuracy"] for r in reference.values()), default=-1.0)
-    candidates: list[tuple[float, float, ServingGuard]] = []
-    for adjustment, off in offsets.items():
-        options = [(None, 0.0)] + [(b, w) for b in reference for w in BLENDS if w > 0]
-        for baseline, weight in options:
-            guard = ServingGuard(target, model, off.tolist(), adjustment, baseline, weight)
-            served = guard.apply(proba, baselines.get(baseline) if baseline else None)
-            s = _scores(y, served.argmax(axis=1))
-            candidates.append((s["macro_f1"], s["accuracy"], guard))
-    # the rule that beats the best baseline by the widest margin on BOTH metrics …
-    f1, acc, best = max(candidates, key=lambda c: (min(c[0] - target_f1, c[1] - target_acc), c[0]))
-    reason = "widest margin over the best baseline in macro-F1 and accuracy on validation"
-    # … if that margin is more than noise; else the baseline decides wherever it has a class
-    noise = SIGNIFICANCE_Z * np.sqrt(max(target_acc * (1 - target_acc), 0.01) / len(y))
-    anchored = [c for c in candidates if _is_anchor(c[2], reference)]
-    if anchored and min(f1 - target_f1, acc - target_acc) < noise and best.blend < 1.0:
-        f1, acc, best = anchored[0]
-        reason = f"no rule beat the best baseline by more than noise ({noise:.3f}): its class"
+    candidates = _candidates(offsets, reference, target, model)
+    served = [
+        g.apply(proba, baselines.get(g.baseline) if g.baseline else None).argmax(axis=1)
+        for g in candidates
+    ]
+    scores = [_scores(y, s) for s in served]
+    if reference:
+        anchor = _anchor_name(reference)
+        anchor_served = np.where(baselines[anchor] >= 0, baselines[anchor], majority)
+        bounds = margin_lower_bounds(
+            y, served, anchor_served, np.arange(len(y)) if order is None else order, n_classes,
+            quantile=robust.quantile, n_blocks=robust.n_blocks,
+            n_resamples=robust.n_resamples, seed=robust.seed,
+        )  # fmt: skip
+        ref = reference[anchor]
+        margin = [
+            min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores
+        ]
+        robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
+        # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
+        best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
+        reason = (
+            f"widest margin over {anchor} among the {len(robust_rules)} rules whose lower "
+            f"{robust.quantile:g} quantile of min(Δ macro-F1, Δ accuracy) (time-block "
+            f"bootstrap) is above zero: {bounds[best]:+.3f}"
+        )
+        if best < 0:
+            best = next(i for i, g in enumerate(candidates)
+                        if g.baseline == anchor and g.blend == 1.0 and g.adjustment == "none")  # fmt: skip
+            reason = (
+                f"no rule beat {anchor} robustly (best lower bound {max(bounds):+.3f} <= 0): "
+                "its class"
+            )
+    else:  # no baseline has a class on these rows: the best rule by macro-F1
+        best = max(
+            range(len(candidates)), key=lambda i: (scores[i]["macro_f1"], scores[i]["accuracy"])
+        )
+        bounds, reason = None, "no baseline class on validation: best macro-F1"
     validation = {
-        "served": {"macro_f1": f1, "accuracy": acc},
+        "served": scores[best],
         "model": _scores(y, proba.argmax(axis=1)),
         "baselines": reference,
         "n": len(y),
+        "robust_lower_bound": None if bounds is None else float(bounds[best]),
+        "robust_selection": asdict(robust),
     }
+    g = candidates[best]
     return ServingGuard(
-        target, model, best.log_offsets, best.adjustment, best.baseline, best.blend,
-        reason, validation,
-    )  # fmt: skip
+        target, model, g.log_offsets, g.adjustment, g.baseline, g.blend, reason, validation
+    )

@@ -3,7 +3,8 @@
 Fitted on validation rows only. On a time split those rows are the latest of the training
 period (:func:`scoutless.history.splits.forward_parts`); the prior and the macro-F1
 offsets are then fitted on their earlier half and the rule is chosen on the later half:
-each step is judged on rows it has not seen, one step ahead, as it will serve.
+each step is judged on rows it has not seen, one step ahead, as it will serve, and the
+rule must win robustly over time blocks of those rows (``Settings.history.guard_*``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from scoutless.config import get_settings
 from scoutless.evaluation.baselines import majority_class
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.models.guard import (
+    RobustSelection,
     ServingGuard,
     baseline_classes,
     baseline_feature_columns,
@@ -46,9 +48,14 @@ def fit_target_guard(
         select = val_order >= np.median(val_order)
         tune = ~select if (~select).any() else select
     prior = np.bincount(y_val[tune], minlength=data.n_classes) / max(int(tune.sum()), 1)
+    settings = get_settings().history
+    robust = RobustSelection(
+        settings.guard_lower_quantile, settings.guard_blocks, settings.guard_resamples
+    )
     return fit_guard(
         data.target, champion, y_val[select], val_proba[select],
         {name: classes[select] for name, classes in baselines.items()},
         recent_prior=prior, majority=majority_class(data.y["fit"], data.n_classes),
         tune=(y_val[tune], val_proba[tune]),
+        order=None if val_order is None else val_order[select], robust=robust,
     )  # fmt: skip
