@@ -62,3 +62,43 @@ def test_unreachable_database_is_named(tmp_path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'missing' / 'log.sqlite'}")
     with pytest.raises(DatabaseUnavailable, match="scoutless_predictions"):
         PredictionLog(engine)
+
+
+def _write_many(url: str, worker: int, n: int) -> None:
+    log = PredictionLog(url)
+    for i in range(n):
+        log.write([_row("memory", request_id=f"w{worker}-{i}")] * 4)
+
+
+def test_writer_processes_take_turns_and_lose_nothing(tmp_path) -> None:
+    """Service workers share one SQLite log: their commits take turns through the lock
+    file instead of failing or sleeping on SQLite's busy handler."""
+    import multiprocessing
+
+    url = f"sqlite:///{tmp_path / 'log.sqlite'}"
+    PredictionLog(url)  # the table exists before the writers start
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_many, args=(url, w, 60)) for w in range(3)]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(120)
+        assert process.exitcode == 0
+    log = PredictionLog(url)
+    assert log.count() == 3 * 60 * 4
+    assert (tmp_path / "log.sqlite.write-lock").exists()
+
+
+def test_writer_turn_is_exclusive_across_processes(tmp_path) -> None:
+    import fcntl
+    import os
+
+    from scoutless.ops.prediction_log import WriterTurn
+
+    turn = WriterTurn(str(tmp_path / "log.sqlite"))
+    with turn.hold():
+        other = os.open(turn.path, os.O_RDWR)  # another open file: as another process
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released after the turn
+    os.close(other)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from service_fakes import task
 
@@ -105,7 +106,7 @@ def test_model_health_ready_metrics(client) -> None:
     assert model["model_version"] == "fake-1"
     assert model["targets"] == ["memory", "cputime", "io", "walltime"]
     assert {f["name"] for f in model["features"]} >= {"corecount", "processingtype"}
-    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/healthz").json() == {"status": "ok", "pid": os.getpid()}
     assert client.get("/readyz").json()["ready"] is True
     client.post("/v1/predict", json={"task": task()})
     client.post("/v1/predict", json={"task": {"corecount": 1}})

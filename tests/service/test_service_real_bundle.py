@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -97,6 +98,58 @@ def test_cli_serve_runs_and_stops_on_sigterm(real_bundle, tmp_path) -> None:
         assert set(body["tasks"][0]["targets"]) == {"memory", "walltime"}
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises it after draining
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()
+
+
+def _worker_pids(url: str, n_clients: int = 16) -> set[int]:
+    """The workers that answer ``n_clients`` keep-alive connections opened together."""
+    clients = [httpx.Client(base_url=url, timeout=30) for _ in range(n_clients)]
+    try:
+        return {c.get("/healthz").json()["pid"] for c in clients}
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_cli_serve_workers_share_connections_restart_and_drain(real_bundle, tmp_path) -> None:
+    """--workers 2: connections reach both workers (one SO_REUSEPORT socket each), a killed
+    worker is replaced, and SIGTERM drains and stops them all."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
+           "--bundle", str(real_bundle), "--db", f"sqlite:///{tmp_path}/db.sqlite",
+           "--port", str(port), "--workers", "2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline, pids = time.monotonic() + 180, set()
+        while time.monotonic() < deadline and len(pids) < 2:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            try:
+                pids = _worker_pids(url)
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert len(pids) == 2
+        for _ in range(4):
+            r = httpx.post(url + "/v1/predict", json={"task": task()}, timeout=30)
+            assert r.status_code == 200, r.text
+        victim = min(pids)
+        os.kill(victim, signal.SIGKILL)
+        deadline, now = time.monotonic() + 180, set()
+        while time.monotonic() < deadline and not (len(now) == 2 and victim not in now):
+            try:
+                now = _worker_pids(url)
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert len(now) == 2 and victim not in now  # replaced, and serving again
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        for pid in now:  # no orphaned worker keeps the port
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
     finally:
         if proc.poll() is None:
             proc.kill()

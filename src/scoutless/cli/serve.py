@@ -63,7 +63,14 @@ def serve(
         uvicorn.run(create_app(**options), **common)  # type: ignore[arg-type]
         return
     os.environ[OPTIONS_ENV] = json.dumps(options)
-    uvicorn.run("scoutless.service.app:app_from_env", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+    from scoutless.service.workers import Supervisor  # one SO_REUSEPORT socket per worker
+
+    try:
+        code = Supervisor(workers, host, port, log_level).run()
+    except OSError as exc:
+        console.print(f"[red]cannot listen on {host}:{port}: {exc}")
+        raise typer.Exit(code=1) from exc
+    raise typer.Exit(code=code)
 
 
 def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:

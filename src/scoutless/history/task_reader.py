@@ -134,6 +134,11 @@ class TaskReader:
                 raw.close()
         raise AssertionError("unreachable")
 
+    @property
+    def local(self) -> bool:
+        """Whether reads go to a local SQLite file (fast enough to make inline)."""
+        return self._sqlite_file is not None
+
     def _sqlite_connection(self) -> sqlite3.Connection:
         """This thread's connection to the SQLite file (opened on first use, kept)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import APIRouter, Response
 
 from scoutless.service.deps import MetricsDep, StateDep
@@ -10,9 +12,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    """The process answers (liveness)."""
-    return {"status": "ok"}
+async def healthz() -> dict[str, object]:
+    """The process answers (liveness); ``pid`` tells the workers of one service apart."""
+    return {"status": "ok", "pid": os.getpid()}
 
 
 @router.get("/readyz")
