@@ -179,6 +179,28 @@ def update_store(
     return len(changed)
 
 
+def _target_stats(
+    states: Mapping[StateKey, KeyState],
+    kind: str,
+    groups: Sequence[str | None],
+    target: str,
+    requests: np.ndarray,
+    cfg: HistorySettings,
+) -> list[dict[str, float]]:
+    """One key kind's statistics of one target per record: a key's are computed once per
+    request value (a batch of one user's tasks costs one computation, not one per task)."""
+    memo: dict[tuple[str | None, float | None], dict[str, float]] = {}
+    rows = []
+    for group, request in zip(groups, requests.tolist(), strict=True):
+        key = (group, None if request != request else request)  # NaN: no request
+        stats = memo.get(key)
+        if stats is None:
+            state = states.get((kind, group, target)) or KeyState()
+            stats = memo[key] = state.features(request, cfg)
+        rows.append(stats)
+    return rows
+
+
 def features_from_states(
     states: Mapping[StateKey, KeyState],
     records: pd.DataFrame,
@@ -189,12 +211,27 @@ def features_from_states(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """History features per record (columns as :func:`history_specs` lists) and, per
     record, whether any key of it had a finished job in the store."""
+    columns, found = state_features(states, records, keys, targets, with_request, cfg)
+    return pd.DataFrame(columns, index=records.index), found
+
+
+def state_features(
+    states: Mapping[StateKey, KeyState],
+    records: Mapping[str, Sequence[Any]] | pd.DataFrame,
+    keys: Mapping[str, str],
+    targets: Sequence[str],
+    with_request: Sequence[str] = (),
+    cfg: HistorySettings | None = None,
+) -> tuple[dict[str, list[float]], np.ndarray]:
+    """:func:`features_from_states` on columns (name -> values: ``creationdate``, the key
+    columns, ``{t}_request`` where known), as plain lists: no frame for a few tasks."""
     cfg = cfg or get_settings().history
     submit = seconds(records["creationdate"])
     out: dict[str, list[float]] = {}
-    found = np.zeros(len(records), dtype=bool)
+    found = np.zeros(len(submit), dtype=bool)
+    no_request = np.full(len(submit), np.nan)
     for kind, column in keys.items():
-        groups = _key_values(records, column)
+        groups = [None if pd.isna(v) else str(v) for v in records[column]]
         for i, group in enumerate(groups):
             activity = states.get((kind, group, ACTIVITY)) if group is not None else None
             found[i] |= activity is not None and activity.n > 0
@@ -203,13 +240,14 @@ def features_from_states(
                 act = dict.fromkeys(act, float("nan"))
             for stat, value in act.items():
                 out.setdefault(feature_name(kind, stat), []).append(value)
-            for t in targets:
-                req_col = f"{t}_request"
-                req = float(records[req_col].iloc[i]) if req_col in records else float("nan")
-                stats = (states.get((kind, group, t)) or KeyState()).features(req, cfg)
-                for stat in TARGET_STATS + (REQUEST_STATS if t in with_request else ()):
-                    out.setdefault(feature_name(kind, stat, t), []).append(stats[stat])
-    return pd.DataFrame(out, index=records.index), found
+        for t in targets:
+            req_col = f"{t}_request"
+            requests = np.asarray(records[req_col], float) if req_col in records else no_request
+            stats = TARGET_STATS + (REQUEST_STATS if t in with_request else ())
+            per_record = _target_stats(states, kind, groups, t, requests, cfg)
+            for stat in stats:
+                out[feature_name(kind, stat, t)] = [row[stat] for row in per_record]
+    return out, found
 
 
 STATE_COLUMNS: tuple[str, ...] = (
@@ -272,12 +310,46 @@ def task_history(
     """One task's history features from its joined row, and whether any key had history.
 
     The submit time is the task's creation time (now when it has none)."""
-    kinds = {k: keys[k] for k in layout.kinds if k in keys}
+    kinds = layout_keys(layout, keys)
     states = states_from_row(task, kinds, layout.targets)
-    submitted = task.get(SUBMITTED) or datetime.now(UTC)
-    record = pd.DataFrame([{**{c: task.get(c) for c in kinds.values()}, "creationdate": submitted}])
-    features, found = features_from_states(
-        states, record, kinds, layout.targets, layout.with_request
-    )
-    row = features.iloc[0].to_dict()
-    return {name: float(row.get(name, float("nan"))) for name in layout.names}, bool(found[0])
+    record = {**{c: task.get(c) for c in kinds.values()}, "creationdate": task.get(SUBMITTED)}
+    features, found = records_history(states, [record], layout, keys)
+    return features[0], found[0]
+
+
+def layout_keys(layout: HistoryLayout, keys: Mapping[str, str]) -> dict[str, str]:
+    """The key kinds of ``layout`` that ``keys`` names a column for (kind -> column)."""
+    return {k: keys[k] for k in layout.kinds if k in keys}
+
+
+def key_pairs(
+    records: Iterable[Mapping[str, Any]], keys: Mapping[str, str]
+) -> set[tuple[str, str]]:
+    """The distinct (key kind, key value) pairs of ``records``: what to read from the store."""
+    return {
+        (kind, str(r[column]))
+        for r in records
+        for kind, column in keys.items()
+        if r.get(column) is not None
+    }
+
+
+def records_history(
+    states: Mapping[StateKey, KeyState],
+    records: Sequence[Mapping[str, Any]],
+    layout: HistoryLayout,
+    keys: Mapping[str, str],
+) -> tuple[list[dict[str, float]], list[bool]]:
+    """History features of records (key columns and ``creationdate``, the submit time: now
+    where None) from the store's states, and per record whether any key had history.
+
+    The one computation behind the task path's joined row and posted tasks alike."""
+    kinds = layout_keys(layout, keys)
+    now = datetime.now(UTC)
+    columns: dict[str, list[Any]] = {c: [r.get(c) for r in records] for c in kinds.values()}
+    columns["creationdate"] = [r.get("creationdate") or now for r in records]
+    features, found = state_features(states, columns, kinds, layout.targets, layout.with_request)
+    names, nan = layout.names, [float("nan")] * len(records)  # names: computed per access
+    values = [[float(v) for v in features.get(n, nan)] for n in names]
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+    return rows, found.tolist()
