@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, inspect, select
@@ -26,10 +27,20 @@ from scoutless.features.extract import (
     features_of,
     parse_taskparams,
 )
-from scoutless.features.history import history_keys
+from scoutless.features.history import HistoryLayout, KeyState, history_keys
+from scoutless.features.normalise import category_text
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
-from scoutless.history.store import HISTORY_TABLE, SUBMITTED, join_states
+from scoutless.history.store import (
+    HISTORY_TABLE,
+    SUBMITTED,
+    StateKey,
+    join_states,
+    key_pairs,
+    layout_keys,
+    read_states,
+    records_history,
+)
 from scoutless.targets.spec import TARGET_NAMES
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
@@ -168,6 +179,32 @@ class TaskReader:
             if row[self._n_task] is not None  # no datasetid: the outer join's empty row
         ]
         return task, params, datasets
+
+    def states(self, pairs: Iterable[tuple[str, str]]) -> dict[StateKey, KeyState]:
+        """The store's rows of these (key kind, key value) pairs, in one statement (a posted
+        batch's history); :class:`DatabaseUnavailable` when the store cannot be read."""
+        try:
+            with self.engine.connect() as conn:
+                return read_states(conn, pairs)
+        except (SQLAlchemyError, *self._driver_errors) as exc:
+            raise DatabaseUnavailable(f"cannot read the history store: {exc}") from exc
+
+    def history(
+        self, records: Sequence[Mapping[str, Any]], layout: HistoryLayout
+    ) -> tuple[list[dict[str, float]], list[bool]]:
+        """History features of posted tasks, as the task path computes them: one store read
+        for the whole batch. ``records`` are feature dicts (the key features are named as
+        their jedi_tasks columns) with ``creationdate`` (None: now)."""
+        kinds = layout_keys(layout, TASK_HISTORY_KEYS)
+        keyed = [
+            {
+                **{c: category_text(r.get(c)) for c in kinds.values()},
+                "creationdate": r.get("creationdate"),
+            }
+            for r in records
+        ]
+        states = self.states(key_pairs(keyed, kinds))
+        return records_history(states, keyed, layout, TASK_HISTORY_KEYS)
 
     def features(self, jeditaskid: int) -> dict[str, Any]:
         """One task's submission-time features, exactly as training computes them."""
