@@ -4,18 +4,34 @@ features training computed (parity), and flags tasks whose keys have no history.
 from __future__ import annotations
 
 import importlib.util
+import json
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from service_fakes import task
+from sqlalchemy.exc import OperationalError
 
 from scoutless.bundle import load_bundle
+from scoutless.features.extract import (
+    FEATURE_NAMES,
+    TASKPARAM_TO_COLUMN,
+    features_of,
+    input_counts,
+)
 from scoutless.features.history import layout_of
+from scoutless.history import task_reader
 from scoutless.history.build import build_training_table, task_history_frame
 from scoutless.history.panda_db import make_engine, read_history, write_frame
-from scoutless.history.store import HISTORY_MISSING, task_history, update_store
+from scoutless.history.store import (
+    HISTORY_MISSING,
+    SUBMITTED,
+    read_states,
+    task_history,
+    update_store,
+)
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.service.app import create_app
 from scoutless.targets.estimators import compute_task_targets
@@ -84,3 +100,149 @@ def test_users_with_and_without_history_are_answered_and_flagged(world, tmp_path
     # a client that posts the task's features without history gets an answer, flagged
     assert posted.status_code == 200, posted.text
     assert HISTORY_MISSING in [f["kind"] for f in posted.json()["tasks"][0]["flags"]]
+
+
+# -- posted tasks get their history from the store too ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(world, tmp_path_factory):
+    """A client of the world's service (bundle with history, database with the store) and
+    the prediction log's file."""
+    url, _, bundle, _ = world
+    log_file = tmp_path_factory.mktemp("history_log") / "log.sqlite"
+    app = create_app(predictor=load_bundle(bundle), db_url=url, log_db_url=f"sqlite:///{log_file}")
+    with TestClient(app) as client:
+        yield client, log_file
+
+
+def _posted(url: str, task_id: int) -> tuple[dict, dict]:
+    """The task's features (no history features) and its task parameters as JEDI would post
+    them, both with the task's creation time (the history's submit time)."""
+    reader = TaskReader(make_engine(url))
+    task, params, datasets = reader.inputs(task_id)
+    created = str(task[SUBMITTED])
+    features = {k: None if v != v else v for k, v in features_of(task, params, datasets).items()}
+    counts = {k: v for k, v in input_counts(datasets).items() if v == v}
+    taskparams = {
+        **params,
+        **{key: task[column] for key, column in TASKPARAM_TO_COLUMN.items() if column in task},
+        "taskName": task["taskname"],
+        **counts,
+        "creationdate": created,
+    }
+    reader.engine.dispose()
+    return {**features, "creationdate": created}, taskparams
+
+
+def _logged_features(log_file: Path, request_id: str) -> list[dict]:
+    with sqlite3.connect(log_file) as conn:
+        rows = conn.execute(
+            "SELECT features FROM scoutless_predictions"
+            " WHERE request_id = ? AND features IS NOT NULL ORDER BY id",
+            (request_id,),
+        ).fetchall()
+    return [json.loads(text) for (text,) in rows]
+
+
+def _flags(response) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return [[f["kind"] for f in t["flags"]] for t in response.json()["tasks"]]
+
+
+def _probabilities(response) -> list[dict[str, list[float]]]:  # type: ignore[no-untyped-def]
+    return [
+        {t: p["probabilities"] for t, p in task["targets"].items()}
+        for task in response.json()["tasks"]
+    ]
+
+
+def test_posted_task_gets_the_history_the_task_path_reads(world, served):
+    url, table, _, latest = world
+    client, log_file = served
+    layout = layout_of(table.feature_names, list(table.bins))
+    features, taskparams = _posted(url, latest)
+    by_id = client.get(f"/v1/tasks/{latest}/prediction")
+    by_features = client.post("/v1/predict", json={"task": features})
+    by_params = client.post("/v1/predict", json={"taskparams": [taskparams]})
+    answers = (by_id, by_features, by_params)
+    assert all(r.status_code == 200 for r in answers), [r.text for r in answers]
+    assert all(HISTORY_MISSING not in _flags(r)[0] for r in answers)
+    logged = [_logged_features(log_file, r.json()["request_id"])[0] for r in answers]
+    expected = table.frame.set_index("jeditaskid").loc[latest, layout.names].to_numpy(float)
+    for row in logged:  # training's values, whichever way the task came
+        got = np.array([np.nan if row[n] is None else row[n] for n in layout.names], float)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, equal_nan=True)
+    assert _probabilities(by_features) == _probabilities(by_id) == _probabilities(by_params)
+
+
+def test_posted_task_without_history_is_flagged(served):
+    client, _ = served
+    new = task(username="nobody", transpath="New_tf.py", campaign="MC99")
+    response = client.post("/v1/predict", json={"task": new})
+    assert response.status_code == 200, response.text
+    assert HISTORY_MISSING in _flags(response)[0]
+
+
+def test_a_batch_reads_the_store_once(world, served, monkeypatch):
+    url, _, _, latest = world
+    client, _ = served
+    reads: list[set] = []
+
+    def counted(conn, pairs):  # type: ignore[no-untyped-def]
+        reads.append(set(pairs))
+        return read_states(conn, pairs)
+
+    monkeypatch.setattr(task_reader, "read_states", counted)
+    features, _ = _posted(url, latest)
+    new = task(username="nobody", transpath="New_tf.py", campaign="MC99")
+    batch = [features] * 6 + [new] * 6
+    response = client.post("/v1/predict", json={"tasks": batch})
+    assert response.status_code == 200, response.text
+    assert len(reads) == 1 and len(reads[0]) == 6  # distinct (kind, key) pairs of two tasks
+    flags = _flags(response)
+    assert all(HISTORY_MISSING not in f for f in flags[:6])
+    assert all(HISTORY_MISSING in f for f in flags[6:])
+
+
+def test_posted_history_features_win_over_the_store(world, served):
+    url, _, _, latest = world
+    client, log_file = served
+    features, _ = _posted(url, latest)
+    by_store = client.post("/v1/predict", json={"task": features})
+    mine = client.post("/v1/predict", json={"task": {**features, "user_n_finished": 1234.0}})
+    assert by_store.status_code == mine.status_code == 200, mine.text
+    stored, posted = (
+        _logged_features(log_file, r.json()["request_id"])[0] for r in (by_store, mine)
+    )
+    assert posted["user_n_finished"] == 1234.0 != stored["user_n_finished"]
+    assert {k: v for k, v in posted.items() if k != "user_n_finished"} == {
+        k: v for k, v in stored.items() if k != "user_n_finished"
+    }
+
+
+def test_unreadable_store_still_answers_flagged(world, served, monkeypatch):
+    url, _, _, latest = world
+    client, _ = served
+
+    def down(conn, pairs):  # type: ignore[no-untyped-def]
+        raise OperationalError("SELECT …", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(task_reader, "read_states", down)
+    features, taskparams = _posted(url, latest)
+    for body in ({"task": features}, {"taskparams": [taskparams]}):
+        response = client.post("/v1/predict", json=body)
+        assert response.status_code == 200, response.text
+        (flag,) = [f for f in response.json()["tasks"][0]["flags"] if f["kind"] == HISTORY_MISSING]
+        assert "unreadable" in flag["msg"] and "database is locked" in flag["msg"]
+
+
+def test_history_keys_are_features_of_the_same_name():
+    """Posted records carry the store's keys under their jedi_tasks column names."""
+    assert set(TASK_HISTORY_KEYS.values()) <= set(FEATURE_NAMES)
+
+
+def test_a_posted_creation_time_that_is_no_time_is_refused(served):
+    client, _ = served
+    response = client.post("/v1/predict", json={"task": {**task(), "creationdate": "soon"}})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "tasks", 0, "creationdate"]

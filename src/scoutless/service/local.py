@@ -24,7 +24,7 @@ from scoutless.history.store import task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
-from scoutless.service.pipeline import Outcome, history_missing_flag
+from scoutless.service.pipeline import HistoryLookup, Outcome, Pipeline, history_missing_flag
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
 from scoutless.service.telemetry import Metrics
@@ -54,6 +54,7 @@ class LocalBackend:
     async def predict(self, body: PredictRequest, request_id: str) -> Answer:
         served = self.served()
         rows = body.rows()
+        lookup = self._store_lookup(served.pipeline)
         run = functools.partial(
             served.pipeline.run,
             rows,
@@ -62,10 +63,23 @@ class LocalBackend:
             policy=body.policy,
             alpha=body.alpha or self.settings.default_alpha,
             request_id=request_id,
+            history=lookup,
         )
-        # a few tasks take about a millisecond: cheaper on the event loop than a thread hop
-        outcome = run() if len(rows) <= INLINE_MAX_TASKS else await run_in_threadpool(run)
+        # a few tasks take about a millisecond: cheaper on the event loop than a thread hop,
+        # unless they wait on a database server's round trip for their history
+        remote_store = lookup is not None and not (self.reader and self.reader.local)
+        waits = remote_store and _lacks_history(body, served.pipeline)
+        inline = len(rows) <= INLINE_MAX_TASKS and not waits
+        outcome = run() if inline else await run_in_threadpool(run)
         return await self._store_and_answer(served, outcome, request_id, body.policy)
+
+    def _store_lookup(self, pipeline: Pipeline) -> HistoryLookup | None:
+        """Where posted tasks without history features get them: the store, if the bundle
+        uses history and the database has one (as ``GET /v1/tasks/{id}/prediction`` reads)."""
+        reader, layout = self.reader, pipeline.history
+        if layout is None or reader is None or not reader.with_history:
+            return None
+        return functools.partial(reader.history, layout=layout)
 
     async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
         served = self.served()
@@ -171,3 +185,11 @@ class LocalBackend:
         for engine in (self.reader.engine if self.reader else None, self.log and self.log.engine):
             if engine is not None:
                 engine.dispose()
+
+
+def _lacks_history(body: PredictRequest, pipeline: Pipeline) -> bool:
+    """Whether some posted task lacks history features (task parameters never carry them)."""
+    names = pipeline.history.names if pipeline.history else []
+    if not names or body.is_taskparams:
+        return bool(names)
+    return any(not isinstance(row, dict) or n not in row for row in body.rows() for n in names)

@@ -1,10 +1,12 @@
 """The serving pipeline: preprocess → predict the targets in parallel → decide → answer + log.
 
 (The fetch stage, for tasks read from the PanDA database, is ``history.task_reader``:
-the same feature code as training.) The pipeline does no HTTP and no logging I/O; it
-returns the response body's tasks and, built separately from the same decisions, the
-prediction-log rows, with the time each stage took. Feature validation is the bundle's (``Predictor.validate_frame``),
-so the service never re-implements preprocessing.
+the same feature code as training; posted tasks without history features get them from
+the store through a lookup the backend passes, one read per request.) The pipeline does
+no HTTP and no logging I/O; it returns the response body's tasks and, built separately
+from the same decisions, the prediction-log rows, with the time each stage took. Feature
+validation is the bundle's (``Predictor.validate_frame``), so the service never
+re-implements preprocessing.
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import orjson
+import pandas as pd
 
 from scoutless.config import get_settings
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
 from scoutless.features.encoders import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
+from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
@@ -39,6 +43,11 @@ PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
 Predictor = PredictorLike
+
+#: Reads the history store for posted records lacking history features (feature dicts with
+#: ``creationdate``): per record, its history features and whether any key had history.
+#: Raises ``DatabaseUnavailable`` when the store cannot be read.
+HistoryLookup = Callable[[list[dict[str, Any]]], tuple[list[dict[str, float]], list[bool]]]
 
 
 class InputError(ValueError):
@@ -153,17 +162,17 @@ class Pipeline:
         return str(self.predictor.version)
 
     # -- stages -----------------------------------------------------------------------------
-    def preprocess(self, rows: Sequence[Any], *, taskparams: bool = False) -> Prepared:
+    def preprocess(
+        self, rows: Sequence[Any], *, taskparams: bool = False, history: HistoryLookup | None = None
+    ) -> Prepared:
         field_name = "taskparams" if taskparams else "tasks"
-        records, ids = _records(rows, field_name, taskparams)
-        missing = self._fill_history(records)
+        records, ids, submitted = _records(rows, field_name, taskparams)
+        missing = self._fill_history(records, submitted, history)
         try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
             features = self.predictor.inspect(records)
         except ValueError as exc:
             raise _schema_errors(exc, records, field_name) from exc
-        flags: list[list[dict[str, Any]]] = [
-            [history_missing_flag(self.history)] if gap else [] for gap in missing
-        ]
+        flags: list[list[dict[str, Any]]] = [[gap] if gap else [] for gap in missing]
         for row, unknown in enumerate(features.unknown):
             for feature, value in unknown.items():
                 flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
@@ -173,20 +182,48 @@ class Pipeline:
         ]
         return Prepared(features, ids, flags, features_json)
 
-    def _fill_history(self, records: list[dict[str, Any]]) -> list[bool]:
-        """Per record, whether its history features were absent (then filled as unknown:
-        NaN, and baseline-class inputs "none"), so a client without a store still gets an
-        answer, flagged."""
+    def _fill_history(
+        self,
+        records: list[dict[str, Any]],
+        submitted: list[pd.Timestamp | None],
+        lookup: HistoryLookup | None,
+    ) -> list[dict[str, Any] | None]:
+        """Fill each record's absent history features, and say which records get flagged.
+
+        Absent features come from the store through ``lookup`` (one call for the request;
+        posted values are kept), else are unknown: NaN, and baseline-class inputs "none",
+        so a client without a store still gets an answer, flagged."""
         if self.history is None:
-            return [False] * len(records)
-        names = [*self.history.names, *self._baseline_inputs]
-        gaps = []
-        for record in records:
-            absent = [n for n in names if n not in record]
+            return [None] * len(records)
+        names = self.history.names
+        gaps = [i for i, record in enumerate(records) if any(n not in record for n in names)]
+        flags: list[dict[str, Any] | None] = [None] * len(records)
+        unknown = history_missing_flag(self.history)
+        for i in gaps:
+            flags[i] = unknown
+        if gaps and lookup is not None:
+            try:
+                stored, found = lookup([{**records[i], "creationdate": submitted[i]} for i in gaps])
+            except DatabaseUnavailable as exc:
+                reason = str(exc).splitlines()[0]  # the driver's message, not the SQL
+                unreadable = history_missing_flag(
+                    self.history, f"history store unreadable, history features unknown: {reason}"
+                )
+                for i in gaps:
+                    flags[i] = unreadable
+            else:
+                for i, features, known in zip(gaps, stored, found, strict=True):
+                    for name, value in features.items():
+                        records[i].setdefault(name, value)
+                    flags[i] = None if known else unknown
+        baseline = self._baseline_inputs
+        for i, record in enumerate(records):
+            absent = [n for n in (*names, *baseline) if n not in record]
             for name in absent:
-                record[name] = "none" if name in self._baseline_inputs else None
-            gaps.append(bool(absent))
-        return gaps
+                record[name] = "none" if name in baseline else None
+            if absent and flags[i] is None:
+                flags[i] = unknown
+        return flags
 
     @property
     def _baseline_inputs(self) -> list[str]:
@@ -294,11 +331,12 @@ class Pipeline:
         alpha: float = 0.05,
         request_id: str = "",
         prepared: Prepared | None = None,
+        history: HistoryLookup | None = None,
     ) -> Outcome:
         chosen_targets = self.check_targets(targets)
         t0 = time.perf_counter()
         if prepared is None:
-            prepared = self.preprocess(rows, taskparams=taskparams)
+            prepared = self.preprocess(rows, taskparams=taskparams, history=history)
         t1 = time.perf_counter()
         proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
         t2 = time.perf_counter()
@@ -355,37 +393,56 @@ class _BinsView:
         )
 
 
-def history_missing_flag(layout: HistoryLayout | None) -> dict[str, Any]:
+def history_missing_flag(
+    layout: HistoryLayout | None,
+    msg: str = "no finished job of these keys known: history features were unknown",
+) -> dict[str, Any]:
     """The flag of a task answered without history (new user/transformation, or no store)."""
     kinds = list(layout.kinds) if layout else []
-    return {"kind": HISTORY_MISSING, "keys": kinds,
-            "msg": "no finished job of these keys known: history features were unknown"}  # fmt: skip
+    return {"kind": HISTORY_MISSING, "keys": kinds, "msg": msg}
 
 
 def _records(
     rows: Sequence[Any], field_name: str, taskparams: bool
-) -> tuple[list[dict[str, Any]], list[int | None]]:
+) -> tuple[list[dict[str, Any]], list[int | None], list[pd.Timestamp | None]]:
+    """Feature dicts, task ids and submit times (``creationdate``, optional) of the rows."""
     records: list[dict[str, Any]] = []
     ids: list[int | None] = []
+    submitted: list[pd.Timestamp | None] = []
     errors: list[InputError] = []
     for i, row in enumerate(rows):
+        loc: list[str | int] = ["body", field_name, i]
         try:
             if taskparams:
                 params = parse_taskparams(row)  # once: the features and the id read it
                 record = features_from_taskparams(params)
-                raw_id = params.get("jediTaskID")
+                raw_id, raw_time = params.get("jediTaskID"), params.get("creationdate")
             else:
                 record = dict(row)
-                raw_id = record.pop("jeditaskid", None)
-            ids.append(_task_id(raw_id, [*(["body", field_name, i]), "jeditaskid"]))
+                raw_id, raw_time = record.pop("jeditaskid", None), record.pop("creationdate", None)
+            ids.append(_task_id(raw_id, [*loc, "jeditaskid"]))
+            submitted.append(_submit_time(raw_time, [*loc, "creationdate"]))
             records.append(record)
         except InputError as exc:
             errors.append(exc)
         except (ValueError, TypeError) as exc:  # JSON text that is not a task-parameter object
-            errors.append(InputError(["body", field_name, i], f"not a task-parameter JSON: {exc}"))
+            errors.append(InputError(loc, f"not a task-parameter JSON: {exc}"))
     if errors:
         raise InputErrors(errors)
-    return records, ids
+    return records, ids, submitted
+
+
+def _submit_time(raw: Any, loc: list[str | int]) -> pd.Timestamp | None:
+    """A posted creation time as a UTC timestamp (naive: UTC); None when not given."""
+    if raw is None:
+        return None
+    try:
+        stamp = pd.Timestamp(raw) if isinstance(raw, str) else None
+    except ValueError:
+        stamp = None
+    if stamp is None or stamp is pd.NaT:
+        raise InputError(loc, f"expected an ISO 8601 time, got {raw!r}", "datetime_parsing")
+    return stamp.tz_localize("UTC") if stamp.tz is None else stamp.tz_convert("UTC")
 
 
 def _task_id(raw: Any, loc: list[str | int]) -> int | None:
