@@ -102,3 +102,26 @@ def test_writer_turn_is_exclusive_across_processes(tmp_path) -> None:
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released after the turn
     os.close(other)
+
+
+def _create_together(url: str, barrier) -> None:  # type: ignore[no-untyped-def]
+    barrier.wait(60)
+    PredictionLog(url)
+
+
+def test_workers_creating_a_fresh_log_at_once_all_start(tmp_path) -> None:
+    """Service workers start together on a fresh log: the losers of the check-then-create
+    race must find the table, not fail their startup (which stopped the whole service)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for trial in range(3):
+        url = f"sqlite:///{tmp_path / f'log{trial}.sqlite'}"
+        barrier = context.Barrier(6)
+        creators = [context.Process(target=_create_together, args=(url, barrier)) for _ in range(6)]
+        for process in creators:
+            process.start()
+        for process in creators:
+            process.join(120)
+        assert [p.exitcode for p in creators] == [0] * 6
+        assert PredictionLog(url).count() == 0

@@ -36,6 +36,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    inspect,
     select,
 )
 from sqlalchemy.exc import SQLAlchemyError
@@ -121,12 +122,22 @@ class PredictionLog:
             self.create()
 
     def create(self) -> None:
+        """Create the table unless it exists. Several service workers start at once on a
+        fresh log: the loser of the check-then-create race finds the table made."""
         try:
             log_metadata.create_all(self.engine, tables=[predictions_table])
         except SQLAlchemyError as exc:
+            if self._table_exists():
+                return
             raise DatabaseUnavailable(
                 f"prediction log {self.engine.url!r}: cannot create {TABLE_NAME}: {exc}"
             ) from exc
+
+    def _table_exists(self) -> bool:
+        try:
+            return inspect(self.engine).has_table(TABLE_NAME)
+        except SQLAlchemyError:
+            return False
 
     def write(self, rows: Sequence[dict[str, Any]]) -> int:
         """Insert rows in one committed transaction; returns the count."""
