@@ -30,6 +30,8 @@ def test_one_statement_per_task_and_the_training_features(tmp_path, history_fram
     statements: list[str] = []
     event.listen(engine, "connect", lambda conn, _: conn.set_trace_callback(statements.append))
     reader = TaskReader(engine)
+    # on SQLite the reader reads through its own per-thread connection: trace that one too
+    reader._sqlite_connection().set_trace_callback(statements.append)
     tasks = history_frames["jedi_tasks"]
     params = history_frames["jedi_taskparams"].set_index("jeditaskid")["taskparams"]
     batch = task_features(tasks, params, history_frames["jedi_datasets"])

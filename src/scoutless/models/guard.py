@@ -162,6 +162,45 @@ def _candidates(
     ]
 
 
+def _robust_choice(
+    y: np.ndarray,
+    served: list[np.ndarray],
+    scores: list[dict[str, float]],
+    candidates: list[ServingGuard],
+    baselines: Mapping[str, np.ndarray],
+    reference: dict[str, dict[str, float]],
+    majority: int,
+    order: np.ndarray | None,
+    robust: RobustSelection,
+    n_classes: int,
+) -> tuple[int, np.ndarray, str]:
+    """The rule to serve against the anchor baseline: among the rules whose lead survives
+    the time-block bootstrap, the widest margin; none: the anchor's own class."""
+    anchor = _anchor_name(reference)
+    anchor_served = np.where(baselines[anchor] >= 0, baselines[anchor], majority)
+    bounds = margin_lower_bounds(
+        y, served, anchor_served, np.arange(len(y)) if order is None else order, n_classes,
+        quantile=robust.quantile, n_blocks=robust.n_blocks,
+        n_resamples=robust.n_resamples, seed=robust.seed,
+    )  # fmt: skip
+    ref = reference[anchor]
+    margin = [min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores]
+    robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
+    # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
+    best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
+    if best >= 0:
+        reason = (
+            f"widest margin over {anchor} among the {len(robust_rules)} rules whose lower "
+            f"{robust.quantile:g} quantile of min(Δ macro-F1, Δ accuracy) (time-block "
+            f"bootstrap) is above zero: {bounds[best]:+.3f}"
+        )
+        return best, bounds, reason
+    best = next(i for i, g in enumerate(candidates)
+                if g.baseline == anchor and g.blend == 1.0 and g.adjustment == "none")  # fmt: skip
+    reason = f"no rule beat {anchor} robustly (best lower bound {max(bounds):+.3f} <= 0): its class"
+    return best, bounds, reason
+
+
 def fit_guard(
     target: str,
     model: str,
@@ -192,32 +231,10 @@ def fit_guard(
     ]
     scores = [_scores(y, s) for s in served]
     if reference:
-        anchor = _anchor_name(reference)
-        anchor_served = np.where(baselines[anchor] >= 0, baselines[anchor], majority)
-        bounds = margin_lower_bounds(
-            y, served, anchor_served, np.arange(len(y)) if order is None else order, n_classes,
-            quantile=robust.quantile, n_blocks=robust.n_blocks,
-            n_resamples=robust.n_resamples, seed=robust.seed,
+        best, bounds, reason = _robust_choice(
+            y, served, scores, candidates, baselines, reference, majority, order, robust,
+            n_classes,
         )  # fmt: skip
-        ref = reference[anchor]
-        margin = [
-            min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores
-        ]
-        robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
-        # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
-        best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
-        reason = (
-            f"widest margin over {anchor} among the {len(robust_rules)} rules whose lower "
-            f"{robust.quantile:g} quantile of min(Δ macro-F1, Δ accuracy) (time-block "
-            f"bootstrap) is above zero: {bounds[best]:+.3f}"
-        )
-        if best < 0:
-            best = next(i for i, g in enumerate(candidates)
-                        if g.baseline == anchor and g.blend == 1.0 and g.adjustment == "none")  # fmt: skip
-            reason = (
-                f"no rule beat {anchor} robustly (best lower bound {max(bounds):+.3f} <= 0): "
-                "its class"
-            )
     else:  # no baseline has a class on these rows: the best rule by macro-F1
         best = max(
             range(len(candidates)), key=lambda i: (scores[i]["macro_f1"], scores[i]["accuracy"])
