@@ -246,3 +246,37 @@ def test_a_posted_creation_time_that_is_no_time_is_refused(served):
     response = client.post("/v1/predict", json={"task": {**task(), "creationdate": "soon"}})
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", "tasks", 0, "creationdate"]
+
+
+def test_listener_predicts_with_the_store_history_too(world, tmp_path):
+    """The PanDA listener reads a batch of tasks by id and fills their history features from
+    the store, with the values training computed."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scoutless.config import ListenerSettings
+    from scoutless.panda.listener import Batch, TaskListener
+    from scoutless.service.pipeline import Pipeline
+
+    url, table, bundle, latest = world
+    copy = tmp_path / "panda.sqlite"
+    shutil.copy(url.removeprefix("sqlite:///"), copy)  # the listener adds its own tables
+    engine = make_engine(f"sqlite:///{copy}")
+    with ThreadPoolExecutor(2) as pool:
+        pipeline = Pipeline(load_bundle(bundle), None, pool)
+        listener = TaskListener(pipeline, engine, None, ListenerSettings())  # type: ignore[arg-type]
+        messages = listener.predict([latest, 99999], Batch())
+    assert set(messages) == {latest, 99999}
+    with sqlite3.connect(copy) as conn:
+        logged = dict(conn.execute(
+            "SELECT jeditaskid, features FROM scoutless_predictions WHERE features IS NOT NULL"
+        ).fetchall())  # fmt: skip
+    layout = layout_of(table.feature_names, list(table.bins))
+    assert layout is not None
+    served = json.loads(logged[latest])
+    row = table.frame.set_index("jeditaskid").loc[latest]
+    np.testing.assert_allclose(
+        [np.nan if served[n] is None else served[n] for n in layout.names],
+        row[layout.names].to_numpy(float), rtol=1e-9, equal_nan=True,
+    )  # fmt: skip
+    engine.dispose()

@@ -12,10 +12,11 @@ checkout costs more than the indexed read itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, inspect, select
@@ -205,6 +206,15 @@ class TaskReader:
         ]
         states = self.states(key_pairs(keyed, kinds))
         return records_history(states, keyed, layout, TASK_HISTORY_KEYS)
+
+    def history_lookup(
+        self, layout: HistoryLayout | None
+    ) -> Callable[[Sequence[Mapping[str, Any]]], tuple[list[dict[str, float]], list[bool]]] | None:
+        """:meth:`history` for ``layout`` (None: the bundle uses no history or the database
+        has no store); the service's POST path and the listener fill tasks with it."""
+        if layout is None or not self.with_history:
+            return None
+        return functools.partial(self.history, layout=layout)
 
     def features(self, jeditaskid: int) -> dict[str, Any]:
         """One task's submission-time features, exactly as training computes them."""

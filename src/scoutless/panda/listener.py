@@ -31,6 +31,7 @@ from sqlalchemy import Engine
 
 from scoutless.config import ListenerSettings
 from scoutless.history.panda_db import DatabaseUnavailable, read_history
+from scoutless.history.task_reader import TaskReader
 from scoutless.jedi.messages import (
     MalformedMessage,
     build_prediction,
@@ -75,6 +76,8 @@ class TaskListener:
         from scoutless.ops.prediction_log import PredictionLog
 
         PredictionLog(engine)  # creates scoutless_predictions where missing
+        # history features from the store, as GET /v1/tasks/{id}/prediction computes them
+        self._history = TaskReader(engine).history_lookup(pipeline.history)
 
     # -- one batch -----------------------------------------------------------------------------
     def triage(self, frames: Sequence[Frame], now: float) -> Batch:
@@ -113,7 +116,11 @@ class TaskListener:
         """scout_prediction JSON per task that exists; unknown tasks are logged and done."""
         if not task_ids:
             return {}
-        features = read_history(self.engine, task_ids, with_jobs=False).features()
+        history = read_history(self.engine, task_ids, with_jobs=False)
+        features = history.features()
+        if self._history is not None:  # the task's creation is its history's submit time
+            created = history.tasks.set_index("jeditaskid")["creationdate"]
+            features = features.assign(creationdate=created.reindex(features.index).astype(str))
         for tid in sorted(set(task_ids) - set(features.index.astype(int))):
             log.warning("task %s is not in jedi_tasks; no prediction", tid)
             self.metrics.count("unknown_task")
@@ -123,8 +130,9 @@ class TaskListener:
             return {}
         s = self.settings
         result = self.pipeline.run(
-            rows, policy=s.policy, alpha=s.alpha, request_id=f"listen-{uuid.uuid4().hex}"
-        )
+            rows, policy=s.policy, alpha=s.alpha, request_id=f"listen-{uuid.uuid4().hex}",
+            history=self._history,
+        )  # fmt: skip
         now = time.time()
         messages = {}
         for task in result.tasks:

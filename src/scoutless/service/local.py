@@ -76,10 +76,7 @@ class LocalBackend:
     def _store_lookup(self, pipeline: Pipeline) -> HistoryLookup | None:
         """Where posted tasks without history features get them: the store, if the bundle
         uses history and the database has one (as ``GET /v1/tasks/{id}/prediction`` reads)."""
-        reader, layout = self.reader, pipeline.history
-        if layout is None or reader is None or not reader.with_history:
-            return None
-        return functools.partial(reader.history, layout=layout)
+        return None if self.reader is None else self.reader.history_lookup(pipeline.history)
 
     async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
         served = self.served()
