@@ -1,10 +1,12 @@
-"""Folders that appear complete or not at all: build beside the target, swap in at the end."""
+"""Files and folders that appear complete or not at all: written beside the target, swapped in
+at the end (a rename is atomic on one filesystem)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,3 +48,31 @@ def _swap_in(staging: Path, target: Path, aside: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         aside.unlink(missing_ok=True)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename inside ``path`` durable (the directory entry itself is flushed)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to a hidden sibling, flush it, then rename it over ``path``: readers
+    see the old file or the new one, never a partial one, even after a crash."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+    return path

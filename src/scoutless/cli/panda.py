@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from scoutless.atomic import atomic_write_text
 from scoutless.config import get_settings
 
 console = Console(stderr=True)
@@ -117,7 +116,7 @@ def taskparams(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        _atomic_write(out, text)
+        atomic_write_text(out, text)
     console.print(_summary(params, filled))
 
 
@@ -132,14 +131,6 @@ def _fill_locally(
     targets = result.tasks[0]["targets"]
     skip = get_settings().listener.skip_scout_policies
     return fill_taskparams(params, targets, pipeline.version, policy, skip, time.time())
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def _summary(before: dict[str, Any], after: dict[str, Any]) -> Table:

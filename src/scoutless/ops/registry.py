@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from scoutless.atomic import atomic_write_text, fsync_dir
 from scoutless.bundle import load_bundle
 from scoutless.layout import (
     CHAMPION_FILE,
@@ -96,28 +97,6 @@ def verify_bundle(bundle: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
 def _append_history(path: Path, record: dict[str, Any]) -> None:
     with open(path / HISTORY_FILE, "a") as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
@@ -182,7 +161,7 @@ def register(
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    _fsync_dir(reg / VERSIONS_DIR)
+    fsync_dir(reg / VERSIONS_DIR)
     return version
 
 
@@ -207,7 +186,7 @@ def list_versions(path: str | Path) -> list[VersionInfo]:
 
 def _set_champion(reg: Path, version: str, action: str, reason: str, **extra: Any) -> None:
     previous = champion_version(reg)
-    _atomic_write_text(reg / CHAMPION_FILE, version + "\n")
+    atomic_write_text(reg / CHAMPION_FILE, version + "\n")
     record = {"time": _now(), "action": action, "version": version, "previous": previous}
     _append_history(reg, {**record, "reason": reason, **extra})
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scoutless.atomic import atomic_write_text
 from scoutless.config import Settings
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
@@ -133,15 +133,7 @@ def replay_document(
 
 def write_json_atomic(path: Path, document: Mapping[str, Any]) -> Path:
     """Write to a hidden temporary sibling, then rename: never a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps(document, indent=1, default=float))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_write_text(Path(path), json.dumps(document, indent=1, default=float))
 
 
 def replay_history(

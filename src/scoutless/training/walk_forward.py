@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.atomic import atomic_write_text
 from scoutless.bundle import load_bundle
 from scoutless.evaluation.baselines import column_baselines, column_predictions, majority_class
 from scoutless.evaluation.metrics import classification_metrics
@@ -211,9 +211,4 @@ WALK_FORWARD_FILE = "walk_forward.json"
 
 def write_walk_forward(result: dict[str, Any], out: Path) -> Path:
     """``out/walk_forward.json``, written atomically."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / WALK_FORWARD_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=str))
-    os.replace(tmp, path)
-    return path
+    return atomic_write_text(out / WALK_FORWARD_FILE, json.dumps(result, indent=1, default=str))
