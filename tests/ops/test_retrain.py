@@ -102,7 +102,7 @@ def test_crash_mid_retrain_leaves_previous_champion(
     if fail_at == "scoring":
         monkeypatch.setattr(rt, "holdout_scores", boom)
     if fail_at == "promote":
-        monkeypatch.setattr(reg, "_atomic_write_text", boom)
+        monkeypatch.setattr(reg, "atomic_write_text", boom)  # the promotion write
     with pytest.raises(RuntimeError, match=f"crash in {fail_at}"):
         rt.retrain(None, root, trainer=trainer, loader=fake_loader)  # type: ignore[arg-type]
     assert reg.resolve_champion(root).name == "old"
