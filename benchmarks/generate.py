@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 from pathlib import Path
@@ -17,13 +18,21 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--chunk-tasks", type=int, default=20_000)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="builder processes (default: auto)"
+    )
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default: temporary)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.db or Path(tmp) / "history.sqlite"
         engine = make_engine(f"sqlite:///{path}")
         stats = generate_history(
-            engine, args.tasks, seed=args.seed, chunk_tasks=args.chunk_tasks, progress=False
+            engine,
+            args.tasks,
+            seed=args.seed,
+            chunk_tasks=args.chunk_tasks,
+            progress=False,
+            workers=args.workers,
         )
         engine.dispose()
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
@@ -31,6 +40,8 @@ def main() -> None:
             json.dumps(
                 {
                     "tasks": stats.n_tasks,
+                    "workers": args.workers if args.workers is not None else "auto",
+                    "cpus": os.cpu_count(),
                     "job_rows": stats.n_jobs,
                     "seconds": round(stats.seconds, 2),
                     "rows_per_s": round(stats.rows_per_s),

@@ -7,13 +7,12 @@ path serves every dialect. Large reads stream in chunks of task ids.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy import DateTime, Engine, Table, create_engine, event, inspect, select
 from sqlalchemy.engine import make_url
@@ -21,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.config import get_settings
 from scoutless.features.extract import task_features
+from scoutless.history.dbapi import dbapi_rows
 from scoutless.history.schema import (
     PANDA_TABLES,
     jedi_datasets,
@@ -208,33 +208,6 @@ def write_frame(engine: Engine, table_name: str, frame: pd.DataFrame) -> int:
     return len(records)
 
 
-def _dbapi_rows(frame: pd.DataFrame, *, datetime_text: bool) -> list[tuple]:
-    """Rows of plain Python values (None for missing), datetimes as SQLite stores them."""
-    columns = []
-    for name in frame.columns:
-        col = frame[name]
-        if pd.api.types.is_datetime64_any_dtype(col):
-            values = col.to_numpy(dtype="datetime64[us]")
-            if datetime_text:
-                text = np.datetime_as_string(values, unit="us").astype("U26")
-                text.view(np.uint32).reshape(-1, 26)[:, 10] = ord(" ")  # ISO 'T' -> ' '
-                text = text.astype(object)
-                text[np.isnat(values)] = None
-                columns.append(text.tolist())
-            else:
-                columns.append(col.astype(object).where(col.notna(), None).tolist())
-        elif (
-            pd.api.types.is_float_dtype(col)
-            or isinstance(col.dtype, pd.api.extensions.ExtensionDtype)
-            or pd.api.types.is_object_dtype(col)
-            or pd.api.types.is_string_dtype(col)
-        ):
-            columns.append(col.astype(object).where(col.notna(), None).tolist())
-        else:
-            columns.append(col.tolist())
-    return list(zip(*columns, strict=True))
-
-
 def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) -> int:
     """Append dict rows in one transaction; on SQLite straight to executemany (no frame,
     no SQLAlchemy per-row processing), elsewhere through :func:`bulk_insert`."""
@@ -248,12 +221,14 @@ def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) 
     if dates:  # a log batch shares one timestamp: format each distinct value once
         rows = [_sqlite_dates(row, dates) for row in rows]
     try:
-        return _sqlite_executemany(engine, table.name, cols, rows)
+        return _sqlite_executemany(engine, table.name, cols, rows, len(rows))
     except (SQLAlchemyError, *_dbapi_errors(engine)) as exc:
         raise DatabaseUnavailable(f"cannot write {len(rows)} rows to {table.name}: {exc}") from exc
 
 
-def _sqlite_executemany(engine: Engine, table_name: str, cols: list[str], rows: list[tuple]) -> int:
+def _sqlite_executemany(
+    engine: Engine, table_name: str, cols: list[str], rows: Iterable[tuple], n_rows: int
+) -> int:
     """One transaction of plain tuples through the raw sqlite3 connection."""
     sql = f"INSERT INTO {table_name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     raw = engine.raw_connection()
@@ -262,7 +237,7 @@ def _sqlite_executemany(engine: Engine, table_name: str, cols: list[str], rows: 
         raw.commit()
     finally:
         raw.close()
-    return len(rows)
+    return n_rows
 
 
 _SQLITE_DATETIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy's DateTime stores values in SQLite
@@ -307,9 +282,10 @@ def _bulk_insert(engine: Engine, table: Table, frame: pd.DataFrame) -> int:
     backend = engine.dialect.name
     frame = frame[cols]
     if backend == "sqlite":
-        return _sqlite_executemany(engine, table_name, cols, _dbapi_rows(frame, datetime_text=True))
+        rows = dbapi_rows(frame, datetime_text=True)
+        return _sqlite_executemany(engine, table_name, cols, rows, len(frame))
     if backend == "postgresql" and engine.dialect.driver == "psycopg":
-        rows = _dbapi_rows(frame, datetime_text=False)
+        rows = dbapi_rows(frame, datetime_text=False)
         raw = engine.raw_connection()
         try:
             cur = raw.cursor()
@@ -319,7 +295,7 @@ def _bulk_insert(engine: Engine, table: Table, frame: pd.DataFrame) -> int:
             raw.commit()
         finally:
             raw.close()
-        return len(rows)
+        return len(frame)
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
     with engine.begin() as conn:
         conn.execute(table.insert(), records)

@@ -98,8 +98,29 @@ def _task_names(draw: TaskDraw, vocab: Vocabulary, rng: np.random.Generator, ids
     return names, outputs
 
 
+TASKPARAM_COLUMNS = (
+    "username", "prodsourcelabel", "tasktype", "processingtype", "transpath", "transuses",
+    "transhome", "architecture", "corecount", "campaign", "workqueue_id", "gshare", "site",
+    "ramunit", "baseramcount", "basewalltime", "cpuefficiency", "requested_ramcount",
+    "nevents_per_job", "nfiles_per_job",
+)  # fmt: skip
+
+
+def _taskparams(
+    cols: dict[str, np.ndarray], names: list[str], outputs: list[list[str]]
+) -> list[str]:
+    """Each task's parameter JSON, from the drawn columns (plain lists: no frame per row)."""
+    keys = ("taskname", *TASKPARAM_COLUMNS)
+    values = zip(names, *(cols[k].tolist() for k in TASKPARAM_COLUMNS), strict=True)
+    return [
+        _taskparams_json(dict(zip(keys, row, strict=True)), outputs[i], f"{names[i]}.log")
+        for i, row in enumerate(values)
+    ]
+
+
 def _taskparams_json(row: dict, outputs: list[str], log_name: str) -> str:
-    """The task-parameter JSON as a submitter (prodsys or panda-client) sends it."""
+    """The task-parameter JSON as a submitter (prodsys or panda-client) sends it; a missing
+    value is left out (never ``NaN``, which is not JSON)."""
     params = {
         "taskName": row["taskname"],
         "userName": row["username"],
@@ -131,9 +152,13 @@ def _taskparams_json(row: dict, outputs: list[str], log_name: str) -> str:
         ("nEventsPerJob", "nevents_per_job"), ("nFilesPerJob", "nfiles_per_job"),
     ):  # fmt: skip
         value = row[col]
-        if value is not None and not (isinstance(value, float) and np.isnan(value)):
+        if not _missing(value):
             params[key] = int(value)
-    return json.dumps({k: v for k, v in params.items() if v is not None})
+    return json.dumps({k: v for k, v in params.items() if not _missing(v)}, allow_nan=False)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) -> Frames:
@@ -170,21 +195,7 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
 
     names, outputs = _task_names(draw, vocab, rng, ids)
     tasks = _tasks_frame(draw, ids, names, created, jobs, n)
-    params = pd.DataFrame(
-        {
-            "jeditaskid": ids,
-            "taskparams": [
-                _taskparams_json(row, outputs[i], f"{names[i]}.log")
-                for i, row in enumerate(
-                    tasks.assign(
-                        requested_ramcount=cols["requested_ramcount"],
-                        nevents_per_job=cols["nevents_per_job"],
-                        nfiles_per_job=cols["nfiles_per_job"],
-                    ).to_dict("records")
-                )
-            ],
-        }
-    )
+    params = pd.DataFrame({"jeditaskid": ids, "taskparams": _taskparams(cols, names, outputs)})
     datasets = _datasets_frame(draw, ids, names, outputs, created)
     truth = _truth_frame(draw, ids, r_mean, r_sd)
     return Frames(tasks, params, datasets, jobs_frame, truth)
@@ -387,34 +398,56 @@ def _tasks_frame(draw, ids, names, created, jobs, n):  # type: ignore[no-untyped
 
 
 def _datasets_frame(draw, ids, names, outputs, created):  # type: ignore[no-untyped-def]
+    """Per task: its input datasets (files and events split evenly), pile-up's minbias
+    input, the outputs and the log; ``datasetid`` = jeditaskid x 100 + slot, in row order."""
     cols, lat = draw.cols, draw.lat
-    rows = []
-    pile = FAMILIES.index("pile")
-    evgen = FAMILIES.index("evgen")
-    for i, tid in enumerate(ids):
-        base = int(tid) * 100
-        k = int(cols["n_input_datasets"][i])
-        nfiles = int(cols["input_nfiles"][i])
-        nevents = int(cols["input_nevents"][i])
-        kind = "pseudo_input" if lat["family"][i] == evgen else "input"
-        file_split = np.diff(np.linspace(0, nfiles, k + 1).round()).astype(int)
-        ev_split = np.diff(np.linspace(0, nevents, k + 1).round()).astype(int)
-        for j in range(k):
-            rows.append((tid, base + 1 + j, f"{names[i]}.in{j}", kind, None,
-                         int(file_split[j]), int(ev_split[j])))  # fmt: skip
-        if lat["family"][i] == pile:
-            rows.append((tid, base + 20, f"{cols['project'][i]}.minbias.merge.HITS",
-                         "input", base + 1, 5000, 5000 * 2000))  # fmt: skip
-        n_units = int(lat["n_units"][i])
-        for j, out in enumerate(outputs[i]):
-            rows.append((tid, base + 40 + j, out, "output", None, n_units, nevents))
-        rows.append((tid, base + 60, f"{names[i]}.log", "log", None, n_units, None))
-    frame = pd.DataFrame(
-        rows,
-        columns=["jeditaskid", "datasetid", "datasetname", "type", "masterid", "nfiles", "nevents"],
-    )
-    frame["masterid"] = frame["masterid"].astype("Int64")
-    frame["nevents"] = frame["nevents"].astype("Int64")
+    n = len(ids)
+    base = ids.astype(np.int64) * 100
+    family = lat["family"]
+    n_units = lat["n_units"].astype(np.int64)
+    nevents = cols["input_nevents"]
+    # inputs: the j-th of k gets round(N j / k) .. round(N (j+1) / k), as np.linspace does
+    k = cols["n_input_datasets"].astype(np.int64)
+    owner = np.repeat(np.arange(n), k)
+    j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+
+    def split(total: np.ndarray) -> np.ndarray:
+        step = (total / k)[owner]
+        lo = np.where(j == 0, 0.0, np.rint(j * step))
+        hi = np.where(j + 1 == k[owner], total[owner], np.rint((j + 1) * step))
+        return (np.rint(hi) - lo).astype(np.int64)
+
+    kind = np.where(family == FAMILIES.index("evgen"), "pseudo_input", "input").astype(object)
+    parts = [
+        pd.DataFrame({
+            "jeditaskid": ids[owner], "datasetid": base[owner] + 1 + j,
+            "datasetname": [f"{names[i]}.in{x}" for i, x in zip(owner.tolist(), j.tolist(), strict=True)],
+            "type": kind[owner], "masterid": None, "nfiles": split(cols["input_nfiles"]),
+            "nevents": split(nevents),
+        })
+    ]  # fmt: skip
+    pile = np.flatnonzero(family == FAMILIES.index("pile"))
+    parts.append(pd.DataFrame({
+        "jeditaskid": ids[pile], "datasetid": base[pile] + 20,
+        "datasetname": [f"{cols['project'][i]}.minbias.merge.HITS" for i in pile.tolist()],
+        "type": "input", "masterid": base[pile] + 1, "nfiles": 5000, "nevents": 5000 * 2000,
+    }))  # fmt: skip
+    n_out = np.array([len(o) for o in outputs])
+    out_owner = np.repeat(np.arange(n), n_out)
+    out_j = np.arange(len(out_owner)) - np.repeat(np.cumsum(n_out) - n_out, n_out)
+    parts.append(pd.DataFrame({
+        "jeditaskid": ids[out_owner], "datasetid": base[out_owner] + 40 + out_j,
+        "datasetname": [name for out in outputs for name in out], "type": "output",
+        "masterid": None, "nfiles": n_units[out_owner], "nevents": nevents[out_owner].astype(np.int64),
+    }))  # fmt: skip
+    parts.append(pd.DataFrame({
+        "jeditaskid": ids, "datasetid": base + 60, "datasetname": [f"{x}.log" for x in names],
+        "type": "log", "masterid": None, "nfiles": n_units, "nevents": None,
+    }))  # fmt: skip
+    frame = pd.concat([p.astype({"masterid": "Int64", "nevents": "Int64"}) for p in parts])
+    frame = frame.sort_values("datasetid", kind="stable", ignore_index=True)
+    frame["jeditaskid"] = frame["jeditaskid"].astype(np.int64)
+    frame["nfiles"] = frame["nfiles"].astype(np.int64)
     # JEDI registers a task's datasets when it defines the task (NOT NULL in PanDA)
     registered = pd.Series(created, index=ids).astype("datetime64[us]")
     frame["creationtime"] = registered.reindex(frame["jeditaskid"]).to_numpy()

@@ -20,6 +20,8 @@ from scoutless.config import WithinTaskSettings
 from scoutless.history.synthetic.latent import TaskDraw
 
 MP_EFFICIENCY = {1: 1.0, 2: 0.97, 4: 0.94, 8: 0.9, 16: 0.8}
+_MP_TABLE = np.full(max(MP_EFFICIENCY) + 1, np.nan)
+_MP_TABLE[list(MP_EFFICIENCY)] = list(MP_EFFICIENCY.values())
 OFF_CORES = {  # task cores -> core counts some jobs actually got, with weights
     1: ((8, 4), (0.7, 0.3)),
     4: ((8, 1, 2), (0.4, 0.5, 0.1)),
@@ -190,7 +192,7 @@ def job_shapes(
     slow *= np.exp(within.slot_speed_sigma * rng.standard_normal((len(task_index), MAX_SLOTS)))[
         owner, slot
     ]  # the load of a slot while the task runs there
-    mp = np.vectorize(MP_EFFICIENCY.get)(cores)
+    mp = _MP_TABLE[cores]
     noise = np.exp(lat["cpu_within"][task] * rng.standard_normal(total)) * slow
     wall_raw = (
         np.exp(lat["log_cpu"][task]) * nevents * noise * sites.speed[site] / (power * cores * mp)
