@@ -46,6 +46,9 @@ def main() -> None:
                     "seconds": round(stats.seconds, 2),
                     "rows_per_s": round(stats.rows_per_s),
                     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                    "builder_peak_rss_mb": round(
+                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                    ),
                     "db_mb": round(size / 2**20, 1),
                 }
             )
