@@ -88,6 +88,10 @@ class TrainingSettings(BaseModel):
     reference_rows: int = Field(
         5000, ge=1, description="training rows kept in a bundle as the drift reference"
     )
+    parallel_fits: int = Field(
+        0, ge=0, description="(target, family) fits trained at once, sharing the thread "
+        "budget; 0: one per thread of the budget, at most 4",
+    )  # fmt: skip
 
 
 class WithinTaskSettings(BaseModel):

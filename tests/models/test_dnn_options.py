@@ -166,3 +166,22 @@ def test_variants_are_compared_on_a_subsample_and_only_the_winner_sees_all_rows(
     assert [r["fit_rows"] for r in log] == [2000, 2000]
     assert model.variant_ in ("reference", "ple")
     assert model.batch_size_ == 6400 // 32  # the refit saw all rows (2000 would get 64)
+
+
+def test_ordinal_tail_probabilities_match_scipy_in_float32():
+    """The head's class probabilities are accurate far into both tails (torch's float32
+    ndtr is not), so the torch and numpy paths agree on rare classes too."""
+    from scipy.special import ndtr
+
+    from scoutless.models.ordinal import normal_cdf
+
+    z = np.linspace(-5.2, 5.2, 4001)
+    got = normal_cdf(torch.tensor(z, dtype=torch.float32)).double().numpy()
+    np.testing.assert_allclose(got, ndtr(z), rtol=1e-5)
+    head = CumulativeLinkHead(4, 4)
+    with torch.no_grad():
+        head.location.bias.fill_(4.9)  # far above every cut: the top class's rivals are ~1e-7
+        log_p = head(torch.zeros(1, 4)).double().numpy()[0]
+    cuts = head.cuts().detach().double().numpy()
+    want = np.diff(np.concatenate([[0.0], ndtr(cuts - 4.9), [1.0]]))
+    np.testing.assert_allclose(np.exp(log_p), np.maximum(want, 1e-7), rtol=1e-4)

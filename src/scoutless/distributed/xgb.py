@@ -48,6 +48,7 @@ def _dask_matrix(
     def rows(values: np.ndarray):  # type: ignore[no-untyped-def]
         return scatter_rows(client, values, n_blocks, held)
 
+    binning = {"max_bin": model._booster_params()["max_bin"]} if quantile else {}
     return make(
         client,
         rows(model._matrix(X)),
@@ -55,6 +56,7 @@ def _dask_matrix(
         weight=None if weight is None else rows(weight.astype(np.float32)),
         feature_types=model._feature_types(X),
         enable_categorical=model.native_categorical,
+        **binning,  # the booster refuses a matrix binned otherwise
     )
 
 

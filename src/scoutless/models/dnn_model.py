@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +22,7 @@ import torch
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
-from scoutless.models.dnn import TabularMLP
+from scoutless.models.dnn import Dropout, TabularMLP
 from scoutless.models.dnn_inference import InferenceWeights
 from scoutless.models.dnn_inputs import aux_target, feature_tensors, numeric_input
 from scoutless.models.dnn_params import DNNParams
@@ -39,6 +40,24 @@ PREDICT_BATCH = get_settings().inference.dnn_predict_batch  # read once: on the 
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
           "history_", "_inference", "variant_")  # fmt: skip
+
+
+_INIT_LOCK = threading.Lock()
+
+
+def seeded_module(build: Callable[[], TabularMLP], seed: int) -> TabularMLP:
+    """``build()`` with its initial weights drawn from ``seed``, and its dropout layers given
+    their own generator (seeded from ``seed`` too). Training then touches no global random
+    state, so fits in concurrent threads are each as reproducible as alone; the lock keeps
+    one thread's seeding from interleaving with another's initialisation."""
+    with _INIT_LOCK, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = build()
+    generator = torch.Generator().manual_seed(seed + 1)
+    for layer in module.modules():
+        if isinstance(layer, Dropout):
+            layer.generator = generator
+    return module
 
 
 class DNNModel:
@@ -104,11 +123,10 @@ class DNNModel:
         X_val, y_val = eval_set
         y_val = check_labels(y_val, self.n_classes, "dnn.fit eval_set")
         aux = aux_target(values) if self.params.aux_weight > 0 and values is not None else None
-        torch.manual_seed(self.seed)
         self._inference = None
         self.d_aux_ = 0 if aux is None else 1
         self.batch_size_ = effective_batch_size(self.params.batch_size, len(y))
-        self.module_ = self._new_module(self.d_aux_)
+        self.module_ = seeded_module(lambda: self._new_module(self.d_aux_), self.seed)
         self._prepare_module(X, y, aux)
         codes, numeric = feature_tensors(X)
         data = TrainTensors(

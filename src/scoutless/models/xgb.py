@@ -89,12 +89,14 @@ class _XGBModel:
         X_val = eval_set[0]
         y, y_val, weight, val_weight = self._labels_and_weights(y, eval_set[1], class_weight)
         types = self._feature_types(X)
+        params = self._booster_params()
         dtrain = xgb.QuantileDMatrix(
             self._matrix(X),
             label=y,
             weight=weight,
             feature_types=types,
             enable_categorical=self.native_categorical,
+            max_bin=params["max_bin"],  # the booster refuses a matrix binned otherwise
         )
         dval = xgb.DMatrix(
             self._matrix(X_val),
@@ -104,7 +106,7 @@ class _XGBModel:
             enable_categorical=self.native_categorical,
         )
         booster = xgb.train(
-            self._booster_params(),
+            params,
             dtrain,
             num_boost_round=self.n_estimators,
             evals=[(dval, "validation")],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from scoutless.training.fitting import (
     training_progress,
 )
 from scoutless.training.guarding import fit_target_guard
+from scoutless.training.lanes import plan_lanes, run_in_lanes
 from scoutless.training.manifest import base_manifest, choose_champion, headline_metrics
 
 MIN_TRAIN_ROWS = 10
@@ -151,23 +153,50 @@ class TargetResults:
     guard: ServingGuard | None = None
 
 
-def train_target(
-    trainer: FamilyTrainer, data: TargetData, names: list[str], labels: tuple[str, ...]
-) -> TargetResults:
-    """Every family on one target: fit, validation metrics, calibration probabilities."""
+@dataclass(frozen=True)
+class FamilyFit:
+    """One family fitted on one target, with what the bundle records of it."""
+
+    model: ClassModel
+    hyperparameters: dict[str, Any]
+    seconds: float
+    validation_proba: np.ndarray
+    validation: dict[str, Any]
+    calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray]
+    calibration: dict[str, Any]
+
+
+def fit_family(
+    trainer: FamilyTrainer, data: TargetData, name: str, labels: tuple[str, ...]
+) -> FamilyFit:
+    """Fit, validation metrics and calibration probabilities of one family on one target."""
+    start = time.perf_counter()
+    model, hyper = trainer.fit(name, data)
+    seconds = round(time.perf_counter() - start, 3)
+    val_X, val_y = data.validation
+    val_proba = model.predict_proba(val_X)
+    cal_proba = model.predict_proba(data.X["calibration"])
+    return FamilyFit(
+        model, hyper, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
+        (cal_proba, data.y["calibration"], data.rows["calibration"]),
+        headline_metrics(data.y["calibration"], cal_proba, labels),
+    )  # fmt: skip
+
+
+def target_results(fits: dict[str, FamilyFit]) -> TargetResults:
+    """Step 4's outputs for one target from its families' fits (in the families' order)."""
     out = TargetResults()
-    for name in names:
-        start = time.perf_counter()
-        model, hyper = trainer.fit(name, data)
-        out.seconds[name] = round(time.perf_counter() - start, 3)
-        out.models[name], out.hyperparameters[name] = model, hyper
-        val_X, val_y = data.validation
-        out.validation_proba[name] = model.predict_proba(val_X)
-        out.validation[name] = headline_metrics(val_y, out.validation_proba[name], labels)
-        cal_proba = model.predict_proba(data.X["calibration"])
-        out.calibration_sets[name] = (cal_proba, data.y["calibration"], data.rows["calibration"])
-        out.calibration[name] = headline_metrics(data.y["calibration"], cal_proba, labels)
+    for name, fit in fits.items():
+        out.models[name], out.hyperparameters[name] = fit.model, fit.hyperparameters
+        out.seconds[name] = fit.seconds
+        out.validation_proba[name], out.validation[name] = fit.validation_proba, fit.validation
+        out.calibration_sets[name], out.calibration[name] = fit.calibration_set, fit.calibration
     return out
+
+
+#: which fits start first when several run at once: the longest (a DNN's variant search
+#: and epochs), so the lanes finish together
+_FIT_ORDER = {"dnn": 0, "xgb_native": 1}
 
 
 def _reference_sample(prep: PreparedRows, targets: list[str], seed: int) -> pd.DataFrame:
@@ -220,6 +249,7 @@ def train_bundle(
     n_jobs: int | None = None,
     dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
     fit_model: ModelFitter | None = None,
+    parallel_fits: int | None = None,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
@@ -230,6 +260,8 @@ def train_bundle(
     best on validation is kept (and searched further with ``trials``), recorded in the
     manifest's hyperparameters. ``fit_model`` replaces
     each model's own ``fit`` (``--scheduler``: XGBoost on Dask, the DNN on torchrun).
+    ``parallel_fits``: fits trained at once, sharing the ``n_jobs`` threads (default
+    ``Settings.training.parallel_fits``; :mod:`scoutless.training.lanes`).
     """
     names = check_model_names(models)
     if trials < 0:
@@ -239,14 +271,25 @@ def train_bundle(
     if max_epochs is not None:
         params = replace(params, max_epochs=max_epochs)
     results: dict[str, TargetResults] = {}
-    with training_progress(progress) as bar, torch_threads(n_jobs):
-        trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed, n_jobs=n_jobs,
-                                xgb_grid=xgb_grid, dnn_params=params, progress=bar,
-                                dnn_variants=dnn_variants,
+    datas = {t: target_data(table, prep, t) for t in table.targets}
+    fits = [(t, name) for t in table.targets for name in names]
+    fits.sort(key=lambda fit: _FIT_ORDER.get(fit[1], 2))  # stable: targets keep their order
+    if parallel_fits is None:
+        parallel_fits = get_settings().training.parallel_fits
+    # a --scheduler fit spreads itself over its cluster: those run one at a time
+    lanes = plan_lanes(n_jobs, len(fits), parallel_fits if fit_model is None else 1)
+    with training_progress(progress) as bar, torch_threads(lanes.threads):
+        trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed,
+                                n_jobs=lanes.threads, xgb_grid=xgb_grid, dnn_params=params,
+                                progress=bar, dnn_variants=dnn_variants,
                                 fit_model=fit_model or fit_in_process)  # fmt: skip
-        for target in table.targets:
-            data = target_data(table, prep, target)
-            result = train_target(trainer, data, names, table.bins[target].labels)
+        done = run_in_lanes(
+            [partial(fit_family, trainer, datas[t], n, table.bins[t].labels) for t, n in fits],
+            lanes.lanes,
+        )
+        by_fit = dict(zip(fits, done, strict=True))
+        for target, data in datas.items():
+            result = target_results({name: by_fit[target, name] for name in names})
             champion = choose_champion(result.validation)
             val_order = None if prep.order is None else prep.order[data.rows["validation"]]
             result.guard = fit_target_guard(
@@ -261,5 +304,7 @@ def train_bundle(
         "models": names,
         "parts": {p: int((prep.parts == p).sum()) for p in parts},
         "n_train_rows": len(prep.train),
+        "parallel_fits": lanes.lanes,
+        "threads_per_fit": lanes.threads,
     }
     return save_bundle(out, _contents(table, prep, results, run))
