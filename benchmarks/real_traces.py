@@ -22,6 +22,7 @@ Cite: D. G. Feitelson, D. Tsafrir, D. Krakov, "Experience with using the Paralle
 Archive", JPDC 74(10), 2014, and each log's donor (in the table's ``info['citation']``).
 
     nice python benchmarks/real_traces.py [--period 30d] [--max-periods 3] [--seeds 42,43,44]
+        [--retrain-every 7d]
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def main() -> None:
     parser.add_argument("--period", default="30d")
     parser.add_argument("--max-periods", type=int, default=3)
     parser.add_argument("--max-train", type=int, default=20_000)
+    parser.add_argument("--retrain-every", default=None, help="e.g. 7d (default: --period)")
     parser.add_argument("--max-epochs", type=int, default=15)
     parser.add_argument("--models", default="xgb")
     parser.add_argument("--traces", default=",".join(TRACES))
@@ -141,6 +143,7 @@ def main() -> None:
                 max_train=args.max_train,
                 seed=seed,
                 train_options={"n_jobs": 1, "max_epochs": args.max_epochs},
+                retrain_every=args.retrain_every,
             )
             for seed in seeds
         ]
@@ -156,6 +159,7 @@ def main() -> None:
                 "evaluation": f"walk-forward, period {args.period}, last {args.max_periods} "
                 "periods",
                 "max_train": args.max_train,
+                "retrain_every": args.retrain_every or args.period,
                 "models": list(models),
                 "seeds": seeds,
                 "seconds": timings,

@@ -101,6 +101,20 @@ def test_matches_brute_force(rows):
         logv = np.log1p(v)
         assert np.isclose(np.log1p(row[feature_name("user", "ewm", "walltime")]),
                           (w * logv).sum() / w.sum())  # fmt: skip
+        requests = frame["request"].to_numpy(float)[seen]
+        assert np.isclose(row[feature_name("user", "request_err", "walltime")],
+                          _ew_mean(np.abs(logv - np.log1p(requests))))  # fmt: skip
+        # last-2 replayed over the seen jobs in end order: each predicted by the two before
+        errors = [abs(logv[k] - np.log1p(v[max(k - 2, 0) : k].mean())) for k in range(1, len(v))]
+        expected = _ew_mean(np.array(errors)) if errors else np.nan
+        assert np.isclose(row[feature_name("user", "last2_err", "walltime")], expected,
+                          equal_nan=True)  # fmt: skip
+
+
+def _ew_mean(x: np.ndarray) -> float:
+    """Weights 0.5 ** (age / half-life), the newest with age 0."""
+    w = 0.5 ** (np.arange(len(x))[::-1] / CFG.ewm_halflife_jobs)
+    return float((w * x).sum() / w.sum())
 
 
 def test_keys_specs_and_request_features():

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import create_engine
+from sqlalchemy import Column, MetaData, Table, create_engine
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import history_features, history_specs, seconds
 from scoutless.history.store import (
+    ADDED_COLUMNS,
+    HISTORY_TABLE,
+    _row,
     apply_jobs,
     features_from_states,
+    history_state,
     read_states,
     update_store,
 )
@@ -78,3 +82,26 @@ def test_unknown_key_has_no_history_and_is_flagged(tmp_path):
     got, found = features_from_states(states, request, KEYS, ["walltime"], cfg=CFG)
     assert not found[0] and got["user_n_finished"][0] == 0.0
     assert np.isnan(got["user_walltime_mean2"][0]) and np.isnan(got["app_n_finished"][0])
+
+
+def test_a_store_created_before_the_expert_errors_gains_them(tmp_path):
+    """An older table (no expert-error columns) is migrated in place; its rows keep their
+    history and the errors count from the next finished job on."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    old = MetaData()
+    Table(HISTORY_TABLE, old, *(Column(c.name, c.type, primary_key=c.primary_key)
+                                for c in history_state.columns if c.name not in ADDED_COLUMNS))  # fmt: skip
+    old.create_all(engine)
+    jobs = trace(60)
+    first, later = jobs.iloc[:30], jobs.iloc[30:]
+    with engine.begin() as conn:  # rows written by the older code: no error columns
+        states: dict = {}
+        apply_jobs(states, first, KEYS, ["walltime"], CFG)
+        rows = [{k: v for k, v in _row(key, s, pd.Timestamp.now().to_pydatetime()).items()
+                 if k not in ADDED_COLUMNS} for key, s in states.items()]  # fmt: skip
+        conn.execute(old.tables[HISTORY_TABLE].insert(), rows)
+    update_store(engine, later, KEYS, ["walltime"], CFG)
+    with engine.connect() as conn:
+        got = read_states(conn, [("user", "a")])[("user", "a", "walltime")]
+    assert got.n == int(((jobs["user"] == "a") & jobs["walltime_value"].notna()).sum())
+    assert got.last2_err_ew[2] > 0  # the jobs applied after the migration count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -17,6 +18,7 @@ from scoutless.training.walk_forward import (
     WalkForwardError,
     parse_period,
     periods,
+    retrain_steps,
     walk_forward,
 )
 
@@ -63,21 +65,43 @@ def test_periods_train_only_on_rows_finished_before_the_period(table):
         assert (finished[p.train] < begins).all() and (submit[p.train] < begins).all()
 
 
+def test_retraining_within_a_period_scores_the_same_rows_on_fresher_training(table):
+    """A period of about 18 days retrained weekly: the same rows are predicted, each part by a bundle
+    trained only on rows finished before the part began, and later parts know more."""
+    submit = seconds(table.frame["creationdate"])
+    finished = seconds(table.frame["finished_at"])
+    whole = periods(table, parse_period("30d"))[-1]
+    parts = retrain_steps(table, whole, parse_period("7d"))
+    assert len(parts) >= 3 and retrain_steps(table, whole, None) == [whole]
+    tested = np.concatenate([p.test for p in parts])
+    assert sorted(tested) == sorted(whole.test)
+    for p in parts:
+        begins = submit[p.test].min()
+        assert (finished[p.train] < begins).all() and (submit[p.train] < begins).all()
+    assert all(len(a.train) <= len(b.train) for a, b in itertools.pairwise(parts))
+    assert len(parts[-1].train) > len(whole.train)
+
+
 def test_walk_forward_reports_served_and_baselines_and_the_cli_writes_json(table, tmp_path):
     result = walk_forward(table, "14d", models=("xgb",), max_periods=2, train_options={"n_jobs": 1})
     overall = result["overall"]["walltime"]
     assert {"xgb", "served", "last2", "user_request"} <= set(overall)
     n = sum(e["walltime"]["served"]["n"] for e in result["periods"] if "walltime" in e)
     assert overall["served"]["n"] == n
+    weekly = walk_forward(table, "14d", models=("xgb",), max_periods=2, retrain_every="7d",
+                          train_options={"n_jobs": 1})  # fmt: skip
+    assert weekly["overall"]["walltime"]["served"]["n"] == n
+    assert weekly["retrain_every"] == "7d" and len(weekly["periods"][-1]["rows_train"]) >= 2
     path = tmp_path / "table.parquet"
     table.save(path)
     out = tmp_path / "wf"
     args = ["evaluate", "--walk-forward", "30d", "--models", "xgb", "--table", str(path),
-            "--out", str(out), "--max-periods", "1"]  # fmt: skip
+            "--out", str(out), "--max-periods", "1", "--retrain-every", "10d"]  # fmt: skip
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     written = json.loads((out / "walk_forward.json").read_text())
     assert len(written["periods"]) == 1 and "overall" in run.output
+    assert written["retrain_every"] == "10d"
     bad = CliRunner().invoke(app, [*args[:2], "soon", *args[3:]])
     assert bad.exit_code == 1 and "expected a number" in bad.output
 

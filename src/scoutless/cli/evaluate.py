@@ -44,6 +44,11 @@ MaxPeriodsOpt = Annotated[int | None, typer.Option(help="--walk-forward: only th
 MaxTrainOpt = Annotated[
     int | None, typer.Option(help="--walk-forward: at most the N most recent training rows.")
 ]
+RetrainOpt = Annotated[
+    str | None,
+    typer.Option(help="--walk-forward: retrain this often within each period (7d …), as a "
+                 "deployment would; the same rows are scored."),
+]  # fmt: skip
 
 
 def evaluate(
@@ -57,6 +62,7 @@ def evaluate(
     models: ModelsOpt = "xgb,dnn",
     max_periods: MaxPeriodsOpt = None,
     max_train: MaxTrainOpt = None,
+    retrain_every: RetrainOpt = None,
     split: Annotated[
         str | None,
         typer.Option(help="Which stored split's test rows: random or time (default: the table's)."),
@@ -75,7 +81,7 @@ def evaluate(
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
     console = Console()
     if walk_forward is not None:
-        _walk_forward(table, out, walk_forward, models, max_periods, max_train)
+        _walk_forward(table, out, walk_forward, models, max_periods, max_train, retrain_every)
         return
     if bundle is None:
         console.print("[red]evaluate: --bundle is required (or use --walk-forward PERIOD)[/red]")
@@ -115,6 +121,7 @@ def _walk_forward(
     models: str,
     max_periods: int | None,
     max_train: int | None,
+    retrain_every: str | None = None,
 ) -> None:
     """``--walk-forward``: per-period and pooled tables, ``walk_forward.json`` in ``out``."""
     console = Console()
@@ -129,7 +136,7 @@ def _walk_forward(
 
             result = run_walk_forward(
                 training_table, period, models=names, max_periods=max_periods,
-                max_train=max_train, on_period=on_period,
+                max_train=max_train, on_period=on_period, retrain_every=retrain_every,
             )  # fmt: skip
             bar.update(task, completed=len(result["periods"]))
     except (TableError, WalkForwardError, TrainingError, FileNotFoundError) as exc:

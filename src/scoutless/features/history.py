@@ -9,6 +9,13 @@ quantiles of the last ``k`` values and, where the trace has the user's request, 
 weighted mean of ``log(value / request)`` and the request scaled by it; per key: how many
 had finished and the time since the key's last submission and last finish.
 
+How well each baseline expert has done lately for the key (``last2_err``,
+``request_err``): replayed over the key's finished jobs in end-time order, each job is
+predicted by the mean of the two that finished before it (last-2) and by its own request,
+and the exponentially weighted mean of the absolute error in ``log1p`` space is kept. A
+model can then trust last-2's class for a user whose last-2 has been right lately, and
+its own judgement for one whose jobs jump around.
+
 The sweep is vectorised: finished jobs sorted by (key, end time) carry prefix statistics,
 and each job picks the last of them that ended before its submit time with one
 ``merge_asof`` per key and target (traces of 100k+ rows take about a second).
@@ -23,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import HistorySettings, get_settings
+from scoutless.features.encoders import signed_log1p
 from scoutless.features.spec import FeatureSpec
 
 #: Candidate columns naming the application of a job, first present wins.
@@ -34,8 +42,10 @@ USER_COLUMNS: tuple[str, ...] = ("user", "username", "owner")
 #: Candidate columns naming a campaign (PanDA: MC16a, data18 …).
 CAMPAIGN_COLUMNS: tuple[str, ...] = ("campaign",)
 #: Per-target statistics, in output order.
-TARGET_STATS: tuple[str, ...] = ("last", "mean2", "ewm", "ewsd", "qlo", "qmid", "qhi")
-REQUEST_STATS: tuple[str, ...] = ("ratio_ewm", "request_scaled")
+TARGET_STATS: tuple[str, ...] = (
+    "last", "mean2", "ewm", "ewsd", "qlo", "qmid", "qhi", "last2_err",
+)  # fmt: skip
+REQUEST_STATS: tuple[str, ...] = ("ratio_ewm", "request_scaled", "request_err")
 
 
 def history_keys(columns: Sequence[str]) -> dict[str, str]:
@@ -164,6 +174,24 @@ def last_k_quantiles(
     return out
 
 
+def ewm_mean_of_finite(codes: np.ndarray, x: np.ndarray, halflife: float) -> np.ndarray:
+    """Per event, the EW mean of its code's finite ``x`` so far (NaN events are skipped;
+    NaN before the code's first finite one)."""
+    finite = np.isfinite(x)
+    mean = np.full(len(x), np.nan)
+    mean[finite] = ewm_moments(codes[finite], x[finite], halflife)[0]
+    return pd.Series(mean).groupby(codes, sort=False).ffill().to_numpy()
+
+
+def last2_errors(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per event (sorted by code, end), last-2's absolute ``log1p`` error on it: the mean
+    of the code's two previous events as the prediction (NaN for a code's first)."""
+    shifted = pd.Series(values).groupby(codes, sort=False)
+    previous, before = shifted.shift(1).to_numpy(), shifted.shift(2).to_numpy()
+    predicted = np.where(np.isfinite(before), (previous + before) / 2.0, previous)
+    return np.abs(signed_log1p(values) - signed_log1p(predicted))
+
+
 def _prefix_stats(
     codes: np.ndarray, ends: np.ndarray, values: np.ndarray, cfg: HistorySettings
 ) -> pd.DataFrame:
@@ -172,7 +200,7 @@ def _prefix_stats(
     Events must be sorted by (code, end). Columns: ``code``, ``end`` and TARGET_STATS.
     """
     previous = pd.Series(values).groupby(codes, sort=False).shift(1).to_numpy()
-    logv = np.sign(values) * np.log1p(np.abs(values))
+    logv = signed_log1p(values)
     ew_mean, ew_spread = ewm_moments(codes, logv, cfg.ewm_halflife_jobs)
     out = pd.DataFrame({"code": codes, "end": ends, "last": values})
     out["mean2"] = np.where(np.isfinite(previous), (values + previous) / 2.0, values)
@@ -180,6 +208,7 @@ def _prefix_stats(
     out["ewsd"] = ew_spread
     q = last_k_quantiles(codes, values, cfg.last_k, cfg.quantiles)
     out["qlo"], out["qmid"], out["qhi"] = q[:, 0], q[:, 1], q[:, 2]
+    out["last2_err"] = ewm_mean_of_finite(codes, last2_errors(codes, values), cfg.ewm_halflife_jobs)
     return out
 
 
@@ -223,15 +252,19 @@ def target_history(
 def _ratio_history(
     key: HistoryInput, values: np.ndarray, request: np.ndarray, cfg: HistorySettings
 ) -> pd.DataFrame:
-    """Weighted mean of log(value / request) of finished jobs and the request scaled by it."""
+    """Weighted mean of log(value / request) of finished jobs, the request scaled by it,
+    and the request's own weighted absolute ``log1p`` error (the request as the expert)."""
     ratio = np.log(np.where((values > 0) & (request > 0), values / request, np.nan))
     codes = _codes(key.groups)
     done = _events(codes, key.finished_s, ratio)
     mean, _ = ewm_moments(codes[done], ratio[done], cfg.ewm_halflife_jobs)
-    events = pd.DataFrame({"code": codes[done], "end": key.finished_s[done], "ratio_ewm": mean})
-    out = _as_of(codes, key.submit_s, events, ["ratio_ewm"])
+    error = np.abs(signed_log1p(values[done]) - signed_log1p(request[done]))
+    err_mean, _ = ewm_moments(codes[done], error, cfg.ewm_halflife_jobs)
+    events = pd.DataFrame({"code": codes[done], "end": key.finished_s[done], "ratio_ewm": mean,
+                           "request_err": err_mean})  # fmt: skip
+    out = _as_of(codes, key.submit_s, events, ["ratio_ewm", "request_err"])
     out["request_scaled"] = np.where(request > 0, request * np.exp(out["ratio_ewm"]), np.nan)
-    return out
+    return out[list(REQUEST_STATS)]
 
 
 def activity_history(key: HistoryInput) -> pd.DataFrame:
@@ -323,6 +356,8 @@ class KeyState:
     recent: list[float] = field(default_factory=list)
     ew: tuple[float, float, float] = EW_EMPTY
     ratio_ew: tuple[float, float, float] = EW_EMPTY
+    last2_err_ew: tuple[float, float, float] = EW_EMPTY
+    request_err_ew: tuple[float, float, float] = EW_EMPTY
 
     def add(self, value: float, end_s: float, request: float, cfg: HistorySettings) -> None:
         """One finished job (value NaN: counts only for activity)."""
@@ -331,10 +366,16 @@ class KeyState:
         if not np.isfinite(value):
             return
         decay = 0.5 ** (1.0 / cfg.ewm_halflife_jobs)
+        logv = float(signed_log1p(np.float64(value)))
+        if self.recent:  # what last-2 would have said for this job, and how wrong it was
+            predicted = signed_log1p(np.float64(np.mean(self.recent[-2:])))
+            self.last2_err_ew = ew_step(self.last2_err_ew, abs(logv - float(predicted)), decay)
         self.recent = [*self.recent, float(value)][-cfg.last_k :]
-        self.ew = ew_step(self.ew, float(np.sign(value) * np.log1p(abs(value))), decay)
+        self.ew = ew_step(self.ew, logv, decay)
         if value > 0 and request > 0:
             self.ratio_ew = ew_step(self.ratio_ew, float(np.log(value / request)), decay)
+            error = abs(logv - float(signed_log1p(np.float64(request))))
+            self.request_err_ew = ew_step(self.request_err_ew, error, decay)
 
     def submitted(self, submit_s: float) -> None:
         if not submit_s <= self.last_submit_s:
@@ -364,6 +405,8 @@ class KeyState:
             "qlo": float(q[0]), "qmid": float(q[1]), "qhi": float(q[2]),
             "ratio_ewm": ratio,
             "request_scaled": request * float(np.exp(ratio)) if request > 0 else nan,
+            "last2_err": ew_moments(self.last2_err_ew)[0],
+            "request_err": ew_moments(self.request_err_ew)[0],
         }  # fmt: skip
 
 

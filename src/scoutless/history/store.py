@@ -31,14 +31,17 @@ from sqlalchemy import (
     Table,
     Text,
     delete,
+    inspect,
     literal_column,
     or_,
     select,
+    text,
     tuple_,
 )
 
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.history import (
+    EW_EMPTY,
     REQUEST_STATS,
     TARGET_STATS,
     HistoryLayout,
@@ -63,6 +66,8 @@ history_state = Table(
     Column("recent", Text, nullable=False),  # JSON list, end-time order
     Column("ew_s", Float), Column("ew_s2", Float), Column("ew_w", Float),
     Column("ratio_s", Float), Column("ratio_s2", Float), Column("ratio_w", Float),
+    Column("l2err_s", Float), Column("l2err_s2", Float), Column("l2err_w", Float),
+    Column("rqerr_s", Float), Column("rqerr_s2", Float), Column("rqerr_w", Float),
     Column("updated_at", DateTime, nullable=False),
     PrimaryKeyConstraint("key_kind", "key_value", "target", name="scoutless_history_pk"),
 )  # fmt: skip
@@ -70,12 +75,32 @@ history_state = Table(
 StateKey = tuple[str, str, str]  # (key kind, key value, target)
 
 
+#: Columns added after the first store (the experts' recent errors): a table created
+#: before them gains them empty, and its keys' errors count from the next finished job.
+ADDED_COLUMNS: tuple[str, ...] = (
+    "l2err_s", "l2err_s2", "l2err_w", "rqerr_s", "rqerr_s2", "rqerr_w",
+)  # fmt: skip
+
+
 def create_history_table(engine: Engine) -> None:
     store_metadata.create_all(engine, tables=[history_state])
+    present = {c["name"] for c in inspect(engine).get_columns(HISTORY_TABLE)}
+    missing = [c for c in ADDED_COLUMNS if c not in present]
+    if missing:
+        with engine.begin() as conn:
+            for column in missing:
+                conn.execute(text(f"ALTER TABLE {HISTORY_TABLE} ADD COLUMN {column} FLOAT"))
 
 
 def _nan(value: Any) -> float:
     return float("nan") if value is None else float(value)
+
+
+def _ew(row: Mapping[str, Any], prefix: str) -> tuple[float, float, float]:
+    """Weighted sums from their three columns (absent or NULL, an older row: none yet)."""
+    sums = [row.get(f"{prefix}_{part}") for part in ("s", "s2", "w")]
+    return EW_EMPTY if any(v is None for v in sums) else (float(sums[0]), float(sums[1]),
+                                                          float(sums[2]))  # fmt: skip
 
 
 def _state(row: Mapping[str, Any]) -> KeyState:
@@ -84,6 +109,7 @@ def _state(row: Mapping[str, Any]) -> KeyState:
         last_submit_s=_nan(row["last_submit_s"]), recent=list(json.loads(row["recent"])),
         ew=(_nan(row["ew_s"]), _nan(row["ew_s2"]), _nan(row["ew_w"])),
         ratio_ew=(_nan(row["ratio_s"]), _nan(row["ratio_s2"]), _nan(row["ratio_w"])),
+        last2_err_ew=_ew(row, "l2err"), request_err_ew=_ew(row, "rqerr"),
     )  # fmt: skip
 
 
@@ -98,22 +124,40 @@ def _row(key: StateKey, state: KeyState, now: datetime) -> dict[str, Any]:
         "recent": json.dumps(state.recent),
         "ew_s": state.ew[0], "ew_s2": state.ew[1], "ew_w": state.ew[2],
         "ratio_s": state.ratio_ew[0], "ratio_s2": state.ratio_ew[1], "ratio_w": state.ratio_ew[2],
+        "l2err_s": state.last2_err_ew[0], "l2err_s2": state.last2_err_ew[1],
+        "l2err_w": state.last2_err_ew[2], "rqerr_s": state.request_err_ew[0],
+        "rqerr_s2": state.request_err_ew[1], "rqerr_w": state.request_err_ew[2],
         "updated_at": now,
     }  # fmt: skip
 
 
-def history_select(pairs: Iterable[tuple[str, str]]) -> Select:
-    """One statement for every state row of these (key kind, key value) pairs."""
+def stored_columns(engine: Engine) -> tuple[str, ...]:
+    """The state columns the database's store has: a table created before
+    :data:`ADDED_COLUMNS` is read without them (its errors: none yet) until a writer
+    migrates it."""
+    present = {c["name"] for c in inspect(engine).get_columns(HISTORY_TABLE)}
+    return tuple(c for c in STATE_COLUMNS if c in present)
+
+
+def history_select(
+    pairs: Iterable[tuple[str, str]], columns: Sequence[str] | None = None
+) -> Select:
+    """One statement for every state row of these (key kind, key value) pairs
+    (``columns``: the state columns to read, default all)."""
+    keys = [history_state.c[c] for c in ("key_kind", "key_value", "target")]
+    selected = select(*keys, *(history_state.c[c] for c in columns or STATE_COLUMNS))
     wanted = sorted(set(pairs))
     if not wanted:
-        return select(history_state).where(history_state.c.key_kind.is_(None))
-    return select(history_state).where(
+        return selected.where(history_state.c.key_kind.is_(None))
+    return selected.where(
         or_(tuple_(history_state.c.key_kind, history_state.c.key_value).in_(wanted))
     )
 
 
-def read_states(conn: Connection, pairs: Iterable[tuple[str, str]]) -> dict[StateKey, KeyState]:
-    rows = conn.execute(history_select(pairs)).mappings()
+def read_states(
+    conn: Connection, pairs: Iterable[tuple[str, str]], columns: Sequence[str] | None = None
+) -> dict[StateKey, KeyState]:
+    rows = conn.execute(history_select(pairs, columns)).mappings()
     return {(r["key_kind"], r["key_value"], r["target"]): _state(r) for r in rows}
 
 
@@ -252,7 +296,7 @@ def state_features(
 
 STATE_COLUMNS: tuple[str, ...] = (
     "n", "last_end_s", "last_submit_s", "recent", "ew_s", "ew_s2", "ew_w",
-    "ratio_s", "ratio_s2", "ratio_w",
+    "ratio_s", "ratio_s2", "ratio_w", *ADDED_COLUMNS,
 )  # fmt: skip
 #: What the service flags on a task whose keys have no finished job in the store.
 HISTORY_MISSING = "history_missing"
@@ -273,11 +317,15 @@ def _constant(name: str) -> Any:
 
 
 def join_states(
-    source: Any, tasks: Table, keys: Mapping[str, str], targets: Sequence[str]
+    source: Any,
+    tasks: Table,
+    keys: Mapping[str, str],
+    targets: Sequence[str],
+    columns: Sequence[str] = STATE_COLUMNS,
 ) -> tuple[Any, list[Any]]:
     """``source`` outer-joined with the store row of every (key, target) of a task, and the
-    labelled columns: the task's history arrives in the same statement as its features."""
-    columns: list[Any] = []
+    labelled ``columns``: the task's history arrives in the same statement as its features."""
+    labelled: list[Any] = []
     for kind, column in keys.items():
         for target in (ACTIVITY, *targets):
             row = history_state.alias(f"h_{kind}_{target or 'activity'}")
@@ -287,8 +335,8 @@ def join_states(
                 & (row.c.key_value == tasks.c[column])
                 & (row.c.target == _constant(target)),
             )
-            columns += [row.c[c].label(_label(kind, target, c)) for c in STATE_COLUMNS]
-    return source, columns
+            labelled += [row.c[c].label(_label(kind, target, c)) for c in columns]
+    return source, labelled
 
 
 def states_from_row(

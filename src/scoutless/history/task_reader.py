@@ -34,6 +34,7 @@ from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
 from scoutless.history.store import (
     HISTORY_TABLE,
+    STATE_COLUMNS,
     SUBMITTED,
     StateKey,
     join_states,
@@ -41,6 +42,7 @@ from scoutless.history.store import (
     layout_keys,
     read_states,
     records_history,
+    stored_columns,
 )
 from scoutless.targets.spec import TARGET_NAMES
 
@@ -59,7 +61,9 @@ class BadTaskRecord(ValueError):
 TASK_HISTORY_KEYS: dict[str, str] = history_keys(["creationdate", *TASK_COLUMNS_READ])
 
 
-def single_task_statement(*, with_history: bool = False) -> Select:
+def single_task_statement(
+    *, with_history: bool = False, history_columns: Sequence[str] = STATE_COLUMNS
+) -> Select:
     """Task, parameters and datasets of one task in ONE statement.
 
     Each row is the task part (``jedi_tasks`` columns, then ``taskparams``: constant per
@@ -73,7 +77,7 @@ def single_task_statement(*, with_history: bool = False) -> Select:
     dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
     source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid)
     if with_history:  # the history-feature store's rows of the task's keys (issue 14)
-        source, history = join_states(source, t, TASK_HISTORY_KEYS, TARGET_NAMES)
+        source, history = join_states(source, t, TASK_HISTORY_KEYS, TARGET_NAMES, history_columns)
         task_part += [t.c.creationdate.label(SUBMITTED), *history]
     source = source.outerjoin(d, d.c.jeditaskid == t.c.jeditaskid)
     return (
@@ -104,7 +108,11 @@ class TaskReader:
         if with_history is None:  # join the history store where the database has one
             with_history = _has_store(engine)
         self.with_history = with_history
-        statement = single_task_statement(with_history=with_history)
+        #: the store's state columns (an older store lacks the experts' errors)
+        self._history_columns = stored_columns(engine) if with_history else STATE_COLUMNS
+        statement = single_task_statement(
+            with_history=with_history, history_columns=self._history_columns
+        )
         compiled = statement.compile(dialect=engine.dialect)
         self._sql = str(compiled)
         self._positional = bool(compiled.positional)
@@ -186,7 +194,7 @@ class TaskReader:
         batch's history); :class:`DatabaseUnavailable` when the store cannot be read."""
         try:
             with self.engine.connect() as conn:
-                return read_states(conn, pairs)
+                return read_states(conn, pairs, self._history_columns)
         except (SQLAlchemyError, *self._driver_errors) as exc:
             raise DatabaseUnavailable(f"cannot read the history store: {exc}") from exc
 

@@ -108,6 +108,24 @@ def periods(table: TrainingTable, period_s: float, max_periods: int | None = Non
     return out
 
 
+def retrain_steps(table: TrainingTable, p: Period, retrain_s: float | None) -> list[Period]:
+    """Period ``p`` cut every ``retrain_s`` seconds, as a deployment that retrains that
+    often serves it: each part is predicted by a bundle trained on the rows known when the
+    part began (None, or a table without a clock: the whole period, one bundle)."""
+    submit, known, timed = _clock(table)
+    if retrain_s is None or not timed:
+        return [p]
+    test_submit = submit[p.test]
+    edges = [*np.arange(float(test_submit.min()), float(test_submit.max()), retrain_s), np.inf]
+    parts = []
+    for lo, hi in itertools.pairwise(edges):
+        test = p.test[(test_submit >= lo) & (test_submit < hi)]
+        train = np.flatnonzero((submit < lo) & (known < lo))
+        if len(test) and len(train):
+            parts.append(Period(p.label, train, test))
+    return parts
+
+
 @dataclass
 class _Pooled:
     """Per target and predictor name: true and predicted classes over all periods."""
@@ -169,30 +187,48 @@ def walk_forward(
     seed: int = 42,
     train_options: dict[str, Any] | None = None,
     on_period: Callable[[int, int, str], None] | None = None,
+    retrain_every: str | None = None,
 ) -> dict[str, Any]:
-    """Per-period and pooled scores of every model, ``served`` and the baselines."""
+    """Per-period and pooled scores of every model, ``served`` and the baselines.
+
+    ``retrain_every`` (``7d`` …, shorter than ``period``): within each period, a fresh
+    bundle every so often, each trained on the rows known when it takes over — the same
+    rows scored, as a deployment retraining that often would serve them."""
     steps = periods(table, parse_period(period), max_periods)
     if not steps:
         raise WalkForwardError("no period has both earlier finished rows and rows to predict")
+    retrain_s = parse_period(retrain_every) if retrain_every else None
     labels = {t: b.labels for t, b in table.bins.items()}
     pooled = _Pooled()
     per_period: list[dict[str, Any]] = []
     for i, p in enumerate(steps):
         if on_period:
             on_period(i, len(steps), p.label)
-        sub = _period_table(table, p, max_train)
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                bundle = train_bundle(
-                    sub, Path(tmp) / "bundle", models=models, split="time", progress=False,
-                    seed=seed, **(train_options or {}),
-                )  # fmt: skip
-            except TrainingError as exc:
-                per_period.append({"period": p.label, "skipped": str(exc)})
-                continue
-            predicted = _predict_period(sub, bundle, labels)
-        entry: dict[str, Any] = {"period": p.label, "rows_train": len(sub.frame) - len(p.test)}
-        for t, (y, preds) in predicted.items():
+        period_pooled = _Pooled()
+        entry: dict[str, Any] = {"period": p.label, "rows_train": []}
+        for part in retrain_steps(table, p, retrain_s):
+            sub = _period_table(table, part, max_train)
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    bundle = train_bundle(
+                        sub, Path(tmp) / "bundle", models=models, split="time",
+                        progress=False, seed=seed, **(train_options or {}),
+                    )  # fmt: skip
+                except TrainingError as exc:
+                    entry.setdefault("skipped", []).append(str(exc))
+                    continue
+                predicted = _predict_period(sub, bundle, labels)
+            entry["rows_train"].append(len(sub.frame) - len(part.test))
+            for t, (y, preds) in predicted.items():
+                period_pooled.add(t, y, preds)
+        if not period_pooled.y:
+            per_period.append({"period": p.label, "skipped": "; ".join(entry.get("skipped", []))})
+            continue
+        if len(entry["rows_train"]) == 1:
+            entry["rows_train"] = entry["rows_train"][0]
+        for t in period_pooled.y:
+            y = np.concatenate(period_pooled.y[t])
+            preds = {name: np.concatenate(parts) for name, parts in period_pooled.pred[t].items()}
             pooled.add(t, y, preds)
             entry[t] = {name: _scores(y, pr, labels[t]) for name, pr in preds.items()}
         per_period.append(entry)
@@ -203,7 +239,10 @@ def walk_forward(
         }
         for t in pooled.y
     }
-    return {"period": period, "models": list(models), "periods": per_period, "overall": overall}
+    return {
+        "period": period, "retrain_every": retrain_every or period, "models": list(models),
+        "periods": per_period, "overall": overall,
+    }  # fmt: skip
 
 
 WALK_FORWARD_FILE = "walk_forward.json"
