@@ -158,12 +158,13 @@ def test_variants_are_compared_on_a_subsample_and_only_the_winner_sees_all_rows(
     from scoutless.models.tuning import choose_dnn_variant
 
     X, y = _toy(6400, 6)
-    Xv, yv = _toy(200, 7)
+    Xv, yv = _toy(3000, 7)
     base = DNNModel(n_classes=4, cardinalities=[6], n_numerical=2,
                     params=DNNParams(max_epochs=1))  # fmt: skip
     model, log = choose_dnn_variant(base, X, y, eval_set=(Xv, yv), class_weight=None,
                                     variants=["reference", "ple"], selection_rows=2000)  # fmt: skip
     assert [r["fit_rows"] for r in log] == [2000, 2000]
+    assert [r["val_rows"] for r in log] == [2000, 2000]  # validated on a subsample too
     assert model.variant_ in ("reference", "ple")
     assert model.batch_size_ == 6400 // 32  # the refit saw all rows (2000 would get 64)
 

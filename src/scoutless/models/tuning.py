@@ -185,7 +185,8 @@ def choose_dnn_variant(
 
     The first variant wins ties, so list the reference first to prefer it. With more than
     ``selection_rows`` fit rows, variants are compared on a stratified subsample of that
-    size and only the winner is trained on all rows (one full fit, not one per variant).
+    size, validated (early stopping, temperature, score) on at most as many validation rows,
+    and only the winner is trained on all rows (one full fit, not one per variant).
     """
     if not variants:
         raise ValueError("choose_dnn_variant needs at least one variant")
@@ -193,6 +194,9 @@ def choose_dnn_variant(
     sub = None
     if len(variants) > 1 and len(y) > selection_rows:
         sub = _subsample(y, selection_rows, model.seed)
+        if len(y_val) > selection_rows:  # an epoch's validation pass cost a third of it
+            val_rows = _subsample(y_val, selection_rows, model.seed)
+            X_val, y_val = X_val.take(val_rows), y_val[val_rows]
     best: tuple[float, str, DNNModel | None] = (-1.0, "", None)
     log: list[dict[str, Any]] = []
     for name in variants:
@@ -203,13 +207,13 @@ def choose_dnn_variant(
             fitted.fit(X, y, eval_set=eval_set, class_weight=class_weight, values=values)
         else:
             part_values = None if values is None else values[sub]
-            fitted.fit(X.take(sub), y[sub], eval_set=eval_set, class_weight=class_weight,
+            fitted.fit(X.take(sub), y[sub], eval_set=(X_val, y_val), class_weight=class_weight,
                        values=part_values)  # fmt: skip
         predicted = fitted.predict_proba(X_val).argmax(axis=1)
         accuracy = float((predicted == y_val).mean())
         macro_f1 = float(f1_score(y_val, predicted, average="macro", zero_division=0))
         log.append({"variant": name, "val_accuracy": accuracy, "val_macro_f1": macro_f1,
-                    "fit_rows": len(y) if sub is None else len(sub)})  # fmt: skip
+                    "fit_rows": len(y) if sub is None else len(sub), "val_rows": len(y_val)})  # fmt: skip
         if (accuracy + macro_f1) / 2 > best[0]:
             best = ((accuracy + macro_f1) / 2, name, fitted)
     _, chosen, winner = best

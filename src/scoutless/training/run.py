@@ -195,7 +195,9 @@ def target_results(fits: dict[str, FamilyFit]) -> TargetResults:
 
 
 #: which fits start first when several run at once: the longest (a DNN's variant search
-#: and epochs), so the lanes finish together
+#: and epochs; then native categoricals), and within a family the targets with more classes
+#: (XGBoost grows a tree per class and round), so the lanes end on short fits. Each fit
+#: keeps its thread count throughout, so a bundle does not depend on which lane ran what.
 _FIT_ORDER = {"dnn": 0, "xgb_native": 1}
 
 
@@ -273,7 +275,7 @@ def train_bundle(
     results: dict[str, TargetResults] = {}
     datas = {t: target_data(table, prep, t) for t in table.targets}
     fits = [(t, name) for t in table.targets for name in names]
-    fits.sort(key=lambda fit: _FIT_ORDER.get(fit[1], 2))  # stable: targets keep their order
+    fits.sort(key=lambda fit: (_FIT_ORDER.get(fit[1], 2), -datas[fit[0]].n_classes))
     if parallel_fits is None:
         parallel_fits = get_settings().training.parallel_fits
     # a --scheduler fit spreads itself over its cluster: those run one at a time
