@@ -17,6 +17,7 @@ from scoutless.sources.assemble import TraceJobs, to_training_table
 from scoutless.training.walk_forward import (
     WalkForwardError,
     parse_period,
+    parse_retrain_every,
     periods,
     retrain_steps,
     walk_forward,
@@ -50,6 +51,13 @@ def test_parse_period():
     assert parse_period("30d") == 30 * 86400 and parse_period("12h") == 43200
     with pytest.raises(WalkForwardError, match="30 days"):
         parse_period("30 days")
+
+
+def test_parse_retrain_every_none_means_one_bundle_per_period():
+    assert parse_retrain_every("7d") == 7 * 86400
+    assert parse_retrain_every(None) is None and parse_retrain_every("None") is None
+    with pytest.raises(WalkForwardError, match="--retrain-every 'weekly'"):
+        parse_retrain_every("weekly")
 
 
 def test_periods_train_only_on_rows_finished_before_the_period(table):

@@ -45,9 +45,10 @@ MaxTrainOpt = Annotated[
     int | None, typer.Option(help="--walk-forward: at most the N most recent training rows.")
 ]
 RetrainOpt = Annotated[
-    str | None,
-    typer.Option(help="--walk-forward: retrain this often within each period (7d …), as a "
-                 "deployment would; the same rows are scored."),
+    str,
+    typer.Option(help="--walk-forward: retrain this often within each period, as a deployment "
+                 "retraining weekly would (the same rows are scored); 'none': one bundle per "
+                 "period."),
 ]  # fmt: skip
 
 
@@ -62,7 +63,7 @@ def evaluate(
     models: ModelsOpt = "xgb,dnn",
     max_periods: MaxPeriodsOpt = None,
     max_train: MaxTrainOpt = None,
-    retrain_every: RetrainOpt = None,
+    retrain_every: RetrainOpt = "7d",
     split: Annotated[
         str | None,
         typer.Option(help="Which stored split's test rows: random or time (default: the table's)."),

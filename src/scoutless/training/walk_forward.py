@@ -44,17 +44,22 @@ class WalkForwardError(ValueError):
     """A period string or table the walk-forward evaluation cannot use."""
 
 
-def parse_period(text: str) -> float:
-    """``30d``, ``12h``, ``2w`` … in seconds."""
+def parse_period(text: str, option: str = "--walk-forward") -> float:
+    """``30d``, ``12h``, ``2w`` … in seconds (``option`` names it in errors)."""
     match = _PERIOD.match(text or "")
     if not match:
-        raise WalkForwardError(
-            f"--walk-forward {text!r}: expected a number and s/m/h/d/w, e.g. 30d"
-        )
+        raise WalkForwardError(f"{option} {text!r}: expected a number and s/m/h/d/w, e.g. 30d")
     seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
     if seconds <= 0:
-        raise WalkForwardError(f"--walk-forward {text!r}: the period must be positive")
+        raise WalkForwardError(f"{option} {text!r}: the period must be positive")
     return seconds
+
+
+def parse_retrain_every(text: str | None) -> float | None:
+    """``7d`` … in seconds; None, empty or ``none``: one bundle per period."""
+    if text is None or text.strip().lower() in ("", "none"):
+        return None
+    return parse_period(text, "--retrain-every")
 
 
 @dataclass(frozen=True)
@@ -193,11 +198,12 @@ def walk_forward(
 
     ``retrain_every`` (``7d`` …, shorter than ``period``): within each period, a fresh
     bundle every so often, each trained on the rows known when it takes over — the same
-    rows scored, as a deployment retraining that often would serve them."""
+    rows scored, as a deployment retraining that often would serve them (None or
+    ``none``: one bundle per period)."""
+    retrain_s = parse_retrain_every(retrain_every)
     steps = periods(table, parse_period(period), max_periods)
     if not steps:
         raise WalkForwardError("no period has both earlier finished rows and rows to predict")
-    retrain_s = parse_period(retrain_every) if retrain_every else None
     labels = {t: b.labels for t, b in table.bins.items()}
     pooled = _Pooled()
     per_period: list[dict[str, Any]] = []
@@ -240,7 +246,8 @@ def walk_forward(
         for t in pooled.y
     }
     return {
-        "period": period, "retrain_every": retrain_every or period, "models": list(models),
+        "period": period, "retrain_every": retrain_every if retrain_s else period,
+        "models": list(models),
         "periods": per_period, "overall": overall,
     }  # fmt: skip
 
