@@ -93,14 +93,9 @@ def evaluate(
     try:
         predictor = load_bundle(bundle)
         training_table = TrainingTable.load(table)
-        metrics = evaluate_bundle(
-            predictor,
-            training_table,
-            out,
-            split=split or training_table.default_split,
-            alpha=alpha,
-            recall=recall,
-        )
+        split = split or training_table.default_split
+        metrics = evaluate_bundle(predictor, training_table, out, split=split, alpha=alpha,
+                                  recall=recall)  # fmt: skip
     except (BundleError, RegistryError, TableError, EvaluationError, FileNotFoundError) as exc:
         console.print(f"[red]evaluate: {exc}[/red]")
         raise typer.Exit(code=1) from exc

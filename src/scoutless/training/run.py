@@ -50,7 +50,7 @@ from scoutless.training.fitting import (
     training_progress,
 )
 from scoutless.training.guarding import fit_target_guard
-from scoutless.training.lanes import plan_lanes, run_in_lanes
+from scoutless.training.lanes import Lanes, plan_lanes, run_in_lanes
 from scoutless.training.manifest import base_manifest, choose_champion, headline_metrics
 
 MIN_TRAIN_ROWS = 10
@@ -236,6 +236,34 @@ def _contents(
     )
 
 
+def _fit_targets(
+    trainer: FamilyTrainer,
+    table: TrainingTable,
+    prep: PreparedRows,
+    datas: dict[str, TargetData],
+    names: list[str],
+    lanes: Lanes,
+) -> dict[str, TargetResults]:
+    """Step 4 for every target and family, in lanes; then each target's champion guard."""
+    fits = [(t, name) for t in datas for name in names]
+    fits.sort(key=lambda fit: (_FIT_ORDER.get(fit[1], 2), -datas[fit[0]].n_classes))
+    done = run_in_lanes(
+        [partial(fit_family, trainer, datas[t], n, table.bins[t].labels) for t, n in fits],
+        lanes.lanes,
+    )
+    by_fit = dict(zip(fits, done, strict=True))
+    results: dict[str, TargetResults] = {}
+    for target, data in datas.items():
+        result = target_results({name: by_fit[target, name] for name in names})
+        champion = choose_champion(result.validation)
+        val_order = None if prep.order is None else prep.order[data.rows["validation"]]
+        result.guard = fit_target_guard(
+            data, prep.encoder, champion, result.validation_proba[champion], val_order
+        )
+        results[target] = result
+    return results
+
+
 def train_bundle(
     table: TrainingTable,
     out: Path,
@@ -272,32 +300,17 @@ def train_bundle(
     params = dnn_params or DNNParams()
     if max_epochs is not None:
         params = replace(params, max_epochs=max_epochs)
-    results: dict[str, TargetResults] = {}
-    datas = {t: target_data(table, prep, t) for t in table.targets}
-    fits = [(t, name) for t in table.targets for name in names]
-    fits.sort(key=lambda fit: (_FIT_ORDER.get(fit[1], 2), -datas[fit[0]].n_classes))
     if parallel_fits is None:
         parallel_fits = get_settings().training.parallel_fits
+    datas = {t: target_data(table, prep, t) for t in table.targets}
     # a --scheduler fit spreads itself over its cluster: those run one at a time
-    lanes = plan_lanes(n_jobs, len(fits), parallel_fits if fit_model is None else 1)
+    lanes = plan_lanes(n_jobs, len(datas) * len(names), parallel_fits if fit_model is None else 1)
     with training_progress(progress) as bar, torch_threads(lanes.threads):
         trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed,
                                 n_jobs=lanes.threads, xgb_grid=xgb_grid, dnn_params=params,
                                 progress=bar, dnn_variants=dnn_variants,
                                 fit_model=fit_model or fit_in_process)  # fmt: skip
-        done = run_in_lanes(
-            [partial(fit_family, trainer, datas[t], n, table.bins[t].labels) for t, n in fits],
-            lanes.lanes,
-        )
-        by_fit = dict(zip(fits, done, strict=True))
-        for target, data in datas.items():
-            result = target_results({name: by_fit[target, name] for name in names})
-            champion = choose_champion(result.validation)
-            val_order = None if prep.order is None else prep.order[data.rows["validation"]]
-            result.guard = fit_target_guard(
-                data, prep.encoder, champion, result.validation_proba[champion], val_order
-            )
-            results[target] = result
+        results = _fit_targets(trainer, table, prep, datas, names, lanes)
     parts = get_settings().splits.part_fractions()
     run = {
         "split": split,

@@ -182,6 +182,31 @@ def _scores(y: np.ndarray, pred: np.ndarray, labels: tuple[str, ...]) -> dict[st
     return {"macro_f1": m["macro_f1"], "accuracy": m["accuracy"], "n": len(y)}
 
 
+def _train_and_predict(
+    table: TrainingTable,
+    part: Any,
+    max_train: int | None,
+    entry: dict[str, Any],
+    labels: dict[str, tuple[str, ...]],
+    **train: Any,
+) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None:
+    """One retraining step: a bundle on the rows known when it takes over, its predictions
+    of the step's rows (None, recorded in ``entry``, when training refuses the rows)."""
+    sub = _period_table(table, part, max_train)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            bundle = train_bundle(
+                sub, Path(tmp) / "bundle", models=train["models"], split="time",
+                progress=False, seed=train["seed"], **(train["train_options"] or {}),
+            )  # fmt: skip
+        except TrainingError as exc:
+            entry.setdefault("skipped", []).append(str(exc))
+            return None
+        predicted = _predict_period(sub, bundle, labels)
+    entry["rows_train"].append(len(sub.frame) - len(part.test))
+    return predicted
+
+
 def walk_forward(
     table: TrainingTable,
     period: str,
@@ -210,22 +235,12 @@ def walk_forward(
     for i, p in enumerate(steps):
         if on_period:
             on_period(i, len(steps), p.label)
-        period_pooled = _Pooled()
         entry: dict[str, Any] = {"period": p.label, "rows_train": []}
+        period_pooled = _Pooled()
         for part in retrain_steps(table, p, retrain_s):
-            sub = _period_table(table, part, max_train)
-            with tempfile.TemporaryDirectory() as tmp:
-                try:
-                    bundle = train_bundle(
-                        sub, Path(tmp) / "bundle", models=models, split="time",
-                        progress=False, seed=seed, **(train_options or {}),
-                    )  # fmt: skip
-                except TrainingError as exc:
-                    entry.setdefault("skipped", []).append(str(exc))
-                    continue
-                predicted = _predict_period(sub, bundle, labels)
-            entry["rows_train"].append(len(sub.frame) - len(part.test))
-            for t, (y, preds) in predicted.items():
+            predicted = _train_and_predict(table, part, max_train, entry, labels, models=models,
+                                           seed=seed, train_options=train_options)  # fmt: skip
+            for t, (y, preds) in (predicted or {}).items():
                 period_pooled.add(t, y, preds)
         if not period_pooled.y:
             per_period.append({"period": p.label, "skipped": "; ".join(entry.get("skipped", []))})
