@@ -153,7 +153,7 @@ DNN_VARIANTS: dict[str, dict[str, Any]] = {
 #: what ``train_bundle`` tries by default: the reference first (it wins ties)
 DEFAULT_DNN_VARIANTS: tuple[str, ...] = ("reference", "ordinal", "ordinal_tempered")
 #: variants are compared on at most this many fit rows; the winner is then refitted on all
-SELECTION_ROWS = 30_000
+SELECTION_ROWS = 50_000
 
 
 def variant_params(base: DNNParams, name: str) -> DNNParams:
