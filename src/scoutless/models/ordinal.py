@@ -97,15 +97,17 @@ class CumulativeLinkHead(nn.Module):
         log_scale = self.log_scale(hidden)[:, 0].clamp(*LOG_SCALE_BOUNDS)
         return self.location(hidden)[:, 0], log_scale
 
+    def _standardised_cuts(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(B, n_classes - 1) the cuts in units of each row's latent: (cut - location) / scale."""
+        location, log_scale = self.latent(hidden)
+        return (self.cuts()[None, :] - location[:, None]) * torch.exp(-log_scale)[:, None]
+
     def cumulative(self, hidden: torch.Tensor) -> torch.Tensor:
         """(B, n_classes - 1) P(y <= k) for k = 0 .. n_classes - 2."""
-        location, log_scale = self.latent(hidden)
-        z = (self.cuts()[None, :] - location[:, None]) * torch.exp(-log_scale)[:, None]
-        return normal_cdf(z)
+        return normal_cdf(self._standardised_cuts(hidden))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        location, log_scale = self.latent(hidden)
-        z = (self.cuts()[None, :] - location[:, None]) * torch.exp(-log_scale)[:, None]
+        z = self._standardised_cuts(hidden)
         inf = torch.full_like(z[:, :1], torch.inf)
         lower, upper = torch.cat([-inf, z], dim=1), torch.cat([z, inf], dim=1)
         # above the median, a difference of upper tails: 1 - cdf would cancel in float32
