@@ -148,10 +148,42 @@ def test_choose_dnn_variant_keeps_the_best_on_validation_and_refuses_unknown_nam
     )
     assert [r["variant"] for r in log] == ["reference", "ple"]
     scores = [r["val_accuracy"] + r["val_macro_f1"] for r in log]
-    assert model.variant_ == log[int(np.argmax(scores))]["variant"]
+    leader = log[int(np.argmax(scores))]
+    chosen = next(r for r in log if r["variant"] == model.variant_)
+    assert chosen["contender"] and leader["contender"]
+    assert chosen["val_log_loss"] == min(r["val_log_loss"] for r in log if r["contender"])
     assert model.params == variant_params(base.params, model.variant_)
     with pytest.raises(ValueError, match="variant 'deep' unknown"):
         variant_params(base.params, "deep")
+
+
+def _confident(y: np.ndarray, predicted: np.ndarray, p: float) -> np.ndarray:
+    """Probabilities putting ``p`` on ``predicted`` and the rest evenly on 3 other classes."""
+    proba = np.full((len(y), 4), (1 - p) / 3)
+    proba[np.arange(len(y)), predicted] = p
+    return proba
+
+
+def test_a_lead_inside_the_noise_goes_to_the_better_log_loss_and_a_clear_lead_wins():
+    from scoutless.models.tuning import pick_variant
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 4000)
+    right = y.copy()
+    wrong = (y + 1) % 4
+    # "sharp" is right on 80.5 % of rows but overconfident; "soft" on 80 % with honest odds
+    sharp = np.where(rng.random(len(y)) < 0.805, right, wrong)
+    soft = np.where(rng.random(len(y)) < 0.80, right, wrong)
+    chosen, log = pick_variant(y, [_confident(y, sharp, 0.999), _confident(y, soft, 0.8)],
+                               ["sharp", "soft"])  # fmt: skip
+    assert [r["contender"] for r in log] == [True, True]
+    assert log[1]["val_log_loss"] < log[0]["val_log_loss"] and chosen == 1
+    # a lead of ten points is beyond any noise: the argmax score decides
+    clear = np.where(rng.random(len(y)) < 0.90, right, wrong)
+    chosen, log = pick_variant(y, [_confident(y, clear, 0.999), _confident(y, soft, 0.8)],
+                               ["clear", "soft"])  # fmt: skip
+    assert chosen == 0 and [r["contender"] for r in log] == [True, False]
+    assert 0.001 < log[1]["lead_se"] < 0.02
 
 
 def test_variants_are_compared_on_a_subsample_and_only_the_winner_sees_all_rows():

@@ -20,6 +20,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
+from scoutless.models.paired_bootstrap import block_confusions, macro_f1_accuracy, time_blocks
 from scoutless.models.xgb import _XGBModel
 
 DEFAULT_XGB_GRID: dict[str, list[Any]] = {"max_depth": [4, 6, 8], "learning_rate": [0.1, 0.3]}
@@ -183,10 +184,11 @@ def choose_dnn_variant(
 ) -> tuple[DNNModel, list[dict[str, Any]]]:
     """Fit each named variant; keep the best mean of validation accuracy and macro-F1.
 
-    The first variant wins ties, so list the reference first to prefer it. With more than
-    ``selection_rows`` fit rows, variants are compared on a stratified subsample of that
-    size, validated (early stopping, temperature, score) on at most as many validation rows,
-    and only the winner is trained on all rows (one full fit, not one per variant).
+    A lead inside the noise of that mean does not decide (see :func:`pick_variant`). With
+    more than ``selection_rows`` fit rows, variants are compared on a stratified subsample
+    of that size, validated (early stopping, temperature, score) on at most as many
+    validation rows, and only the winner is trained on all rows (one full fit, not one per
+    variant).
     """
     if not variants:
         raise ValueError("choose_dnn_variant needs at least one variant")
@@ -197,8 +199,8 @@ def choose_dnn_variant(
         if len(y_val) > selection_rows:  # an epoch's validation pass cost a third of it
             val_rows = _subsample(y_val, selection_rows, model.seed)
             X_val, y_val = X_val.take(val_rows), y_val[val_rows]
-    best: tuple[float, str, DNNModel | None] = (-1.0, "", None)
-    log: list[dict[str, Any]] = []
+    fits: list[DNNModel] = []
+    probas: list[np.ndarray] = []
     for name in variants:
         if on_variant is not None:
             on_variant(name)
@@ -209,18 +211,73 @@ def choose_dnn_variant(
             part_values = None if values is None else values[sub]
             fitted.fit(X.take(sub), y[sub], eval_set=(X_val, y_val), class_weight=class_weight,
                        values=part_values)  # fmt: skip
-        predicted = fitted.predict_proba(X_val).argmax(axis=1)
-        accuracy = float((predicted == y_val).mean())
-        macro_f1 = float(f1_score(y_val, predicted, average="macro", zero_division=0))
-        log.append({"variant": name, "val_accuracy": accuracy, "val_macro_f1": macro_f1,
-                    "fit_rows": len(y) if sub is None else len(sub), "val_rows": len(y_val)})  # fmt: skip
-        if (accuracy + macro_f1) / 2 > best[0]:
-            best = ((accuracy + macro_f1) / 2, name, fitted)
-    _, chosen, winner = best
-    assert winner is not None
+        fits.append(fitted)
+        probas.append(fitted.predict_proba(X_val))
+    chosen, log = pick_variant(y_val, probas, list(variants), seed=model.seed)
+    for record in log:
+        record["fit_rows"] = len(y) if sub is None else len(sub)
+    winner = fits[chosen]
     if sub is not None:
         winner = model.with_params(winner.params).fit(
             X, y, eval_set=eval_set, class_weight=class_weight, values=values
         )
-    winner.variant_ = chosen
+    winner.variant_ = variants[chosen]
     return winner, log
+
+
+#: block-bootstrap resamples behind a variant's lead (see :func:`pick_variant`)
+TIE_RESAMPLES = 400
+TIE_BLOCKS = 200
+
+
+def pick_variant(
+    y: np.ndarray, probas: Sequence[np.ndarray], names: Sequence[str], *, seed: int = 0
+) -> tuple[int, list[dict[str, Any]]]:
+    """The variant to keep, and a record per variant.
+
+    The score is the mean of accuracy and macro-F1. Variants differ by trade-offs (class
+    weights move rows between accuracy and the rare classes' F1), so two of them often
+    score within noise of each other, and an argmax pick among them is a coin toss whose
+    loser can be the one with the better accuracy by a point. A variant whose score is
+    within one paired-bootstrap standard error of the leader's is therefore a contender,
+    and among contenders the lowest validation log-loss (a proper score of the whole
+    probability, far less noisy than an argmax count) decides. The first listed wins exact
+    ties.
+    """
+    n_classes = probas[0].shape[1]
+    predicted = [p.argmax(axis=1) for p in probas]
+    blocks = time_blocks(np.arange(len(y)), TIE_BLOCKS)
+    n_found = int(blocks.max()) + 1 if len(blocks) else 1
+    draws = np.random.default_rng(seed).integers(0, n_found, (TIE_RESAMPLES, n_found))
+    resampled = []
+    for pred in predicted:
+        f1, acc = macro_f1_accuracy(block_confusions(y, pred, blocks, n_classes)[draws].sum(axis=1))
+        resampled.append((f1 + acc) / 2)
+    scores = [
+        (float((p == y).mean()), float(f1_score(y, p, average="macro", zero_division=0)))
+        for p in predicted
+    ]
+    combined = np.array([(a + f) / 2 for a, f in scores])
+    leader = int(np.argmax(combined))
+    lead_se = np.array([float(np.std(resampled[leader] - r)) for r in resampled])
+    contender = combined[leader] - combined <= lead_se
+    log_loss = np.array([_log_loss(y, p) for p in probas])
+    chosen = int(np.flatnonzero(contender)[np.argmin(log_loss[contender])])
+    log = [
+        dict(
+            variant=name,
+            val_accuracy=acc,
+            val_macro_f1=f1,
+            val_rows=len(y),
+            val_log_loss=float(log_loss[i]),
+            lead_se=float(lead_se[i]),
+            contender=bool(contender[i]),
+        )
+        for i, (name, (acc, f1)) in enumerate(zip(names, scores, strict=True))
+    ]
+    return chosen, log
+
+
+def _log_loss(y: np.ndarray, proba: np.ndarray) -> float:
+    """Mean negative log-likelihood of the true classes (probabilities floored at 1e-12)."""
+    return float(-np.log(np.maximum(proba[np.arange(len(y)), y], 1e-12)).mean())
