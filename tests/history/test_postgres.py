@@ -27,14 +27,16 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def pg_engine():
-    from scoutless.ops.prediction_log import predictions_table
+    from scoutless.ops.prediction_log import legacy_table, predictions_table
 
     engine = make_engine(PG_URL)
     metadata.drop_all(engine)
-    predictions_table.drop(engine, checkfirst=True)
+    for table in (predictions_table, legacy_table):
+        table.drop(engine, checkfirst=True)
     yield engine
     metadata.drop_all(engine)
-    predictions_table.drop(engine, checkfirst=True)
+    for table in (predictions_table, legacy_table):
+        table.drop(engine, checkfirst=True)
     engine.dispose()
 
 
@@ -73,9 +75,9 @@ def test_prediction_log_batches_go_through_copy_on_postgres(pg_engine):
 
     log = PredictionLog(pg_engine)
     row = {
-        "request_id": "r1", "jeditaskid": None, "model_version": "v1", "target": "memory",
-        "class_id": 1, "class_label": "1-2GB", "probabilities": "[0.2, 0.8]",
-        "recommended_value": 2000.0, "policy": "argmax", "features": "{}",
+        "request_id": "r1", "jeditaskid": None, "model_version": "v1", "policy": "argmax",
+        "predictions": '{"memory": {"class_id": 1, "class_label": "1-2GB", '
+        '"recommended_value": 2000.0, "probabilities": [0.2, 0.8]}}', "features": "{}",
     }  # fmt: skip
     assert log.write([row] * 3) == 3
     assert log.write([{**row, "jeditaskid": 7}] * BULK_MIN_ROWS) == BULK_MIN_ROWS

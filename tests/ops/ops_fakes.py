@@ -82,12 +82,13 @@ def prediction_rows(
     created_at: pd.Timestamp = T0,
     features: list[dict] | None = None,
 ) -> list[dict]:
-    """Rows as the service writes them to the prediction log."""
+    """Rows as the service writes them to the prediction log (one per task)."""
     rows = []
     for i, (tid, cls) in enumerate(zip(ids, classes, strict=True)):
+        entry = {"class_id": cls, "class_label": str(cls), "recommended_value": None,
+                 "probabilities": []}  # fmt: skip
         rows.append({"request_id": f"r{tid}", "jeditaskid": tid, "model_version": version,
-                     "target": target, "class_id": cls, "class_label": str(cls),
-                     "probabilities": "[]", "recommended_value": None, "policy": "argmax",
+                     "policy": "argmax", "predictions": {target: entry},
                      "features": json.dumps(features[i]) if features else None,
                      "created_at": created_at.to_pydatetime()})  # fmt: skip
     return rows

@@ -93,20 +93,23 @@ def _serve(predictor, engine, ids: list[int]) -> None:
     features = history.features()
     proba = predictor.predict_proba(features)
     created = history.tasks.set_index("jeditaskid")["creationdate"]
+    chosen = {target: p.argmax(axis=1) for target, p in proba.items()}
     rows = []
-    for target, p in proba.items():
-        chosen = p.argmax(axis=1)
-        for i, tid in enumerate(features.index):
-            feats = {k: (None if isinstance(v, float) and np.isnan(v) else v)
-                     for k, v in features.loc[tid].items()}  # fmt: skip
-            rows.append({
-                "request_id": f"req-{tid}", "jeditaskid": int(tid),
-                "model_version": predictor.version, "target": target,
-                "class_id": int(chosen[i]), "class_label": predictor.bins[target].labels[chosen[i]],
-                "probabilities": json.dumps(p[i].tolist()), "recommended_value": None,
-                "policy": "argmax", "features": json.dumps(feats),
-                "created_at": pd.Timestamp(created[tid]).to_pydatetime(),
-            })  # fmt: skip
+    for i, tid in enumerate(features.index):
+        feats = {k: (None if isinstance(v, float) and np.isnan(v) else v)
+                 for k, v in features.loc[tid].items()}  # fmt: skip
+        predictions = {
+            target: {"class_id": int(chosen[target][i]),
+                     "class_label": predictor.bins[target].labels[chosen[target][i]],
+                     "recommended_value": None, "probabilities": p[i].tolist()}
+            for target, p in proba.items()
+        }  # fmt: skip
+        rows.append({
+            "request_id": f"req-{tid}", "jeditaskid": int(tid),
+            "model_version": predictor.version, "policy": "argmax",
+            "predictions": predictions, "features": json.dumps(feats),
+            "created_at": pd.Timestamp(created[tid]).to_pydatetime(),
+        })  # fmt: skip
     PredictionLog(engine).write(rows)
 
 

@@ -8,6 +8,7 @@ from prometheus_client import generate_latest
 
 from scoutless.features.spec import FeatureSpec
 from scoutless.ops.monitoring import MonitorGauges, build_snapshot, quality
+from scoutless.ops.prediction_log import long_form
 from scoutless.ops.report import render_report
 from scoutless.targets.bins import load_bins
 
@@ -27,7 +28,7 @@ def _log_and_actuals() -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = prediction_rows(list(range(40)), [1] * 40, created_at=DAY1, features=feats1)
     rows += prediction_rows(list(range(40, 80)), [1] * 40, created_at=DAY2, features=feats2)
     rows += prediction_rows([99], [1], created_at=DAY2, version="other")
-    log = pd.DataFrame(rows).assign(id=range(81))
+    log = long_form([{**row, "id": i} for i, row in enumerate(rows)])
     actual = [1] * 40 + [3] * 30 + [1] * 10  # day 2: the model under-allocates 75 %
     actuals = pd.DataFrame({"jeditaskid": range(80), "target": "memory", "value": 1.0,
                             "class_id": actual})  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,63 +12,98 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import LOG_COLUMNS, GroupCommitWriter, PredictionLog
 
 
-def _row(target: str, version: str = "v1", request_id: str = "r1", **extra) -> dict:
+def _entry(class_id: int = 1) -> dict:
+    return {"class_id": class_id, "class_label": f"c{class_id}", "recommended_value": 2000.0,
+            "probabilities": [0.2, 0.8]}  # fmt: skip
+
+
+def _row(targets: tuple[str, ...] = ("memory",), version: str = "v1", request_id: str = "r1",
+         **extra) -> dict:  # fmt: skip
     return {
-        "request_id": request_id, "jeditaskid": 7, "model_version": version, "target": target,
-        "class_id": 1, "class_label": "1-2GB", "probabilities": "[0.2, 0.8]",
-        "recommended_value": 2000.0, "policy": "argmax", "features": '{"corecount": 8.0}',
+        "request_id": request_id, "jeditaskid": 7, "model_version": version, "policy": "argmax",
+        "predictions": {t: _entry() for t in targets}, "features": '{"corecount": 8.0}',
         **extra,
     }  # fmt: skip
 
 
 def test_write_and_read_back_with_filters(tmp_path) -> None:
+    """One row per task is written; readers get one row per task and target."""
     log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
     old = datetime(2020, 1, 1)
-    assert log.write([_row("memory"), _row("walltime", "v2"), _row("io", created_at=old)]) == 3
+    rows = [_row(("memory", "walltime")), _row(("walltime",), "v2"),
+            _row(("io",), created_at=old, features=None)]  # fmt: skip
+    assert log.write(rows) == 3
     frame = log.read()
     assert list(frame.columns) == LOG_COLUMNS
-    assert frame["id"].tolist() == [1, 2, 3]
-    assert log.read(target="walltime")["model_version"].tolist() == ["v2"]
-    assert log.read(model_version="v1")["target"].tolist() == ["memory", "io"]
+    assert frame["id"].tolist() == [1, 1, 2, 3]
+    assert frame["target"].tolist() == ["memory", "walltime", "walltime", "io"]
+    assert frame["features"].notna().tolist() == [True, False, True, False]  # once per task
+    assert frame["class_label"].tolist() == ["c1"] * 4
+    assert json.loads(frame["probabilities"][0]) == [0.2, 0.8]
+    walltime = log.read(target="walltime")
+    assert walltime["model_version"].tolist() == ["v1", "v2"]
+    assert walltime["features"].notna().all()  # the task's first row in the filtered read
+    assert log.read(model_version="v1")["target"].tolist() == ["memory", "walltime", "io"]
     recent = log.read(since=datetime.now(UTC) - timedelta(hours=1))
-    assert recent["target"].tolist() == ["memory", "walltime"]
+    assert recent["target"].tolist() == ["memory", "walltime", "walltime"]
     assert log.read(until=datetime(2021, 1, 1))["target"].tolist() == ["io"]
     assert log.count() == 3
+
+
+def test_rows_of_the_earlier_per_target_table_are_read_first(tmp_path) -> None:
+    """A database that logged before the per-task table keeps its history readable."""
+    from scoutless.ops.prediction_log import legacy_table
+
+    log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
+    legacy_table.create(log.engine)
+    with log.engine.begin() as conn:
+        conn.execute(legacy_table.insert(), [
+            {"request_id": "old", "jeditaskid": 5, "model_version": "v0", "target": t,
+             "class_id": 0, "class_label": "c0", "probabilities": "[1.0]",
+             "recommended_value": None, "policy": "argmax", "features": None,
+             "created_at": datetime(2025, 1, 1)} for t in ("memory", "io")
+        ])  # fmt: skip
+    log.write([_row(("memory",))])
+    frame = log.read()
+    assert frame["request_id"].tolist() == ["old", "old", "r1"]
+    assert frame["target"].tolist() == ["memory", "io", "memory"]
+    assert log.read(target="io")["request_id"].tolist() == ["old"]
+    assert log.read(model_version="v1")["request_id"].tolist() == ["r1"]
 
 
 def test_group_commit_resolves_each_request_after_its_commit(tmp_path) -> None:
     log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
     writer = GroupCommitWriter(log)
-    futures = [writer.submit([_row("memory", request_id=f"r{i}")] * 2) for i in range(50)]
+    futures = [writer.submit([_row(request_id=f"r{i}")] * 2) for i in range(50)]
     assert [f.result(10) for f in futures] == [2] * 50
     writer.close()
     assert log.count() == 100
     assert writer.commits <= 50
     with pytest.raises(DatabaseUnavailable):
-        writer.submit([_row("memory")]).result(1)
+        writer.submit([_row()]).result(1)
 
 
 def test_write_failure_reaches_every_waiter(tmp_path) -> None:
     log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
     writer = GroupCommitWriter(log)
-    bad = _row("memory")
-    del bad["class_label"]  # NOT NULL column
+    bad = _row()
+    del bad["predictions"]  # NOT NULL column
     with pytest.raises(DatabaseUnavailable, match="cannot write"):
         writer.submit([bad]).result(10)
-    assert writer.submit([_row("memory")]).result(10) == 1
+    assert writer.submit([_row()]).result(10) == 1
     writer.close()
 
 
 def test_unreachable_database_is_named(tmp_path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'missing' / 'log.sqlite'}")
-    with pytest.raises(DatabaseUnavailable, match="scoutless_predictions"):
+    with pytest.raises(DatabaseUnavailable, match="scoutless_task_predictions"):
         PredictionLog(engine)
 
 
 def _write_many(url: str, worker: int, n: int) -> None:
     log = PredictionLog(url)
     for i in range(n):
-        log.write([_row("memory", request_id=f"w{worker}-{i}")] * 4)
+        log.write([_row(request_id=f"w{worker}-{i}")] * 4)
 
 
 def test_writer_processes_take_turns_and_lose_nothing(tmp_path) -> None:

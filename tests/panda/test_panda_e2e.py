@@ -159,10 +159,10 @@ def test_defined_tasks_skip_their_scouts_and_a_scouting_task_is_left_alone(world
     )
     with world.jedi.engine.connect() as conn:
         n_log = conn.execute(
-            text("SELECT count(*) FROM scoutless_predictions WHERE jeditaskid = ANY(:i)"),
+            text("SELECT count(*) FROM scoutless_task_predictions WHERE jeditaskid = ANY(:i)"),
             {"i": ids},
         ).scalar()
-    assert n_log == 4 * len(ids)  # one committed row per task and target
+    assert n_log == len(ids)  # one committed row per task
 
 
 def test_bad_messages_are_logged_counted_and_acked(world: World) -> None:
@@ -216,9 +216,10 @@ def test_sigkill_mid_stream_then_restart_updates_every_task_once(world: World) -
     assert all(counts.get(t, 0) == (1 if messages[t]["skip_scout"] else 0) for t in ids), counts
     with world.jedi.engine.connect() as conn:
         per_task = conn.execute(text(
-            "SELECT jeditaskid, count(*) FROM scoutless_predictions WHERE jeditaskid = ANY(:i) GROUP BY 1"
+            "SELECT jeditaskid, count(*) FROM scoutless_task_predictions"
+            " WHERE jeditaskid = ANY(:i) GROUP BY 1"
         ), {"i": ids}).all()  # fmt: skip
-    assert sorted(n for _, n in per_task) == [4] * len(ids)
+    assert sorted(n for _, n in per_task) == [1] * len(ids)  # once per task, no duplicate
 
 
 def test_broker_restart_listener_reconnects_and_catches_up(world: World) -> None:

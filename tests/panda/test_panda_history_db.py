@@ -3,6 +3,8 @@ database created from PanDA's own DDL (schema doma_panda, DEFAULT partitions).""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
@@ -44,12 +46,13 @@ def test_service_db_endpoint_and_prediction_log(panda_db: str, panda_bundle) -> 
         assert client.get("/v1/tasks/999999999/prediction").status_code == 404
     engine = make_engine(panda_db)
     logged = pd.read_sql(
-        text("SELECT jeditaskid, target FROM doma_panda.scoutless_predictions WHERE request_id = :r"),
+        text("SELECT jeditaskid, predictions FROM doma_panda.scoutless_task_predictions"
+             " WHERE request_id = :r"),
         engine, params={"r": request_id},
     )  # fmt: skip
     engine.dispose()
-    assert sorted(logged["target"]) == ["cputime", "io", "memory", "walltime"]
-    assert set(logged["jeditaskid"]) == {7}
+    assert logged["jeditaskid"].tolist() == [7]  # one row per task, in PanDA's schema
+    assert sorted(json.loads(logged["predictions"][0])) == ["cputime", "io", "memory", "walltime"]
 
 
 TASK = {"taskName": "mc16_13TeV.410470.PhPy8EG.simul.e6337_s3126", "userName": "prod",

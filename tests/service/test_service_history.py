@@ -162,7 +162,7 @@ def _posted(url: str, task_id: int) -> tuple[dict, dict]:
 def _logged_features(log_file: Path, request_id: str) -> list[dict]:
     with sqlite3.connect(log_file) as conn:
         rows = conn.execute(
-            "SELECT features FROM scoutless_predictions"
+            "SELECT features FROM scoutless_task_predictions"
             " WHERE request_id = ? AND features IS NOT NULL ORDER BY id",
             (request_id,),
         ).fetchall()
@@ -293,7 +293,7 @@ def test_listener_predicts_with_the_store_history_too(world, tmp_path):
     assert set(messages) == {latest, 99999}
     with sqlite3.connect(copy) as conn:
         logged = dict(conn.execute(
-            "SELECT jeditaskid, features FROM scoutless_predictions WHERE features IS NOT NULL"
+            "SELECT jeditaskid, features FROM scoutless_task_predictions WHERE features IS NOT NULL"
         ).fetchall())  # fmt: skip
     layout = layout_of(table.feature_names, list(table.bins))
     assert layout is not None

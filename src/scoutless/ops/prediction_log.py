@@ -1,8 +1,14 @@
-"""The durable prediction log: every prediction the service answers, one row per task and target.
+"""The durable prediction log: every prediction the service answers, one row per task.
 
-The ops side joins these rows with actuals (same target code) to measure accuracy and
-drift, so the column names below are a contract. Rows are written and committed *before*
-the service answers: a prediction answered is a prediction stored.
+A row holds the request, the task, the model version and policy, every served target's
+decision (``predictions``: a JSON object, target -> class id, label, recommended value and
+probabilities) and the task's features (drift monitoring). One row per task rather than
+per task and target: a 1,000-task batch is 1,000 rows to bind and index, not 4,000, and the
+log was most of a batch's cost. Readers get the long form the ops side joins with actuals
+(:data:`LOG_COLUMNS`, one row per task and target, same target code) from
+:meth:`PredictionLog.read`, which also reads rows of the earlier per-target table
+(``scoutless_predictions``) where a database still has one. Rows are written and committed
+*before* the service answers: a prediction answered is a prediction stored.
 
 Concurrent requests are group-committed by :class:`GroupCommitWriter` (one writer thread,
 one transaction for everything pending), which keeps the commit rate low under load
@@ -17,12 +23,13 @@ import fcntl
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pandas as pd
 from sqlalchemy import (
     BigInteger,
@@ -43,7 +50,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.history.panda_db import DatabaseUnavailable, insert_records, make_engine
 
-TABLE_NAME = "scoutless_predictions"
+TABLE_NAME = "scoutless_task_predictions"
+#: the per-(task, target) table of earlier versions: read, never written
+LEGACY_TABLE_NAME = "scoutless_predictions"
 
 log_metadata = MetaData()
 
@@ -54,20 +63,37 @@ predictions_table = Table(
     Column("request_id", String(64), nullable=False),
     Column("jeditaskid", BigInteger, nullable=True),
     Column("model_version", String(128), nullable=False),
-    Column("target", String(32), nullable=False),
-    Column("class_id", Integer, nullable=False),
-    Column("class_label", String(64), nullable=False),
-    Column("probabilities", Text, nullable=False),  # JSON list, one per class
-    Column("recommended_value", Float),
     Column("policy", String(16), nullable=False),
-    # JSON object: the task's feature dict, on its first target's row only (drift monitoring)
-    Column("features", Text),
+    # JSON object: target -> {"class_id", "class_label", "recommended_value", "probabilities"}
+    Column("predictions", Text, nullable=False),
+    Column("features", Text),  # JSON object: the task's feature dict (drift monitoring)
     Column("created_at", DateTime, nullable=False),  # UTC, naive
-    Index("scoutless_predictions_created_idx", "created_at"),
-    Index("scoutless_predictions_task_idx", "jeditaskid"),
+    Index("scoutless_task_predictions_created_idx", "created_at"),
+    Index("scoutless_task_predictions_task_idx", "jeditaskid"),
 )
 
-LOG_COLUMNS: list[str] = [c.name for c in predictions_table.columns]
+legacy_table = Table(
+    LEGACY_TABLE_NAME,
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("request_id", String(64)),
+    Column("jeditaskid", BigInteger),
+    Column("model_version", String(128)),
+    Column("target", String(32)),
+    Column("class_id", Integer),
+    Column("class_label", String(64)),
+    Column("probabilities", Text),
+    Column("recommended_value", Float),
+    Column("policy", String(16)),
+    Column("features", Text),
+    Column("created_at", DateTime),
+)
+
+#: the long form :meth:`PredictionLog.read` returns: one row per task and target; the
+#: task's features on its first target's row only (drift needs them once per task)
+LOG_COLUMNS: list[str] = [c.name for c in legacy_table.columns]
+#: what one target's entry of a row's ``predictions`` holds
+TARGET_FIELDS: tuple[str, ...] = ("class_id", "class_label", "recommended_value", "probabilities")
 
 
 #: on servers other than SQLite, from this many rows on writes go through COPY / the raw DBAPI
@@ -105,7 +131,7 @@ class WriterTurn:
 
 
 class PredictionLog:
-    """Write and read ``scoutless_predictions`` in any SQLAlchemy database."""
+    """Write and read the prediction log in any SQLAlchemy database."""
 
     def __init__(self, engine_or_url: Engine | str, *, create: bool = True) -> None:
         self.engine = (
@@ -140,11 +166,14 @@ class PredictionLog:
             return False
 
     def write(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Insert rows in one committed transaction; returns the count."""
+        """Insert per-task rows in one committed transaction; returns the count.
+
+        A row's ``predictions`` is the JSON text or the dict (target -> :data:`TARGET_FIELDS`).
+        """
         if not rows:
             return 0
         now = utcnow()
-        stamped = [r if r.get("created_at") else {**r, "created_at": now} for r in rows]
+        stamped = [_stamped(r, now) for r in rows]
         if self._turn is not None:
             with self._turn.hold():
                 return self._insert(stamped)
@@ -174,30 +203,89 @@ class PredictionLog:
         target: str | None = None,
         model_version: str | None = None,
     ) -> pd.DataFrame:
-        """Logged predictions (oldest first), filtered; ``since``/``until`` are UTC."""
-        t = predictions_table
+        """Logged predictions in the long form (:data:`LOG_COLUMNS`), oldest first, filtered;
+        ``since``/``until`` are UTC. Rows of the earlier per-target table come first."""
+        frames = [long_form(self._select(predictions_table, since, until, model_version), target)]
+        if self._has(LEGACY_TABLE_NAME):
+            legacy = self._select(legacy_table, since, until, model_version)
+            frame = pd.DataFrame([dict(r) for r in legacy], columns=LOG_COLUMNS)
+            frames.insert(0, frame if target is None else frame[frame["target"] == target])
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        frame["created_at"] = pd.to_datetime(frame["created_at"])
+        return frame
+
+    def _select(
+        self,
+        t: Table,
+        since: datetime | None,
+        until: datetime | None,
+        model_version: str | None,
+    ) -> list[Mapping[str, Any]]:
         stmt = select(t).order_by(t.c.id)
         if since is not None:
             stmt = stmt.where(t.c.created_at >= _naive_utc(since))
         if until is not None:
             stmt = stmt.where(t.c.created_at < _naive_utc(until))
-        if target is not None:
-            stmt = stmt.where(t.c.target == target)
         if model_version is not None:
             stmt = stmt.where(t.c.model_version == model_version)
         try:
             with self.engine.connect() as conn:
-                frame = pd.DataFrame(conn.execute(stmt).fetchall(), columns=LOG_COLUMNS)
+                return list(conn.execute(stmt).mappings().fetchall())
         except SQLAlchemyError as exc:
             raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
-        frame["created_at"] = pd.to_datetime(frame["created_at"])
-        return frame
+
+    def _has(self, table_name: str) -> bool:
+        try:
+            return inspect(self.engine).has_table(table_name)
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
 
     def count(self) -> int:
+        """Logged tasks (rows of the per-task table)."""
         from sqlalchemy import func
 
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(predictions_table)).scalar())
+
+
+def _stamped(row: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The row with its creation time and its predictions as JSON text."""
+    predictions = row.get("predictions")
+    if row.get("created_at") and (predictions is None or isinstance(predictions, str)):
+        return row
+    out = {**row, "created_at": row.get("created_at") or now}
+    if predictions is not None and not isinstance(predictions, str):
+        out["predictions"] = orjson.dumps(predictions, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return out
+
+
+def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> pd.DataFrame:
+    """Per-task rows (as written or read) -> the long form (:data:`LOG_COLUMNS`): one row per
+    task and served target (``target`` only, when given); the features on each task's first
+    row."""
+    columns: dict[str, list[Any]] = {c: [] for c in LOG_COLUMNS}
+    shared = ("id", "request_id", "jeditaskid", "model_version", "policy", "created_at")
+    for row in rows:
+        predictions = row["predictions"]
+        if isinstance(predictions, str):
+            predictions = orjson.loads(predictions)
+        first = True
+        for name, entry in predictions.items():
+            if target is not None and name != target:
+                continue
+            for c in shared:
+                columns[c].append(row.get(c))
+            columns["target"].append(name)
+            for c in ("class_id", "class_label", "recommended_value"):
+                columns[c].append(entry[c])
+            probabilities = entry["probabilities"]
+            if not isinstance(probabilities, str):
+                probabilities = orjson.dumps(probabilities, option=orjson.OPT_SERIALIZE_NUMPY)
+                probabilities = probabilities.decode()
+            columns["probabilities"].append(probabilities)
+            columns["features"].append(row.get("features") if first else None)
+            first = False
+    return pd.DataFrame(columns, columns=LOG_COLUMNS)
 
 
 def _naive_utc(ts: datetime) -> datetime:

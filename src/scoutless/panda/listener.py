@@ -75,7 +75,7 @@ class TaskListener:
         outbox.create_outbox(engine)
         from scoutless.ops.prediction_log import PredictionLog
 
-        PredictionLog(engine)  # creates scoutless_predictions where missing
+        PredictionLog(engine)  # creates scoutless_task_predictions where missing
         # history features from the store, as GET /v1/tasks/{id}/prediction computes them
         self._history = TaskReader(engine).history_lookup(pipeline.history)
 

@@ -296,28 +296,33 @@ class Pipeline:
         policy: str,
         request_id: str,
     ) -> list[dict[str, Any]]:
-        """Prediction-log rows (``ops.prediction_log``'s columns): one per task and target."""
-        rows: list[dict[str, Any]] = []
+        """Prediction-log rows (``ops.prediction_log``'s columns): one per task, every
+        target's decision in its ``predictions``."""
+        per_target = [
+            (target, d.view.labels, d.view.recommended, d) for target, d in decisions.items()
+        ]
         version = self.version
-        for k, (target, d) in enumerate(decisions.items()):
-            labels, recommended = d.view.labels, d.view.recommended
-            for i, c in enumerate(d.classes):
-                rows.append(
-                    {
-                        "request_id": request_id,
-                        "jeditaskid": prepared.jeditaskids[i],
-                        "model_version": version,
-                        "target": target,
-                        "class_id": c,
-                        "class_label": labels[c],
-                        "probabilities": orjson.dumps(d.probabilities[i]).decode(),
-                        "recommended_value": recommended[c],
-                        "policy": policy,
-                        # once per task (first target's row): drift needs it once, and it
-                        # is most of a row's bytes
-                        "features": prepared.features_json[i] if k == 0 else None,
-                    }
-                )
+        rows: list[dict[str, Any]] = []
+        for i, task_id in enumerate(prepared.jeditaskids):
+            predictions = {}
+            for target, labels, recommended, d in per_target:
+                c = d.classes[i]
+                predictions[target] = {
+                    "class_id": c,
+                    "class_label": labels[c],
+                    "recommended_value": recommended[c],
+                    "probabilities": d.probabilities[i],
+                }
+            rows.append(
+                {
+                    "request_id": request_id,
+                    "jeditaskid": task_id,
+                    "model_version": version,
+                    "policy": policy,
+                    "predictions": orjson.dumps(predictions).decode(),
+                    "features": prepared.features_json[i],
+                }
+            )
         return rows
 
     # -- the whole thing ---------------------------------------------------------------------
