@@ -76,3 +76,11 @@ def test_bad_query_parameters_on_task_endpoint(client) -> None:
     assert client.get("/v1/tasks/abc/prediction").status_code == 422
     assert client.get("/v1/tasks/1/prediction?alpha=7").status_code == 422
     assert client.get("/v1/tasks/1/prediction?targets=gpu").status_code == 422
+
+
+def test_openapi_documents_the_predict_body(client) -> None:
+    """The body is parsed by pydantic straight from the bytes; its schema is still served."""
+    body = client.get("/openapi.json").json()["paths"]["/v1/predict"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert {"tasks", "task", "taskparams", "policy"} <= set(schema["properties"])
+    assert body["required"] is True
