@@ -69,6 +69,8 @@ def test_rows_of_the_earlier_per_target_table_are_read_first(tmp_path) -> None:
     assert frame["target"].tolist() == ["memory", "io", "memory"]
     assert log.read(target="io")["request_id"].tolist() == ["old"]
     assert log.read(model_version="v1")["request_id"].tolist() == ["r1"]
+    log.write([_row(("io",), jeditaskid=None), _row(("io",), jeditaskid=3)])
+    assert log.task_ids() == [3, 5, 7]  # both tables, each id once, no NULL
 
 
 def test_group_commit_resolves_each_request_after_its_commit(tmp_path) -> None:

@@ -163,7 +163,7 @@ def collect_actuals(
     """
     settings = settings or get_settings()
     log = PredictionLog(log_engine or engine)
-    predicted = log.read()["jeditaskid"].dropna().astype(int).unique()
+    predicted = log.task_ids()
     done: set[int] = set()
     if not recollect:
         stored = read_actuals(log_engine or engine, predicted)

@@ -240,6 +240,20 @@ class PredictionLog:
         except SQLAlchemyError as exc:
             raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
 
+    def task_ids(self) -> list[int]:
+        """Every logged task id, each once, ascending (no JSON decoded: the collector
+        calls this on the whole log)."""
+        ids: set[int] = set()
+        tables = [predictions_table] + ([legacy_table] if self._has(LEGACY_TABLE_NAME) else [])
+        try:
+            with self.engine.connect() as conn:
+                for t in tables:
+                    stmt = select(t.c.jeditaskid).where(t.c.jeditaskid.is_not(None)).distinct()
+                    ids.update(int(i) for i in conn.execute(stmt).scalars())
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
+        return sorted(ids)
+
     def count(self) -> int:
         """Logged tasks (rows of the per-task table)."""
         from sqlalchemy import func
