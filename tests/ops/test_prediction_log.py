@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -163,3 +165,48 @@ def test_workers_creating_a_fresh_log_at_once_all_start(tmp_path) -> None:
             process.join(120)
         assert [p.exitcode for p in creators] == [0] * 6
         assert PredictionLog(url).count() == 0
+
+
+_TARGETS = ("memory", "cputime", "io", "walltime")
+
+
+@st.composite
+def _task_rows(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    rows = []
+    for n in range(draw(st.integers(1, 6))):
+        targets = draw(st.lists(st.sampled_from(_TARGETS), min_size=1, max_size=4, unique=True))
+        predictions = {}
+        for t in targets:
+            k = draw(st.integers(2, 5))
+            raw = draw(st.lists(st.floats(0.01, 1.0), min_size=k, max_size=k))
+            predictions[t] = {
+                "class_id": draw(st.integers(0, k - 1)),
+                "class_label": draw(st.text(min_size=1, max_size=8)),
+                "recommended_value": draw(st.one_of(st.none(), st.floats(0, 1e6))),
+                "probabilities": [p / sum(raw) for p in raw],
+            }
+        rows.append({"request_id": f"r{n}", "jeditaskid": draw(st.one_of(st.none(), st.integers(0, 2**40))),
+                     "model_version": "v1", "policy": "argmax", "predictions": predictions,
+                     "features": draw(st.one_of(st.none(), st.just('{"corecount": 8.0}')))})  # fmt: skip
+    return rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=_task_rows())
+def test_what_is_written_per_task_reads_back_per_target(tmp_path_factory, rows) -> None:
+    """Every (task, target) decision written comes back once, with its values, in order."""
+    log = PredictionLog(f"sqlite:///{tmp_path_factory.mktemp('log') / 'log.sqlite'}")
+    log.write(rows)
+    back = log.read()
+    expected = [(r["request_id"], t, e) for r in rows for t, e in r["predictions"].items()]
+    assert len(back) == len(expected)
+    for (_, got), (request_id, target, entry) in zip(back.iterrows(), expected, strict=True):
+        assert (got["request_id"], got["target"]) == (request_id, target)
+        assert (got["class_id"], got["class_label"]) == (entry["class_id"], entry["class_label"])
+        assert json.loads(got["probabilities"]) == entry["probabilities"]
+        value = got["recommended_value"]
+        assert (value is None or value != value) if entry["recommended_value"] is None else (
+            value == entry["recommended_value"])  # fmt: skip
+    firsts = back.drop_duplicates("id")
+    assert back["features"].notna().sum() == sum(r["features"] is not None for r in rows)
+    assert firsts["jeditaskid"].isna().sum() == sum(r["jeditaskid"] is None for r in rows)
