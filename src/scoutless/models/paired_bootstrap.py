@@ -44,6 +44,27 @@ def time_blocks(order: np.ndarray, n_blocks: int) -> np.ndarray:
     return (rank * min(n_blocks, n) // n).astype(np.int64)
 
 
+def resampled_f1_accuracy(
+    y: np.ndarray,
+    predictions: list[np.ndarray],
+    order: np.ndarray,
+    n_classes: int,
+    *,
+    n_blocks: int,
+    n_resamples: int,
+    seed: int = 0,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per prediction, (macro-F1, accuracy) on each of ``n_resamples`` block-bootstrap
+    resamples of the rows; all predictions share the resamples (a paired comparison)."""
+    blocks = time_blocks(order, n_blocks)
+    n_found = int(blocks.max()) + 1 if len(blocks) else 1
+    draws = np.random.default_rng(seed).integers(0, n_found, (n_resamples, n_found))
+    return [
+        macro_f1_accuracy(block_confusions(y, predicted, blocks, n_classes)[draws].sum(axis=1))
+        for predicted in predictions
+    ]
+
+
 def margin_lower_bounds(
     y: np.ndarray,
     candidates: list[np.ndarray],
@@ -58,15 +79,10 @@ def margin_lower_bounds(
 ) -> np.ndarray:
     """Per candidate, the ``quantile`` of min(Δ macro-F1, Δ accuracy) over the reference,
     over block-bootstrap resamples of the rows (all candidates share the resamples)."""
-    blocks = time_blocks(order, n_blocks)
-    n_found = int(blocks.max()) + 1 if len(blocks) else 1
-    draws = np.random.default_rng(seed).integers(0, n_found, (n_resamples, n_found))
-    ref_f1, ref_acc = macro_f1_accuracy(
-        block_confusions(y, reference, blocks, n_classes)[draws].sum(axis=1)
+    (ref_f1, ref_acc), *scored = resampled_f1_accuracy(
+        y, [reference, *candidates], order, n_classes,
+        n_blocks=n_blocks, n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    return np.array(
+        [np.quantile(np.minimum(f1 - ref_f1, acc - ref_acc), quantile) for f1, acc in scored]
     )
-    bounds = np.empty(len(candidates))
-    for i, predicted in enumerate(candidates):
-        per_block = block_confusions(y, predicted, blocks, n_classes)
-        f1, acc = macro_f1_accuracy(per_block[draws].sum(axis=1))
-        bounds[i] = np.quantile(np.minimum(f1 - ref_f1, acc - ref_acc), quantile)
-    return bounds

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import optuna
-from sklearn.metrics import f1_score
+from sklearn.metrics import confusion_matrix, f1_score
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
-from scoutless.models.paired_bootstrap import block_confusions, macro_f1_accuracy, time_blocks
+from scoutless.models.paired_bootstrap import macro_f1_accuracy, resampled_f1_accuracy
 from scoutless.models.xgb import _XGBModel
 
 DEFAULT_XGB_GRID: dict[str, list[Any]] = {"max_depth": [4, 6, 8], "learning_rate": [0.1, 0.3]}
@@ -246,18 +246,11 @@ def pick_variant(
     """
     n_classes = probas[0].shape[1]
     predicted = [p.argmax(axis=1) for p in probas]
-    blocks = time_blocks(np.arange(len(y)), TIE_BLOCKS)
-    n_found = int(blocks.max()) + 1 if len(blocks) else 1
-    draws = np.random.default_rng(seed).integers(0, n_found, (TIE_RESAMPLES, n_found))
-    resampled = []
-    for pred in predicted:
-        f1, acc = macro_f1_accuracy(block_confusions(y, pred, blocks, n_classes)[draws].sum(axis=1))
-        resampled.append((f1 + acc) / 2)
-    scores = [
-        (float((p == y).mean()), float(f1_score(y, p, average="macro", zero_division=0)))
-        for p in predicted
-    ]
-    combined = np.array([(a + f) / 2 for a, f in scores])
+    pairs = resampled_f1_accuracy(y, predicted, np.arange(len(y)), n_classes,
+                                  n_blocks=TIE_BLOCKS, n_resamples=TIE_RESAMPLES, seed=seed)  # fmt: skip
+    resampled = [(f1 + acc) / 2 for f1, acc in pairs]
+    scores = [macro_f1_accuracy(confusion_matrix(y, p, labels=range(n_classes))) for p in predicted]
+    combined = np.array([(f1 + acc) / 2 for f1, acc in scores])
     leader = int(np.argmax(combined))
     lead_se = np.array([float(np.std(resampled[leader] - r)) for r in resampled])
     contender = combined[leader] - combined <= lead_se
@@ -266,14 +259,14 @@ def pick_variant(
     log = [
         dict(
             variant=name,
-            val_accuracy=acc,
-            val_macro_f1=f1,
+            val_accuracy=float(acc),
+            val_macro_f1=float(f1),
             val_rows=len(y),
             val_log_loss=float(log_loss[i]),
             lead_se=float(lead_se[i]),
             contender=bool(contender[i]),
         )
-        for i, (name, (acc, f1)) in enumerate(zip(names, scores, strict=True))
+        for i, (name, (f1, acc)) in enumerate(zip(names, scores, strict=True))
     ]
     return chosen, log
 

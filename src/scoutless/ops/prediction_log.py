@@ -153,17 +153,11 @@ class PredictionLog:
         try:
             log_metadata.create_all(self.engine, tables=[predictions_table])
         except SQLAlchemyError as exc:
-            if self._table_exists():
+            if self._has(TABLE_NAME):
                 return
             raise DatabaseUnavailable(
                 f"prediction log {self.engine.url!r}: cannot create {TABLE_NAME}: {exc}"
             ) from exc
-
-    def _table_exists(self) -> bool:
-        try:
-            return inspect(self.engine).has_table(TABLE_NAME)
-        except SQLAlchemyError:
-            return False
 
     def write(self, rows: Sequence[dict[str, Any]]) -> int:
         """Insert per-task rows in one committed transaction; returns the count.
@@ -235,10 +229,12 @@ class PredictionLog:
             raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
 
     def _has(self, table_name: str) -> bool:
+        """Whether the table exists (False when the database cannot say: the statement that
+        follows then names the error)."""
         try:
             return inspect(self.engine).has_table(table_name)
-        except SQLAlchemyError as exc:
-            raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
+        except SQLAlchemyError:
+            return False
 
     def task_ids(self) -> list[int]:
         """Every logged task id, each once, ascending (no JSON decoded: the collector
@@ -265,12 +261,16 @@ class PredictionLog:
 def _stamped(row: dict[str, Any], now: datetime) -> dict[str, Any]:
     """The row with its creation time and its predictions as JSON text."""
     predictions = row.get("predictions")
-    if row.get("created_at") and (predictions is None or isinstance(predictions, str)):
+    if row.get("created_at") and not isinstance(predictions, dict):
         return row
     out = {**row, "created_at": row.get("created_at") or now}
-    if predictions is not None and not isinstance(predictions, str):
-        out["predictions"] = orjson.dumps(predictions, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    if isinstance(predictions, dict):
+        out["predictions"] = _json(predictions)
     return out
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> pd.DataFrame:
@@ -290,13 +290,8 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
             for c in shared:
                 columns[c].append(row.get(c))
             columns["target"].append(name)
-            for c in ("class_id", "class_label", "recommended_value"):
-                columns[c].append(entry[c])
-            probabilities = entry["probabilities"]
-            if not isinstance(probabilities, str):
-                probabilities = orjson.dumps(probabilities, option=orjson.OPT_SERIALIZE_NUMPY)
-                probabilities = probabilities.decode()
-            columns["probabilities"].append(probabilities)
+            for c in TARGET_FIELDS:  # probabilities as JSON text, as the per-target table had
+                columns[c].append(_json(entry[c]) if c == "probabilities" else entry[c])
             columns["features"].append(row.get("features") if first else None)
             first = False
     return pd.DataFrame(columns, columns=LOG_COLUMNS)

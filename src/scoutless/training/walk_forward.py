@@ -188,7 +188,10 @@ def _train_and_predict(
     max_train: int | None,
     entry: dict[str, Any],
     labels: dict[str, tuple[str, ...]],
-    **train: Any,
+    *,
+    models: Sequence[str],
+    seed: int,
+    train_options: dict[str, Any] | None,
 ) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None:
     """One retraining step: a bundle on the rows known when it takes over, its predictions
     of the step's rows (None, recorded in ``entry``, when training refuses the rows)."""
@@ -196,8 +199,8 @@ def _train_and_predict(
     with tempfile.TemporaryDirectory() as tmp:
         try:
             bundle = train_bundle(
-                sub, Path(tmp) / "bundle", models=train["models"], split="time",
-                progress=False, seed=train["seed"], **(train["train_options"] or {}),
+                sub, Path(tmp) / "bundle", models=models, split="time",
+                progress=False, seed=seed, **(train_options or {}),
             )  # fmt: skip
         except TrainingError as exc:
             entry.setdefault("skipped", []).append(str(exc))
