@@ -80,3 +80,37 @@ def test_unfitted_model_has_no_classes_and_refuses_to_predict_or_save(cls, tmp_p
     np.testing.assert_array_equal(model.classes_, [0, 1, 2, 3])
     model.save(tmp_path)
     np.testing.assert_array_equal(cls.load(tmp_path).classes_, [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("cls", [XGBLabelModel, XGBNativeModel])
+def test_missing_numericals_are_a_class_of_their_own_for_the_trees(cls):
+    """Missing numbers reach the trees as a sentinel below every value: a class that only
+    the missing rows have is still learned, and the matrix holds no NaN."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    numeric = rng.normal(size=(n, 1)).astype(np.float32)
+    missing = rng.random(n) < 0.2
+    numeric[missing] = np.nan
+    y = np.where(missing, 2, (numeric[:, 0] > 0).astype(int))
+    X = EncodedFeatures(rng.integers(1, 5, (n, 1)), numeric)
+    model = cls(n_classes=3, n_jobs=1, n_estimators=50).fit(X, y, eval_set=(X, y))
+    assert not np.isnan(model._matrix(X)).any()
+    assert (model.predict_proba(X).argmax(axis=1) == y).mean() > 0.98
+    assert model.hyperparameters()["missing"] == "sentinel"
+
+
+def test_bundle_saved_before_the_sentinel_keeps_nan(tmp_path):
+    """A model saved without ``missing`` in its metadata was fitted on NaN and gets NaN."""
+    import json
+
+    X, y = _toy(800, 6)
+    model = XGBNativeModel(n_classes=4, n_jobs=1, n_estimators=20).fit(X, y, eval_set=(X, y))
+    model.save(tmp_path)
+    meta_path = tmp_path / "xgb_native.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["missing"]
+    meta_path.write_text(json.dumps(meta))
+    legacy = XGBNativeModel.load(tmp_path)
+    assert legacy.missing == "nan"
+    assert np.isnan(legacy._matrix(X)).any()
+    assert XGBNativeModel.load(tmp_path).predict_proba(X).shape == (800, 4)

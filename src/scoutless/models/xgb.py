@@ -3,6 +3,14 @@
 Both train ``multi:softprob`` with class weights inverse to class frequency and early
 stopping on the validation set; the booster is cut at its best iteration before saving,
 so prediction is a single ``inplace_predict`` on a float32 matrix.
+
+Missing numericals reach the trees as a sentinel below every standardised value, not as
+NaN: a matrix with NaN is stored sparse by XGBoost's ``hist``, and partitioning rows on a
+categorical split then binary-searches every row's bins (measured at 200k tasks, one
+thread: 436 → 216 ms per native-categorical round, 93 → 72 ms label-encoded). A split
+below the lowest real value still isolates the missing rows; what is lost is only the
+learned default direction of splits elsewhere on that feature. Bundles saved before this
+(no ``missing`` in their metadata) keep NaN.
 """
 
 from __future__ import annotations
@@ -26,6 +34,10 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "reg_lambda": 1.0,
     "max_bin": 256,
 }
+
+#: how missing numericals are given to the trees: ``"sentinel"`` (MISSING_SENTINEL) for
+#: models fitted now, ``"nan"`` for bundles saved before the sentinel
+MISSING_SENTINEL = np.float32(-1e9)
 
 
 class _XGBModel:
@@ -54,9 +66,16 @@ class _XGBModel:
         self.early_stopping_rounds = early_stopping_rounds
         self.n_jobs = n_jobs
         self.seed = seed
+        self.missing = "sentinel"
 
     def _matrix(self, X: EncodedFeatures) -> np.ndarray:
-        return np.hstack([X.codes.astype(np.float32), X.numeric.astype(np.float32)])
+        matrix = np.empty((len(X), X.codes.shape[1] + X.numeric.shape[1]), dtype=np.float32)
+        matrix[:, : X.codes.shape[1]] = X.codes
+        numeric = matrix[:, X.codes.shape[1] :]
+        numeric[:] = X.numeric
+        if self.missing == "sentinel":
+            numeric[np.isnan(numeric)] = MISSING_SENTINEL
+        return matrix
 
     def _feature_types(self, X: EncodedFeatures) -> list[str] | None:
         if not self.native_categorical:
@@ -155,6 +174,7 @@ class _XGBModel:
             "early_stopping_rounds": self.early_stopping_rounds,
             "best_iteration": getattr(self, "best_iteration_", None),
             "native_categorical": self.native_categorical,
+            "missing": self.missing,
         }
 
     def save(self, folder: Path) -> list[str]:
@@ -168,6 +188,7 @@ class _XGBModel:
             "early_stopping_rounds": self.early_stopping_rounds,
             "seed": self.seed,
             "best_iteration": self.best_iteration_,
+            "missing": self.missing,
         }
         (folder / f"{self.name}.json").write_text(json.dumps(meta, indent=1))
         return [f"{self.name}.ubj", f"{self.name}.json"]
@@ -182,6 +203,7 @@ class _XGBModel:
             early_stopping_rounds=meta["early_stopping_rounds"],
             seed=meta["seed"],
         )
+        model.missing = meta.get("missing", "nan")
         booster = xgb.Booster()
         booster.load_model(folder / f"{cls.name}.ubj")
         model._set_booster(booster)
