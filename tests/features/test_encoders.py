@@ -127,3 +127,28 @@ def test_category_text_normalises_integral_floats():
     assert category_text(12.0) == "12" and category_text(np.int64(3)) == "3"
     assert category_text(float("nan")) is None and category_text("") is None
     assert category_text(1.5) == "1.5"
+
+
+@pytest.mark.parametrize("dtype", [object, "string", "str"])
+def test_text_columns_of_every_string_dtype_encode_as_posted_records(fitted, dtype):
+    """A text column (object, Python- or Arrow-backed string) gives the same codes as the
+    same values posted one record at a time: one normaliser, missing and empty text alike."""
+    users = ["alice", None, "", "bob", "zed", "carol"]
+    frame = pd.DataFrame(
+        {"user": pd.Series(users, dtype=dtype), "queue": [1, 2, 3, 1, 2, 3],
+         "cores": 1.0, "events": 5.0}
+    )  # fmt: skip
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    np.testing.assert_array_equal(fitted.transform(frame).codes, fitted.transform(records).codes)
+    codes = fitted.transform(frame).codes[:, 0]
+    assert codes[1] == codes[2] == codes[4] == 0  # missing, empty, unseen: the unknown index
+
+
+def test_object_column_with_integral_floats_matches_the_normaliser(fitted):
+    """An object column holding 2.0 (a NULL-widened integer) encodes like the integer 2."""
+    base = {"user": "alice", "cores": 1.0, "events": 5.0}
+    mixed = pd.DataFrame([{**base, "queue": 2}, {**base, "queue": None}])
+    mixed["queue"] = pd.Series([2.0, None], dtype=object)
+    mixed["user"] = mixed["user"].astype(object)
+    as_int = fitted.transform([{**base, "queue": 2}]).codes[0]
+    np.testing.assert_array_equal(fitted.transform(mixed).codes[0], as_int)

@@ -257,9 +257,10 @@ class FeatureEncoder:
     @staticmethod
     def _categorical_column(values: Any) -> list[str | None] | None:
         if isinstance(values, pd.Series) and pd.api.types.is_string_dtype(values.dtype):
-            return [
-                None if (v is None or v is pd.NA or v != v or v == "") else str(v) for v in values
-            ]
+            # one conversion to a list, not Arrow's per-element iterator (2 µs a value: 9 of
+            # the 12 s a 200k-task encoder fit and transform took); then the one normaliser
+            texts = values.to_numpy(dtype=object, na_value=None).tolist()
+            return [v if type(v) is str and v else category_text(v) for v in texts]
         out: list[str | None] = []
         for v in values:  # one pass; plain str and None (request JSON) skip the general path
             if type(v) is str:
