@@ -11,8 +11,9 @@ import numpy as np
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from scoutless.config import get_settings
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
-from scoutless.models.base import ClassModel
+from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import family_class
@@ -23,6 +24,7 @@ from scoutless.models.tuning import (
     random_search_dnn,
     variant_params,
 )
+from scoutless.models.xgb import _XGBModel
 
 
 @contextlib.contextmanager
@@ -67,6 +69,14 @@ class TargetData:
     @property
     def validation(self) -> tuple[EncodedFeatures, np.ndarray]:
         return self.X["validation"], self.y["validation"]
+
+    @property
+    def all_parts(self) -> tuple[EncodedFeatures, np.ndarray]:
+        """Every part's rows together (fit, validation, calibration): what a refit sees."""
+        parts = list(self.X)
+        codes = np.concatenate([self.X[p].codes for p in parts])
+        numeric = np.concatenate([self.X[p].numeric for p in parts])
+        return EncodedFeatures(codes, numeric), np.concatenate([self.y[p] for p in parts])
 
 
 #: fits a constructed model on its rows, ``(model, X, y, *, eval_set, class_weight, values)``;
@@ -140,6 +150,22 @@ class FamilyTrainer:
         )  # fmt: skip
         self.progress.update(task, advance=1, status=f"{model.best_iteration_ + 1} trees")  # type: ignore[attr-defined]
         return model, {**model.hyperparameters(), **search}  # type: ignore[attr-defined]
+
+    def refit(self, model: ClassModel, data: TargetData) -> tuple[ClassModel, dict[str, Any]]:
+        """The model to serve: an XGBoost fit refitted on all of ``data``'s parts with its
+        early-stopped number of trees scaled to their rows (``Settings.training.
+        refit_all_rows``), and what the manifest records of it; any other model unchanged.
+
+        The held-out fit's validation and calibration probabilities still drive the
+        champion, the guard and the policies: the refit has seen those rows."""
+        if not isinstance(model, _XGBModel) or not get_settings().training.refit_all_rows:
+            return model, {}
+        X, y = data.all_parts
+        refit = model.for_refit(len(y), len(data.y["fit"]))
+        empty = (X.take(np.arange(0)), y[:0])
+        weight = balanced_class_weight(y, data.n_classes)
+        refit = self.fit_model(refit, X, y, eval_set=empty, class_weight=weight)
+        return refit, {"refit": {"rows": len(y), "trees": refit.n_estimators}}
 
     def _new_dnn(self, data: TargetData, task: Any, offset: dict[str, int]) -> DNNModel:
         def on_epoch(epoch: int, record: dict[str, float]) -> None:

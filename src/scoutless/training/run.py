@@ -10,7 +10,10 @@ Wiring, in order (each step's effect in its comment):
 3. encoders fitted on the fit part — values first seen later count as unknown, as they will
    in service;
 4. per target (rows with class -1 dropped), per family: class weights inverse to frequency,
-   optional search, fit, validation metrics, calibration probabilities;
+   optional search, fit, validation metrics, calibration probabilities; an XGBoost fit
+   is then refitted on all train rows to be served (``Settings.training.refit_all_rows``:
+   on a time split the fit part is the oldest 70 % and would never learn from the latest
+   rows), the held-out fit's probabilities still feeding step 5 and the policies;
 5. champion per target: best mean of validation accuracy and macro-F1, wrapped in the
    guard that keeps the served prediction at least as good as the input baselines on
    validation (:mod:`scoutless.training.guarding`);
@@ -169,15 +172,17 @@ class FamilyFit:
 def fit_family(
     trainer: FamilyTrainer, data: TargetData, name: str, labels: tuple[str, ...]
 ) -> FamilyFit:
-    """Fit, validation metrics and calibration probabilities of one family on one target."""
+    """Fit, validation metrics and calibration probabilities of one family on one target,
+    and the model served (the fit itself, or its refit on all rows: ``FamilyTrainer.refit``)."""
     start = time.perf_counter()
     model, hyper = trainer.fit(name, data)
-    seconds = round(time.perf_counter() - start, 3)
     val_X, val_y = data.validation
-    val_proba = model.predict_proba(val_X)
+    val_proba = model.predict_proba(val_X)  # held out: the figures, guard and policies
     cal_proba = model.predict_proba(data.X["calibration"])
+    served, refit = trainer.refit(model, data)
+    seconds = round(time.perf_counter() - start, 3)
     return FamilyFit(
-        model, hyper, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
+        served, {**hyper, **refit}, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
         (cal_proba, data.y["calibration"], data.rows["calibration"]),
         headline_metrics(data.y["calibration"], cal_proba, labels),
     )  # fmt: skip
