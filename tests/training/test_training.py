@@ -126,3 +126,14 @@ def test_manifest_records_the_dnn_variant_chosen_on_validation(small_bundle):
         contenders = [r for r in tried.values() if r["contender"]]
         assert chosen["val_log_loss"] == min(r["val_log_loss"] for r in contenders)
         assert dnn["options"]["head"] == ("softmax" if dnn["variant"] == "reference" else "ordinal")
+
+
+def test_xgboost_is_served_refitted_on_every_labelled_train_row(small_bundle, small_table):
+    manifest = json.loads((small_bundle / "manifest.json").read_text())
+    train = small_table.split()[0]
+    for target in ("memory", "io"):
+        hyper = manifest["hyperparameters"][target]
+        labelled = int((train[f"{target}_class"] >= 0).sum())
+        for family in ("xgb", "xgb_native"):
+            assert hyper[family]["refit"]["rows"] == labelled
+        assert "refit" not in hyper["dnn"]  # the DNN is served as fitted
