@@ -161,11 +161,11 @@ class FamilyTrainer:
         if not isinstance(model, _XGBModel) or not get_settings().training.refit_all_rows:
             return model, {}
         X, y = data.all_parts
-        refit = model.for_refit(len(y), len(data.y["fit"]))
+        unfitted = model.for_refit(len(y), len(data.y["fit"]))
         empty = (X.take(np.arange(0)), y[:0])
         weight = balanced_class_weight(y, data.n_classes)
-        refit = self.fit_model(refit, X, y, eval_set=empty, class_weight=weight)
-        return refit, {"refit": {"rows": len(y), "trees": refit.n_estimators}}
+        refit = self.fit_model(unfitted, X, y, eval_set=empty, class_weight=weight)
+        return refit, {"refit": {"rows": len(y), "trees": unfitted.n_estimators}}
 
     def _new_dnn(self, data: TargetData, task: Any, offset: dict[str, int]) -> DNNModel:
         def on_epoch(epoch: int, record: dict[str, float]) -> None:
