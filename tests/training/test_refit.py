@@ -1,15 +1,15 @@
-"""The served XGBoost model is refitted on every part's rows: it learns the latest rows."""
+"""On a time split the served XGBoost model is refitted on the fit and validation rows: it
+learns the latest rows, and the calibration rows stay unseen by what is served."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from scoutless.config import Settings, TrainingSettings
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.models.base import balanced_class_weight
 from scoutless.models.dnn_params import DNNParams
-from scoutless.training import fitting
 from scoutless.training.fitting import FamilyTrainer, TargetData, training_progress
+from scoutless.training.run import fit_family
 
 PARTS = {"fit": (0.0, 0.7), "validation": (0.7, 1.0), "calibration": (0.7, 1.0)}
 
@@ -28,9 +28,10 @@ def _drifting(n: int, seed: int) -> TargetData:
     return TargetData("walltime", 2, X, y, rows, balanced_class_weight(y["fit"], 2), y["fit"])
 
 
-def _trainer() -> FamilyTrainer:
+def _trainer(refit_latest: bool = True) -> FamilyTrainer:
     return FamilyTrainer(encoder=FeatureEncoder([]), trials=0, seed=0, n_jobs=1, xgb_grid=None,
-                         dnn_params=DNNParams(), progress=training_progress(False))  # fmt: skip
+                         dnn_params=DNNParams(), progress=training_progress(False),
+                         refit_latest=refit_latest)  # fmt: skip
 
 
 # x = 0.5 at the latest time: class 1 by the fit part's rule, 0 by the recent one
@@ -43,14 +44,24 @@ def test_the_refit_learns_what_only_the_latest_rows_show():
     served, record = trainer.refit(held_out, data)
     assert held_out.predict_proba(RECENT).argmax() == 1  # never saw the later rows
     assert served.predict_proba(RECENT).argmax() == 0
-    assert record["refit"]["rows"] == 3 * 600
-    scaled = round((held_out.best_iteration_ + 1) * 3)
+    assert record["refit"]["rows"] == 2 * 600  # fit and validation, not calibration
+    scaled = round((held_out.best_iteration_ + 1) * 2)
     assert record["refit"]["trees"] == served.n_estimators == scaled
 
 
-def test_refit_off_serves_the_held_out_fit(monkeypatch):
-    off = Settings(training=TrainingSettings(refit_all_rows=False))
-    monkeypatch.setattr(fitting, "get_settings", lambda: off)
-    data, trainer = _drifting(300, 1), _trainer()
+def test_without_a_time_split_the_held_out_fit_is_served():
+    data, trainer = _drifting(300, 1), _trainer(refit_latest=False)
     held_out, _ = trainer.fit("xgb", data)
     assert trainer.refit(held_out, data) == (held_out, {})
+
+
+def test_calibration_probabilities_are_the_served_models_on_rows_it_never_saw():
+    """The risk policy's bound needs calibration scores of the model that is served, on
+    rows it was not fitted on: the refit's, not the held-out fit's."""
+    data = _drifting(400, 2)
+    fit = fit_family(_trainer(), data, "xgb", ("small", "large"))
+    served_cal = fit.model.predict_proba(data.X["calibration"])
+    np.testing.assert_array_equal(fit.calibration_set[0], served_cal)
+    assert fit.hyperparameters["refit"]["rows"] == len(data.y["fit"]) + len(data.y["validation"])
+    # validation figures stay the held-out fit's: they differ from the refit's on this drift
+    assert not np.array_equal(fit.validation_proba, fit.model.predict_proba(data.validation[0]))
