@@ -142,9 +142,9 @@ class _XGBModel:
         ``n_rows / n_fit_rows``, to be fitted on ``n_rows`` rows without early stopping.
 
         Why: on a time split the model is fitted on the earliest rows and stopped on the
-        latest; refitting on all of them lets the served model learn from the most recent
-        jobs too (issue 14: on LPC-EGEE the held-out fit lost to its own input last-2 by
-        0.02-0.04 macro-F1 and the refit beat it)."""
+        latest; refitted on the fit and validation rows (``FamilyTrainer.refit``), the
+        served model learns from the most recent jobs too (on LPC-EGEE the held-out fit
+        lost to its own input last-2 by 0.02-0.04 macro-F1; the refit is above it)."""
         check_fitted(self, "classes_")
         if n_rows < 1 or n_fit_rows < 1:
             raise ValueError(f"{n_rows=} and {n_fit_rows=} must be positive")
