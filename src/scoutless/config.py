@@ -92,6 +92,12 @@ class TrainingSettings(BaseModel):
         0, ge=0, description="(target, family) fits trained at once, sharing the thread "
         "budget; 0: one per thread of the budget, at most 4",
     )  # fmt: skip
+    refit_latest: bool = Field(
+        True, description="on a time split, refit the served XGBoost models after early "
+        "stopping on the fit and validation rows (the latest ones) with as many trees per "
+        "row; validation figures and the guard stay the held-out fit's, the calibration "
+        "rows stay held out from the served model",
+    )  # fmt: skip
 
 
 class WithinTaskSettings(BaseModel):

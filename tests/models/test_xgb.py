@@ -114,3 +114,17 @@ def test_bundle_saved_before_the_sentinel_keeps_nan(tmp_path):
     assert legacy.missing == "nan"
     assert np.isnan(legacy._matrix(X)).any()
     assert XGBNativeModel.load(tmp_path).predict_proba(X).shape == (800, 4)
+
+
+def test_for_refit_grows_the_fits_trees_scaled_to_the_rows_without_early_stopping():
+    X, y = _toy(1000, 0)
+    Xv, yv = _toy(300, 1)
+    model = XGBLabelModel(n_classes=4, n_jobs=1, n_estimators=200).fit(X, y, eval_set=(Xv, yv))
+    refit = model.for_refit(n_rows=2 * len(y), n_fit_rows=len(y))
+    assert refit.n_estimators == 2 * (model.best_iteration_ + 1)
+    assert not hasattr(refit, "classes_")  # a fresh, unfitted copy
+    empty = (Xv.take(np.arange(0)), yv[:0])
+    refit.fit(X, y, eval_set=empty)  # no validation rows: every tree is grown, none cut
+    assert refit.best_iteration_ == refit.n_estimators - 1
+    with pytest.raises(ValueError, match="n_rows"):
+        model.for_refit(n_rows=0, n_fit_rows=len(y))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from scoutless.bundle import load_bundle
+from scoutless.history.table import TrainingTable
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.xgb import XGBLabelModel
 from scoutless.training import TrainingError, train_bundle
@@ -126,3 +128,28 @@ def test_manifest_records_the_dnn_variant_chosen_on_validation(small_bundle):
         contenders = [r for r in tried.values() if r["contender"]]
         assert chosen["val_log_loss"] == min(r["val_log_loss"] for r in contenders)
         assert dnn["options"]["head"] == ("softmax" if dnn["variant"] == "reference" else "ordinal")
+
+
+def test_xgboost_is_refitted_on_the_latest_rows_on_a_time_split_only(
+    small_bundle, small_table, tmp_path
+):
+    """A random split serves the early-stopped fits; a time split serves XGBoost refitted
+    on the fit and validation rows (the DNN as fitted)."""
+    manifest = json.loads((small_bundle / "manifest.json").read_text())
+    assert manifest["training"]["split"] == "random"
+    assert all("refit" not in h[f] for h in manifest["hyperparameters"].values() for f in h)
+    frame = small_table.frame.copy()
+    frame["creationdate"] = pd.Timestamp("2025-01-01") + pd.to_timedelta(
+        np.arange(len(frame)), "min"
+    )
+    table = TrainingTable(frame, small_table.features, small_table.bins, small_table.source,
+                          dict(small_table.info))  # fmt: skip
+    out = train_bundle(table, tmp_path / "time", models=("xgb",), split="time",
+                       progress=False, n_jobs=1)  # fmt: skip
+    timed = json.loads((out / "manifest.json").read_text())
+    parts = timed["training"]["parts"]
+    train = table.split("time")[0]
+    for target, hyper in timed["hyperparameters"].items():
+        labelled = int((train[f"{target}_class"] >= 0).sum())
+        assert hyper["xgb"]["refit"]["rows"] <= parts["fit"] + parts["validation"]
+        assert hyper["xgb"]["refit"]["rows"] < labelled  # the calibration rows stay out

@@ -76,7 +76,9 @@ def fit_xgb_on_dask(
     y, y_val, weight, val_weight = model._labels_and_weights(y, eval_set[1], class_weight)
     held: list = []  # the scattered blocks, alive until the booster is back
     dtrain = _dask_matrix(client, model, X, y, weight, held, quantile=True)
-    dval = _dask_matrix(client, model, X_val, y_val, val_weight, held, quantile=False)
+    evals = []  # none: a refit of a known number of trees (``_XGBModel.for_refit``)
+    if len(y_val):
+        evals = [(_dask_matrix(client, model, X_val, y_val, val_weight, held, False), "validation")]
     params = model._booster_params()
     params.pop("nthread", None)  # each worker uses its own threads
     output = dxgb.train(
@@ -84,8 +86,8 @@ def fit_xgb_on_dask(
         params,
         dtrain,
         num_boost_round=model.n_estimators,
-        evals=[(dval, "validation")],
-        early_stopping_rounds=model.early_stopping_rounds if len(y_val) else None,
+        evals=evals,
+        early_stopping_rounds=model.early_stopping_rounds if evals else None,
         verbose_eval=False,
     )
     held.clear()  # release the blocks

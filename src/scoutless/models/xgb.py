@@ -117,22 +117,42 @@ class _XGBModel:
             enable_categorical=self.native_categorical,
             max_bin=params["max_bin"],  # the booster refuses a matrix binned otherwise
         )
-        dval = xgb.DMatrix(
-            self._matrix(X_val),
-            label=y_val,
-            weight=val_weight,
-            feature_types=types,
-            enable_categorical=self.native_categorical,
-        )
+        evals = []  # none: a refit of a known number of trees (:meth:`for_refit`)
+        if len(y_val):
+            dval = xgb.DMatrix(
+                self._matrix(X_val),
+                label=y_val,
+                weight=val_weight,
+                feature_types=types,
+                enable_categorical=self.native_categorical,
+            )
+            evals = [(dval, "validation")]
         booster = xgb.train(
             params,
             dtrain,
             num_boost_round=self.n_estimators,
-            evals=[(dval, "validation")],
-            early_stopping_rounds=self.early_stopping_rounds if len(y_val) else None,
+            evals=evals,
+            early_stopping_rounds=self.early_stopping_rounds if evals else None,
             verbose_eval=False,
         )
         return self._keep_best(booster)
+
+    def for_refit(self, n_rows: int, n_fit_rows: int) -> _XGBModel:
+        """An unfitted copy that grows this fit's early-stopped number of trees scaled by
+        ``n_rows / n_fit_rows``, to be fitted on ``n_rows`` rows without early stopping.
+
+        Why: on a time split the model is fitted on the earliest rows and stopped on the
+        latest; refitted on the fit and validation rows (``FamilyTrainer.refit``), the
+        served model learns from the most recent jobs too (on LPC-EGEE the held-out fit
+        lost to its own input last-2 by 0.02-0.04 macro-F1; the refit is above it)."""
+        check_fitted(self, "classes_")
+        if n_rows < 1 or n_fit_rows < 1:
+            raise ValueError(f"{n_rows=} and {n_fit_rows=} must be positive")
+        trees = max(1, round((self.best_iteration_ + 1) * n_rows / n_fit_rows))
+        return type(self)(
+            n_classes=self.n_classes, params=self.params, n_estimators=trees,
+            early_stopping_rounds=self.early_stopping_rounds, n_jobs=self.n_jobs, seed=self.seed,
+        )  # fmt: skip
 
     def _labels_and_weights(
         self, y: np.ndarray, y_val: np.ndarray, class_weight: np.ndarray | None

@@ -10,7 +10,11 @@ Wiring, in order (each step's effect in its comment):
 3. encoders fitted on the fit part — values first seen later count as unknown, as they will
    in service;
 4. per target (rows with class -1 dropped), per family: class weights inverse to frequency,
-   optional search, fit, validation metrics, calibration probabilities;
+   optional search, fit, validation metrics; on a time split an XGBoost fit is then
+   refitted on the fit and validation rows to be served (``Settings.training.
+   refit_latest``: the fit part is the oldest rows and would never learn from the latest),
+   the held-out fit's validation probabilities still feeding step 5; calibration
+   probabilities from the served model, which never saw the calibration rows;
 5. champion per target: best mean of validation accuracy and macro-F1, wrapped in the
    guard that keeps the served prediction at least as good as the input baselines on
    validation (:mod:`scoutless.training.guarding`);
@@ -169,15 +173,19 @@ class FamilyFit:
 def fit_family(
     trainer: FamilyTrainer, data: TargetData, name: str, labels: tuple[str, ...]
 ) -> FamilyFit:
-    """Fit, validation metrics and calibration probabilities of one family on one target."""
+    """Fit, validation metrics and calibration probabilities of one family on one target,
+    and the model served (the fit itself, or its refit on a time split:
+    ``FamilyTrainer.refit``). Calibration rows are predicted by the served model, which
+    never saw them: the risk policy's bound holds for what is served."""
     start = time.perf_counter()
     model, hyper = trainer.fit(name, data)
-    seconds = round(time.perf_counter() - start, 3)
     val_X, val_y = data.validation
-    val_proba = model.predict_proba(val_X)
-    cal_proba = model.predict_proba(data.X["calibration"])
+    val_proba = model.predict_proba(val_X)  # held out: the figures, champion and guard
+    served, refit = trainer.refit(model, data)
+    cal_proba = served.predict_proba(data.X["calibration"])
+    seconds = round(time.perf_counter() - start, 3)
     return FamilyFit(
-        model, hyper, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
+        served, {**hyper, **refit}, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
         (cal_proba, data.y["calibration"], data.rows["calibration"]),
         headline_metrics(data.y["calibration"], cal_proba, labels),
     )  # fmt: skip
@@ -264,6 +272,12 @@ def _fit_targets(
     return results
 
 
+def _refits_latest(split: str, prep: PreparedRows) -> bool:
+    """Whether the served XGBoost models are refitted on the latest rows: on a time split
+    (rows in submission order), unless ``Settings.training.refit_latest`` is off."""
+    return split == "time" and prep.order is not None and get_settings().training.refit_latest
+
+
 def train_bundle(
     table: TrainingTable,
     out: Path,
@@ -309,7 +323,8 @@ def train_bundle(
         trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed,
                                 n_jobs=lanes.threads, xgb_grid=xgb_grid, dnn_params=params,
                                 progress=bar, dnn_variants=dnn_variants,
-                                fit_model=fit_model or fit_in_process)  # fmt: skip
+                                fit_model=fit_model or fit_in_process,
+                                refit_latest=_refits_latest(split, prep))  # fmt: skip
         results = _fit_targets(trainer, table, prep, datas, names, lanes)
     parts = get_settings().splits.part_fractions()
     run = {
