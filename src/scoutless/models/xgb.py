@@ -107,26 +107,12 @@ class _XGBModel:
     ) -> _XGBModel:
         X_val = eval_set[0]
         y, y_val, weight, val_weight = self._labels_and_weights(y, eval_set[1], class_weight)
-        types = self._feature_types(X)
         params = self._booster_params()
-        dtrain = xgb.QuantileDMatrix(
-            self._matrix(X),
-            label=y,
-            weight=weight,
-            feature_types=types,
-            enable_categorical=self.native_categorical,
-            max_bin=params["max_bin"],  # the booster refuses a matrix binned otherwise
-        )
+        # the booster refuses a training matrix binned otherwise than its max_bin
+        dtrain = self._dmatrix(X, y, weight, xgb.QuantileDMatrix, max_bin=params["max_bin"])
         evals = []  # none: a refit of a known number of trees (:meth:`for_refit`)
         if len(y_val):
-            dval = xgb.DMatrix(
-                self._matrix(X_val),
-                label=y_val,
-                weight=val_weight,
-                feature_types=types,
-                enable_categorical=self.native_categorical,
-            )
-            evals = [(dval, "validation")]
+            evals = [(self._dmatrix(X_val, y_val, val_weight, xgb.DMatrix), "validation")]
         booster = xgb.train(
             params,
             dtrain,
@@ -136,6 +122,24 @@ class _XGBModel:
             verbose_eval=False,
         )
         return self._keep_best(booster)
+
+    def _dmatrix(
+        self,
+        X: EncodedFeatures,
+        y: np.ndarray,
+        weight: np.ndarray | None,
+        kind: Any,
+        **binning: Any,
+    ) -> xgb.DMatrix:
+        """``kind`` (DMatrix or QuantileDMatrix) of ``X`` with its labels and row weights."""
+        return kind(
+            self._matrix(X),
+            label=y,
+            weight=weight,
+            feature_types=self._feature_types(X),
+            enable_categorical=self.native_categorical,
+            **binning,
+        )
 
     def for_refit(self, n_rows: int, n_fit_rows: int) -> _XGBModel:
         """An unfitted copy that grows this fit's early-stopped number of trees scaled by

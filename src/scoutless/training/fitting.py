@@ -23,7 +23,6 @@ from scoutless.models.tuning import (
     random_search_dnn,
     variant_params,
 )
-from scoutless.models.xgb import _XGBModel
 
 
 @contextlib.contextmanager
@@ -165,10 +164,11 @@ class FamilyTrainer:
         random split the later parts hold nothing new, and the refit would only double
         the XGBoost time. The held-out fit's validation probabilities still choose the
         champion and tune the guard (the refit has seen those rows)."""
-        if not (self.refit_latest and isinstance(model, _XGBModel)):
+        for_refit = getattr(model, "for_refit", None)  # the XGBoost families have it
+        if not (self.refit_latest and for_refit is not None):
             return model, {}
         X, y = data.refit_rows
-        unfitted = model.for_refit(len(y), len(data.y["fit"]))
+        unfitted = for_refit(len(y), len(data.y["fit"]))
         empty = (X.take(np.arange(0)), y[:0])
         weight = balanced_class_weight(y, data.n_classes)
         refit = self.fit_model(unfitted, X, y, eval_set=empty, class_weight=weight)
