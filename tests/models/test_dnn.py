@@ -191,7 +191,8 @@ def test_numpy_pass_finds_layers_by_type_and_refuses_unknown_blocks():
 @pytest.mark.parametrize("head", ["softmax", "ordinal"])
 @pytest.mark.parametrize("ple", [None, (2, 4, 3)])
 def test_embeddings_folded_into_the_first_layer_give_the_same_logits(head, ple):
-    """The folded numpy pass = the unfolded one = torch, for every head and embedding."""
+    """The folded numpy pass = the unfolded one = their torch batch pass = the module, for
+    every head and embedding."""
     from scoutless.models.dnn_inference import InferenceWeights
 
     torch.manual_seed(0)
@@ -209,3 +210,6 @@ def test_embeddings_folded_into_the_first_layer_give_the_same_logits(head, ple):
     assert folded.folded is not None and unfolded.folded is None
     np.testing.assert_allclose(folded.logits(codes, numeric), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(unfolded.logits(codes, numeric), expected, rtol=1e-4, atol=1e-5)
+    as_tensors = torch.from_numpy(codes), torch.from_numpy(numeric)  # the batch pass
+    np.testing.assert_allclose(folded.torch_logits(*as_tensors), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(unfolded.torch_logits(*as_tensors), expected, rtol=1e-4, atol=1e-5)

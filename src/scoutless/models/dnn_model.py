@@ -3,7 +3,8 @@
 Fit builds a :class:`TabularMLP`, trains it with class-weighted cross-entropy
 (:func:`~scoutless.models.dnn_trainer.fit_module`), then fits a temperature on the
 validation logits so the softmax is calibrated. A few rows are predicted through the
-numpy forward pass (:mod:`~scoutless.models.dnn_inference`), batches through torch.
+numpy forward pass (:mod:`~scoutless.models.dnn_inference`), batches through the same
+folded weights in torch; training's validation runs the module itself.
 """
 
 from __future__ import annotations
@@ -184,11 +185,18 @@ class DNNModel:
     def predict_logits(self, X: EncodedFeatures) -> np.ndarray:
         """(n, n_classes) raw logits, in eval mode without autograd."""
         check_fitted(self, "classes_")
+        if self._inference is None:
+            self._inference = InferenceWeights.of(self.module_)
         if len(X) <= SMALL_BATCH:
-            if self._inference is None:
-                self._inference = InferenceWeights.of(self.module_)
             return self._inference.logits(X.codes, numeric_input(X.numeric))
-        return self._torch_logits(*feature_tensors(X))
+        codes, numeric = feature_tensors(X)
+        parts = [
+            self._inference.torch_logits(
+                codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH]
+            )
+            for s in range(0, len(codes), PREDICT_BATCH)
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         return softmax(self.predict_logits(X) / self.temperature_)

@@ -132,7 +132,11 @@ def cumulative_link_log_proba(
     """The head's forward pass in numpy: (n,) location and log-scale, (K - 1,) cuts."""
     scale = np.exp(np.clip(log_scale, *LOG_SCALE_BOUNDS))
     z = (cuts[None, :] - location[:, None]) / scale[:, None]
-    inf = np.full((len(z), 1), np.inf, dtype=z.dtype)
-    lower, upper = np.hstack([-inf, z]), np.hstack([z, inf])
-    proba = np.where(lower > 0, ndtr(-lower) - ndtr(-upper), ndtr(upper) - ndtr(lower))
+    # Phi at each class's lower and upper cut (Phi(-inf) = 0, Phi(inf) = 1), each cut's Phi
+    # computed once; above 0 the upper tails are differenced instead, for their precision
+    zero, one = np.zeros((len(z), 1), z.dtype), np.ones((len(z), 1), z.dtype)
+    below = np.hstack([zero, ndtr(z), one])
+    above = np.hstack([one, ndtr(-z), zero])
+    lower_positive = np.hstack([zero.astype(bool), z > 0])
+    proba = np.where(lower_positive, above[:, :-1] - above[:, 1:], below[:, 1:] - below[:, :-1])
     return np.log(np.maximum(proba, _EPS, out=proba), out=proba)
