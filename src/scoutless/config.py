@@ -200,6 +200,13 @@ class ServiceSettings(BaseModel):
         description="up to this many rows the targets are predicted inline, "
         "not on the thread pool (the hand-off costs more than it saves)",
     )
+    torch_threads: int | None = Field(
+        1,
+        ge=1,
+        description="torch intra-op threads per serving process (None: torch's default, "
+        "one per core); each target already predicts on its own thread, so more threads "
+        "oversubscribe the cores",
+    )
 
 
 class InferenceSettings(BaseModel):
