@@ -3,7 +3,8 @@
 Prints JSON: p50/p95/p99 latency (ms) and requests/s for single-task POSTs and for the
 database endpoint ``GET /v1/tasks/{id}/prediction`` (a random task of the history per
 request) at concurrency 1, 8 and 32, tasks/s for batches of 1,000 tasks (at concurrency
-``--batch-concurrency``, and at 2 as in earlier runs), the CPU time per batch of the server
+``--batch-concurrency`` in both response layouts, ``tasks`` and ``columns``, and at 2 as in
+earlier runs), the CPU time per batch of the server
 and of the client, the mean time of
 each server stage (fetch, features, preprocess, predict, aggregate, log, from the answers'
 ``timings_ms``), and the in-process cost of one task's fetch + features. Every figure is
@@ -272,13 +273,18 @@ def measure(
     results = {f"db_c{c}": run(by_id(ids), args.requests, c) for c in (1, 8, 32)}
     if with_post:
         single = json.dumps({"tasks": request_rows(1)}).encode()
-        batch = json.dumps({"tasks": request_rows(1000)}).encode()
+        rows = request_rows(1000)
+        batch = json.dumps({"tasks": rows}).encode()
+        columns = json.dumps({"tasks": rows, "layout": "columns"}).encode()
         results |= {f"post_c{c}": run(post(single), args.requests, c) for c in (1, 8, 32)}
         # connections reach workers by the kernel's hash: two connections share one worker
         # half of the time, so the goal figure uses more connections than workers
-        for name, c in (("post_batch_1000", args.batch_concurrency), ("post_batch_1000_c2", 2)):
+        cells = (("post_batch_1000", args.batch_concurrency, batch),
+                 ("post_batch_1000_columns", args.batch_concurrency, columns),
+                 ("post_batch_1000_c2", 2, batch))  # fmt: skip
+        for name, c, body in cells:
             server_cpu, client_cpu = tree_cpu_seconds(server_pid), time.process_time()
-            batched = run(post(batch), args.batches, c)
+            batched = run(post(body), args.batches, c)
             n = args.batches * args.repeats
             batched["server_cpu_ms_per_batch"] = round(
                 (tree_cpu_seconds(server_pid) - server_cpu) / n * 1e3, 1

@@ -25,6 +25,7 @@ def _predict_body(
     policy: str,
     alpha: float | None,
     targets: Sequence[str] | None,
+    layout: str = "tasks",
 ) -> dict[str, Any]:
     if (tasks is None) == (taskparams is None):
         raise ValueError("give exactly one of tasks= or taskparams=")
@@ -37,6 +38,8 @@ def _predict_body(
         body["alpha"] = alpha
     if targets:
         body["targets"] = list(targets)
+    if layout != "tasks":
+        body["layout"] = layout
     return body
 
 
@@ -78,8 +81,10 @@ class Client:
         policy: str = "argmax",
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
+        layout: str = "tasks",
     ) -> dict[str, Any]:
-        body = _predict_body(tasks, taskparams, policy, alpha, targets)
+        """``layout="columns"``: per target one list per field over the tasks (batches)."""
+        body = _predict_body(tasks, taskparams, policy, alpha, targets, layout)
         return _decode(self._http.post("/v1/predict", json=body))  # type: ignore[no-any-return]
 
     def predict_task(
@@ -151,8 +156,10 @@ class AsyncClient:
         policy: str = "argmax",
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
+        layout: str = "tasks",
     ) -> dict[str, Any]:
-        body = _predict_body(tasks, taskparams, policy, alpha, targets)
+        """``layout="columns"``: per target one list per field over the tasks (batches)."""
+        body = _predict_body(tasks, taskparams, policy, alpha, targets, layout)
         return _decode(await self._http.post("/v1/predict", json=body))  # type: ignore[no-any-return]
 
     async def predict_task(

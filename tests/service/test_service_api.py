@@ -31,6 +31,34 @@ def test_predict_answers_every_target_with_panda_units(client) -> None:
     assert body["tasks"][0]["targets"]["memory"]["panda_field"].startswith("ramCount")
 
 
+def test_columns_layout_holds_the_same_predictions_as_the_tasks_layout(client, db_url) -> None:
+    rows = [task(jeditaskid=11), task(processingtype="brand-new"), task(corecount=1.0)]
+    per_task = client.post("/v1/predict", json={"tasks": rows}).json()
+    r = client.post("/v1/predict", json={"tasks": rows, "layout": "columns", "policy": "argmax"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["layout"] == "columns" and "tasks" not in body
+    assert body["jeditaskids"] == [11, None, None]
+    assert body["flags"] == [t["flags"] for t in per_task["tasks"]]
+    assert set(body["targets"]) == {"memory", "cputime", "io", "walltime"}
+    for target, columns in body["targets"].items():
+        for i, answered in enumerate(t["targets"][target] for t in per_task["tasks"]):
+            c = columns["class_id"][i]
+            assert c == answered["class_id"]
+            assert columns["class_labels"][c] == answered["class_label"]
+            assert list(columns["bin_ranges"][c]) == answered["bin_range"]
+            assert columns["recommended_value"][i] == answered["recommended_value"]
+            assert columns["recommended_values"][c] == answered["recommended_value"]
+            for field in ("probabilities", "confidence", "p_sufficient"):
+                assert columns[field][i] == answered[field]
+            for field in ("unit", "panda_field", "policy"):
+                assert columns[field] == answered[field]
+    assert len(PredictionLog(db_url).read(target="memory")) == 2 * len(rows)  # both logged
+    refused = client.post("/v1/predict", json={"tasks": rows, "layout": "rows"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["loc"] == ["body", "layout"]
+
+
 def test_single_task_and_target_subset(client) -> None:
     r = client.post("/v1/predict", json={"task": task(), "targets": ["walltime", "io"]})
     assert r.status_code == 200

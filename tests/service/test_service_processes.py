@@ -43,6 +43,11 @@ def test_gateway_answers_with_the_targets_that_responded(tmp_path, servers) -> N
         assert set(full["tasks"][0]["targets"]) == {"memory", "cputime", "io", "walltime"}
         assert full["errors"] == {}
         assert full["tasks"][1]["flags"][0]["feature"] == "processingtype"
+        columns = client.predict([task(), task(processingtype="odd")], layout="columns")
+        assert set(columns["targets"]) == {"memory", "cputime", "io", "walltime"}
+        assert columns["flags"] == [t["flags"] for t in full["tasks"]]  # each flag once
+        for target, column in columns["targets"].items():
+            assert column["class_id"] == [t["targets"][target]["class_id"] for t in full["tasks"]]
         with pytest.raises(ServiceError) as refused:  # input errors pass through unchanged
             client.predict([{"corecount": 1}])
         assert refused.value.status == 422
@@ -61,6 +66,9 @@ def test_gateway_answers_with_the_targets_that_responded(tmp_path, servers) -> N
         assert set(partial["tasks"][0]["targets"]) == {"memory", "cputime"}
         assert partial["errors"]["io"]["kind"] == "unavailable"
         assert partial["errors"]["io"]["remote"] == b.url
+        columns = client.predict([task()], layout="columns")
+        assert set(columns["targets"]) == {"memory", "cputime"}
+        assert set(columns["errors"]) == {"io", "walltime"}
         assert client.model()["mode"] == "gateway"
 
 

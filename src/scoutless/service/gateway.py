@@ -130,7 +130,8 @@ class Gateway:
             self._call(url, ts, "POST", "/v1/predict", json={**body, "targets": ts})
             for url, ts in self.by_url(targets).items()
         ]
-        return merge(await asyncio.gather(*calls), body.get("policy", "argmax"), start)
+        policy, layout = body.get("policy", "argmax"), body.get("layout", "tasks")
+        return merge(await asyncio.gather(*calls), policy, start, layout=layout)
 
     async def fan_out_task(
         self, jeditaskid: int, params: dict[str, Any], targets: list[str] | None
@@ -155,40 +156,68 @@ class Gateway:
 
 def _answer(merged: dict[str, Any]) -> Answer:
     """200 when some target answered, 503 when none did."""
-    return Answer(merged, 200 if merged["tasks"] else 503)
+    answered = merged["targets"] if merged.get("layout") == "columns" else merged["tasks"]
+    return Answer(merged, 200 if answered else 503)
 
 
 def _error(kind: str, message: str, remote: str) -> dict[str, Any]:
     return {"kind": kind, "message": message, "remote": remote}
 
 
-def merge(answers: list[RemoteAnswer], policy: str, start: float) -> dict[str, Any]:
+def merge(
+    answers: list[RemoteAnswer], policy: str, start: float, *, layout: str = "tasks"
+) -> dict[str, Any]:
     """One response from the remotes' answers; failed targets listed under ``errors``."""
-    tasks: list[dict[str, Any]] | None = None
     errors: dict[str, Any] = {}
     versions: dict[str, str] = {}
-    request_ids: list[str] = []
+    bodies: list[dict[str, Any]] = []
     for answer in answers:
         if answer.body is None:
             for target in answer.targets:
                 errors[target] = answer.error
             continue
-        body = answer.body
-        request_ids.append(body.get("request_id", ""))
-        versions.update(body.get("model_versions", {}))
-        errors.update(body.get("errors", {}))
-        if tasks is None:
+        bodies.append(answer.body)
+        versions.update(answer.body.get("model_versions", {}))
+        errors.update(answer.body.get("errors", {}))
+    fields = _merge_columns(bodies) if layout == "columns" else _merge_tasks(bodies)
+    return {
+        "request_id": ",".join(body.get("request_id", "") for body in bodies),
+        "model_version": ",".join(sorted(set(versions.values()))),
+        "model_versions": versions,
+        "policy": policy,
+        **fields,
+        "errors": errors,
+        "timings_ms": {"fanout": (time.perf_counter() - start) * 1e3},
+    }
+
+
+def _merged_flags(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return mine + [f for f in theirs if f not in mine]
+
+
+def _merge_tasks(bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each task's targets from every remote, in the tasks layout."""
+    tasks: list[dict[str, Any]] = []
+    for i, body in enumerate(bodies):
+        if i == 0:
             tasks = [dict(t, targets=dict(t["targets"])) for t in body["tasks"]]
             continue
         for mine, theirs in zip(tasks, body["tasks"], strict=True):
             mine["targets"].update(theirs["targets"])
-            mine["flags"] = mine["flags"] + [f for f in theirs["flags"] if f not in mine["flags"]]
-    return {
-        "request_id": ",".join(request_ids),
-        "model_version": ",".join(sorted(set(versions.values()))),
-        "model_versions": versions,
-        "policy": policy,
-        "tasks": tasks or [],
-        "errors": errors,
-        "timings_ms": {"fanout": (time.perf_counter() - start) * 1e3},
-    }
+            mine["flags"] = _merged_flags(mine["flags"], theirs["flags"])
+    return {"tasks": tasks}
+
+
+def _merge_columns(bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every remote's targets side by side, in the columns layout."""
+    merged: dict[str, Any] = {"layout": "columns", "jeditaskids": [], "flags": [], "targets": {}}
+    for i, body in enumerate(bodies):
+        merged["targets"].update(body["targets"])
+        if i == 0:
+            merged["jeditaskids"], merged["flags"] = body["jeditaskids"], list(body["flags"])
+            continue
+        merged["flags"] = [
+            _merged_flags(mine, theirs)
+            for mine, theirs in zip(merged["flags"], body["flags"], strict=True)
+        ]
+    return merged

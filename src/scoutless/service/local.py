@@ -64,6 +64,7 @@ class LocalBackend:
             alpha=body.alpha or self.settings.default_alpha,
             request_id=request_id,
             history=lookup,
+            layout=body.layout,
         )
         # a few tasks take about a millisecond: cheaper on the event loop than a thread hop,
         # unless they wait on a database server's round trip for their history
@@ -141,7 +142,7 @@ class LocalBackend:
                 "model_version": version,
                 "model_versions": dict.fromkeys(targets, version),
                 "policy": policy,
-                "tasks": outcome.tasks,
+                **outcome.answer_fields(),
                 "errors": {},
                 "timings_ms": outcome.timings_ms,
             }

@@ -106,6 +106,12 @@ class Outcome:
     log_rows: list[dict[str, Any]]
     class_counts: dict[str, dict[str, int]]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: the response's fields in the columns layout (``tasks`` is then empty)
+    columns: dict[str, Any] | None = None
+
+    def answer_fields(self) -> dict[str, Any]:
+        """The response fields that carry the predictions, in the layout asked for."""
+        return {"tasks": self.tasks} if self.columns is None else self.columns
 
 
 class PolicyCache:
@@ -288,6 +294,36 @@ class Pipeline:
                 }
         return tasks
 
+    @staticmethod
+    def answer_columns(
+        prepared: Prepared, decisions: Mapping[str, Decision], policy: str
+    ) -> dict[str, Any]:
+        """The response's fields in the columns layout: per target, the classes described
+        once and one list per field over the tasks. No object per task and target: a
+        1,000-task batch is serialised in ~1 ms instead of ~15, a third of the bytes."""
+        targets = {}
+        for target, d in decisions.items():
+            view = d.view
+            targets[target] = {
+                "class_labels": view.labels,
+                "bin_ranges": view.ranges,
+                "recommended_values": view.recommended,
+                "unit": view.unit,
+                "panda_field": view.panda_field,
+                "policy": policy,
+                "class_id": d.classes,
+                "recommended_value": [view.recommended[c] for c in d.classes],
+                "confidence": d.confidence,
+                "p_sufficient": d.p_sufficient,
+                "probabilities": d.probabilities,
+            }
+        return {
+            "layout": "columns",
+            "jeditaskids": prepared.jeditaskids,
+            "flags": prepared.flags,
+            "targets": targets,
+        }
+
     def log_rows(
         self,
         prepared: Prepared,
@@ -337,6 +373,7 @@ class Pipeline:
         request_id: str = "",
         prepared: Prepared | None = None,
         history: HistoryLookup | None = None,
+        layout: str = "tasks",
     ) -> Outcome:
         chosen_targets = self.check_targets(targets)
         t0 = time.perf_counter()
@@ -346,10 +383,12 @@ class Pipeline:
         proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
         t2 = time.perf_counter()
         decisions = self.decide(proba, policy=policy, alpha=alpha)
+        columns = layout == "columns"
         outcome = Outcome(
-            tasks=self.answer_tasks(prepared, decisions, policy),
+            tasks=[] if columns else self.answer_tasks(prepared, decisions, policy),
             log_rows=self.log_rows(prepared, decisions, policy=policy, request_id=request_id),
             class_counts={t: d.class_counts() for t, d in decisions.items()},
+            columns=self.answer_columns(prepared, decisions, policy) if columns else None,
         )
         t3 = time.perf_counter()
         outcome.timings_ms = {

@@ -31,6 +31,11 @@ class PredictRequest(BaseModel):
     policy: PolicyName = "argmax"
     alpha: float | None = Field(None, gt=0, lt=1, description="risk bound (policy 'risk')")
     targets: list[str] | None = Field(None, description="subset of the served targets")
+    layout: Literal["tasks", "columns"] = Field(
+        "tasks",
+        description="'tasks': one object per task (PredictResponse); 'columns': per target, "
+        "one array per field over the tasks (ColumnsResponse), for batch clients",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_input(self) -> PredictRequest:
@@ -90,6 +95,39 @@ class PredictResponse(BaseModel):
     errors: dict[str, TargetError] = Field(
         default_factory=dict, description="targets that could not be answered (gateway)"
     )
+    timings_ms: dict[str, float]
+
+
+class TargetColumns(BaseModel):
+    """One target's predictions for every task of a batch: the classes described once, then
+    one value per task (in task order) of each field of :class:`TargetPrediction`."""
+
+    class_labels: list[str]
+    bin_ranges: list[tuple[float | None, float | None]]
+    recommended_values: list[float] = Field(description="per class, in PanDA's unit")
+    unit: str
+    panda_field: str
+    policy: PolicyName
+    class_id: list[int]
+    recommended_value: list[float]
+    confidence: list[float]
+    p_sufficient: list[float]
+    probabilities: list[list[float]] = Field(description="per task, one per class")
+
+
+class ColumnsResponse(BaseModel):
+    """``layout="columns"``: what :class:`PredictResponse` holds, without an object per task
+    and target; about a third of the bytes, and quicker to build and to parse."""
+
+    request_id: str
+    model_version: str
+    model_versions: dict[str, str]
+    policy: PolicyName
+    layout: Literal["columns"]
+    jeditaskids: list[int | None]
+    flags: list[list[dict[str, Any]]] = Field(description="per task, as in TaskPrediction")
+    targets: dict[str, TargetColumns]
+    errors: dict[str, TargetError] = Field(default_factory=dict)
     timings_ms: dict[str, float]
 
 

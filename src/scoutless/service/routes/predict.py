@@ -13,7 +13,12 @@ from pydantic import ValidationError
 from scoutless.service.backend import Answer, TaskQuery
 from scoutless.service.deps import backend_of, state_of
 from scoutless.service.pipeline import JSON_OPTS
-from scoutless.service.schemas import PolicyName, PredictRequest, PredictResponse
+from scoutless.service.schemas import (
+    ColumnsResponse,
+    PolicyName,
+    PredictRequest,
+    PredictResponse,
+)
 
 router = APIRouter(prefix="/v1", tags=["predict"])
 
@@ -52,7 +57,7 @@ _BODY_DOC = {
 }
 
 
-@router.post("/predict", response_model=PredictResponse, openapi_extra=_BODY_DOC)
+@router.post("/predict", response_model=PredictResponse | ColumnsResponse, openapi_extra=_BODY_DOC)
 async def predict(request: Request) -> Response:
     """Predict the classes of one or many tasks (features, or PanDA task parameters)."""
     body = parse_predict_request(await request.body())
