@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn import TabularMLP
@@ -218,3 +220,25 @@ def test_ordinal_tail_probabilities_match_scipy_in_float32():
     cuts = head.cuts().detach().double().numpy()
     want = np.diff(np.concatenate([[0.0], ndtr(cuts - 4.9), [1.0]]))
     np.testing.assert_allclose(np.exp(log_p), np.maximum(want, 1e-7), rtol=1e-4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    location=st.floats(-8, 8),
+    log_scale=st.floats(-6, 6),
+    gaps=st.lists(st.floats(0.01, 3), min_size=1, max_size=5),
+    start=st.floats(-5, 5),
+)
+def test_ordinal_head_of_a_few_rows_equals_the_vectorised_pass(location, log_scale, gaps, start):
+    """A single task's head runs on Python floats; it must give the numpy pass's
+    probabilities, tails included (float32 rounding apart)."""
+    from scoutless.models import ordinal
+
+    cuts = (start + np.cumsum(gaps)).astype(np.float32)
+    loc = np.full(ordinal.PYTHON_MAX_ROWS + 1, location, np.float32)
+    scale = np.full(ordinal.PYTHON_MAX_ROWS + 1, log_scale, np.float32)
+    vectorised = ordinal.cumulative_link_log_proba(loc, scale, cuts)
+    rows = ordinal.cumulative_link_log_proba(loc[:2], scale[:2], cuts)
+    assert rows.shape == (2, len(cuts) + 1) and rows.dtype == vectorised.dtype
+    np.testing.assert_allclose(np.exp(rows), np.exp(vectorised[:2]), rtol=2e-5, atol=1e-7)
+    assert ordinal.cumulative_link_log_proba(loc[:0], scale[:0], cuts).shape == (0, len(cuts) + 1)

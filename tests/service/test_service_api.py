@@ -144,3 +144,30 @@ def test_model_health_ready_metrics(client) -> None:
     assert 'scoutless_errors_total{kind="invalid_features"} 1.0' in text
     assert 'scoutless_model_info{version="fake-1"} 1.0' in text
     assert "scoutless_predictions_total{" in text
+
+
+def test_a_few_tasks_get_the_same_decisions_as_a_batch() -> None:
+    """Up to SMALL_BATCH rows the decisions are read from Python lists, above it through
+    numpy: every policy, every field, bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from service_fakes import FakePredictor
+
+    from scoutless.features.encoders import SMALL_BATCH
+    from scoutless.service.pipeline import Pipeline
+
+    rng = np.random.default_rng(3)
+    with ThreadPoolExecutor(2) as pool:
+        pipeline = Pipeline(FakePredictor(), None, pool)
+        proba = {
+            t: rng.dirichlet(np.ones(b.n_classes) * 0.3, size=SMALL_BATCH + 1)
+            for t, b in pipeline.predictor.bins.items()
+        }
+        few = {t: p[:3] for t, p in proba.items()}
+        for policy in ("argmax", "safe", "risk"):
+            batch = pipeline.decide(proba, policy=policy, alpha=0.1)
+            small = pipeline.decide(few, policy=policy, alpha=0.1)
+            for target, d in small.items():
+                for field in ("classes", "probabilities", "confidence", "p_sufficient"):
+                    assert getattr(d, field) == getattr(batch[target], field)[:3], (policy, field)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from scoutless.config import get_settings
 from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
-from scoutless.features.encoders import InspectedFeatures
+from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -258,14 +258,27 @@ class Pipeline:
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
-            rows = np.arange(len(p))
-            decisions[target] = Decision(
-                view=self._views[target],
-                classes=chosen.tolist(),
-                probabilities=p.tolist(),
-                confidence=p[rows, chosen].tolist(),
-                p_sufficient=np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist(),
-            )
+            view = self._views[target]
+            if len(p) > SMALL_BATCH:
+                rows = np.arange(len(p))
+                decisions[target] = Decision(
+                    view=view,
+                    classes=chosen.tolist(),
+                    probabilities=p.tolist(),
+                    confidence=p[rows, chosen].tolist(),
+                    p_sufficient=np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist(),
+                )
+            else:  # a few tasks: the same values from Python lists, without numpy's overhead
+                probabilities, classes = p.tolist(), chosen.tolist()
+                decisions[target] = Decision(
+                    view=view,
+                    classes=classes,
+                    probabilities=probabilities,
+                    confidence=[row[c] for row, c in zip(probabilities, classes, strict=True)],
+                    p_sufficient=[
+                        _cumulative(row, c) for row, c in zip(probabilities, classes, strict=True)
+                    ],
+                )
         return decisions
 
     @staticmethod
@@ -435,6 +448,14 @@ class _BinsView:
             unit=bins.unit or (spec.unit if spec else ""),
             panda_field=spec.panda_field if spec else target,
         )
+
+
+def _cumulative(row: list[float], c: int) -> float:
+    """P(class <= c), summed left to right as ``np.cumsum`` does, clipped to [0, 1]."""
+    total = 0.0
+    for value in row[: c + 1]:
+        total += value
+    return min(max(total, 0.0), 1.0)
 
 
 def history_missing_flag(
