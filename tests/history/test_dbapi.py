@@ -68,3 +68,26 @@ def test_datetimes_as_sqlite_text_or_datetime(values) -> None:
 def test_rows_zip_the_columns() -> None:
     frame = pd.DataFrame({"a": [1, 2], "b": [0.5, np.nan], "c": ["x", None]})
     assert list(dbapi_rows(frame, datetime_text=True)) == [(1, 0.5, "x"), (2, None, None)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_rows=st.integers(0, 400), n_cols=st.integers(4, 9))  # 111-249 rows a statement
+def test_sqlite_multi_row_inserts_store_every_row_in_order(tmp_path_factory, n_rows, n_cols):
+    """Rows go to SQLite as multi-row VALUES statements of at most 999 parameters: every
+    row arrives, in order, whatever the split into statements."""
+    from sqlalchemy import text
+
+    from scoutless.history import panda_db
+
+    folder = tmp_path_factory.mktemp("insert")
+    engine = panda_db.make_engine(f"sqlite:///{folder}/t.sqlite")
+    cols = [f"c{j}" for j in range(n_cols)]
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {', '.join(cols)})"))
+    rows = [tuple(None if (i + j) % 7 == 0 else f"{i}-{j}" for j in range(n_cols))
+            for i in range(n_rows)]  # fmt: skip
+    assert panda_db._sqlite_insert(engine, "t", cols, iter(rows), n_rows) == n_rows
+    with engine.connect() as conn:
+        stored = conn.execute(text(f"SELECT {', '.join(cols)} FROM t ORDER BY id")).all()
+    engine.dispose()
+    assert [tuple(r) for r in stored] == rows
