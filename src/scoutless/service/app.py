@@ -38,6 +38,9 @@ from scoutless.service.state import ServiceState
 from scoutless.service.telemetry import Metrics, MetricsMiddleware
 from scoutless.targets.spec import TARGET_NAMES
 
+#: allocations between collections of the youngest generation (Python's default: 700)
+GC_YOUNG_THRESHOLD = 20_000
+
 #: Environment variable through which ``scoutless serve --workers N`` passes its options.
 OPTIONS_ENV = "SCOUTLESS_SERVE_OPTIONS"
 
@@ -109,6 +112,7 @@ def _lifespan(
         n_targets = len(targets or remotes or TARGET_NAMES)
         state.executor = ThreadPoolExecutor(max(2, n_targets), thread_name_prefix="target")
         poller: asyncio.Task[None] | None = None
+        thresholds = gc.get_threshold()
         try:
             if remotes:
                 state.backend = Gateway(remotes, state.settings.service.remote_timeout_s)
@@ -117,8 +121,12 @@ def _lifespan(
                 if poll_s is not None:  # a registry: follow its champion
                     poller = asyncio.create_task(local.holder.follow_champion(poll_s))
             # what startup loaded (libraries, the bundle) is never garbage: keep the cyclic
-            # collector from walking it again on every collection (~20 % of a batch's CPU)
+            # collector from walking it again on every collection (~20 % of a batch's CPU);
+            # a 1,000-task batch allocates ~100k dicts and lists, which at the default
+            # threshold (700) set off ~140 collections, the older generations' walking
+            # every request in flight: fewer, larger ones cost ~8 % less CPU per batch
             gc.freeze()
+            gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
             yield
         finally:
             if poller is not None:
@@ -126,6 +134,7 @@ def _lifespan(
             if state.backend is not None:
                 await state.backend.close()
             state.executor.shutdown(wait=False, cancel_futures=True)
+            gc.set_threshold(*thresholds)
 
     return lifespan
 
