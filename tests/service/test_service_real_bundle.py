@@ -54,8 +54,22 @@ def real_bundle(tmp_path_factory) -> Path:
 
 
 def test_real_bundle_predicts_validates_and_logs(real_bundle, tmp_path) -> None:
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    def torch_threads() -> int:  # as a new thread (the service's target threads) sees it
+        with ThreadPoolExecutor(1) as fresh:
+            return fresh.submit(torch.get_num_threads).result()
+
     db_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)
+    before = gc.get_threshold()
     with TestClient(create_app(real_bundle, db_url=db_url)) as client:
+        # one intra-op thread and a larger GC generation while serving, restored after
+        assert torch_threads() == 1 and gc.get_threshold()[0] > before[0]
         version = client.get("/v1/model").json()["model_version"]
         rows = [task(processingtype=p) for p in ("evgen", "merge", "never-seen")]
         for policy in ("argmax", "safe", "risk"):
@@ -74,6 +88,8 @@ def test_real_bundle_predicts_validates_and_logs(real_bundle, tmp_path) -> None:
         del bad["corecount"]
         r = client.post("/v1/predict", json={"tasks": [bad]})
         assert r.json()["detail"][0]["loc"] == ["body", "tasks", 0, "corecount"]
+    assert torch_threads() == 2 and gc.get_threshold() == before
+    torch.set_num_threads(original)
     logged = PredictionLog(db_url).read(model_version=version)
     assert len(logged) == 3 * 3 * 4
 

@@ -112,12 +112,13 @@ def _lifespan(
         n_targets = len(targets or remotes or TARGET_NAMES)
         state.executor = ThreadPoolExecutor(max(2, n_targets), thread_name_prefix="target")
         poller: asyncio.Task[None] | None = None
-        thresholds = gc.get_threshold()
+        thresholds, torch_threads = gc.get_threshold(), None
         try:
             if remotes:
                 state.backend = Gateway(remotes, state.settings.service.remote_timeout_s)
             else:
                 local = await start_local()
+                torch_threads = _set_torch_threads(state.settings.service.torch_threads)
                 if poll_s is not None:  # a registry: follow its champion
                     poller = asyncio.create_task(local.holder.follow_champion(poll_s))
             # what startup loaded (libraries, the bundle) is never garbage: keep the cyclic
@@ -135,6 +136,7 @@ def _lifespan(
                 await state.backend.close()
             state.executor.shutdown(wait=False, cancel_futures=True)
             gc.set_threshold(*thresholds)
+            _set_torch_threads(torch_threads)  # as before (tests run apps in process)
 
     return lifespan
 
@@ -165,7 +167,6 @@ async def _start_local(
         holder.install(holder.build(predictor, None))
     else:
         await asyncio.to_thread(holder.load)
-    _limit_torch_threads(state.settings.service.torch_threads)
     local.reader = TaskReader(make_engine(history_url, create_dirs=False, for_reads=True))
     if log_url is not None:
         local.log = await asyncio.to_thread(PredictionLog, log_url)
@@ -215,11 +216,14 @@ def app_from_env() -> FastAPI:
     return create_app(**options)
 
 
-def _limit_torch_threads(n: int | None) -> None:
-    """Give torch ``n`` intra-op threads, if a bundle loaded it. The targets of a batch run
-    in parallel on the executor; torch's default pool (one thread per core) on each of them
-    oversubscribes the cores, and its idle threads spin: measured at 1,000-task batches,
-    2 workers on 2 cores, about 10 % of the server's CPU per batch."""
+def _set_torch_threads(n: int | None) -> int | None:
+    """Give torch ``n`` intra-op threads, if a bundle loaded it; returns the previous count
+    (None: nothing changed). The targets of a batch already run in parallel on the
+    executor, one thread each: torch's default pool (one thread per core) on each of them
+    oversubscribes the cores, with N workers on N cores most of all."""
     torch = sys.modules.get("torch")
-    if n is not None and torch is not None:
-        torch.set_num_threads(n)
+    if n is None or torch is None:
+        return None
+    previous = int(torch.get_num_threads())
+    torch.set_num_threads(n)
+    return previous
