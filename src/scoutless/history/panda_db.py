@@ -240,13 +240,12 @@ def _sqlite_insert(
     head = f"INSERT INTO {table_name} ({', '.join(cols)}) VALUES "
     group = f"({', '.join('?' * len(cols))})"
     per_statement = max(1, SQLITE_MAX_PARAMETERS // len(cols))
-    full = head + ", ".join([group] * per_statement)
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
         it = iter(rows)
         while chunk := list(itertools.islice(it, per_statement)):
-            sql = full if len(chunk) == per_statement else head + ", ".join([group] * len(chunk))
+            sql = head + ", ".join([group] * len(chunk))  # the sqlite3 module caches it
             cursor.execute(sql, list(itertools.chain.from_iterable(chunk)))
         raw.commit()
     finally:

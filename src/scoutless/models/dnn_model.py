@@ -56,6 +56,17 @@ def _stopping_rows(y_val: np.ndarray, seed: int) -> np.ndarray | None:
     return np.sort(rng.choice(len(y_val), EARLY_STOPPING_ROWS, replace=False))
 
 
+def _in_chunks(
+    forward: Callable[[torch.Tensor, torch.Tensor], np.ndarray],
+    codes: torch.Tensor,
+    numeric: torch.Tensor,
+) -> np.ndarray:
+    """``forward`` over ``PREDICT_BATCH`` rows at a time (peak memory), concatenated."""
+    starts = range(0, max(len(codes), 1), PREDICT_BATCH)
+    parts = [forward(codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH]) for s in starts]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def seeded_module(build: Callable[[], TabularMLP], seed: int) -> TabularMLP:
     """``build()`` with its initial weights drawn from ``seed``, and its dropout layers given
     their own generator (seeded from ``seed`` too). Training then touches no global random
@@ -174,13 +185,9 @@ class DNNModel:
     def _torch_logits(self, codes: torch.Tensor, numeric: torch.Tensor) -> np.ndarray:
         self.module_.eval()
         with torch.inference_mode():
-            if len(codes) <= PREDICT_BATCH:
-                return self.module_(codes, numeric).numpy().astype(np.float64)
-            parts = [
-                self.module_(codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH])
-                for s in range(0, len(codes), PREDICT_BATCH)
-            ]
-            return torch.cat(parts).numpy().astype(np.float64)
+            return _in_chunks(
+                lambda c, n: self.module_(c, n).numpy().astype(np.float64), codes, numeric
+            )
 
     def predict_logits(self, X: EncodedFeatures) -> np.ndarray:
         """(n, n_classes) raw logits, in eval mode without autograd."""
@@ -189,14 +196,7 @@ class DNNModel:
             self._inference = InferenceWeights.of(self.module_)
         if len(X) <= SMALL_BATCH:
             return self._inference.logits(X.codes, numeric_input(X.numeric))
-        codes, numeric = feature_tensors(X)
-        parts = [
-            self._inference.torch_logits(
-                codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH]
-            )
-            for s in range(0, len(codes), PREDICT_BATCH)
-        ]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return _in_chunks(self._inference.torch_logits, *feature_tensors(X))
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         return softmax(self.predict_logits(X) / self.temperature_)

@@ -197,11 +197,11 @@ def _merged_flags(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> l
 
 def _merge_tasks(bodies: list[dict[str, Any]]) -> dict[str, Any]:
     """Each task's targets from every remote, in the tasks layout."""
-    tasks: list[dict[str, Any]] = []
-    for i, body in enumerate(bodies):
-        if i == 0:
-            tasks = [dict(t, targets=dict(t["targets"])) for t in body["tasks"]]
-            continue
+    if not bodies:
+        return {"tasks": []}
+    first, *rest = bodies
+    tasks = [dict(t, targets=dict(t["targets"])) for t in first["tasks"]]
+    for body in rest:
         for mine, theirs in zip(tasks, body["tasks"], strict=True):
             mine["targets"].update(theirs["targets"])
             mine["flags"] = _merged_flags(mine["flags"], theirs["flags"])
@@ -210,14 +210,16 @@ def _merge_tasks(bodies: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _merge_columns(bodies: list[dict[str, Any]]) -> dict[str, Any]:
     """Every remote's targets side by side, in the columns layout."""
-    merged: dict[str, Any] = {"layout": "columns", "jeditaskids": [], "flags": [], "targets": {}}
-    for i, body in enumerate(bodies):
-        merged["targets"].update(body["targets"])
-        if i == 0:
-            merged["jeditaskids"], merged["flags"] = body["jeditaskids"], list(body["flags"])
-            continue
-        merged["flags"] = [
-            _merged_flags(mine, theirs)
-            for mine, theirs in zip(merged["flags"], body["flags"], strict=True)
-        ]
-    return merged
+    if not bodies:
+        return {"layout": "columns", "jeditaskids": [], "flags": [], "targets": {}}
+    first, *rest = bodies
+    targets, flags = dict(first["targets"]), list(first["flags"])
+    for body in rest:
+        targets.update(body["targets"])
+        flags = [_merged_flags(m, t) for m, t in zip(flags, body["flags"], strict=True)]
+    return {
+        "layout": "columns",
+        "jeditaskids": first["jeditaskids"],
+        "flags": flags,
+        "targets": targets,
+    }
