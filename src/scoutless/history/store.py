@@ -48,6 +48,7 @@ from scoutless.features.history import (
     KeyState,
     feature_name,
     seconds,
+    with_derived_keys,
 )
 
 HISTORY_TABLE = "scoutless_history_state"
@@ -173,6 +174,7 @@ def apply_jobs(
     cfg: HistorySettings,
 ) -> None:
     """Feed ``jobs`` (``creationdate``, ``finished_at``, ``{t}_value``, ``{t}_request``) in."""
+    jobs = with_derived_keys(jobs, keys)
     submit = seconds(jobs["creationdate"])
     end = seconds(jobs["finished_at"]) if "finished_at" in jobs else np.full(len(jobs), np.nan)
     order = np.lexsort((np.arange(len(jobs)), end))  # end-time order, unfinished last
@@ -204,6 +206,7 @@ def update_store(
     """Apply newly finished (and submitted) jobs to their keys' rows in one transaction."""
     cfg = cfg or get_settings().history
     create_history_table(engine)
+    jobs = with_derived_keys(jobs, keys)
     pairs = {(k, v) for k, c in keys.items() for v in _key_values(jobs, c) if v is not None}
     with engine.begin() as conn:
         states = read_states(conn, pairs)
@@ -270,6 +273,8 @@ def state_features(
     """:func:`features_from_states` on columns (name -> values: ``creationdate``, the key
     columns, ``{t}_request`` where known), as plain lists: no frame for a few tasks."""
     cfg = cfg or get_settings().history
+    if isinstance(records, pd.DataFrame):
+        records = with_derived_keys(records, keys)
     submit = seconds(records["creationdate"])
     out: dict[str, list[float]] = {}
     found = np.zeros(len(submit), dtype=bool)
