@@ -25,7 +25,9 @@ def _drifting(n: int, seed: int) -> TargetData:
         X[part] = EncodedFeatures(np.zeros((n, 0), np.int64), np.c_[x, t].astype(np.float32))
         y[part] = (x > (0.3 if part == "fit" else 0.7)).astype(np.int64)
         rows[part] = np.arange(n) + i * n
-    return TargetData("walltime", 2, X, y, rows, balanced_class_weight(y["fit"], 2), y["fit"])
+    order = X["validation"].numeric[:, 1].argsort().argsort().astype(float)  # time rank
+    return TargetData("walltime", 2, X, y, rows, balanced_class_weight(y["fit"], 2), y["fit"],
+                      val_order=order)  # fmt: skip
 
 
 def _trainer(refit_latest: bool = True) -> FamilyTrainer:
@@ -65,3 +67,30 @@ def test_calibration_probabilities_are_the_served_models_on_rows_it_never_saw():
     assert fit.hyperparameters["refit"]["rows"] == len(data.y["fit"]) + len(data.y["validation"])
     # validation figures stay the held-out fit's: they differ from the refit's on this drift
     assert not np.array_equal(fit.validation_proba, fit.model.predict_proba(data.validation[0]))
+
+
+def test_the_guard_sees_the_later_validation_half_as_a_refit_would_serve_it():
+    """The guard chooses its rule on the later half of validation; those rows are predicted
+    by a refit on the fit rows and the earlier half, as the served refit predicts the next
+    period, and the earlier half (where the prior and offsets are tuned) stays held out."""
+    data, trainer = _drifting(800, 3), _trainer()
+    held_out, _ = trainer.fit("xgb", data)
+    val_proba = held_out.predict_proba(data.validation[0])
+    guard_proba, record = trainer.guard_proba(held_out, data, val_proba)
+    later = data.val_order >= np.median(data.val_order)
+    np.testing.assert_array_equal(guard_proba[~later], val_proba[~later])
+    y_later = data.validation[1][later]
+    forward_acc = np.mean(guard_proba[later].argmax(axis=1) == y_later)
+    held_out_acc = np.mean(val_proba[later].argmax(axis=1) == y_later)
+    assert forward_acc > held_out_acc + 0.1  # it learned the latest rule from the earlier half
+    assert record["guard_refit"]["rows"] == len(data.y["fit"]) + int((~later).sum())
+
+
+def test_without_a_time_order_the_guard_takes_the_held_out_probabilities():
+    data = _drifting(300, 4)
+    unordered = TargetData(data.target, 2, data.X, data.y, data.rows, data.class_weight,
+                           data.values)  # fmt: skip
+    for trainer, d in ((_trainer(), unordered), (_trainer(refit_latest=False), data)):
+        held_out, _ = trainer.fit("xgb", d)
+        val_proba = held_out.predict_proba(d.validation[0])
+        assert trainer.guard_proba(held_out, d, val_proba) == (val_proba, {})

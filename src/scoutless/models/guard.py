@@ -53,6 +53,17 @@ class RobustSelection:
     seed: int = 0
 
 
+def time_halves(order: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tune, select) masks over ``n`` validation rows: on time-ordered rows the earlier
+    half tunes the prior and offsets and the later half chooses the rule; unordered, all
+    rows do both."""
+    if order is None:
+        every = np.ones(n, dtype=bool)
+        return every, every
+    select = order >= np.median(order)
+    return (~select if (~select).any() else select), select
+
+
 def baseline_feature_columns(target: str) -> dict[str, str]:
     """Baseline name -> the categorical input holding its class for ``target``."""
     return {name: f"input_{name}_{target}_class" for name in GUARD_BASELINES}

@@ -5,6 +5,12 @@ period (:func:`scoutless.history.splits.forward_parts`); the prior and the macro
 offsets are then fitted on their earlier half and the rule is chosen on the later half:
 each step is judged on rows it has not seen, one step ahead, as it will serve, and the
 rule must win robustly over time blocks of those rows (``Settings.history.guard_*``).
+
+The probabilities it is fitted on are the model's as it will serve: where the served model
+is a refit on the latest rows, the later half is predicted by a refit on the fit rows and
+the earlier half (``FamilyTrainer.guard_proba``), one step ahead of what it learned, as
+the refit is of the period it serves. The calibration rows stay untouched: they hold the
+risk policy's conformal bound.
 """
 
 from __future__ import annotations
@@ -20,20 +26,17 @@ from scoutless.models.guard import (
     baseline_classes,
     baseline_feature_columns,
     fit_guard,
+    time_halves,
 )
 from scoutless.training.fitting import TargetData
 
 
 def fit_target_guard(
-    data: TargetData,
-    encoder: FeatureEncoder,
-    champion: str,
-    val_proba: np.ndarray,
-    val_order: np.ndarray | None,
+    data: TargetData, encoder: FeatureEncoder, champion: str, val_proba: np.ndarray
 ) -> ServingGuard | None:
-    """The served rule of ``champion``; None without a baseline input or with fewer than
-    ``Settings.history.guard_min_rows`` validation rows. ``val_order``: the validation
-    rows' time order (None: not time-ordered, all rows tune and choose)."""
+    """The served rule of ``champion`` from its validation probabilities as served; None
+    without a baseline input or with fewer than ``Settings.history.guard_min_rows``
+    validation rows. ``data.val_order`` (None: not time-ordered) splits the rows."""
     X_val, y_val = data.validation
     baselines = {
         name: baseline_classes(X_val, encoder, column, data.n_classes)
@@ -42,11 +45,8 @@ def fit_target_guard(
     }
     if not baselines or len(y_val) < get_settings().history.guard_min_rows:
         return None
-    select = np.ones(len(y_val), dtype=bool)
-    tune = select
-    if val_order is not None:
-        select = val_order >= np.median(val_order)
-        tune = ~select if (~select).any() else select
+    val_order = data.val_order
+    tune, select = time_halves(val_order, len(y_val))
     prior = np.bincount(y_val[tune], minlength=data.n_classes) / max(int(tune.sum()), 1)
     settings = get_settings().history
     robust = RobustSelection(

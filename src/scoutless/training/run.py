@@ -138,6 +138,7 @@ def target_data(table: TrainingTable, prep: PreparedRows, target: str) -> Target
         rows={p: prep.positions[r] for p, r in rows.items()},
         class_weight=balanced_class_weight(Y["fit"], n_classes),
         values=values[rows["fit"]],
+        val_order=None if prep.order is None else prep.order[prep.positions[rows["validation"]]],
     )
 
 
@@ -154,6 +155,7 @@ class TargetResults:
     )
     seconds: dict[str, float] = field(default_factory=dict)
     validation_proba: dict[str, np.ndarray] = field(default_factory=dict)
+    guard_proba: dict[str, np.ndarray] = field(default_factory=dict)
     guard: ServingGuard | None = None
 
 
@@ -168,6 +170,8 @@ class FamilyFit:
     validation: dict[str, Any]
     calibration_set: tuple[np.ndarray, np.ndarray, np.ndarray]
     calibration: dict[str, Any]
+    #: validation probabilities as served, for the guard (``FamilyTrainer.guard_proba``)
+    guard_proba: np.ndarray
 
 
 def fit_family(
@@ -182,12 +186,14 @@ def fit_family(
     val_X, val_y = data.validation
     val_proba = model.predict_proba(val_X)  # held out: the figures, champion and guard
     served, refit = trainer.refit(model, data)
+    guard_proba, guard_refit = trainer.guard_proba(model, data, val_proba)
     cal_proba = served.predict_proba(data.X["calibration"])
     seconds = round(time.perf_counter() - start, 3)
     return FamilyFit(
-        served, {**hyper, **refit}, seconds, val_proba, headline_metrics(val_y, val_proba, labels),
+        served, {**hyper, **refit, **guard_refit}, seconds, val_proba,
+        headline_metrics(val_y, val_proba, labels),
         (cal_proba, data.y["calibration"], data.rows["calibration"]),
-        headline_metrics(data.y["calibration"], cal_proba, labels),
+        headline_metrics(data.y["calibration"], cal_proba, labels), guard_proba,
     )  # fmt: skip
 
 
@@ -199,6 +205,7 @@ def target_results(fits: dict[str, FamilyFit]) -> TargetResults:
         out.seconds[name] = fit.seconds
         out.validation_proba[name], out.validation[name] = fit.validation_proba, fit.validation
         out.calibration_sets[name], out.calibration[name] = fit.calibration_set, fit.calibration
+        out.guard_proba[name] = fit.guard_proba
     return out
 
 
@@ -264,10 +271,7 @@ def _fit_targets(
     for target, data in datas.items():
         result = target_results({name: by_fit[target, name] for name in names})
         champion = choose_champion(result.validation)
-        val_order = None if prep.order is None else prep.order[data.rows["validation"]]
-        result.guard = fit_target_guard(
-            data, prep.encoder, champion, result.validation_proba[champion], val_order
-        )
+        result.guard = fit_target_guard(data, prep.encoder, champion, result.guard_proba[champion])
         results[target] = result
     return results
 
