@@ -1,9 +1,23 @@
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.features.history import (
+    TARGET_STATS,
+    TEMPLATE_COLUMN,
+    feature_name,
+    history_features,
+    history_keys,
+    seconds,
+    with_derived_keys,
+)
+from scoutless.history.store import features_from_states, read_states
 from scoutless.history.table import TrainingTable
+from scoutless.sources.load import load_trace
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 runner = CliRunner()
@@ -82,3 +96,36 @@ def test_imported_trace_trains_and_evaluates_on_its_time_split(tmp_path):
         metrics["dataset"]["rows_test"]
         == (TrainingTable.load(table).frame["split_time"] == "test").sum()
     )
+
+
+def test_import_fills_the_history_store_with_the_tables_template_history(tmp_path):
+    """The template key (user × request) the table's features use is the one the store
+    keeps: a job submitted after the whole trace gets the same template history from the
+    store as the table's own sweep gives it."""
+    src = TRACES / "swf/SDSC-SP2-1998-4.2-cln.head60.swf"
+    db, out = f"sqlite:///{tmp_path / 'store.sqlite'}", tmp_path / "sdsc.parquet"
+    result = runner.invoke(app, ["import", "swf", str(src), "--out", str(out), "--quantiles",
+                                 "3", "--history-db", db])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    table = TrainingTable.load(out)
+    assert feature_name("template", "last", "walltime") in {f.name for f in table.features}
+
+    jobs = load_trace("swf", [src]).frame
+    keys, targets = history_keys(list(jobs.columns)), list(table.bins)
+    after = jobs["finished_at"].max() + pd.Timedelta("1h")  # one probe per template
+    probes = jobs.drop_duplicates(["user", "requested_processors", "walltime_request"]).assign(
+        creationdate=after, finished_at=pd.NaT, **{f"{t}_value": np.nan for t in targets}
+    )
+    every = pd.concat([jobs, probes], ignore_index=True)
+    expected = history_features(
+        every, keys=keys, values={t: every[f"{t}_value"].to_numpy(float) for t in targets},
+        submit_s=seconds(every["creationdate"]), finished_s=seconds(every["finished_at"]),
+    ).iloc[len(jobs):]  # fmt: skip
+    probes = with_derived_keys(every.iloc[len(jobs) :], keys)
+    with create_engine(db).connect() as conn:
+        states = read_states(conn, {("template", v) for v in probes[TEMPLATE_COLUMN].dropna()})
+    assert len({key for _, key, _ in states}) > 3  # several templates stored
+    got, _ = features_from_states(states, probes, {"template": TEMPLATE_COLUMN}, targets)
+    names = [feature_name("template", s, t) for t in targets for s in TARGET_STATS]
+    np.testing.assert_allclose(got[names].to_numpy(float), expected[names].to_numpy(float),
+                               rtol=1e-9, equal_nan=True)  # fmt: skip
