@@ -100,9 +100,9 @@ def test_cli_retrain_trains_the_challenger_on_the_cluster(
             "--models", "xgb", "--scheduler", dask_cluster.scheduler_address]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    # per target (retrain: a time split) the early-stopped fit and its refit on the latest
-    # rows, each through xgboost.dask
-    assert fits == ["xgb"] * 8
+    # per target (retrain: a time split) the early-stopped fit, its refit on the latest rows
+    # and the guard's refit on the earlier validation half, each through xgboost.dask
+    assert fits == ["xgb"] * 12
     assert "promoted" in result.output and "no champion yet" in result.output
     (version,) = (registry / "versions").iterdir()
     manifest = json.loads((version / "manifest.json").read_text())
