@@ -16,8 +16,9 @@ and >= 500 requests/s (SQLite); one task's features <= 1 ms.
     python benchmarks/serve.py [--bundle DIR] [--db URL] [--pg-url URL] [--requests 2000]
 
 Without ``--bundle`` a tiny bundle is trained first (a few seconds); without ``--db`` a
-small synthetic history is generated for the database endpoint. ``--pg-url`` (a history
-in PostgreSQL) adds the database endpoint on PostgreSQL. The load generator is a minimal
+small synthetic history is generated for the database endpoint. ``--pg-url`` adds the
+database endpoint on PostgreSQL (an empty database first gets ``--pg-tasks`` generated
+tasks; ``scripts/services.sh`` creates one and prints it as ``SCOUTLESS_BENCH_PG_URL``). The load generator is a minimal
 keep-alive HTTP/1.1 client on asyncio, so the client costs as little CPU as possible on
 a machine it shares with the server.
 """
@@ -329,6 +330,8 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path)
     parser.add_argument("--db", help="history with tasks (default: a small synthetic one)")
     parser.add_argument("--pg-url", help="the same kind of history in PostgreSQL")
+    parser.add_argument("--pg-tasks", type=int, default=20_000,
+                        help="tasks generated into --pg-url when it holds none")  # fmt: skip
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--batch-concurrency", type=int, default=8,
@@ -350,9 +353,8 @@ def main() -> None:
         results = {"sqlite": serve_and_measure(bundle, db_url, f"sqlite:///{tmp}/log.sqlite",
                                                args, with_post=not args.no_post)}  # fmt: skip
         if args.pg_url:
-            results["postgresql"] = serve_and_measure(
-                bundle, args.pg_url, args.pg_url, args, with_post=False
-            )
+            pg_url = ensure_history(args.pg_url, args.pg_tasks)
+            results["postgresql"] = serve_and_measure(bundle, pg_url, pg_url, args, with_post=False)
     report = {
         "benchmark": "serve",
         "cpus": os.cpu_count(),
@@ -373,13 +375,28 @@ def main() -> None:
 
 
 def small_history(folder: Path, n_tasks: int = 2000) -> str:
-    from scoutless.history.panda_db import make_engine
+    return ensure_history(f"sqlite:///{folder / 'history.sqlite'}", n_tasks)
+
+
+def ensure_history(url: str, n_tasks: int) -> str:
+    """``url`` holding a history: generated (``n_tasks``, seed 1) where it has no task yet,
+    so ``--pg-url`` on an empty database (``scripts/services.sh`` creates
+    ``scoutless_bench``) measures the same kind of history every time."""
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine, task_ids
     from scoutless.history.synthetic import generate_history
 
-    url = f"sqlite:///{folder / 'history.sqlite'}"
     engine = make_engine(url)
-    generate_history(engine, n_tasks, seed=1, progress=False)
-    engine.dispose()
+    try:
+        try:
+            present = bool(task_ids(engine))
+        except DatabaseUnavailable:  # no task table yet
+            present = False
+        if not present:
+            print(f"generating {n_tasks} tasks into {engine.url.render_as_string()}",
+                  file=sys.stderr)  # fmt: skip
+            generate_history(engine, n_tasks, seed=1, progress=False)
+    finally:
+        engine.dispose()
     return url
 
 

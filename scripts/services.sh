@@ -25,6 +25,10 @@ fi
 as_pg "$PGBIN/psql -h 127.0.0.1 -p $PGPORT -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='scoutless_test'\"" | grep -q 1 \
   || as_pg "$PGBIN/createdb -h 127.0.0.1 -p $PGPORT -U postgres scoutless_test"
 echo "SCOUTLESS_TEST_PG_URL=postgresql+psycopg://postgres@127.0.0.1:$PGPORT/scoutless_test"
+# an empty database for benchmarks/serve.py --pg-url (it generates its history there)
+as_pg "$PGBIN/psql -h 127.0.0.1 -p $PGPORT -U postgres -tAc \"SELECT 1 FROM pg_database WHERE datname='scoutless_bench'\"" | grep -q 1 \
+  || as_pg "$PGBIN/createdb -h 127.0.0.1 -p $PGPORT -U postgres scoutless_bench"
+echo "SCOUTLESS_BENCH_PG_URL=postgresql+psycopg://postgres@127.0.0.1:$PGPORT/scoutless_bench"
 # PanDA's own schema (../shared/data/panda-database, schema doma_panda, DEFAULT partitions)
 # in its own database, for trying the PanDA integration by hand (the tests load their own)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
