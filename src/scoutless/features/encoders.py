@@ -62,6 +62,13 @@ class EncodedFeatures:
     def take(self, rows: np.ndarray) -> EncodedFeatures:
         return EncodedFeatures(self.codes[rows], self.numeric[rows])
 
+    @staticmethod
+    def stack(parts: Sequence[EncodedFeatures]) -> EncodedFeatures:
+        """The rows of ``parts``, one after the other."""
+        return EncodedFeatures(
+            np.concatenate([p.codes for p in parts]), np.concatenate([p.numeric for p in parts])
+        )
+
 
 Records = Sequence[Mapping[str, Any]]
 FeatureInput = pd.DataFrame | Records | Mapping[str, Any]

@@ -76,9 +76,8 @@ class TargetData:
         """The fit and validation rows together: what a refit sees (never the calibration
         rows, which must stay unseen by the served model for the risk policy's bound)."""
         parts = ("fit", "validation")
-        codes = np.concatenate([self.X[p].codes for p in parts])
-        numeric = np.concatenate([self.X[p].numeric for p in parts])
-        return EncodedFeatures(codes, numeric), np.concatenate([self.y[p] for p in parts])
+        X = EncodedFeatures.stack([self.X[p] for p in parts])
+        return X, np.concatenate([self.y[p] for p in parts])
 
 
 #: fits a constructed model on its rows, ``(model, X, y, *, eval_set, class_weight, values)``;
@@ -167,15 +166,21 @@ class FamilyTrainer:
         random split the later parts hold nothing new, and the refit would only double
         the XGBoost time. The held-out fit's validation probabilities still choose the
         champion and tune the guard (the refit has seen those rows)."""
-        for_refit = getattr(model, "for_refit", None)  # the XGBoost families have it
-        if not (self.refit_latest and for_refit is not None):
+        if not (self.refit_latest and hasattr(model, "for_refit")):  # the XGBoost families
             return model, {}
-        X, y = data.refit_rows
-        unfitted = for_refit(len(y), len(data.y["fit"]))
+        refit, record = self._refit_on(model, *data.refit_rows, data)
+        return refit, {"refit": record}
+
+    def _refit_on(
+        self, model: ClassModel, X: EncodedFeatures, y: np.ndarray, data: TargetData
+    ) -> tuple[ClassModel, dict[str, Any]]:
+        """``model``'s early-stopped tree count scaled from the fit rows to ``y``'s, fitted
+        on ``X``, ``y`` with balanced class weights and no early stopping."""
+        unfitted = model.for_refit(len(y), len(data.y["fit"]))  # type: ignore[attr-defined]
         empty = (X.take(np.arange(0)), y[:0])
         weight = balanced_class_weight(y, data.n_classes)
         refit = self.fit_model(unfitted, X, y, eval_set=empty, class_weight=weight)
-        return refit, {"refit": {"rows": len(y), "trees": unfitted.n_estimators}}
+        return refit, {"rows": len(y), "trees": unfitted.n_estimators}
 
     def guard_proba(
         self, model: ClassModel, data: TargetData, val_proba: np.ndarray
@@ -189,25 +194,19 @@ class FamilyTrainer:
         chosen on its probabilities leaned on last-2 more than the stronger served model
         needs (walk-forward, LPC-EGEE walltime: served 0.733 against 0.763 for its own
         refitted XGBoost). Otherwise: ``val_proba`` unchanged."""
-        for_refit = getattr(model, "for_refit", None)
-        if not (self.refit_latest and for_refit is not None and data.val_order is not None):
+        if not (self.refit_latest and hasattr(model, "for_refit")) or data.val_order is None:
             return val_proba, {}
         tune, select = time_halves(data.val_order, len(data.y["validation"]))
         if not (tune & ~select).any():
             return val_proba, {}
         X_val, y_val = data.validation
-        X = EncodedFeatures(
-            np.concatenate([data.X["fit"].codes, X_val.codes[tune]]),
-            np.concatenate([data.X["fit"].numeric, X_val.numeric[tune]]),
-        )
-        y = np.concatenate([data.y["fit"], y_val[tune]])
-        unfitted = for_refit(len(y), len(data.y["fit"]))
-        weight = balanced_class_weight(y, data.n_classes)
-        forward = self.fit_model(unfitted, X, y, eval_set=(X.take(np.arange(0)), y[:0]),
-                                 class_weight=weight)  # fmt: skip
+        earlier = np.flatnonzero(tune)
+        X = EncodedFeatures.stack([data.X["fit"], X_val.take(earlier)])
+        y = np.concatenate([data.y["fit"], y_val[earlier]])
+        forward, record = self._refit_on(model, X, y, data)
         out = val_proba.copy()
         out[select] = forward.predict_proba(X_val.take(np.flatnonzero(select)))
-        return out, {"guard_refit": {"rows": len(y), "trees": unfitted.n_estimators}}
+        return out, {"guard_refit": record}
 
     def _new_dnn(self, data: TargetData, task: Any, offset: dict[str, int]) -> DNNModel:
         def on_epoch(epoch: int, record: dict[str, float]) -> None:
