@@ -18,9 +18,9 @@ and >= 500 requests/s (SQLite); one task's features <= 1 ms.
 Without ``--bundle`` a tiny bundle is trained first (a few seconds); without ``--db`` a
 small synthetic history is generated for the database endpoint. ``--pg-url`` adds the
 database endpoint on PostgreSQL (an empty database first gets ``--pg-tasks`` generated
-tasks; ``scripts/services.sh`` creates one and prints it as ``SCOUTLESS_BENCH_PG_URL``). The load generator is a minimal
-keep-alive HTTP/1.1 client on asyncio, so the client costs as little CPU as possible on
-a machine it shares with the server.
+tasks; ``scripts/services.sh`` creates one and prints it as ``SCOUTLESS_BENCH_PG_URL``).
+The load generator is a minimal keep-alive HTTP/1.1 client on asyncio, so the client
+costs as little CPU as possible on a machine it shares with the server.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from scoutless.history.store import (
     features_from_states,
     history_state,
     read_states,
+    state_features,
     update_store,
 )
 
@@ -112,3 +113,24 @@ def test_a_store_created_before_the_expert_errors_gains_them(tmp_path):
         got = read_states(conn, [("user", "a")])[("user", "a", "walltime")]
     assert got.n == int(((jobs["user"] == "a") & jobs["walltime_value"].notna()).sum())
     assert got.last2_err_ew[2] > 0  # the jobs applied after the migration count
+
+
+def test_posted_columns_get_the_same_template_history_as_a_frame(tmp_path):
+    """A few posted tasks arrive as name -> values, not a frame: their template is derived
+    by the same code, so they read the same store rows."""
+    jobs = trace()
+    targets = ["walltime"]
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    update_store(engine, jobs.iloc[:80], KEYS, targets, CFG)
+    asked = jobs.iloc[80:90]
+    labelled = asked.assign(**{TEMPLATE_COLUMN: template_labels(asked, "user")})
+    with engine.connect() as conn:
+        states = read_states(conn, {("template", v) for v in labelled[TEMPLATE_COLUMN].dropna()})
+    columns = {c: asked[c].tolist() for c in ("user", "executable", "walltime_request",
+                                               "creationdate")}  # fmt: skip
+    from_frame, _ = state_features(states, asked, KEYS, targets, cfg=CFG)
+    from_columns, _ = state_features(states, columns, KEYS, targets, cfg=CFG)
+    names = [n for n in from_frame if n.startswith("template_")]
+    assert names and any(np.isfinite(v) for n in names for v in from_frame[n])
+    for n in names:
+        np.testing.assert_array_equal(from_columns[n], from_frame[n], err_msg=n)

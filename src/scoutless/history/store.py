@@ -273,8 +273,7 @@ def state_features(
     """:func:`features_from_states` on columns (name -> values: ``creationdate``, the key
     columns, ``{t}_request`` where known), as plain lists: no frame for a few tasks."""
     cfg = cfg or get_settings().history
-    if isinstance(records, pd.DataFrame):
-        records = with_derived_keys(records, keys)
+    records = with_derived_keys(records, keys)
     submit = seconds(records["creationdate"])
     out: dict[str, list[float]] = {}
     found = np.zeros(len(submit), dtype=bool)

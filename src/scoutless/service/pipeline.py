@@ -258,27 +258,19 @@ class Pipeline:
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
-            view = self._views[target]
+            probabilities, classes = p.tolist(), chosen.tolist()
             if len(p) > SMALL_BATCH:
                 rows = np.arange(len(p))
-                decisions[target] = Decision(
-                    view=view,
-                    classes=chosen.tolist(),
-                    probabilities=p.tolist(),
-                    confidence=p[rows, chosen].tolist(),
-                    p_sufficient=np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist(),
-                )
+                confidence = p[rows, chosen].tolist()
+                p_sufficient = np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist()
             else:  # a few tasks: the same values from Python lists, without numpy's overhead
-                probabilities, classes = p.tolist(), chosen.tolist()
-                decisions[target] = Decision(
-                    view=view,
-                    classes=classes,
-                    probabilities=probabilities,
-                    confidence=[row[c] for row, c in zip(probabilities, classes, strict=True)],
-                    p_sufficient=[
-                        _cumulative(row, c) for row, c in zip(probabilities, classes, strict=True)
-                    ],
-                )
+                pairs = list(zip(probabilities, classes, strict=True))
+                confidence = [row[c] for row, c in pairs]
+                p_sufficient = [_cumulative(row, c) for row, c in pairs]
+            decisions[target] = Decision(
+                view=self._views[target], classes=classes, probabilities=probabilities,
+                confidence=confidence, p_sufficient=p_sufficient,
+            )  # fmt: skip
         return decisions
 
     @staticmethod
