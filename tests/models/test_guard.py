@@ -132,3 +132,34 @@ def test_the_guard_serves_the_anchor_unless_a_rule_beats_it_robustly(seed, right
     else:  # a robust lead: positive lower bound, so better on these rows in both metrics
         assert guard.validation["robust_lower_bound"] > 0
         assert f1 >= base_f1 and acc >= base_acc
+
+
+def _biased_model(rng, n: int, shrink: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Truth, a 50 %-right baseline and an 85 %-right model whose class-2 probability is
+    scaled by ``shrink`` (0.5: its least confident class-2 answers become another class)."""
+    y = rng.integers(0, 3, n)
+    baseline = np.where(rng.random(n) < 0.5, y, rng.integers(0, 3, n))
+    guess = np.where(rng.random(n) < 0.85, y, rng.integers(0, 3, n))
+    confidence = rng.uniform(0.35, 0.9, n)
+    proba = np.repeat(((1 - confidence) / 2)[:, None], 3, axis=1)
+    proba[np.arange(n), guess] = confidence
+    proba[:, 2] *= shrink
+    return y, baseline, proba / proba.sum(axis=1, keepdims=True)
+
+
+def test_a_model_that_beats_the_anchor_is_served_plain_unless_a_rule_beats_it_robustly():
+    y, baseline, proba = _biased_model(np.random.default_rng(5), 1500, shrink=1.0)
+    # a prior that nudges towards class 1: it moves a few rows, never robustly for the better
+    nudge = np.array([0.32, 0.36, 0.32])
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline}, recent_prior=nudge)
+    assert (guard.adjustment, guard.baseline, guard.blend) == ("none", None, 0.0)
+    assert "none of the" in guard.chosen_because
+    assert guard.validation["served"] == guard.validation["model"]
+
+
+def test_a_prior_that_repairs_a_biased_model_robustly_is_served():
+    y, baseline, proba = _biased_model(np.random.default_rng(6), 1500, shrink=0.5)
+    fair = np.array([1.0, 1.0, 2.0]) / 4  # undoes the class-2 bias
+    guard = fit_guard("walltime", "xgb", y, proba, {"last2": baseline}, recent_prior=fair)
+    assert guard.adjustment != "none" and "plain model robustly" in guard.chosen_because
+    assert guard.validation["served"]["accuracy"] > guard.validation["model"]["accuracy"] + 0.03

@@ -12,11 +12,14 @@ the user. The guard wraps the champion's probabilities in three small, fitted st
 3. **selection**: each (adjustment, baseline, λ) is scored by its worse margin over the
    strongest baseline's class (the *anchor*), min(Δ macro-F1, Δ accuracy), and that margin
    must be robust: its lower ``quantile`` over a paired bootstrap of contiguous time blocks
-   of the validation rows (:mod:`scoutless.models.paired_bootstrap`). Among the rules whose
-   lower bound is above zero, the widest margin is served (ties: higher macro-F1); where
-   none is, the anchor is (the model only where that baseline has no class). Picking the best of dozens of rules on a
-   few hundred bursty rows flatters the winner, and the next period may differ: a lead that
-   does not survive the bootstrap is not worth giving up a baseline that follows the user.
+   of the validation rows (:mod:`scoutless.models.paired_bootstrap`). Where the plain model
+   (no offsets, no blend) is among the rules whose lower bound is above zero, it is served
+   unless another of them beats the plain model robustly too; otherwise, among the rules
+   whose lower bound is above zero, the widest margin is served (ties: higher macro-F1);
+   where none is, the anchor is (the model only where that baseline has no class). Picking
+   the best of dozens of rules on a few hundred bursty rows flatters the winner, and the
+   next period may differ: a lead that does not survive the bootstrap is not worth giving
+   up a baseline that follows the user, nor the plain model where it already beats it.
 
 The baseline's class is read from the encoded features (a categorical input, see
 :func:`baseline_feature_columns`), so training, evaluation and the service apply the very
@@ -173,6 +176,45 @@ def _candidates(
     ]
 
 
+#: the candidate that serves the model's own probabilities (no offsets, no blend)
+PLAIN = 0
+
+
+def _beat_the_model(
+    y: np.ndarray,
+    served: list[np.ndarray],
+    scores: list[dict[str, float]],
+    robust_rules: list[int],
+    bounds: np.ndarray,
+    margin: list[float],
+    anchor: str,
+    order: np.ndarray | None,
+    robust: RobustSelection,
+    n_classes: int,
+) -> tuple[int, np.ndarray, str]:
+    """Where the plain model beats the anchor robustly, an adjusted or blended rule must
+    beat the plain model robustly too (the same bootstrap) to be served; among those, the
+    widest margin over the anchor. Why: every rule but the plain one is tuned on a few
+    hundred validation rows, and the widest margin among dozens flatters the winner; on
+    the next period the plain model was the better bet wherever nothing beat it clearly."""
+    others = [i for i in robust_rules if i != PLAIN]
+    over_model = [] if not others else margin_lower_bounds(
+        y, [served[i] for i in others], served[PLAIN],
+        np.arange(len(y)) if order is None else order, n_classes,
+        quantile=robust.quantile, n_blocks=robust.n_blocks,
+        n_resamples=robust.n_resamples, seed=robust.seed,
+    )  # fmt: skip
+    better = [i for i, b in zip(others, over_model, strict=True) if b > 0]
+    best = max(better, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=PLAIN)
+    if best == PLAIN:
+        reason = (f"the model beats {anchor} robustly ({bounds[PLAIN]:+.3f}) and none of the "
+                  f"{len(others)} other such rules beats the model robustly")  # fmt: skip
+    else:
+        reason = (f"beats {anchor} ({bounds[best]:+.3f}) and the plain model robustly; widest "
+                  f"margin over {anchor} among {len(better)} such rules")  # fmt: skip
+    return best, bounds, reason
+
+
 def _robust_choice(
     y: np.ndarray,
     served: list[np.ndarray],
@@ -197,6 +239,9 @@ def _robust_choice(
     ref = reference[anchor]
     margin = [min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores]
     robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
+    if PLAIN in robust_rules:  # the model itself beats the anchor: keep it unless beaten
+        return _beat_the_model(y, served, scores, robust_rules, bounds, margin, anchor, order,
+                               robust, n_classes)  # fmt: skip
     # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
     best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
     if best >= 0:
