@@ -136,3 +136,20 @@ def test_the_bundle_serves_exactly_what_training_guarded(table, tmp_path):
     classes = np.array([int(v) if v.isdigit() and int(v) < n_classes else -1 for v in text])
     np.testing.assert_allclose(served, guard.apply(raw, classes if guard.baseline else None))
     np.testing.assert_allclose(served.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("missing", ["user", "walltime_request"])
+def test_walk_forward_runs_on_a_trace_without_users_or_requests(missing):
+    """Logs differ in what they record: without users there is no history key but the
+    request (last-2 falls back to it); without requests, no user_request baseline."""
+    trace = bursty_trace(400, seed=1)
+    frame = trace.frame.copy()
+    frame[missing] = None if missing == "user" else np.nan
+    features = [f for f in trace.features if f.name != missing]
+    table = to_training_table(TraceJobs(frame, features, trace.units, "test"), n_quantiles=3)
+    result = walk_forward(table, "14d", models=("xgb",), max_periods=1, train_options={"n_jobs": 1})
+    overall = result["overall"]["walltime"]
+    assert overall["served"]["n"] == overall["xgb"]["n"] > 0
+    assert 0 <= overall["served"]["macro_f1"] <= 1
+    if missing == "user":  # no user has history: last-2 is the request throughout
+        assert overall["last2"] == overall["user_request"]
