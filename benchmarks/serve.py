@@ -19,6 +19,8 @@ Without ``--bundle`` a tiny bundle is trained first (a few seconds); without ``-
 small synthetic history is generated for the database endpoint. ``--pg-url`` adds the
 database endpoint on PostgreSQL (an empty database first gets ``--pg-tasks`` generated
 tasks; ``scripts/services.sh`` creates one and prints it as ``SCOUTLESS_BENCH_PG_URL``).
+``--history`` adds the database endpoint with a bundle trained with history features and a
+filled history store, for tasks whose keys have history and tasks whose keys have none.
 The load generator is a minimal keep-alive HTTP/1.1 client on asyncio, so the client
 costs as little CPU as possible on a machine it shares with the server.
 """
@@ -339,6 +341,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--no-post", action="store_true", help="the database endpoint only")
+    parser.add_argument("--history", action="store_true",
+                        help="also the database endpoint with a history bundle and store, for "
+                        "tasks with and without history")  # fmt: skip
+    parser.add_argument("--history-tasks", type=int, default=2000)
     args = parser.parse_args()
     speed_before = reference_loop_s()
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,6 +358,8 @@ def main() -> None:
         db_url = args.db or small_history(Path(tmp))
         results = {"sqlite": serve_and_measure(bundle, db_url, f"sqlite:///{tmp}/log.sqlite",
                                                args, with_post=not args.no_post)}  # fmt: skip
+        if args.history:
+            results["sqlite_history"] = measure_history(Path(tmp), args)
         if args.pg_url:
             pg_url = ensure_history(args.pg_url, args.pg_tasks)
             results["postgresql"] = serve_and_measure(bundle, pg_url, pg_url, args, with_post=False)
@@ -372,6 +380,74 @@ def main() -> None:
         },
     }
     print(json.dumps(report, indent=1))
+
+
+def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], list[int]]:
+    """A generated history whose store holds every finished task, a bundle trained with
+    history features, and two groups of task ids: tasks whose user, transformation and
+    campaign have history, and as many tasks moved afterwards to keys nobody has used
+    (same rows otherwise: the same query, no history, flagged ``history_missing``)."""
+    from sqlalchemy import update
+
+    from scoutless.history.build import build_training_table, task_history_frame
+    from scoutless.history.panda_db import make_engine, metadata, read_history
+    from scoutless.history.store import update_store
+    from scoutless.history.task_reader import TASK_HISTORY_KEYS
+    from scoutless.targets.estimators import compute_task_targets
+    from scoutless.targets.spec import TARGET_NAMES
+    from scoutless.training import train_bundle
+
+    url = ensure_history(f"sqlite:///{folder / 'history_store.sqlite'}", n_tasks)
+    engine = make_engine(url)
+    try:
+        history = read_history(engine)
+        table, _ = build_training_table(history, with_history=True)
+        bundle = train_bundle(table, folder / "history_bundle", progress=False, max_epochs=3,
+                              n_jobs=1)  # fmt: skip
+        values = compute_task_targets(history.jobs, history.tasks)
+        done = task_history_frame(history.tasks, history.jobs, values)
+        update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+        ids = np.random.default_rng(5).permutation(history.tasks["jeditaskid"].to_numpy())
+        known, moved = [int(i) for i in ids[:500]], [int(i) for i in ids[500:1000]]
+        tasks = metadata.tables["jedi_tasks"]
+        with engine.begin() as conn:
+            for i in moved:
+                new = {c: f"nobody-{i}" for c in TASK_HISTORY_KEYS.values()}
+                conn.execute(update(tasks).where(tasks.c.jeditaskid == i).values(**new))
+    finally:
+        engine.dispose()
+    return bundle, url, known, moved
+
+
+def measure_history(folder: Path, args: argparse.Namespace) -> dict:
+    """The database endpoint with a history bundle: tasks with and without history."""
+    bundle, url, known, moved = history_world(folder, args.history_tasks)
+    proc, port = start_server(bundle, url, f"sqlite:///{folder}/history_log.sqlite", args.workers)
+    try:
+        asyncio.run(drive(port, by_id(known), 200, 4))  # warm-up
+        out = {}
+        for name, ids in (("with_history", known), ("without_history", moved)):
+            for c in (1, 8):
+                out[f"{name}_c{c}"] = repeated(
+                    lambda ids=ids, c=c: asyncio.run(drive(port, by_id(ids), args.requests, c)),
+                    args.repeats,
+                )
+            out[f"{name}_flagged"] = flagged_share(port, ids[:50])
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
+def flagged_share(port: int, ids: list[int]) -> float:
+    """Share of ``ids`` whose answer carries the ``history_missing`` flag."""
+    from scoutless.history.store import HISTORY_MISSING
+
+    flagged = 0
+    for i in ids:
+        body = httpx.get(f"http://127.0.0.1:{port}/v1/tasks/{i}/prediction", timeout=30).json()
+        flagged += any(f["kind"] == HISTORY_MISSING for f in body["tasks"][0]["flags"])
+    return flagged / len(ids)
 
 
 def small_history(folder: Path, n_tasks: int = 2000) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +17,8 @@ from scoutless.features.history import (
     history_features,
     history_keys,
     history_specs,
+    last_k_quantiles,
+    latest_quantiles,
     seconds,
     template_labels,
     with_derived_keys,
@@ -166,3 +170,54 @@ def test_seconds_is_unit_independent():
     times = pd.Series(pd.to_datetime(["1970-01-01T00:01:00Z", None], utc=True))
     assert seconds(times.astype("datetime64[s, UTC]"))[0] == 60.0
     assert seconds(times)[0] == 60.0 and np.isnan(seconds(times)[1])
+
+
+_ZONES = [None, UTC, timezone(timedelta(hours=-5, minutes=-30))]
+
+
+def _as_given(t: datetime, form: int) -> object:
+    """One time as a task row or a client may hold it."""
+    if form == 0:
+        return t
+    if form == 1:
+        return pd.Timestamp(t)
+    if form == 2:  # SQLite's DateTime text (naive: UTC)
+        return t.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return t.isoformat()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(_ZONES).flatmap(
+        lambda zone: st.lists(
+            st.datetimes(datetime(1990, 1, 1), datetime(2040, 1, 1), timezones=st.just(zone))
+            | st.none(),
+            min_size=1,
+            max_size=8,
+        )
+    ),
+    st.integers(0, 3),
+)
+def test_a_few_times_convert_without_pandas_to_the_very_same_seconds(times, form):
+    """Each value as pandas converts it (alone: pandas infers one format per column, and
+    an ISO text without microseconds then makes one with them NaT)."""
+    plain = [None if t is None else _as_given(t, form) for t in times]
+    alone = [seconds(pd.Series([v], dtype=object))[0] for v in plain]
+    np.testing.assert_array_equal(seconds(plain), alone)
+
+
+def test_values_seconds_does_not_know_go_to_pandas():
+    odd = [np.datetime64("2024-01-02T03:04:05"), "02/01/2024", 1.7e18, None]
+    np.testing.assert_array_equal(seconds(odd), seconds(pd.Series(odd, dtype=object)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e9, allow_nan=False), min_size=1, max_size=15),
+    st.integers(1, 12),
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=4),
+)
+def test_the_latest_quantiles_in_plain_floats_are_the_vectorised_ones(values, k, quantiles):
+    x = np.asarray(values)
+    swept = last_k_quantiles(np.zeros(len(x), dtype=np.int64), x, k, quantiles)[-1]
+    np.testing.assert_array_equal(latest_quantiles(values, k, quantiles), swept)

@@ -23,8 +23,12 @@ and each job picks the last of them that ended before its submit time with one
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -145,10 +149,47 @@ def _codes(groups: np.ndarray) -> np.ndarray:
 
 
 def seconds(times: pd.Series | Sequence[object]) -> np.ndarray:
-    """UTC times as float seconds since the epoch (NaN where missing), whatever the unit."""
+    """UTC times as float seconds since the epoch (NaN where missing), whatever the unit.
+
+    A few plain values (a task the service reads or is posted) take a path without pandas:
+    ``pd.to_datetime`` guesses a string's format on every call, ~3 ms of the 5 a task's
+    history features cost. It gives the very same floats (nanoseconds over 1e9 in double,
+    as numpy divides) and leaves anything but datetimes and ISO text to pandas."""
+    if isinstance(times, list | tuple) and len(times) <= FEW_TIMES:
+        try:
+            return np.array([_seconds_of(v) for v in times], dtype=float)
+        except _NotPlain:
+            pass
     t = pd.to_datetime(pd.Series(times), utc=True, errors="coerce")
     out = (t - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(1, "s")
     return out.to_numpy(dtype=float, na_value=np.nan)
+
+
+#: how many values :func:`seconds` converts without pandas
+FEW_TIMES = 64
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:\d{2})?"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class _NotPlain(ValueError):
+    """A value :func:`seconds` leaves to pandas."""
+
+
+def _seconds_of(value: object) -> float:
+    """One datetime or ISO string (naive: UTC) as :func:`seconds` computes it with pandas."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+        return float("nan")
+    if isinstance(value, pd.Timestamp):
+        return float(value.value) / 1e9  # UTC nanoseconds (naive counts as UTC)
+    if isinstance(value, str) and _ISO_TIME.fullmatch(value):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if not isinstance(value, datetime):
+        raise _NotPlain(repr(value))
+    delta = (value if value.tzinfo else value.replace(tzinfo=UTC)) - _EPOCH
+    ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    return float(ns) / 1e9
 
 
 def _group_starts(codes: np.ndarray) -> np.ndarray:
@@ -217,6 +258,20 @@ def last_k_quantiles(
         hi = np.minimum(lo + 1, count - 1)
         low, high = window[rows, lo], window[rows, hi]
         out[:, j] = low + (high - low) * (position - lo)
+    return out
+
+
+def latest_quantiles(values: Sequence[float], k: int, quantiles: Sequence[float]) -> list[float]:
+    """:func:`last_k_quantiles` of the latest event of one run of ``values`` in plain floats
+    (the same operations, so the same numbers): the store's one-key path, ~50x faster."""
+    window = sorted(values[-k:])
+    top = len(window) - 1
+    out = []
+    for q in quantiles:
+        position = q * top
+        lo = math.floor(position)
+        low, high = window[lo], window[min(lo + 1, top)]
+        out.append(low + (high - low) * (position - lo))
     return out
 
 
@@ -441,8 +496,7 @@ class KeyState:
         if not self.recent:
             return dict.fromkeys(TARGET_STATS + REQUEST_STATS, nan)
         mean, spread = ew_moments(self.ew)
-        q = last_k_quantiles(np.zeros(len(self.recent)), np.asarray(self.recent), cfg.last_k,
-                             cfg.quantiles)[-1]  # fmt: skip
+        q = latest_quantiles(self.recent, cfg.last_k, cfg.quantiles)
         ratio = ew_moments(self.ratio_ew)[0]
         return {
             "last": self.recent[-1],
@@ -469,8 +523,9 @@ class HistoryLayout:
     targets: tuple[str, ...]
     with_request: tuple[str, ...]
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
+        """Column names in order (computed once: every served task reads them)."""
         return [s.name for s in history_specs(self.kinds, self.targets, self.with_request)]
 
 

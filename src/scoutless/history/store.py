@@ -9,6 +9,7 @@ history features training computed (:func:`features_from_states`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -350,10 +351,17 @@ def states_from_row(
     states: dict[StateKey, KeyState] = {}
     for kind, column in keys.items():
         for target in (ACTIVITY, *targets):
-            fields = {c: row.get(_label(kind, target, c)) for c in STATE_COLUMNS}
+            fields = {c: row.get(label) for c, label in _labels(kind, target)}
             if fields["n"] is not None and row.get(column) is not None:
                 states[(kind, str(row[column]), target)] = _state(fields)
     return states
+
+
+@functools.lru_cache(maxsize=256)
+def _labels(kind: str, target: str) -> tuple[tuple[str, str], ...]:
+    """(state column, its label in a joined row) of one key kind and target: built once,
+    not on every served task."""
+    return tuple((c, _label(kind, target, c)) for c in STATE_COLUMNS)
 
 
 def task_history(
