@@ -55,6 +55,20 @@ class RobustSelection:
     n_resamples: int = 400
     seed: int = 0
 
+    def lower_bounds(
+        self, y: np.ndarray, candidates: list[np.ndarray], reference: np.ndarray,
+        order: np.ndarray | None, n_classes: int,
+    ) -> np.ndarray:  # fmt: skip
+        """Each candidate's lower bound of min(Δ macro-F1, Δ accuracy) over ``reference``
+        (``order``: the rows' time order, None: as given)."""
+        if not candidates:
+            return np.empty(0)
+        return margin_lower_bounds(
+            y, candidates, reference, np.arange(len(y)) if order is None else order, n_classes,
+            quantile=self.quantile, n_blocks=self.n_blocks, n_resamples=self.n_resamples,
+            seed=self.seed,
+        )  # fmt: skip
+
 
 def time_halves(order: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(tune, select) masks over ``n`` validation rows: on time-ordered rows the earlier
@@ -183,10 +197,9 @@ PLAIN = 0
 def _beat_the_model(
     y: np.ndarray,
     served: list[np.ndarray],
-    scores: list[dict[str, float]],
     robust_rules: list[int],
     bounds: np.ndarray,
-    margin: list[float],
+    rank: list[tuple[float, float]],
     anchor: str,
     order: np.ndarray | None,
     robust: RobustSelection,
@@ -194,18 +207,14 @@ def _beat_the_model(
 ) -> tuple[int, np.ndarray, str]:
     """Where the plain model beats the anchor robustly, an adjusted or blended rule must
     beat the plain model robustly too (the same bootstrap) to be served; among those, the
-    widest margin over the anchor. Why: every rule but the plain one is tuned on a few
-    hundred validation rows, and the widest margin among dozens flatters the winner; on
-    the next period the plain model was the better bet wherever nothing beat it clearly."""
+    widest margin over the anchor (``rank``). Why: every rule but the plain one is tuned on
+    a few hundred validation rows, and the widest margin among dozens flatters the winner;
+    on the next period the plain model was the better bet wherever nothing beat it clearly."""
     others = [i for i in robust_rules if i != PLAIN]
-    over_model = [] if not others else margin_lower_bounds(
-        y, [served[i] for i in others], served[PLAIN],
-        np.arange(len(y)) if order is None else order, n_classes,
-        quantile=robust.quantile, n_blocks=robust.n_blocks,
-        n_resamples=robust.n_resamples, seed=robust.seed,
-    )  # fmt: skip
+    over_model = robust.lower_bounds(y, [served[i] for i in others], served[PLAIN], order,
+                                     n_classes)  # fmt: skip
     better = [i for i, b in zip(others, over_model, strict=True) if b > 0]
-    best = max(better, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=PLAIN)
+    best = max(better, key=rank.__getitem__, default=PLAIN)
     if best == PLAIN:
         reason = (f"the model beats {anchor} robustly ({bounds[PLAIN]:+.3f}) and none of the "
                   f"{len(others)} other such rules beats the model robustly")  # fmt: skip
@@ -231,19 +240,17 @@ def _robust_choice(
     the time-block bootstrap, the widest margin; none: the anchor's own class."""
     anchor = _anchor_name(reference)
     anchor_served = np.where(baselines[anchor] >= 0, baselines[anchor], majority)
-    bounds = margin_lower_bounds(
-        y, served, anchor_served, np.arange(len(y)) if order is None else order, n_classes,
-        quantile=robust.quantile, n_blocks=robust.n_blocks,
-        n_resamples=robust.n_resamples, seed=robust.seed,
-    )  # fmt: skip
+    bounds = robust.lower_bounds(y, served, anchor_served, order, n_classes)
     ref = reference[anchor]
-    margin = [min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]) for c in scores]
+    # rules rank by their margin over the anchor (ties: macro-F1)
+    rank = [(min(c["macro_f1"] - ref["macro_f1"], c["accuracy"] - ref["accuracy"]),
+             c["macro_f1"]) for c in scores]  # fmt: skip
     robust_rules = [i for i in range(len(candidates)) if bounds[i] > 0]
     if PLAIN in robust_rules:  # the model itself beats the anchor: keep it unless beaten
-        return _beat_the_model(y, served, scores, robust_rules, bounds, margin, anchor, order,
-                               robust, n_classes)  # fmt: skip
-    # among the rules that beat the anchor robustly, the widest margin (ties: macro-F1)
-    best = max(robust_rules, key=lambda i: (margin[i], scores[i]["macro_f1"]), default=-1)
+        return _beat_the_model(y, served, robust_rules, bounds, rank, anchor, order, robust,
+                               n_classes)  # fmt: skip
+    # among the rules that beat the anchor robustly, the widest margin
+    best = max(robust_rules, key=rank.__getitem__, default=-1)
     if best >= 0:
         reason = (
             f"widest margin over {anchor} among the {len(robust_rules)} rules whose lower "
