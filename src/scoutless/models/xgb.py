@@ -24,6 +24,7 @@ import xgboost as xgb
 
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
+from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
 DEFAULT_PARAMS: dict[str, Any] = {
     "max_depth": 6,
@@ -178,16 +179,30 @@ class _XGBModel:
 
     def _set_booster(self, booster: xgb.Booster) -> None:
         """Keep a one-thread copy for small batches: OpenMP threads only add latency there,
-        and far more under CPU contention (measured: 0.4 ms vs 12 ms on a busy 2-core host)."""
+        and far more under CPU contention (measured: 0.4 ms vs 12 ms on a busy 2-core host);
+        and the trees in numpy for a few rows, where ``inplace_predict``'s fixed cost of
+        ~0.3 ms per call dominates (:mod:`scoutless.models.xgb_inference`)."""
         self.booster_ = booster
         self._booster_small = booster.copy()
         self._booster_small.set_param({"nthread": 1})
+        self._trees: TreeEnsemble | bool | None = False  # compiled on first use
         self.classes_ = np.arange(self.n_classes)
+
+    def _tree_ensemble(self) -> TreeEnsemble | None:
+        """The trees in numpy, compiled on first use: a fit in a search never needs them,
+        a loaded (served) model compiles them at load."""
+        if self._trees is False:
+            self._trees = compile_booster(self._booster_small)
+        return self._trees  # type: ignore[return-value]
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         check_fitted(self, "classes_")
+        matrix = self._matrix(X)
+        trees = self._tree_ensemble() if len(X) <= SMALL_BATCH else None
+        if trees is not None and trees.fits(len(X)):
+            return trees.predict_proba(matrix)
         booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
-        proba = booster.inplace_predict(self._matrix(X), validate_features=False)
+        proba = booster.inplace_predict(matrix, validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -231,6 +246,7 @@ class _XGBModel:
         booster = xgb.Booster()
         booster.load_model(folder / f"{cls.name}.ubj")
         model._set_booster(booster)
+        model._tree_ensemble()
         model.best_iteration_ = meta["best_iteration"]
         return model
 
