@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from scoutless.features import encoders
 from scoutless.features.encoders import FeatureEncoder, SchemaError, category_text
 from scoutless.features.spec import FeatureSpec
 
@@ -152,3 +155,36 @@ def test_object_column_with_integral_floats_matches_the_normaliser(fitted):
     mixed["user"] = mixed["user"].astype(object)
     as_int = fitted.transform([{**base, "queue": 2}]).codes[0]
     np.testing.assert_array_equal(fitted.transform(mixed).codes[0], as_int)
+
+
+_NUMBER_VALUES = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.sampled_from(["12.5", "", "  ", "many", np.float32(2.5), np.int64(7), pd.NA]),
+)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=st.lists(st.tuples(_NUMBER_VALUES, _NUMBER_VALUES), min_size=1, max_size=4))
+def test_few_rows_numbers_in_one_pass_equal_the_checked_column_path(fitted, rows):
+    """Plain JSON numbers and None take one array for all columns; anything else the
+    per-column path: both give the same floats, or the same schema error (the fitted
+    encoder is only read)."""
+    records = [{"user": "bob", "queue": 1, "cores": c, "events": e} for c, e in rows]
+    columns = {"cores": [c for c, _ in rows], "events": [e for _, e in rows]}
+    checked = [FeatureEncoder._numerical_column(columns[n]) for n in ("cores", "events")]
+    fast = encoders._plain_numbers(columns, ["cores", "events"])
+    if fast is not None:
+        for got, want in zip(fast.values(), checked, strict=True):
+            np.testing.assert_array_equal(got, want)
+    if any(c is None for c in checked):
+        with pytest.raises(SchemaError, match="wrong value types"):
+            fitted.transform(records)
+    else:
+        expected = np.column_stack(checked)
+        raw = (np.sign(expected) * np.log1p(np.abs(expected)) - fitted._mean) / fitted._scale
+        np.testing.assert_array_equal(fitted.transform(records).numeric, raw.astype(np.float32))
