@@ -275,6 +275,14 @@ def latest_quantiles(values: Sequence[float], k: int, quantiles: Sequence[float]
     return out
 
 
+def mean_of_last2(values: Sequence[float]) -> float:
+    """``np.mean(values[-2:])`` in plain floats: numpy's mean of two is (a + b) / 2 and of
+    one a / 1, the same IEEE operations, without ~5 µs of numpy per call."""
+    if len(values) > 1:
+        return (values[-2] + values[-1]) / 2.0
+    return values[-1] / 1.0
+
+
 def ewm_mean_of_finite(codes: np.ndarray, x: np.ndarray, halflife: float) -> np.ndarray:
     """Per event, the EW mean of its code's finite ``x`` so far (NaN events are skipped;
     NaN before the code's first finite one)."""
@@ -470,7 +478,7 @@ class KeyState:
         decay = 0.5 ** (1.0 / cfg.ewm_halflife_jobs)
         logv = float(signed_log1p(np.float64(value)))
         if self.recent:  # what last-2 would have said for this job, and how wrong it was
-            predicted = signed_log1p(np.float64(np.mean(self.recent[-2:])))
+            predicted = signed_log1p(np.float64(mean_of_last2(self.recent)))
             self.last2_err_ew = ew_step(self.last2_err_ew, abs(logv - float(predicted)), decay)
         self.recent = [*self.recent, float(value)][-cfg.last_k :]
         self.ew = ew_step(self.ew, logv, decay)
@@ -500,7 +508,7 @@ class KeyState:
         ratio = ew_moments(self.ratio_ew)[0]
         return {
             "last": self.recent[-1],
-            "mean2": float(np.mean(self.recent[-2:])),
+            "mean2": mean_of_last2(self.recent),
             "ewm": float(np.expm1(mean)),
             "ewsd": spread,
             "qlo": float(q[0]), "qmid": float(q[1]), "qhi": float(q[2]),

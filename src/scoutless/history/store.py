@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 from sqlalchemy import (
     Column,
@@ -108,7 +109,7 @@ def _ew(row: Mapping[str, Any], prefix: str) -> tuple[float, float, float]:
 def _state(row: Mapping[str, Any]) -> KeyState:
     return KeyState(
         n=int(row["n"]), last_end_s=_nan(row["last_end_s"]),
-        last_submit_s=_nan(row["last_submit_s"]), recent=list(json.loads(row["recent"])),
+        last_submit_s=_nan(row["last_submit_s"]), recent=list(orjson.loads(row["recent"])),
         ew=(_nan(row["ew_s"]), _nan(row["ew_s2"]), _nan(row["ew_w"])),
         ratio_ew=(_nan(row["ratio_s"]), _nan(row["ratio_s2"]), _nan(row["ratio_w"])),
         last2_err_ew=_ew(row, "l2err"), request_err_ew=_ew(row, "rqerr"),
@@ -292,11 +293,17 @@ def state_features(
         for t in targets:
             req_col = f"{t}_request"
             requests = np.asarray(records[req_col], float) if req_col in records else no_request
-            stats = TARGET_STATS + (REQUEST_STATS if t in with_request else ())
             per_record = _target_stats(states, kind, groups, t, requests, cfg)
-            for stat in stats:
-                out[feature_name(kind, stat, t)] = [row[stat] for row in per_record]
+            for stat, name in _stat_names(kind, t, t in with_request):
+                out[name] = [row[stat] for row in per_record]
     return out, found
+
+
+@functools.lru_cache(maxsize=256)
+def _stat_names(kind: str, target: str, with_request: bool) -> tuple[tuple[str, str], ...]:
+    """(statistic, feature name) of one key kind and target, built once per process."""
+    stats = TARGET_STATS + (REQUEST_STATS if with_request else ())
+    return tuple((stat, feature_name(kind, stat, target)) for stat in stats)
 
 
 STATE_COLUMNS: tuple[str, ...] = (
@@ -350,9 +357,12 @@ def states_from_row(
     """The states :func:`join_states` brought back with one task's row."""
     states: dict[StateKey, KeyState] = {}
     for kind, column in keys.items():
+        if row.get(column) is None:
+            continue
         for target in (ACTIVITY, *targets):
-            fields = {c: row.get(label) for c, label in _labels(kind, target)}
-            if fields["n"] is not None and row.get(column) is not None:
+            labels = _labels(kind, target)
+            if row.get(labels[0][1]) is not None:  # n: the key has a store row
+                fields = {c: row.get(label) for c, label in labels}
                 states[(kind, str(row[column]), target)] = _state(fields)
     return states
 
@@ -409,7 +419,9 @@ def records_history(
     columns: dict[str, list[Any]] = {c: [r.get(c) for r in records] for c in kinds.values()}
     columns["creationdate"] = [r.get("creationdate") or now for r in records]
     features, found = state_features(states, columns, kinds, layout.targets, layout.with_request)
-    names, nan = layout.names, [float("nan")] * len(records)  # names: computed per access
+    names, nan = layout.names, [float("nan")] * len(records)
+    if len(records) == 1:  # the served task: no transposition
+        return [{n: float(features.get(n, nan)[0]) for n in names}], found.tolist()
     values = [[float(v) for v in features.get(n, nan)] for n in names]
     rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
     return rows, found.tolist()
