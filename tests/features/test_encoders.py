@@ -177,7 +177,7 @@ def test_few_rows_numbers_in_one_pass_equal_the_checked_column_path(fitted, rows
     records = [{"user": "bob", "queue": 1, "cores": c, "events": e} for c, e in rows]
     columns = {"cores": [c for c, _ in rows], "events": [e for _, e in rows]}
     checked = [FeatureEncoder._numerical_column(columns[n]) for n in ("cores", "events")]
-    fast = encoders._plain_numbers(columns, ["cores", "events"])
+    fast = encoders._plain_numbers(columns, ["cores", "events"], len(rows))
     if fast is not None:
         for got, want in zip(fast.values(), checked, strict=True):
             np.testing.assert_array_equal(got, want)
@@ -188,3 +188,9 @@ def test_few_rows_numbers_in_one_pass_equal_the_checked_column_path(fitted, rows
         expected = np.column_stack(checked)
         raw = (np.sign(expected) * np.log1p(np.abs(expected)) - fitted._mean) / fitted._scale
         np.testing.assert_array_equal(fitted.transform(records).numeric, raw.astype(np.float32))
+
+
+def test_an_encoder_without_numericals_types_a_few_rows():
+    encoder = FeatureEncoder([FeatureSpec("user", "categorical")], min_count=1)
+    encoded = encoder.fit(pd.DataFrame({"user": ["a", "b", "a"]})).transform({"user": "b"})
+    assert encoded.numeric.shape == (1, 0) and encoded.codes.tolist() == [[2]]

@@ -221,7 +221,8 @@ class FeatureEncoder:
                 wrong[name] = "categorical"
             else:
                 categories[name] = text
-        numbers = _plain_numbers(columns, self.numerical) if len(index) <= SMALL_BATCH else None
+        n = len(index)
+        numbers = _plain_numbers(columns, self.numerical, n) if n <= SMALL_BATCH else None
         if numbers is None:
             numbers = {}
             for name in self.numerical:
@@ -374,7 +375,7 @@ class FeatureEncoder:
 
 
 def _plain_numbers(
-    columns: Mapping[str, Any], names: Sequence[str]
+    columns: Mapping[str, Any], names: Sequence[str], n_rows: int
 ) -> dict[str, np.ndarray] | None:
     """The numerical columns of a few rows in one array (each column a row view of it),
     where every value is a float, an int or None (NaN), as JSON and the database give
@@ -385,7 +386,7 @@ def _plain_numbers(
     values = [v for name in names for v in columns[name]]
     if not all(v is None or type(v) is float or type(v) is int for v in values):
         return None
-    block = np.array(values, dtype=float).reshape(len(names), -1)
+    block = np.array(values, dtype=float).reshape(len(names), n_rows)
     return dict(zip(names, block, strict=True))
 
 
