@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
+from scoutless.history import panda_db
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import LOG_COLUMNS, GroupCommitWriter, PredictionLog
 
@@ -165,6 +167,47 @@ def test_workers_creating_a_fresh_log_at_once_all_start(tmp_path) -> None:
             process.join(120)
         assert [p.exitcode for p in creators] == [0] * 6
         assert PredictionLog(url).count() == 0
+
+
+class _RacingCursor:
+    """A cursor whose journal-mode switch loses the race ``losses`` times, as a worker's
+    does while another worker switches the same fresh file."""
+
+    def __init__(self, losses: int, error: str = "database is locked") -> None:
+        self.losses, self.error, self.mode, self.switches = losses, error, "delete", 0
+
+    def execute(self, sql: str):  # type: ignore[no-untyped-def]
+        if self.losses:
+            self.losses -= 1
+            raise sqlite3.OperationalError(self.error)
+        if sql.endswith("=WAL"):
+            self.switches += 1
+            self.mode = "wal"
+        return self
+
+    def fetchone(self) -> tuple[str]:
+        return (self.mode,)
+
+
+def test_switching_a_fresh_file_to_wal_retries_the_lost_race(monkeypatch) -> None:
+    monkeypatch.setattr(panda_db, "WAL_RETRY_S", 0.0)
+    racing = _RacingCursor(losses=3)
+    panda_db.set_wal(racing)
+    assert (racing.mode, racing.switches) == ("wal", 1)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # not forever
+        panda_db.set_wal(_RacingCursor(losses=panda_db.WAL_ATTEMPTS))
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):  # other errors at once
+        panda_db.set_wal(_RacingCursor(losses=1, error="disk I/O error"))
+
+
+def test_a_file_already_in_wal_mode_is_left_alone(tmp_path) -> None:
+    conn = sqlite3.connect(tmp_path / "log.sqlite")
+    panda_db.set_wal(conn.cursor())
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    racing = _RacingCursor(losses=0)
+    racing.mode = "wal"
+    panda_db.set_wal(racing)
+    assert racing.switches == 0
 
 
 _TARGETS = ("memory", "cputime", "io", "walltime")

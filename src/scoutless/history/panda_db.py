@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -113,7 +115,7 @@ def make_engine(
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            set_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
@@ -123,6 +125,28 @@ def make_engine(
         if schema:
             options["connect_args"] = {"options": f"-csearch_path={schema},public"}
     return create_engine(url, pool_pre_ping=not for_reads, **options)
+
+
+#: how often, and how far apart, a connection retries switching a fresh file to WAL
+WAL_ATTEMPTS, WAL_RETRY_S = 100, 0.05
+
+
+def set_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the SQLite file in WAL mode unless it already is (the mode is kept in the file).
+
+    Service workers starting together on a fresh file race to switch it: SQLite answers
+    the losers "database is locked" at once, without waiting out the busy timeout (it
+    would deadlock), and that stopped a worker's startup. They retry; by then the file is
+    usually in WAL mode already, which they read and leave alone."""
+    for attempt in range(1, WAL_ATTEMPTS + 1):
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS:
+                raise
+            time.sleep(WAL_RETRY_S)
 
 
 def create_schema(engine: Engine) -> None:
