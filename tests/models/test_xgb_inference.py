@@ -93,7 +93,9 @@ def test_models_predict_a_few_rows_in_numpy_and_agree_with_the_batch_path(cls, t
     model = cls(n_classes=4, n_jobs=1, n_estimators=30).fit(features, y, eval_set=(features, y))
     model.save(tmp_path)
     loaded = cls.load(tmp_path)
-    assert isinstance(loaded._trees, TreeEnsemble)  # compiled at load, for the service
+    assert isinstance(
+        loaded.__dict__.get("tree_ensemble"), TreeEnsemble
+    )  # compiled at load, for the service
     batch = loaded.predict_proba(features.take(np.arange(300)))  # above the small batch
     one_by_one = np.vstack([loaded.predict_proba(features.take(np.array([i]))) for i in range(300)])
     np.testing.assert_allclose(one_by_one, batch, rtol=1e-6, atol=1e-7)

@@ -262,9 +262,6 @@ class FeatureEncoder:
         if unexpected or any(len(rec) != len(names) for rec in records):
             missing = [n for n in names if any(n not in rec for rec in records)]
             raise self._schema_error(missing, unexpected, {})
-        if len(records) == 1:  # the served task
-            rec = records[0]
-            return {n: [rec[n]] for n in names}
         return {n: [rec[n] for rec in records] for n in names}
 
     @staticmethod
@@ -330,9 +327,13 @@ class FeatureEncoder:
             # lists are built anyway; a string Index converts them first): 1M rows 0.2 s vs 1.6
             lookup = self._lookup[name]
             codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
-        raw = np.empty((n, len(self.numerical)), dtype=float)
-        if n and self.numerical:
-            raw[:] = np.array([numbers[name] for name in self.numerical], dtype=float).T
+        columns = [numbers[name] for name in self.numerical]
+        if not columns:
+            raw = np.empty((n, 0))
+        elif n <= SMALL_BATCH:  # many one-value columns: one conversion (1 row, 115: 43 vs 108 µs)
+            raw = np.array(columns, dtype=float).T
+        else:  # long columns: column_stack (200k x 130: 214 ms vs 513 for the transpose)
+            raw = np.column_stack(columns).astype(float, copy=False)
         numeric = (signed_log1p(raw) - self._mean) / self._scale
         return EncodedFeatures(codes, numeric.astype(np.float32))
 

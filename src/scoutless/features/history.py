@@ -117,6 +117,11 @@ def feature_name(key: str, stat: str, target: str | None = None) -> str:
     return f"{key}_{target}_{stat}" if target else f"{key}_{stat}"
 
 
+def target_stats(with_request: bool) -> tuple[str, ...]:
+    """The statistics each key has per target (and the request's, where the trace has one)."""
+    return TARGET_STATS + (REQUEST_STATS if with_request else ())
+
+
 def history_specs(
     keys: Sequence[str], targets: Sequence[str], with_request: Sequence[str] = ()
 ) -> list[FeatureSpec]:
@@ -126,10 +131,9 @@ def history_specs(
         for stat in ("n_finished", "since_last_finish_s", "since_last_submit_s"):
             specs.append(FeatureSpec(feature_name(key, stat), "numerical", "history", stat))
         for t in targets:
-            stats = TARGET_STATS + (REQUEST_STATS if t in with_request else ())
             specs += [
                 FeatureSpec(feature_name(key, s, t), "numerical", "history", f"{key} {t} {s}")
-                for s in stats
+                for s in target_stats(t in with_request)
             ]
     return specs
 

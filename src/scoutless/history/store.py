@@ -44,12 +44,11 @@ from sqlalchemy import (
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.history import (
     EW_EMPTY,
-    REQUEST_STATS,
-    TARGET_STATS,
     HistoryLayout,
     KeyState,
     feature_name,
     seconds,
+    target_stats,
     with_derived_keys,
 )
 
@@ -302,8 +301,7 @@ def state_features(
 @functools.lru_cache(maxsize=256)
 def _stat_names(kind: str, target: str, with_request: bool) -> tuple[tuple[str, str], ...]:
     """(statistic, feature name) of one key kind and target, built once per process."""
-    stats = TARGET_STATS + (REQUEST_STATS if with_request else ())
-    return tuple((stat, feature_name(kind, stat, target)) for stat in stats)
+    return tuple((stat, feature_name(kind, stat, target)) for stat in target_stats(with_request))
 
 
 STATE_COLUMNS: tuple[str, ...] = (

@@ -15,6 +15,7 @@ learned default direction of splits elsewhere on that feature. Bundles saved bef
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, ClassVar
@@ -185,23 +186,24 @@ class _XGBModel:
         self.booster_ = booster
         self._booster_small = booster.copy()
         self._booster_small.set_param({"nthread": 1})
-        self._trees: TreeEnsemble | bool | None = False  # compiled on first use
+        self.__dict__.pop("tree_ensemble", None)  # compiled again from this booster
         self.classes_ = np.arange(self.n_classes)
 
-    def _tree_ensemble(self) -> TreeEnsemble | None:
-        """The trees in numpy, compiled on first use: a fit in a search never needs them,
-        a loaded (served) model compiles them at load."""
-        if self._trees is False:
-            self._trees = compile_booster(self._booster_small)
-        return self._trees  # type: ignore[return-value]
+    @functools.cached_property
+    def tree_ensemble(self) -> TreeEnsemble | None:
+        """The trees in numpy (None: left to ``inplace_predict``), compiled on first use:
+        a fit in a search never needs them, a loaded (served) model compiles them at load."""
+        return compile_booster(self._booster_small)
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         check_fitted(self, "classes_")
         matrix = self._matrix(X)
-        trees = self._tree_ensemble() if len(X) <= SMALL_BATCH else None
-        if trees is not None and trees.fits(len(X)):
-            return trees.predict_proba(matrix)
-        booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
+        booster = self.booster_
+        if len(X) <= SMALL_BATCH:
+            trees = self.tree_ensemble
+            if trees is not None and trees.fits(len(X)):
+                return trees.predict_proba(matrix)
+            booster = self._booster_small
         proba = booster.inplace_predict(matrix, validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
 
@@ -246,7 +248,7 @@ class _XGBModel:
         booster = xgb.Booster()
         booster.load_model(folder / f"{cls.name}.ubj")
         model._set_booster(booster)
-        model._tree_ensemble()
+        _ = model.tree_ensemble  # compiled at load, not on the first served request
         model.best_iteration_ = meta["best_iteration"]
         return model
 
