@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
 import numpy as np
+import orjson
 import pandas as pd
-from sqlalchemy import Column, MetaData, Table, create_engine
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from legacy_store import comparable, write_legacy
+from sqlalchemy import create_engine, inspect
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import (
+    EW_EMPTY,
     TEMPLATE_COLUMN,
+    KeyState,
     history_features,
     history_keys,
     history_specs,
     seconds,
     template_labels,
 )
+from scoutless.history.panda_db import make_engine
 from scoutless.history.store import (
-    ADDED_COLUMNS,
-    HISTORY_TABLE,
-    _row,
+    LEGACY_TABLE,
     apply_jobs,
+    create_history_table,
     features_from_states,
-    history_state,
+    key_states,
+    migrate_legacy,
+    pack_state,
     read_states,
     state_features,
+    states_of_key,
     update_store,
 )
 
@@ -92,27 +105,74 @@ def test_unknown_key_has_no_history_and_is_flagged(tmp_path):
     assert np.isnan(got["user_walltime_mean2"][0]) and np.isnan(got["app_n_finished"][0])
 
 
-def test_a_store_created_before_the_expert_errors_gains_them(tmp_path):
-    """An older table (no expert-error columns) is migrated in place; its rows keep their
-    history and the errors count from the next finished job on."""
+@pytest.mark.parametrize("with_errors", [True, False])
+def test_a_legacy_store_is_moved_to_one_row_per_key(tmp_path, with_errors):
+    """The first layout (one row per key and target, with or without the experts' error
+    columns) is moved into one row per key at the next update: every key keeps its
+    history, the errors count from the next finished job where the table had none, and
+    the legacy table is gone."""
     engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    old = MetaData()
-    Table(HISTORY_TABLE, old, *(Column(c.name, c.type, primary_key=c.primary_key)
-                                for c in history_state.columns if c.name not in ADDED_COLUMNS))  # fmt: skip
-    old.create_all(engine)
     jobs = trace(60)
     first, later = jobs.iloc[:30], jobs.iloc[30:]
-    with engine.begin() as conn:  # rows written by the older code: no error columns
-        states: dict = {}
-        apply_jobs(states, first, KEYS, ["walltime"], CFG)
-        rows = [{k: v for k, v in _row(key, s, pd.Timestamp.now().to_pydatetime()).items()
-                 if k not in ADDED_COLUMNS} for key, s in states.items()]  # fmt: skip
-        conn.execute(old.tables[HISTORY_TABLE].insert(), rows)
+    before: dict = {}
+    apply_jobs(before, first, KEYS, ["walltime", "memory"], CFG)
+    write_legacy(engine, before, with_errors=with_errors)
+    create_history_table(engine)
+    assert not inspect(engine).has_table(LEGACY_TABLE)
+    with engine.connect() as conn:
+        moved = read_states(conn, {(k[0], k[1]) for k in before})
+    expected = before if with_errors else {
+        k: replace(s, last2_err_ew=EW_EMPTY, request_err_ew=EW_EMPTY) for k, s in before.items()
+    }  # fmt: skip
+    assert comparable(moved) == comparable(expected)
     update_store(engine, later, KEYS, ["walltime"], CFG)
     with engine.connect() as conn:
         got = read_states(conn, [("user", "a")])[("user", "a", "walltime")]
     assert got.n == int(((jobs["user"] == "a") & jobs["walltime_value"].notna()).sum())
-    assert got.last2_err_ew[2] > 0  # the jobs applied after the migration count
+    assert got.last2_err_ew[2] > 0
+
+
+def test_a_key_already_in_the_current_store_is_not_overwritten_by_the_legacy_one(tmp_path):
+    """A process that lost the race to migrate (or a store written by both versions) keeps
+    the current row: it is the newer."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    update_store(engine, trace(40), KEYS, ["walltime"], CFG)
+    with engine.connect() as conn:
+        current = read_states(conn, [("user", "a")])
+    stale = {("user", "a", "walltime"): KeyState(n=1, recent=[5.0]),
+             ("user", "zed", "walltime"): KeyState(n=2, recent=[1.0, 2.0])}  # fmt: skip
+    write_legacy(engine, stale)
+    assert migrate_legacy(engine) == 1  # only the key the current store lacks
+    with engine.connect() as conn:
+        assert comparable(read_states(conn, [("user", "a")])) == comparable(current)
+        zed = read_states(conn, [("user", "zed")])
+    assert comparable(zed) == comparable({k: v for k, v in stale.items() if k[1] == "zed"})
+    assert migrate_legacy(engine) == 0  # nothing left to move
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+maybe = st.one_of(finite, st.just(float("nan")))
+sums = st.tuples(finite, finite, finite)
+
+
+@given(
+    n=st.integers(0, 10**9), end=maybe, submit=maybe, recent=st.lists(finite, max_size=12),
+    ew=st.tuples(maybe, maybe, maybe), ratio=st.tuples(maybe, maybe, maybe), l2=sums, rq=sums,
+)  # fmt: skip
+def test_a_packed_state_reads_back_equal(n, end, submit, recent, ew, ratio, l2, rq):
+    state = KeyState(n=n, last_end_s=end, last_submit_s=submit, recent=recent, ew=ew,
+                     ratio_ew=ratio, last2_err_ew=l2, request_err_ew=rq)  # fmt: skip
+    text = orjson.dumps({"walltime": pack_state(state)}).decode()
+    (got,) = states_of_key("user", "a", text).values()
+    for field_name in ("n", "recent", "last2_err_ew", "request_err_ew"):
+        assert getattr(got, field_name) == getattr(state, field_name)
+    for field_name in ("last_end_s", "last_submit_s", "ew", "ratio_ew"):  # NaN: null: NaN
+        np.testing.assert_array_equal(getattr(got, field_name), getattr(state, field_name))
+
+
+def test_a_packed_state_without_later_fields_starts_them_empty():
+    (got,) = states_of_key("user", "a", '{"": {"n": 3, "recent": []}}').values()
+    assert got.n == 3 and got.last2_err_ew == EW_EMPTY and np.isnan(got.last_end_s)
 
 
 def test_posted_columns_get_the_same_template_history_as_a_frame(tmp_path):
@@ -134,3 +194,19 @@ def test_posted_columns_get_the_same_template_history_as_a_frame(tmp_path):
     assert names and any(np.isfinite(v) for n in names for v in from_frame[n])
     for n in names:
         np.testing.assert_array_equal(from_columns[n], from_frame[n], err_msg=n)
+
+
+def test_processes_migrating_at_once_all_succeed_and_move_each_key_once(tmp_path):
+    """Service workers start together on a legacy store: each migrates or finds it moved."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    states: dict = {}
+    apply_jobs(states, trace(80), KEYS, ["walltime"], CFG)
+    write_legacy(create_engine(url), states)
+    engines = [make_engine(url) for _ in range(4)]
+    key_states.create(engines[0])  # then all four migrate at once
+    with ThreadPoolExecutor(4) as pool:
+        moved = sorted(pool.map(migrate_legacy, engines))
+    assert moved == [0, 0, 0, len({(k[0], k[1]) for k in states})]  # one moved them all
+    with engines[0].connect() as conn:
+        assert comparable(read_states(conn, {(k[0], k[1]) for k in states})) == comparable(states)
+    assert not inspect(engines[0]).has_table(LEGACY_TABLE)

@@ -7,13 +7,31 @@ import os
 
 import pandas as pd
 import pytest
+from legacy_store import comparable, legacy_table, write_legacy
 from panda_history import load_into
-from sqlalchemy import event
+from sqlalchemy import event, inspect
 
+from scoutless.config import get_settings
 from scoutless.features.extract import features_of, task_features
-from scoutless.history.panda_db import TaskNotFound, create_schema, make_engine, write_frame
+from scoutless.history.build import task_history_frame
+from scoutless.history.panda_db import (
+    TaskNotFound,
+    create_schema,
+    make_engine,
+    read_history,
+    write_frame,
+)
 from scoutless.history.schema import metadata
-from scoutless.history.task_reader import BadTaskRecord, TaskReader
+from scoutless.history.store import (
+    LEGACY_TABLE,
+    apply_jobs,
+    key_states,
+    states_from_row,
+    update_store,
+)
+from scoutless.history.task_reader import TASK_HISTORY_KEYS, BadTaskRecord, TaskReader
+from scoutless.targets.estimators import compute_task_targets
+from scoutless.targets.spec import TARGET_NAMES
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -101,3 +119,48 @@ def test_postgres_reads_the_same_features_as_sqlite(tmp_path, history_frames) ->
     finally:
         metadata.drop_all(pg)
         pg.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
+def test_postgres_migrates_a_legacy_store_and_joins_the_same_states_as_sqlite(
+    tmp_path, history_frames
+) -> None:
+    """PostgreSQL holding the store's first layout: the service's reader moves it into one
+    row per key, and a task's joined row carries the states SQLite's store gives it."""
+    pg = make_engine(PG_URL)  # type: ignore[arg-type]
+    _drop_all(pg)
+    try:
+        load_into(pg, history_frames)
+        lite = make_engine(f"sqlite:///{tmp_path / 'h.sqlite'}")
+        load_into(lite, history_frames)
+        history = read_history(lite)
+        done = task_history_frame(
+            history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks)
+        )
+        update_store(lite, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+        states: dict = {}
+        apply_jobs(states, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), get_settings().history)
+        write_legacy(pg, states)
+        pg_reader = TaskReader(make_engine(PG_URL, for_reads=True))  # type: ignore[arg-type]
+        assert pg_reader.with_history and not inspect(pg).has_table(LEGACY_TABLE)
+        lite_reader = TaskReader(make_engine(f"sqlite:///{tmp_path / 'h.sqlite'}", for_reads=True))
+        joined = 0
+        for task_id in history_frames["jedi_tasks"]["jeditaskid"].head(10):
+            got, want = (
+                states_from_row(r.inputs(int(task_id))[0], TASK_HISTORY_KEYS)
+                for r in (pg_reader, lite_reader)
+            )
+            assert comparable(got) == comparable(want), task_id
+            joined += len(got)
+        assert joined > 0
+        pg_reader.engine.dispose()
+    finally:
+        _drop_all(pg)
+        pg.dispose()
+
+
+def _drop_all(engine) -> None:  # type: ignore[no-untyped-def]
+    metadata.drop_all(engine)
+    key_states.drop(engine, checkfirst=True)
+    legacy_table().drop(engine, checkfirst=True)

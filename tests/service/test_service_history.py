@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from service_fakes import task
+from sqlalchemy import inspect, select
 from sqlalchemy.exc import OperationalError
 
 from scoutless.bundle import load_bundle
@@ -26,10 +27,10 @@ from scoutless.history import task_reader
 from scoutless.history.build import build_training_table, task_history_frame
 from scoutless.history.panda_db import make_engine, read_history, write_frame
 from scoutless.history.store import (
-    ADDED_COLUMNS,
     HISTORY_MISSING,
-    HISTORY_TABLE,
+    LEGACY_TABLE,
     SUBMITTED,
+    key_states,
     read_states,
     task_history,
     update_store,
@@ -45,6 +46,11 @@ _spec = importlib.util.spec_from_file_location(
 )
 panda_history = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(panda_history)  # type: ignore[union-attr]
+_legacy_spec = importlib.util.spec_from_file_location(
+    "legacy_store", Path(__file__).parents[1] / "history" / "legacy_store.py"
+)
+legacy_store = importlib.util.module_from_spec(_legacy_spec)
+_legacy_spec.loader.exec_module(legacy_store)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")
@@ -87,26 +93,35 @@ def test_service_history_features_equal_training_features(world):
     reader.engine.dispose()
 
 
-def test_a_store_older_than_the_expert_errors_is_still_read(world, tmp_path):
-    """A store created before the experts' error columns (not yet migrated by a writer):
-    the task path and the posted-task path read it, the errors are unknown (NaN)."""
+@pytest.mark.parametrize("with_errors", [True, False])
+def test_a_legacy_store_is_migrated_by_the_service_and_read(world, tmp_path, with_errors):
+    """A store in the first layout (one row per key and target; the oldest without the
+    experts' error columns), not yet migrated by a writer: the first reader moves it into
+    the current layout and the task path computes training's features from it (the
+    errors unknown, NaN, where the table had none)."""
     url, table, _, latest = world
     copy = tmp_path / "old.sqlite"
     copy.write_bytes(Path(url.removeprefix("sqlite:///")).read_bytes())
-    with sqlite3.connect(copy) as conn:
-        for column in ADDED_COLUMNS:
-            conn.execute(f"ALTER TABLE {HISTORY_TABLE} DROP COLUMN {column}")
-    reader = TaskReader(make_engine(f"sqlite:///{copy}"))
+    engine = make_engine(f"sqlite:///{copy}")
+    with engine.connect() as conn:
+        pairs = conn.execute(select(key_states.c.key_kind, key_states.c.key_value)).all()
+        states = read_states(conn, pairs)
+    key_states.drop(engine)
+    legacy_store.write_legacy(engine, states, with_errors=with_errors)
+    reader = TaskReader(make_engine(f"sqlite:///{copy}", for_reads=True))
+    assert reader.with_history and not inspect(engine).has_table(LEGACY_TABLE)
     layout = layout_of(table.feature_names, list(table.bins))
     features, found = task_history(reader.inputs(latest)[0], layout, TASK_HISTORY_KEYS)
     row = table.frame.set_index("jeditaskid").loc[latest]
-    kept = [n for n in layout.names if not n.endswith(("_last2_err", "_request_err"))]
-    assert found and len(kept) < len(layout.names)
+    errors = () if with_errors else ("_last2_err", "_request_err")
+    kept = [n for n in layout.names if not n.endswith(errors)]
+    assert found and (len(kept) == len(layout.names)) == with_errors
     np.testing.assert_allclose([features[n] for n in kept], row[kept].to_numpy(float),
                                rtol=1e-9, equal_nan=True)  # fmt: skip
     assert all(np.isnan(features[n]) for n in layout.names if n not in kept)
     assert reader.states([("user", str(row["username"]))])
     reader.engine.dispose()
+    engine.dispose()
 
 
 def test_users_with_and_without_history_are_answered_and_flagged(world, tmp_path):
@@ -212,9 +227,9 @@ def test_a_batch_reads_the_store_once(world, served, monkeypatch):
     client, _ = served
     reads: list[set] = []
 
-    def counted(conn, pairs, columns=None):  # type: ignore[no-untyped-def]
+    def counted(conn, pairs):  # type: ignore[no-untyped-def]
         reads.append(set(pairs))
-        return read_states(conn, pairs, columns)
+        return read_states(conn, pairs)
 
     monkeypatch.setattr(task_reader, "read_states", counted)
     features, _ = _posted(url, latest)
@@ -248,7 +263,7 @@ def test_unreadable_store_still_answers_flagged(world, served, monkeypatch):
     url, _, _, latest = world
     client, _ = served
 
-    def down(conn, pairs, columns=None):  # type: ignore[no-untyped-def]
+    def down(conn, pairs):  # type: ignore[no-untyped-def]
         raise OperationalError("SELECT …", {}, Exception("database is locked"))
 
     monkeypatch.setattr(task_reader, "read_states", down)

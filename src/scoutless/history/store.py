@@ -1,16 +1,17 @@
 """The online history-feature store: one table of per-key summaries, updated incrementally.
 
-Each row is a :class:`~scoutless.features.history.KeyState` — one key (``user`` = alice,
-``app`` = Sim_tf.py …) and one target (``""``: the key's activity). Import and ``monitor
-collect`` feed it finished jobs/tasks in end-time order; the service reads the rows of a
-request's keys (:func:`history_select`, one statement) and turns them into the same
-history features training computed (:func:`features_from_states`).
+Each row is one key (``user`` = alice, ``app`` = Sim_tf.py …) with a
+:class:`~scoutless.features.history.KeyState` per target (``""``: the key's activity) in
+one JSON column: a served task joins three rows, not one per key and target (15 joins and
+240 columns took ~0.1 ms of a request's read). Import and ``monitor collect`` feed it
+finished jobs/tasks in end-time order; the service reads the rows of a request's keys
+(:func:`history_select`, one statement) and turns them into the same history features
+training computed (:func:`features_from_states`).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -24,8 +25,6 @@ from sqlalchemy import (
     Connection,
     DateTime,
     Engine,
-    Float,
-    Integer,
     MetaData,
     PrimaryKeyConstraint,
     Select,
@@ -35,11 +34,10 @@ from sqlalchemy import (
     delete,
     inspect,
     literal_column,
-    or_,
     select,
-    text,
     tuple_,
 )
+from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.history import (
@@ -52,115 +50,146 @@ from scoutless.features.history import (
     with_derived_keys,
 )
 
-HISTORY_TABLE = "scoutless_history_state"
-ACTIVITY = ""  # the target name of a key's activity row
+HISTORY_TABLE = "scoutless_history_keys"
+#: The store's first layout, one row per key and target; a writer or a service that finds it
+#: moves its rows into :data:`HISTORY_TABLE` (:func:`create_history_table`).
+LEGACY_TABLE = "scoutless_history_state"
+ACTIVITY = ""  # the target name of a key's activity state
 
 store_metadata = MetaData()
-history_state = Table(
+key_states = Table(
     HISTORY_TABLE,
     store_metadata,
     Column("key_kind", String(16), nullable=False),
     Column("key_value", String(256), nullable=False),
-    Column("target", String(32), nullable=False),
-    Column("n", Integer, nullable=False),
-    Column("last_end_s", Float),
-    Column("last_submit_s", Float),
-    Column("recent", Text, nullable=False),  # JSON list, end-time order
-    Column("ew_s", Float), Column("ew_s2", Float), Column("ew_w", Float),
-    Column("ratio_s", Float), Column("ratio_s2", Float), Column("ratio_w", Float),
-    Column("l2err_s", Float), Column("l2err_s2", Float), Column("l2err_w", Float),
-    Column("rqerr_s", Float), Column("rqerr_s2", Float), Column("rqerr_w", Float),
+    Column("states", Text, nullable=False),  # JSON: target ("" activity) -> packed state
     Column("updated_at", DateTime, nullable=False),
-    PrimaryKeyConstraint("key_kind", "key_value", "target", name="scoutless_history_pk"),
-)  # fmt: skip
+    PrimaryKeyConstraint("key_kind", "key_value", name="scoutless_history_keys_pk"),
+)
 
 StateKey = tuple[str, str, str]  # (key kind, key value, target)
 
-
-#: Columns added after the first store (the experts' recent errors): a table created
-#: before them gains them empty, and its keys' errors count from the next finished job.
-ADDED_COLUMNS: tuple[str, ...] = (
+#: The legacy table's state columns (the last six were added later: a table from before
+#: them has none, and its keys' errors count from the next finished job).
+LEGACY_COLUMNS: tuple[str, ...] = (
+    "n", "last_end_s", "last_submit_s", "recent", "ew_s", "ew_s2", "ew_w",
+    "ratio_s", "ratio_s2", "ratio_w",
     "l2err_s", "l2err_s2", "l2err_w", "rqerr_s", "rqerr_s2", "rqerr_w",
 )  # fmt: skip
 
 
 def create_history_table(engine: Engine) -> None:
-    store_metadata.create_all(engine, tables=[history_state])
-    present = {c["name"] for c in inspect(engine).get_columns(HISTORY_TABLE)}
-    missing = [c for c in ADDED_COLUMNS if c not in present]
-    if missing:
+    """Create the store unless it exists, and move a legacy table's rows into it."""
+    try:
+        store_metadata.create_all(engine, tables=[key_states])
+    except SQLAlchemyError:  # another process created it meanwhile
+        if not inspect(engine).has_table(HISTORY_TABLE):
+            raise
+    migrate_legacy(engine)
+
+
+def migrate_legacy(engine: Engine) -> int:
+    """Move the legacy table's rows (one per key and target) into one row per key, and
+    drop it, in one transaction; returns the keys moved. Processes racing here (service
+    workers starting at once): the loser finds the table gone and moves nothing."""
+    if not inspect(engine).has_table(LEGACY_TABLE):
+        return 0
+    try:
+        legacy = Table(LEGACY_TABLE, MetaData(), autoload_with=engine)
+        columns = [c for c in LEGACY_COLUMNS if c in legacy.c]
         with engine.begin() as conn:
-            for column in missing:
-                conn.execute(text(f"ALTER TABLE {HISTORY_TABLE} ADD COLUMN {column} FLOAT"))
+            rows = conn.execute(select(legacy.c.key_kind, legacy.c.key_value, legacy.c.target,
+                                       *(legacy.c[c] for c in columns))).mappings().all()  # fmt: skip
+            states = {(r["key_kind"], r["key_value"], r["target"]): _legacy_state(r) for r in rows}
+            present = set(conn.execute(select(key_states.c.key_kind, key_states.c.key_value)))
+            packed = _packed_rows(states, datetime.now(UTC).replace(tzinfo=None))
+            fresh = [r for r in packed if (r["key_kind"], r["key_value"]) not in present]
+            if fresh:
+                conn.execute(key_states.insert(), fresh)
+            legacy.drop(conn)
+    except SQLAlchemyError:
+        if inspect(engine).has_table(LEGACY_TABLE):
+            raise
+        return 0  # moved by another process
+    return len(fresh)
 
 
 def _nan(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _ew(row: Mapping[str, Any], prefix: str) -> tuple[float, float, float]:
-    """Weighted sums from their three columns (absent or NULL, an older row: none yet)."""
-    sums = [row.get(f"{prefix}_{part}") for part in ("s", "s2", "w")]
-    return EW_EMPTY if any(v is None for v in sums) else (float(sums[0]), float(sums[1]),
-                                                          float(sums[2]))  # fmt: skip
+def _ew(sums: Sequence[Any] | None) -> tuple[float, float, float]:
+    """Weighted sums (absent or any NULL, an older state: none yet)."""
+    if sums is None or any(v is None for v in sums):
+        return EW_EMPTY
+    return float(sums[0]), float(sums[1]), float(sums[2])
 
 
-def _state(row: Mapping[str, Any]) -> KeyState:
+def _legacy_state(row: Mapping[str, Any]) -> KeyState:
+    def sums(prefix: str) -> list[Any]:
+        return [row.get(f"{prefix}_{part}") for part in ("s", "s2", "w")]
+
     return KeyState(
         n=int(row["n"]), last_end_s=_nan(row["last_end_s"]),
         last_submit_s=_nan(row["last_submit_s"]), recent=list(orjson.loads(row["recent"])),
-        ew=(_nan(row["ew_s"]), _nan(row["ew_s2"]), _nan(row["ew_w"])),
-        ratio_ew=(_nan(row["ratio_s"]), _nan(row["ratio_s2"]), _nan(row["ratio_w"])),
-        last2_err_ew=_ew(row, "l2err"), request_err_ew=_ew(row, "rqerr"),
+        ew=tuple(_nan(v) for v in sums("ew")), ratio_ew=tuple(_nan(v) for v in sums("ratio")),
+        last2_err_ew=_ew(sums("l2err")), request_err_ew=_ew(sums("rqerr")),
     )  # fmt: skip
 
 
-def _none(value: float) -> float | None:
-    return None if not np.isfinite(value) else float(value)
-
-
-def _row(key: StateKey, state: KeyState, now: datetime) -> dict[str, Any]:
+def pack_state(state: KeyState) -> dict[str, Any]:
+    """One target's state as JSON-ready values (NaN and inf: null)."""
     return {
-        "key_kind": key[0], "key_value": key[1], "target": key[2], "n": state.n,
-        "last_end_s": _none(state.last_end_s), "last_submit_s": _none(state.last_submit_s),
-        "recent": json.dumps(state.recent),
-        "ew_s": state.ew[0], "ew_s2": state.ew[1], "ew_w": state.ew[2],
-        "ratio_s": state.ratio_ew[0], "ratio_s2": state.ratio_ew[1], "ratio_w": state.ratio_ew[2],
-        "l2err_s": state.last2_err_ew[0], "l2err_s2": state.last2_err_ew[1],
-        "l2err_w": state.last2_err_ew[2], "rqerr_s": state.request_err_ew[0],
-        "rqerr_s2": state.request_err_ew[1], "rqerr_w": state.request_err_ew[2],
-        "updated_at": now,
+        "n": state.n, "end": state.last_end_s, "submit": state.last_submit_s,
+        "recent": state.recent, "ew": state.ew, "ratio": state.ratio_ew,
+        "l2err": state.last2_err_ew, "rqerr": state.request_err_ew,
     }  # fmt: skip
 
 
-def stored_columns(engine: Engine) -> tuple[str, ...]:
-    """The state columns the database's store has: a table created before
-    :data:`ADDED_COLUMNS` is read without them (its errors: none yet) until a writer
-    migrates it."""
-    present = {c["name"] for c in inspect(engine).get_columns(HISTORY_TABLE)}
-    return tuple(c for c in STATE_COLUMNS if c in present)
+def unpack_state(packed: Mapping[str, Any]) -> KeyState:
+    """The inverse of :func:`pack_state`; a field a later version adds is absent from an
+    earlier row and starts empty."""
+    ew, ratio = packed.get("ew") or (None,) * 3, packed.get("ratio") or (None,) * 3
+    return KeyState(
+        n=int(packed["n"]), last_end_s=_nan(packed.get("end")),
+        last_submit_s=_nan(packed.get("submit")), recent=list(packed.get("recent") or ()),
+        ew=(_nan(ew[0]), _nan(ew[1]), _nan(ew[2])),
+        ratio_ew=(_nan(ratio[0]), _nan(ratio[1]), _nan(ratio[2])),
+        last2_err_ew=_ew(packed.get("l2err")), request_err_ew=_ew(packed.get("rqerr")),
+    )  # fmt: skip
 
 
-def history_select(
-    pairs: Iterable[tuple[str, str]], columns: Sequence[str] | None = None
-) -> Select:
-    """One statement for every state row of these (key kind, key value) pairs
-    (``columns``: the state columns to read, default all)."""
-    keys = [history_state.c[c] for c in ("key_kind", "key_value", "target")]
-    selected = select(*keys, *(history_state.c[c] for c in columns or STATE_COLUMNS))
+def states_of_key(kind: str, value: str, text: str) -> dict[StateKey, KeyState]:
+    """One store row's states, by (key kind, key value, target)."""
+    return {(kind, value, t): unpack_state(p) for t, p in orjson.loads(text).items()}
+
+
+def _packed_rows(states: Mapping[StateKey, KeyState], now: datetime) -> list[dict[str, Any]]:
+    """One row per key of ``states``, all of its targets' states in one JSON object."""
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    for (kind, value, target), state in states.items():
+        by_key.setdefault((kind, value), {})[target] = pack_state(state)
+    return [
+        {"key_kind": kind, "key_value": value, "updated_at": now,
+         "states": orjson.dumps(packed, option=orjson.OPT_SERIALIZE_NUMPY).decode()}
+        for (kind, value), packed in by_key.items()
+    ]  # fmt: skip
+
+
+def history_select(pairs: Iterable[tuple[str, str]]) -> Select:
+    """One statement for the store rows of these (key kind, key value) pairs."""
+    selected = select(key_states.c.key_kind, key_states.c.key_value, key_states.c.states)
     wanted = sorted(set(pairs))
     if not wanted:
-        return selected.where(history_state.c.key_kind.is_(None))
-    return selected.where(
-        or_(tuple_(history_state.c.key_kind, history_state.c.key_value).in_(wanted))
-    )
+        return selected.where(key_states.c.key_kind.is_(None))
+    return selected.where(tuple_(key_states.c.key_kind, key_states.c.key_value).in_(wanted))
 
 
-def read_states(
-    conn: Connection, pairs: Iterable[tuple[str, str]], columns: Sequence[str] | None = None
-) -> dict[StateKey, KeyState]:
-    rows = conn.execute(history_select(pairs, columns)).mappings()
-    return {(r["key_kind"], r["key_value"], r["target"]): _state(r) for r in rows}
+def read_states(conn: Connection, pairs: Iterable[tuple[str, str]]) -> dict[StateKey, KeyState]:
+    states: dict[StateKey, KeyState] = {}
+    for kind, value, text in conn.execute(history_select(pairs)):
+        states.update(states_of_key(kind, value, text))
+    return states
 
 
 def _key_values(frame: pd.DataFrame, column: str) -> list[str | None]:
@@ -212,18 +241,18 @@ def update_store(
     with engine.begin() as conn:
         states = read_states(conn, pairs)
         apply_jobs(states, jobs, keys, targets, cfg)
-        changed = [key for key in states if (key[0], key[1]) in pairs]
+        changed = {key: state for key, state in states.items() if (key[0], key[1]) in pairs}
         if not changed:
             return 0
         for kind in {k[0] for k in changed}:
             values = sorted({k[1] for k in changed if k[0] == kind})
             for start in range(0, len(values), 500):
-                conn.execute(delete(history_state).where(
-                    history_state.c.key_kind == kind,
-                    history_state.c.key_value.in_(values[start : start + 500]),
+                conn.execute(delete(key_states).where(
+                    key_states.c.key_kind == kind,
+                    key_states.c.key_value.in_(values[start : start + 500]),
                 ))  # fmt: skip
         now = datetime.now(UTC).replace(tzinfo=None)
-        conn.execute(history_state.insert(), [_row(k, states[k], now) for k in changed])
+        conn.execute(key_states.insert(), _packed_rows(changed, now))
     return len(changed)
 
 
@@ -304,72 +333,45 @@ def _stat_names(kind: str, target: str, with_request: bool) -> tuple[tuple[str, 
     return tuple((stat, feature_name(kind, stat, target)) for stat in target_stats(with_request))
 
 
-STATE_COLUMNS: tuple[str, ...] = (
-    "n", "last_end_s", "last_submit_s", "recent", "ew_s", "ew_s2", "ew_w",
-    "ratio_s", "ratio_s2", "ratio_w", *ADDED_COLUMNS,
-)  # fmt: skip
 #: What the service flags on a task whose keys have no finished job in the store.
 HISTORY_MISSING = "history_missing"
 #: Label of the task's creation time in a joined row (the submit time of its features).
 SUBMITTED = "hist__creationdate"
 
 
-def _label(kind: str, target: str, column: str) -> str:
-    return f"hist__{kind}__{target or 'activity'}__{column}"
+def _label(kind: str) -> str:
+    return f"hist__{kind}__states"
 
 
 def _constant(name: str) -> Any:
-    """A key kind or target name inlined in SQL: the statement keeps one bound parameter
-    (the task id), as the service's raw, precompiled execution expects."""
+    """A key kind inlined in SQL: the statement keeps one bound parameter (the task id), as
+    the service's raw, precompiled execution expects."""
     if not re.fullmatch(r"[a-z_]*", name):
-        raise ValueError(f"{name!r}: key kinds and targets are lower-case names")
+        raise ValueError(f"{name!r}: key kinds are lower-case names")
     return literal_column(f"'{name}'")
 
 
-def join_states(
-    source: Any,
-    tasks: Table,
-    keys: Mapping[str, str],
-    targets: Sequence[str],
-    columns: Sequence[str] = STATE_COLUMNS,
-) -> tuple[Any, list[Any]]:
-    """``source`` outer-joined with the store row of every (key, target) of a task, and the
-    labelled ``columns``: the task's history arrives in the same statement as its features."""
+def join_states(source: Any, tasks: Table, keys: Mapping[str, str]) -> tuple[Any, list[Any]]:
+    """``source`` outer-joined with the store row of each of a task's keys, and the labelled
+    states column: the task's history arrives in the same statement as its features."""
     labelled: list[Any] = []
     for kind, column in keys.items():
-        for target in (ACTIVITY, *targets):
-            row = history_state.alias(f"h_{kind}_{target or 'activity'}")
-            source = source.outerjoin(
-                row,
-                (row.c.key_kind == _constant(kind))
-                & (row.c.key_value == tasks.c[column])
-                & (row.c.target == _constant(target)),
-            )
-            labelled += [row.c[c].label(_label(kind, target, c)) for c in columns]
+        row = key_states.alias(f"h_{kind}")
+        source = source.outerjoin(
+            row, (row.c.key_kind == _constant(kind)) & (row.c.key_value == tasks.c[column])
+        )
+        labelled.append(row.c.states.label(_label(kind)))
     return source, labelled
 
 
-def states_from_row(
-    row: Mapping[str, Any], keys: Mapping[str, str], targets: Sequence[str]
-) -> dict[StateKey, KeyState]:
+def states_from_row(row: Mapping[str, Any], keys: Mapping[str, str]) -> dict[StateKey, KeyState]:
     """The states :func:`join_states` brought back with one task's row."""
     states: dict[StateKey, KeyState] = {}
     for kind, column in keys.items():
-        if row.get(column) is None:
-            continue
-        for target in (ACTIVITY, *targets):
-            labels = _labels(kind, target)
-            if row.get(labels[0][1]) is not None:  # n: the key has a store row
-                fields = {c: row.get(label) for c, label in labels}
-                states[(kind, str(row[column]), target)] = _state(fields)
+        text = row.get(_label(kind))
+        if text is not None and row.get(column) is not None:
+            states.update(states_of_key(kind, str(row[column]), text))
     return states
-
-
-@functools.lru_cache(maxsize=256)
-def _labels(kind: str, target: str) -> tuple[tuple[str, str], ...]:
-    """(state column, its label in a joined row) of one key kind and target: built once,
-    not on every served task."""
-    return tuple((c, _label(kind, target, c)) for c in STATE_COLUMNS)
 
 
 def task_history(
@@ -379,7 +381,7 @@ def task_history(
 
     The submit time is the task's creation time (now when it has none)."""
     kinds = layout_keys(layout, keys)
-    states = states_from_row(task, kinds, layout.targets)
+    states = states_from_row(task, kinds)
     record = {**{c: task.get(c) for c in kinds.values()}, "creationdate": task.get(SUBMITTED)}
     features, found = records_history(states, [record], layout, keys)
     return features[0], found[0]

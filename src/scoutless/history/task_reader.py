@@ -34,17 +34,16 @@ from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
 from scoutless.history.store import (
     HISTORY_TABLE,
-    STATE_COLUMNS,
+    LEGACY_TABLE,
     SUBMITTED,
     StateKey,
+    create_history_table,
     join_states,
     key_pairs,
     layout_keys,
     read_states,
     records_history,
-    stored_columns,
 )
-from scoutless.targets.spec import TARGET_NAMES
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
 
@@ -61,9 +60,7 @@ class BadTaskRecord(ValueError):
 TASK_HISTORY_KEYS: dict[str, str] = history_keys(["creationdate", *TASK_COLUMNS_READ])
 
 
-def single_task_statement(
-    *, with_history: bool = False, history_columns: Sequence[str] = STATE_COLUMNS
-) -> Select:
+def single_task_statement(*, with_history: bool = False) -> Select:
     """Task, parameters and datasets of one task in ONE statement.
 
     Each row is the task part (``jedi_tasks`` columns, then ``taskparams``: constant per
@@ -77,7 +74,7 @@ def single_task_statement(
     dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
     source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid)
     if with_history:  # the history-feature store's rows of the task's keys (issue 14)
-        source, history = join_states(source, t, TASK_HISTORY_KEYS, TARGET_NAMES, history_columns)
+        source, history = join_states(source, t, TASK_HISTORY_KEYS)
         task_part += [t.c.creationdate.label(SUBMITTED), *history]
     source = source.outerjoin(d, d.c.jeditaskid == t.c.jeditaskid)
     return (
@@ -89,9 +86,14 @@ def single_task_statement(
 
 def _has_store(engine: Engine) -> bool:
     """Whether the database holds the history store (False while it cannot be reached: the
-    task path then answers 503 on its own)."""
+    task path then answers 503 on its own). A store in the legacy layout is moved into the
+    current one first: the first service to start on it migrates it."""
     try:
-        return inspect(engine).has_table(HISTORY_TABLE)
+        tables = inspect(engine)
+        if tables.has_table(LEGACY_TABLE):
+            create_history_table(engine.execution_options(isolation_level="SERIALIZABLE"))
+            tables = inspect(engine)
+        return tables.has_table(HISTORY_TABLE)
     except SQLAlchemyError:
         return False
 
@@ -105,14 +107,11 @@ class TaskReader:
 
     def __init__(self, engine: Engine, *, with_history: bool | None = None) -> None:
         self.engine = engine
-        if with_history is None:  # join the history store where the database has one
-            with_history = _has_store(engine)
+        if with_history is not False:  # join the store where the database has one
+            found = _has_store(engine)  # (a legacy layout is migrated here)
+            with_history = found if with_history is None else with_history
         self.with_history = with_history
-        #: the store's state columns (an older store lacks the experts' errors)
-        self._history_columns = stored_columns(engine) if with_history else STATE_COLUMNS
-        statement = single_task_statement(
-            with_history=with_history, history_columns=self._history_columns
-        )
+        statement = single_task_statement(with_history=with_history)
         compiled = statement.compile(dialect=engine.dialect)
         self._sql = str(compiled)
         self._positional = bool(compiled.positional)
@@ -194,7 +193,7 @@ class TaskReader:
         batch's history); :class:`DatabaseUnavailable` when the store cannot be read."""
         try:
             with self.engine.connect() as conn:
-                return read_states(conn, pairs, self._history_columns)
+                return read_states(conn, pairs)
         except (SQLAlchemyError, *self._driver_errors) as exc:
             raise DatabaseUnavailable(f"cannot read the history store: {exc}") from exc
 
