@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import event, inspect
 
 from scoutless.config import get_settings
 from scoutless.features.extract import features_of, task_features
+from scoutless.features.history import KeyState
 from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import (
     TaskNotFound,
@@ -26,6 +28,8 @@ from scoutless.history.store import (
     LEGACY_TABLE,
     apply_jobs,
     key_states,
+    migrate_legacy,
+    read_states,
     states_from_row,
     update_store,
 )
@@ -164,3 +168,30 @@ def _drop_all(engine) -> None:  # type: ignore[no-untyped-def]
     metadata.drop_all(engine)
     key_states.drop(engine, checkfirst=True)
     legacy_table().drop(engine, checkfirst=True)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
+def test_postgres_workers_migrating_a_legacy_store_at_once_move_each_key_once() -> None:
+    """Four workers start together on PostgreSQL holding the first layout: one moves every
+    key, the others wait for it and find the table gone (no deadlock, no error)."""
+    pg = make_engine(PG_URL)  # type: ignore[arg-type]
+    _drop_all(pg)
+    try:
+        states = {("user", f"u{i}", t): KeyState(n=i + 1, recent=[float(i)])
+                  for i in range(50) for t in ("", "walltime")}  # fmt: skip
+        write_legacy(pg, states)
+        key_states.create(pg)
+        engines = [make_engine(PG_URL) for _ in range(4)]  # type: ignore[arg-type]
+        with ThreadPoolExecutor(4) as pool:
+            moved = sorted(pool.map(migrate_legacy, engines))
+        assert moved == [0, 0, 0, 50]
+        with pg.connect() as conn:
+            assert comparable(read_states(conn, {(k[0], k[1]) for k in states})) == comparable(
+                states
+            )
+        for engine in engines:
+            engine.dispose()
+    finally:
+        _drop_all(pg)
+        pg.dispose()

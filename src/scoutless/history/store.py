@@ -35,6 +35,7 @@ from sqlalchemy import (
     inspect,
     literal_column,
     select,
+    text,
     tuple_,
 )
 from sqlalchemy.exc import SQLAlchemyError
@@ -91,13 +92,17 @@ def create_history_table(engine: Engine) -> None:
 def migrate_legacy(engine: Engine) -> int:
     """Move the legacy table's rows (one per key and target) into one row per key, and
     drop it, in one transaction; returns the keys moved. Processes racing here (service
-    workers starting at once): the loser finds the table gone and moves nothing."""
+    workers starting at once) take turns: on a database server through a table lock
+    (else two would each wait for the other, one on the new keys, one to drop the table),
+    on SQLite through its write lock; the later ones find the table gone and move nothing."""
     if not inspect(engine).has_table(LEGACY_TABLE):
         return 0
     try:
         legacy = Table(LEGACY_TABLE, MetaData(), autoload_with=engine)
         columns = [c for c in LEGACY_COLUMNS if c in legacy.c]
         with engine.begin() as conn:
+            if engine.dialect.name != "sqlite":  # PostgreSQL and Oracle alike
+                conn.execute(text(f"LOCK TABLE {LEGACY_TABLE} IN EXCLUSIVE MODE"))
             rows = conn.execute(select(legacy.c.key_kind, legacy.c.key_value, legacy.c.target,
                                        *(legacy.c[c] for c in columns))).mappings().all()  # fmt: skip
             states = {(r["key_kind"], r["key_value"], r["target"]): _legacy_state(r) for r in rows}
@@ -125,6 +130,9 @@ def _ew(sums: Sequence[Any] | None) -> tuple[float, float, float]:
     return float(sums[0]), float(sums[1]), float(sums[2])
 
 
+NAN3 = (float("nan"),) * 3
+
+
 def _floats(values: Sequence[Any] | None) -> tuple[float, float, float]:
     """Three numbers, NULL (or absent) as NaN; the common case without NULL first (a served
     task unpacks ~15 states)."""
@@ -133,9 +141,6 @@ def _floats(values: Sequence[Any] | None) -> tuple[float, float, float]:
     if None in values:
         return _nan(values[0]), _nan(values[1]), _nan(values[2])
     return float(values[0]), float(values[1]), float(values[2])
-
-
-NAN3 = (float("nan"),) * 3
 
 
 def _legacy_state(row: Mapping[str, Any]) -> KeyState:
@@ -170,9 +175,9 @@ def unpack_state(packed: Mapping[str, Any]) -> KeyState:
     )  # fmt: skip
 
 
-def states_of_key(kind: str, value: str, text: str) -> dict[StateKey, KeyState]:
+def states_of_key(kind: str, value: str, packed: str) -> dict[StateKey, KeyState]:
     """One store row's states, by (key kind, key value, target)."""
-    return {(kind, value, t): unpack_state(p) for t, p in orjson.loads(text).items()}
+    return {(kind, value, t): unpack_state(p) for t, p in orjson.loads(packed).items()}
 
 
 def _packed_rows(states: Mapping[StateKey, KeyState], now: datetime) -> list[dict[str, Any]]:
@@ -198,8 +203,8 @@ def history_select(pairs: Iterable[tuple[str, str]]) -> Select:
 
 def read_states(conn: Connection, pairs: Iterable[tuple[str, str]]) -> dict[StateKey, KeyState]:
     states: dict[StateKey, KeyState] = {}
-    for kind, value, text in conn.execute(history_select(pairs)):
-        states.update(states_of_key(kind, value, text))
+    for kind, value, packed in conn.execute(history_select(pairs)):
+        states.update(states_of_key(kind, value, packed))
     return states
 
 
@@ -379,9 +384,9 @@ def states_from_row(row: Mapping[str, Any], keys: Mapping[str, str]) -> dict[Sta
     """The states :func:`join_states` brought back with one task's row."""
     states: dict[StateKey, KeyState] = {}
     for kind, column in keys.items():
-        text = row.get(_label(kind))
-        if text is not None and row.get(column) is not None:
-            states.update(states_of_key(kind, str(row[column]), text))
+        packed = row.get(_label(kind))
+        if packed is not None and row.get(column) is not None:
+            states.update(states_of_key(kind, str(row[column]), packed))
     return states
 
 
