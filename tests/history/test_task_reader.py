@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from legacy_store import comparable, legacy_table, write_legacy
 from panda_history import load_into
-from sqlalchemy import event, inspect
+from sqlalchemy import event, inspect, make_url, text
 
 from scoutless.config import get_settings
 from scoutless.features.extract import features_of, task_features
@@ -193,5 +194,41 @@ def test_postgres_workers_migrating_a_legacy_store_at_once_move_each_key_once() 
         for engine in engines:
             engine.dispose()
     finally:
+        _drop_all(pg)
+        pg.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
+def test_postgres_read_only_reader_on_a_legacy_store_reads_tasks_and_loses_nothing(
+    history_frames, caplog
+) -> None:
+    """A service whose database user may only read cannot migrate: it says so, reads tasks
+    (answered and flagged without history), and the legacy store stays for a writer."""
+    pg = make_engine(PG_URL)  # type: ignore[arg-type]
+    admin = pg.execution_options(isolation_level="AUTOCOMMIT")
+    role = "scoutless_test_reader"
+    _drop_all(pg)
+    try:
+        load_into(pg, history_frames)
+        write_legacy(pg, {("user", "someone", ""): KeyState(n=1)})
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP ROLE IF EXISTS {role}"))
+            conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+            conn.execute(text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"))
+        url = make_url(PG_URL).set(username=role).render_as_string(hide_password=False)
+        with caplog.at_level(logging.WARNING, logger="scoutless.history.task_reader"):
+            reader = TaskReader(make_engine(url, for_reads=True))
+        assert not reader.with_history and "not migrated" in caplog.text
+        task_id = int(history_frames["jedi_tasks"]["jeditaskid"].iloc[0])
+        plain = TaskReader(make_engine(PG_URL, for_reads=True), with_history=False)  # type: ignore[arg-type]
+        assert _same(reader.features(task_id), plain.features(task_id))
+        plain.engine.dispose()
+        assert inspect(pg).has_table(LEGACY_TABLE)
+        reader.engine.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE IF EXISTS {role}"))
         _drop_all(pg)
         pg.dispose()

@@ -13,6 +13,7 @@ checkout costs more than the indexed read itself.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sqlite3
 import threading
@@ -44,6 +45,8 @@ from scoutless.history.store import (
     read_states,
     records_history,
 )
+
+log = logging.getLogger(__name__)
 
 TaskInputs = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]
 
@@ -89,12 +92,17 @@ def _has_store(engine: Engine) -> bool:
     task path then answers 503 on its own). A store in the legacy layout is moved into the
     current one first: the first service to start on it migrates it."""
     try:
-        tables = inspect(engine)
-        if tables.has_table(LEGACY_TABLE):
-            create_history_table(engine.execution_options(isolation_level="SERIALIZABLE"))
-            tables = inspect(engine)
-        return tables.has_table(HISTORY_TABLE)
+        legacy = inspect(engine).has_table(LEGACY_TABLE)
     except SQLAlchemyError:
+        return False
+    try:
+        if legacy:
+            create_history_table(engine.execution_options(isolation_level="SERIALIZABLE"))
+        return inspect(engine).has_table(HISTORY_TABLE)
+    except SQLAlchemyError as exc:  # e.g. a read-only user: tasks are answered and flagged
+        if legacy:
+            log.warning("history store in its first layout (%s) not migrated, served without "
+                        "history until a writer moves it: %s", LEGACY_TABLE, exc)  # fmt: skip
         return False
 
 
