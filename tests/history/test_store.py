@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from legacy_store import comparable, write_legacy
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, func, inspect, select
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import (
@@ -95,7 +95,12 @@ def test_store_features_equal_training_features(tmp_path):
 
 def test_unknown_key_has_no_history_and_is_flagged(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    update_store(engine, trace(30), KEYS, ["walltime"], CFG)
+    written = update_store(engine, trace(30), KEYS, ["walltime"], CFG)
+    with engine.connect() as conn:  # one row per key, each counted once
+        assert written == conn.execute(select(func.count()).select_from(key_states)).scalar()
+    assert written == sum(trace(30)[c].nunique() for c in ("user", "executable")) + len(
+        {v for v in template_labels(trace(30), "user") if v is not None}
+    )
     request = pd.DataFrame({"user": ["nobody"], "executable": [None],
                             "creationdate": [pd.Timestamp("2025-01-01", tz="UTC")]})  # fmt: skip
     with engine.connect() as conn:

@@ -249,7 +249,8 @@ def update_store(
     targets: Sequence[str],
     cfg: HistorySettings | None = None,
 ) -> int:
-    """Apply newly finished (and submitted) jobs to their keys' rows in one transaction."""
+    """Apply newly finished (and submitted) jobs to their keys' rows in one transaction;
+    returns the key rows written."""
     cfg = cfg or get_settings().history
     create_history_table(engine)
     jobs = with_derived_keys(jobs, keys)
@@ -267,9 +268,9 @@ def update_store(
                     key_states.c.key_kind == kind,
                     key_states.c.key_value.in_(values[start : start + 500]),
                 ))  # fmt: skip
-        now = datetime.now(UTC).replace(tzinfo=None)
-        conn.execute(key_states.insert(), _packed_rows(changed, now))
-    return len(changed)
+        rows = _packed_rows(changed, datetime.now(UTC).replace(tzinfo=None))
+        conn.execute(key_states.insert(), rows)
+    return len(rows)
 
 
 def _target_stats(
