@@ -12,15 +12,15 @@ import orjson
 from sqlalchemy import Column, DateTime, Engine, Float, Integer, MetaData, String, Table, Text
 
 from scoutless.features.history import KeyState
-from scoutless.history.store import LEGACY_TABLE, StateKey, pack_state
+from scoutless.history.store import LEGACY_COLUMNS, LEGACY_TABLE, StateKey, pack_state
 
 #: the columns the experts' errors added later (a table from before them lacks them)
-ERROR_COLUMNS = ("l2err_s", "l2err_s2", "l2err_w", "rqerr_s", "rqerr_s2", "rqerr_w")
+ERROR_COLUMNS = LEGACY_COLUMNS[-6:]
 
 
 def legacy_table(with_errors: bool = True) -> Table:
-    floats = ["last_end_s", "last_submit_s", "ew_s", "ew_s2", "ew_w", "ratio_s", "ratio_s2",
-              "ratio_w", *(ERROR_COLUMNS if with_errors else ())]  # fmt: skip
+    skipped = {"n", "recent", *(() if with_errors else ERROR_COLUMNS)}
+    floats = [c for c in LEGACY_COLUMNS if c not in skipped]
     return Table(
         LEGACY_TABLE, MetaData(),
         Column("key_kind", String(16), primary_key=True),

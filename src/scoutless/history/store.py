@@ -123,13 +123,6 @@ def _nan(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _ew(sums: Sequence[Any] | None) -> tuple[float, float, float]:
-    """Weighted sums (absent or any NULL, an older state: none yet)."""
-    if sums is None or None in sums:
-        return EW_EMPTY
-    return float(sums[0]), float(sums[1]), float(sums[2])
-
-
 NAN3 = (float("nan"),) * 3
 
 
@@ -141,6 +134,11 @@ def _floats(values: Sequence[Any] | None) -> tuple[float, float, float]:
     if None in values:
         return _nan(values[0]), _nan(values[1]), _nan(values[2])
     return float(values[0]), float(values[1]), float(values[2])
+
+
+def _ew(sums: Sequence[Any] | None) -> tuple[float, float, float]:
+    """Weighted sums (absent or any NULL, an older state: none yet)."""
+    return EW_EMPTY if sums is None or None in sums else _floats(sums)
 
 
 def _legacy_state(row: Mapping[str, Any]) -> KeyState:

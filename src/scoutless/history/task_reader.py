@@ -87,10 +87,10 @@ def single_task_statement(*, with_history: bool = False) -> Select:
     )
 
 
-def _has_store(engine: Engine) -> bool:
-    """Whether the database holds the history store (False while it cannot be reached: the
-    task path then answers 503 on its own). A store in the legacy layout is moved into the
-    current one first: the first service to start on it migrates it."""
+def _ready_store(engine: Engine) -> bool:
+    """Move a store in the legacy layout into the current one (the first reader to start on
+    it does), then say whether the database holds the store (False while it cannot be
+    reached: the task path then answers 503 on its own)."""
     try:
         legacy = inspect(engine).has_table(LEGACY_TABLE)
     except SQLAlchemyError:
@@ -116,7 +116,7 @@ class TaskReader:
     def __init__(self, engine: Engine, *, with_history: bool | None = None) -> None:
         self.engine = engine
         if with_history is not False:  # join the store where the database has one
-            found = _has_store(engine)  # (a legacy layout is migrated here)
+            found = _ready_store(engine)
             with_history = found if with_history is None else with_history
         self.with_history = with_history
         statement = single_task_statement(with_history=with_history)
