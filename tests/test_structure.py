@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "config": 0, "layout": 0, "jsonsafe": 0, "atomic": 0, "defaults": 0, "client": 0, "jedi": 0,
     "features": 1, "targets": 1,
     "history": 2,
+    "allocation": 2,  # value distributions, policies, prices: below service, replay, evaluation
     "models": 3, "evaluation": 3, "sources": 3,
     "history.synthetic": 3,  # the generator: beside sources (it compares with real traces)
     "bundle": 4,

@@ -10,7 +10,7 @@ import itertools
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -375,6 +375,93 @@ class ReplaySettings(BaseModel):
         return value
 
 
+class Prices(BaseModel):
+    """What the cost-aware allocation weighs, in core-hours (one core busy for one hour).
+
+    docs/concepts/allocation.md states why each default is what it is.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kill_overhead: float = Field(
+        1.0,
+        ge=0,
+        description="extra cost of a killed attempt per core-hour it wasted "
+        "(the retry's wait behind the queue, the task's delay)",
+    )
+    memory_gb_hour: float = Field(
+        0.25,
+        ge=0,
+        description="one GB held and unused for an hour above the slot's share "
+        "(a standard slot has 2 GB a core: a GB-hour idles half a core-hour of a full node; "
+        "charged at half of that, as not every node is memory-bound)",
+    )
+    memory_overuse_gb_hour: float = Field(
+        0.5,
+        ge=0,
+        description="one GB used above the allocation for an hour (within the pilot's grace "
+        "it survives, on memory the scheduler gave to other jobs: twice the slack's price)",
+    )
+    himem_core_hour: float = Field(
+        0.5, ge=0, description="premium per core-hour run in a HIMEM slot (scarcer)"
+    )
+    long_queue_core_hour: float = Field(
+        0.25, ge=0, description="premium per core-hour on a queue longer than the short one"
+    )
+    walltime_slack_core_hour: float = Field(
+        0.05,
+        ge=0,
+        description="per core-hour of walltime limit asked for and not used "
+        "(brokerage and back-filling see the limit, not the use)",
+    )
+    scout_delay_hour: float = Field(
+        20.0,
+        ge=0,
+        description="per hour that a task waits for its scouts before its production jobs go out",
+    )
+    scout_wait_s: float = Field(
+        6000.0,
+        gt=0,
+        description="how long a task waits for its scouts (PanDA: the scouts' "
+        "queue time and run; the replay's scouts measured 5,766 s at the median)",
+    )
+
+
+class AllocationSettings(BaseModel):
+    """The value and cost-aware allocations (``scoutless.allocation``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(0.05, gt=0, lt=1, description="default under-allocation share")
+    prices: Prices = Prices()
+    #: resource type (e.g. MCORE_HIMEM) -> the prices that differ there
+    resource_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    grid_points: int = Field(
+        48, ge=8, le=512, description="quantile points of a task's value that price an allocation"
+    )
+
+    @field_validator("resource_prices")
+    @classmethod
+    def _known_prices(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for rtype, override in value.items():
+            try:
+                Prices.model_validate({**Prices().model_dump(), **override})
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                key = ".".join(str(p) for p in err["loc"])
+                raise ValueError(f"{rtype}.{key}: {err['msg']}") from None
+        return value
+
+    def prices_for(self, resource_type: str | None) -> Prices:
+        """The global prices with one resource type's overrides."""
+        override = self.resource_prices.get(resource_type or "", {})
+        return (
+            Prices.model_validate({**self.prices.model_dump(), **override})
+            if override
+            else self.prices
+        )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
@@ -403,6 +490,7 @@ class Settings(BaseSettings):
     within_task: WithinTaskSettings = WithinTaskSettings()
     replay: ReplaySettings = ReplaySettings()
     distributed: DistributedSettings = DistributedSettings()
+    allocation: AllocationSettings = AllocationSettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from scoutless.evaluation.decisions import RiskPolicy, SafePolicy
+from scoutless.allocation.policies import RiskPolicy, SafePolicy
 from scoutless.evaluation.policies_eval import (
     allocated_values,
     allocation_metrics,

@@ -84,8 +84,8 @@ def replay(
 
 def _settings(policy: str, strategies: str | None, config: Path | None) -> Settings:
     """The settings with the replay's file and options applied; errors name the key."""
+    from scoutless.allocation.policies import POLICY_NAMES
     from scoutless.config import get_settings
-    from scoutless.evaluation.decisions import POLICY_NAMES
     from scoutless.replay.config import ReplayConfigError, replay_settings
 
     if policy not in POLICY_NAMES:

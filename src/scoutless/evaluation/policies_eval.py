@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.evaluation.decisions import RiskPolicy, SafePolicy, large_class_start, make_policy
+from scoutless.allocation.policies import RiskPolicy, SafePolicy, large_class_start, make_policy
 from scoutless.targets.bins import TargetBins
 
 DEFAULT_ALPHAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from scoutless.evaluation.decisions import make_policy
+from scoutless.allocation.policies import make_policy
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import StrategyPlan
 from scoutless.replay.workload import Workload

@@ -91,7 +91,7 @@ def trace_plans(
     alpha: float = 0.05,
 ) -> list[StrategyPlan]:
     """The request incumbent and, with a bundle, its predictions (memory, walltime)."""
-    from scoutless.evaluation.decisions import make_policy
+    from scoutless.allocation.policies import make_policy
 
     cfg = settings.replay
     nan = np.full(len(rows), np.nan)

@@ -23,8 +23,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.config import get_settings
-from scoutless.evaluation.decisions import Policy, PolicyError, make_policy
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of

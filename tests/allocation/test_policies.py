@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoutless.evaluation.decisions import (
+from scoutless.allocation.policies import (
     PolicyError,
     RiskPolicy,
     SafePolicy,

@@ -1,0 +1,148 @@
+"""What an allocation costs at a PanDA site, per job, in core-hours.
+
+The replay's rules (``replay/rules.py``: the pilot's memory kill at k × the allocation,
+``getJobMaxWalltime``, the queues' maxtime) are the site; the prices
+(``Settings.allocation.prices``) say what each outcome is worth. Expected costs are taken
+over a task's value distribution evaluated at a fixed grid of its quantiles, so the same
+code prices a model's calibrated distribution and the generator's exact one.
+
+Simplifications, stated: every job of a task needs the task's value (PanDA's task value
+already carries the margin over its jobs); a killed attempt costs the core-hours it ran
+plus ``kill_overhead`` times as much again; a need above the allocation but within the
+pilot's grace pays for the memory it takes from other jobs; slack is what the allocation holds above the
+larger of the need and the slot's own share (a slot gives 2 GB a core whatever is asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scoutless.config import Prices, ReplaySettings
+
+
+@dataclass(frozen=True)
+class SiteRules:
+    """The rules an allocation meets: the kill factor, the standard slot, the queues."""
+
+    memory_kill_factor: float = 2.0
+    #: the standard slot's MB per core; above it a job needs a HIMEM slot
+    standard_mb_per_core: float = 2000.0
+    #: a walltime limit above this needs a long queue (None: every queue is long enough)
+    short_maxtime_s: float | None = None
+    #: the longest queue's maxtime: no limit goes above it, and a walltime kill's retry
+    #: runs with it (JEDI's increase_cputime); two days, a common grid queue's maxtime
+    max_maxtime_s: float = 172_800.0
+
+    @classmethod
+    def of(cls, replay: ReplaySettings) -> SiteRules:
+        standard = min(t.mb_per_core for t in replay.resource_types.values())
+        return cls(
+            memory_kill_factor=replay.memory_kill_factor,
+            standard_mb_per_core=standard,
+            short_maxtime_s=getattr(replay, "short_maxtime_s", None),
+            max_maxtime_s=replay.queue_maxtime_s or cls.max_maxtime_s,
+        )
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """Per task (arrays of one length): what a job of it is, as known at submission."""
+
+    cores: np.ndarray
+    #: expected walltime of one job, seconds (the walltime target's median where predicted)
+    wall_s: np.ndarray
+    #: events per job, HS06 per core, cpuEfficiency (%), baseWalltime (s): getJobMaxWalltime
+    nevents: np.ndarray
+    core_power: np.ndarray
+    cpu_efficiency: np.ndarray
+    base_walltime_s: np.ndarray
+    #: jobs the task will have (1 where unknown)
+    n_jobs: np.ndarray
+
+    def take(self, rows: np.ndarray | slice) -> JobContext:
+        return JobContext(**{k: np.asarray(v)[rows] for k, v in self.__dict__.items()})
+
+    def __len__(self) -> int:
+        return len(self.cores)
+
+
+def memory_cost(
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
+) -> np.ndarray:
+    """Cost of allocating ``alloc`` MB/core (n, a) to tasks needing ``need`` (n, ..., g):
+    broadcast; ``job`` arrays are per task (n,)."""
+    extra = (1,) * (need.ndim - 1)
+    cores = job.cores.reshape(-1, *extra)
+    hours = (job.wall_s / 3600.0).reshape(-1, *extra)
+    held = np.maximum(alloc, rules.standard_mb_per_core)
+    limit = rules.memory_kill_factor * held
+    killed = need > limit
+    ran = np.where(killed, np.minimum(1.0, limit / np.maximum(need, 1e-9)), 1.0)
+    kill = np.where(killed, (1 + prices.kill_overhead) * cores * hours * ran, 0.0)
+    slack_gb = np.maximum(held - np.maximum(need, rules.standard_mb_per_core), 0.0) / 1024.0
+    slack = np.where(killed, 0.0, prices.memory_gb_hour * slack_gb * cores * hours)
+    over_gb = np.where(killed, 0.0, np.maximum(need - held, 0.0) / 1024.0)
+    overuse = prices.memory_overuse_gb_hour * over_gb * cores * hours
+    # the slot it runs in: the allocation's, or after a kill the retry's, raised to the need
+    himem_slot = np.where(killed, need, alloc) > rules.standard_mb_per_core
+    himem = np.where(himem_slot, prices.himem_core_hour * cores * hours, 0.0)
+    return kill + slack + overuse + himem
+
+
+def memory_candidates(grid: np.ndarray, rules: SiteRules) -> np.ndarray:
+    """(n, c) allocations worth pricing: the quantiles, the least each survives with (a
+    need over k), and the standard slot's own share."""
+    standard = np.full((len(grid), 1), rules.standard_mb_per_core)
+    return np.hstack([grid / rules.memory_kill_factor, grid, standard])
+
+
+def walltime_limit_s(cputime: np.ndarray, job: JobContext, extra: tuple[int, ...]) -> np.ndarray:
+    """``getJobMaxWalltime`` of cpuTime values broadcast against per-task job arrays."""
+    shape = (-1, *extra)
+    per_event = job.nevents.reshape(shape) / (
+        np.maximum(job.cores, 1.0).reshape(shape)
+        * job.core_power.reshape(shape)
+        * (job.cpu_efficiency.reshape(shape) / 100.0)
+    )
+    return cputime * per_event + job.base_walltime_s.reshape(shape)
+
+
+def cputime_cost(
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
+) -> np.ndarray:
+    """Cost of a cpuTime allocation (HS06·s/event): a job runs for the walltime of its need
+    and is killed at the limit its allocation sets; shapes as in :func:`memory_cost`."""
+    extra = (1,) * (need.ndim - 1)
+    cores = job.cores.reshape(-1, *extra)
+    limit = np.minimum(walltime_limit_s(alloc, job, extra), rules.max_maxtime_s)
+    runs = walltime_limit_s(need, job, extra)
+    killed = runs > limit
+    kill = np.where(killed, (1 + prices.kill_overhead) * cores * limit / 3600.0, 0.0)
+    # a killed job is retried with the longest queue's maxtime (increase_cputime)
+    held = np.where(killed, rules.max_maxtime_s, limit)
+    slack_h = np.maximum(held - runs, 0.0) / 3600.0
+    slack = prices.walltime_slack_core_hour * cores * slack_h
+    long = 0.0
+    if rules.short_maxtime_s is not None:
+        on_long = held > rules.short_maxtime_s
+        long = np.where(on_long, prices.long_queue_core_hour * cores * runs / 3600.0, 0.0)
+    return kill + slack + long
+
+
+def plain_candidates(grid: np.ndarray, rules: SiteRules) -> np.ndarray:
+    """(n, c) allocations worth pricing: the task's quantiles themselves."""
+    return grid
+
+
+#: target -> (per-job cost, candidate allocations); the targets allocated as a number
+COSTS = {
+    "memory": (memory_cost, memory_candidates),
+    "cputime": (cputime_cost, plain_candidates),
+}
+
+
+def scout_wait_cost(job: JobContext, prices: Prices) -> np.ndarray:
+    """(n,) what the scouts' wait costs a task (core-hours equivalent)."""
+    return np.full(len(job), prices.scout_delay_hour * prices.scout_wait_s / 3600.0)

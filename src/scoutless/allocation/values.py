@@ -1,0 +1,112 @@
+"""A task's value distribution and its split-conformal calibration.
+
+Every value model (and the synthetic generator's truth) describes a task's value the same
+way: ``offset + exp(N(mu, sigma))``, a shifted log-normal. ``offset`` is -1 for models
+fitted on ``log1p`` of the value; the generator has its own per task.
+
+Calibration is split-conformal on the probability integral transform: on calibration rows
+the score is ``s = F(y)`` (the row's own predicted CDF at its true value). With the
+``ceil((n + 1)(1 - alpha))``-th smallest score ``u*``, allocating ``F^-1(u*)`` on an
+exchangeable new task under-allocates (``y > allocation``) with probability at most
+alpha, whatever the model's errors: the score is monotone in ``y`` for every task.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+#: PIT scores and levels are kept inside (0, 1) so that a quantile stays finite
+_LEVEL_EPS = 1e-9
+
+
+class CalibrationError(ValueError):
+    """A calibration that cannot be fitted from what it was given."""
+
+
+@dataclass(frozen=True)
+class ValueDistribution:
+    """Per task (arrays of one length): value = offset + exp(mu + sigma · Z), Z ~ N(0, 1)."""
+
+    offset: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+
+    @classmethod
+    def of(cls, offset: object, mu: object, sigma: object) -> ValueDistribution:
+        """Arrays broadcast to one length (a scalar offset is shared by every task)."""
+        mu_a = np.atleast_1d(np.asarray(mu, dtype=float))
+        offset_a = np.broadcast_to(np.asarray(offset, dtype=float), mu_a.shape).copy()
+        sigma_a = np.maximum(np.broadcast_to(np.asarray(sigma, dtype=float), mu_a.shape), 1e-9)
+        return cls(offset_a, mu_a, sigma_a.copy())
+
+    def __len__(self) -> int:
+        return len(self.mu)
+
+    def take(self, rows: np.ndarray | slice) -> ValueDistribution:
+        return ValueDistribution(self.offset[rows], self.mu[rows], self.sigma[rows])
+
+    def quantile(self, level: float | np.ndarray) -> np.ndarray:
+        """(n,) the value at probability ``level`` (a scalar, or one level per task)."""
+        u = np.clip(np.asarray(level, dtype=float), _LEVEL_EPS, 1 - _LEVEL_EPS)
+        return self.offset + np.exp(self.mu + self.sigma * ndtri(u))
+
+    def quantiles(self, levels: np.ndarray) -> np.ndarray:
+        """(n, m) the values at m levels."""
+        u = np.clip(np.asarray(levels, dtype=float), _LEVEL_EPS, 1 - _LEVEL_EPS)
+        z = ndtri(u)[None, :]
+        return self.offset[:, None] + np.exp(self.mu[:, None] + self.sigma[:, None] * z)
+
+    def cdf(self, value: float | np.ndarray) -> np.ndarray:
+        """(n,) P(task value <= value)."""
+        above = np.asarray(value, dtype=float) - self.offset
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
+        return np.where(above > 0, ndtr(np.nan_to_num(z, nan=-np.inf)), 0.0)
+
+    def median(self) -> np.ndarray:
+        return self.offset + np.exp(self.mu)
+
+
+@dataclass(frozen=True)
+class ConformalLevels:
+    """The calibration rows' sorted PIT scores; ``level(alpha)`` is the conformal level."""
+
+    scores: np.ndarray  # sorted, in (0, 1)
+
+    @classmethod
+    def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:
+        values = np.asarray(values, dtype=float)
+        if len(values) != len(dist):
+            raise CalibrationError(f"{len(values)} values for {len(dist)} distributions")
+        known = np.isfinite(values)
+        if not known.any():
+            raise CalibrationError("value calibration needs rows with a known value")
+        scores = dist.take(known).cdf(values[known])
+        return cls(np.sort(np.clip(scores, _LEVEL_EPS, 1 - _LEVEL_EPS)))
+
+    @property
+    def n(self) -> int:
+        return len(self.scores)
+
+    def level(self, alpha: float) -> float:
+        """The PIT level whose quantile under-allocates at most ``alpha`` (1 - eps when the
+        calibration rows are too few for that alpha: the most that can be given)."""
+        if not 0 < alpha < 1:
+            raise CalibrationError(f"{alpha=} must be in (0, 1)")
+        rank = math.ceil((self.n + 1) * (1 - alpha))
+        if rank > self.n:
+            return 1 - _LEVEL_EPS
+        return float(self.scores[rank - 1])
+
+    def coverage(self, level: float | np.ndarray) -> np.ndarray:
+        """P(need <= allocation) on a new task for an allocation at PIT ``level``: the
+        share of calibration scores at or below it, as conformal prediction counts it."""
+        below = np.searchsorted(self.scores, np.asarray(level, dtype=float), side="right")
+        return below / (self.n + 1)
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"scores": self.scores.tolist()}
