@@ -45,14 +45,20 @@ class Benchmark:
     tables: Callable[[dict[str, Any]], list[Table]] = field(default=lambda doc: [])
 
 
+#: decimals a figure below 1,000 keeps on a page (larger ones keep one)
+FLOAT_DIGITS = 4
+
+
 def fmt(value: Any) -> str:
-    """A figure as the page prints it: thousands separated, never rounded (the JSON is)."""
+    """A figure as the page prints it: thousands separated, four decimals at most."""
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return format(value, ",")
+    if isinstance(value, float):
+        return format(round(value, FLOAT_DIGITS if abs(value) < 1000 else 1), ",")
     if isinstance(value, list | dict):
         return json.dumps(value)
     return str(value)
@@ -186,31 +192,41 @@ def load_result(folder: Path, name: str) -> dict[str, Any] | None:
         raise ValueError(f"{path}: not JSON ({err})") from err
 
 
-def index_page(docs: dict[str, dict[str, Any] | None]) -> str:
+def index_page(docs: dict[str, dict[str, Any] | None], folder: Path) -> str:
+    """The results index: every benchmark with its date, then the headline figures."""
+    from docsgen.headline import headline
     from docsgen.results_views import BENCHMARKS
 
     rows = []
     for bench in BENCHMARKS:
-        doc = docs[bench.name]
-        m = (doc or {}).get("machine", {})
+        m = (docs[bench.name] or {}).get("machine", {})
+        measured = docs[bench.name] is not None
         rows.append(
             (
                 f"[{bench.title}]({bench.name}.md)",
-                fmt(m.get("date")) if doc else "not measured",
-                fmt(m.get("cpu_cores")) if doc else "",
+                fmt(m.get("date")) if measured else "not measured",
+                fmt(m.get("cpu_cores")) if measured else "",
                 bench.about.split(". ")[0],
             )
         )
+    intro = (
+        "Each page is built from the JSON its benchmark wrote (`benchmarks/NAME.py --out "
+        "results/NAME.json`): its figures are the file's (four decimals at most), with the "
+        "date, the machine's cores and its speed at the time, and the command that reproduces "
+        f"them. Re-run a benchmark and rebuild the site ({code('bash scripts/docs.sh')}) to "
+        "update its page."
+    )
     return "\n".join(
         [
             "# Results",
             "",
-            "Each page is built from the JSON its benchmark wrote (`benchmarks/NAME.py --out "
-            "results/NAME.json`), so the figures on it are exactly the file's, with the date, the "
-            "machine's cores and its speed at the time. Re-run a benchmark and rebuild the site to "
-            f"update its page. {code('bash scripts/docs.sh')} builds the site.",
+            intro,
             "",
             table(("benchmark", "measured on", "cores", "what it measures"), rows),
+            "",
+            "## Headline",
+            "",
+            headline(folder, lambda name: f"{name}.md"),
         ]
     )
 
@@ -221,5 +237,5 @@ def results_pages(folder: Path) -> dict[str, str]:
 
     docs = {b.name: load_result(folder, b.name) for b in BENCHMARKS}
     pages = {f"results/{b.name}.md": benchmark_page(b, docs[b.name]) for b in BENCHMARKS}
-    pages["results/index.md"] = index_page(docs)
+    pages["results/index.md"] = index_page(docs, folder)
     return pages
