@@ -109,8 +109,13 @@ def records(
     return Table(title, cols, body, note)
 
 
+#: a list of plain values longer than this is left off a page (a curve, not a figure)
+MAX_LIST = 8
+
+
 def leaves(doc: Any, path: Path_ = ()) -> list[Path_]:
-    """The path of every scalar in ``doc`` (the machine record left out: the page shows it)."""
+    """The path of every scalar in ``doc`` (the machine record left out: the page shows it;
+    long lists of plain values left out too)."""
     if isinstance(doc, dict):
         return [
             p
@@ -120,6 +125,8 @@ def leaves(doc: Any, path: Path_ = ()) -> list[Path_]:
         ]
     if isinstance(doc, list) and any(isinstance(v, dict | list) for v in doc):
         return [p for i, v in enumerate(doc) for p in leaves(v, (*path, i))]
+    if isinstance(doc, list) and len(doc) > MAX_LIST:
+        return []  # a curve (CDF points, per-run values) is not a table cell
     return [path]
 
 

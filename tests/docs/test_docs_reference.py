@@ -43,7 +43,11 @@ def test_every_verb_has_its_section_and_every_option(cli_md: str) -> None:
         for param in command.params:
             if param.name == "help" or getattr(param, "hidden", False):
                 continue
-            names = param.opts if param.param_type_name == "option" else [param.metavar or param.name.upper()]
+            names = (
+                param.opts
+                if param.param_type_name == "option"
+                else [param.metavar or param.name.upper()]
+            )
             for name in names:
                 assert f"`{name}`" in section, (path, name)
 
@@ -121,6 +125,9 @@ def test_defaults_render_as_the_env_var_would_take_them() -> None:
     assert default_text(fields["workdir"]) == "scoutless-work"
     assert default_text(fields["db_url"]) == "None"
     strategies = Settings().replay.strategies
-    row = next(line for line in settings_page(Settings).splitlines()
-               if line.startswith("| `replay.strategies` |"))
+    row = next(
+        line
+        for line in settings_page(Settings).splitlines()
+        if line.startswith("| `replay.strategies` |")
+    )
     assert re.search(r"`\[" + ", ".join(f'"{s}"' for s in strategies) + r"\]`", row)

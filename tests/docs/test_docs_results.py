@@ -41,8 +41,11 @@ def _same(text: str, value) -> bool:
 
 
 def _markdown_rows(page: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split(" | ")]
-            for line in page.splitlines() if line.startswith("| ")]
+    return [
+        [c.strip() for c in line.strip("|").split(" | ")]
+        for line in page.splitlines()
+        if line.startswith("| ")
+    ]
 
 
 def test_the_headline_figures_are_measured() -> None:
@@ -95,14 +98,30 @@ def test_a_benchmark_without_json_says_how_to_produce_it(tmp_path: Path) -> None
 
 
 def test_a_json_without_a_view_shows_every_figure(tmp_path: Path) -> None:
-    doc = {"benchmark": "replay", "tasks": 99561, "seconds": {"total": 202.5},
-           "per_strategy": [{"name": "scouts", "kills": 409}, {"name": "hybrid", "kills": 57}],
-           "machine": {"date": "2026-12-01", "cpu_cores": 2, "command": "python benchmarks/replay.py --out x"}}
+    doc = {
+        "benchmark": "replay",
+        "tasks": 99561,
+        "seconds": {"total": 202.5},
+        "per_strategy": [{"name": "scouts", "kills": 409}, {"name": "hybrid", "kills": 57}],
+        "cdf": {"hours": list(range(101))},
+        "range": [1.5, 2.5],
+        "machine": {
+            "date": "2026-12-01",
+            "cpu_cores": 2,
+            "command": "python benchmarks/replay.py --out x",
+        },
+    }
     (tmp_path / "replay.json").write_text(json.dumps(doc))
     page = results_pages(tmp_path)["results/replay.md"]
-    for line in ("| tasks | 99,561 |", "| seconds.total | 202.5 |", "| per_strategy.1.kills | 57 |",
-                 "| per_strategy.0.name | scouts |"):
+    for line in (
+        "| tasks | 99,561 |",
+        "| seconds.total | 202.5 |",
+        "| per_strategy.1.kills | 57 |",
+        "| per_strategy.0.name | scouts |",
+        "| range | [1.5, 2.5] |",
+    ):
         assert line in page
+    assert "cdf.hours" not in page
 
 
 def test_a_broken_json_names_its_file(tmp_path: Path) -> None:
@@ -111,8 +130,12 @@ def test_a_broken_json_names_its_file(tmp_path: Path) -> None:
         results_pages(tmp_path)
 
 
-@given(st.one_of(st.integers(-10**12, 10**12),
-                 st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9)))
+@given(
+    st.one_of(
+        st.integers(-(10**12), 10**12),
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
+    )
+)
 def test_a_figure_reads_back_as_its_value(value) -> None:
     assert _same(fmt(value), value)
 
@@ -121,7 +144,8 @@ def test_the_readme_headline_is_the_jsons() -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme.split(START, 1)[1].split(END, 1)[0]
     assert block.strip() == headline(RESULTS, readme_link).strip(), (
-        "README.md's headline differs from results/*.json: run python -m docsgen.headline")
+        "README.md's headline differs from results/*.json: run python -m docsgen.headline"
+    )
     train = json.loads((RESULTS / "train.json").read_text())
     dnn_memory = at(train, ("results", 0, "test_quality", "memory", "dnn", "accuracy"))
     assert f"memory {fmt(dnn_memory)}" in block

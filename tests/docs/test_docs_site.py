@@ -23,15 +23,25 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_site_has_every_page_of_the_nav(built_site: Path) -> None:
-    for page in ("index.html", "getting-started.html", "reference/cli.html",
-                 "reference/http-api.html", "reference/settings.html",
-                 "reference/python-api.html", "results/index.html", "architecture.html",
-                 "contributing.html", *(f"results/{b.name}.html" for b in BENCHMARKS)):
+    for page in (
+        "index.html",
+        "getting-started.html",
+        "reference/cli.html",
+        "reference/http-api.html",
+        "reference/settings.html",
+        "reference/python-api.html",
+        "results/index.html",
+        "architecture.html",
+        "contributing.html",
+        *(f"results/{b.name}.html" for b in BENCHMARKS),
+    ):
         assert (built_site / page).is_file(), page
 
 
 def test_the_site_loads_nothing_from_the_network(built_site: Path) -> None:
-    loads = re.compile(r"<(?:script|img|iframe)[^>]*\ssrc=\"(https?:)?//|<link[^>]*\shref=\"(https?:)?//")
+    loads = re.compile(
+        r"<(?:script|img|iframe)[^>]*\ssrc=\"(https?:)?//|<link[^>]*\shref=\"(https?:)?//"
+    )
     for page in built_site.rglob("*.html"):
         assert not loads.search(page.read_text()), page
     css = "".join(p.read_text() for p in built_site.rglob("*.css"))
@@ -63,16 +73,31 @@ def test_the_results_pages_in_the_site_show_the_jsons_figures(built_site: Path) 
         for table in bench.tables(doc) or [every_figure(doc)]:
             for row in table.rows:
                 for cell in row:
-                    assert f"<td>{cell.text}</td>" in html or f">{cell.text}<" in html, (bench.name, cell)
+                    assert f"<td>{cell.text}</td>" in html or f">{cell.text}<" in html, (
+                        bench.name,
+                        cell,
+                    )
 
 
 def _screenshot(page: Path, out: Path) -> np.ndarray:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium not installed (scripts/services.sh installs it)")
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1280,1000", f"--screenshot={out}", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,1000",
+            f"--screenshot={out}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     return np.asarray(Image.open(out).convert("RGB")).astype(int)
 
 
@@ -90,8 +115,12 @@ def test_a_screenshot_shows_the_rendered_page(built_site: Path, tmp_path: Path, 
 
 def test_no_notebook_wording_in_readme_docs_src() -> None:
     files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "src").rglob("*.py")]
-    hits = [f"{p.relative_to(ROOT)}:{i}" for p in files
-            for i, line in enumerate(p.read_text().splitlines(), 1) if BANNED.search(line)]
+    hits = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if BANNED.search(line)
+    ]
     assert not hits
 
 
