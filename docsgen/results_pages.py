@@ -130,9 +130,11 @@ def leaves(doc: Any, path: Path_ = ()) -> list[Path_]:
     return [path]
 
 
-def every_figure(doc: dict[str, Any], title: str = "Figures") -> Table:
-    """Every scalar of the JSON, by its dotted path: the page of a benchmark without a view."""
-    rows = [[label(".".join(map(str, p))), figure(doc, p)] for p in leaves(doc)]
+def every_figure(doc: dict[str, Any], title: str = "Figures", skip: Path_ | None = None) -> Table:
+    """Every scalar of the JSON (but those under ``skip``), by its dotted path: the page of a
+    benchmark without a view."""
+    paths = [p for p in leaves(doc) if skip is None or p[: len(skip)] != skip]
+    rows = [[label(".".join(map(str, p))), figure(doc, p)] for p in paths]
     return Table(title, ["figure", "value"], rows)
 
 

@@ -149,3 +149,66 @@ def test_the_readme_headline_is_the_jsons() -> None:
     train = json.loads((RESULTS / "train.json").read_text())
     dnn_memory = at(train, ("results", 0, "test_quality", "memory", "dnn", "accuracy"))
     assert f"memory {fmt(dnn_memory)}" in block
+
+
+def test_a_replay_document_lays_its_strategies_side_by_side(tmp_path: Path) -> None:
+    strategy = {
+        "time_to_first_job_s": {"p50": 8611.0, "p90": 105846.8},
+        "wasted_core_hours": 4494.79,
+        "memory_kills": 30,
+        "cdf": {"time_to_first_job_s": [float(i) for i in range(101)]},
+    }
+    doc = {
+        "benchmark": "replay",
+        "seconds": {"total": 202.5},
+        "replay": {
+            "strategies": {
+                "scouts": strategy,
+                "hybrid": {**strategy, "memory_kills": 0, "wasted_core_hours": 1753.03},
+            }
+        },
+        "machine": {
+            "date": "2026-12-01",
+            "cpu_cores": 2,
+            "command": "python benchmarks/replay.py --out x",
+        },
+    }
+    (tmp_path / "replay.json").write_text(json.dumps(doc))
+    page = results_pages(tmp_path)["results/replay.md"]
+    assert "| metric | scouts | hybrid |" in page
+    assert "| time_to_first_job_s.p50 | 8,611.0 | 8,611.0 |" in page
+    assert "| wasted_core_hours | 4,494.8 | 1,753.0 |" in page
+    assert "| memory_kills | 30 | 0 |" in page
+    assert "| seconds.total | 202.5 |" in page  # the run's own figures
+    assert "replay.strategies.scouts" not in page  # not twice
+    block = headline(tmp_path, lambda name: f"{name}.md")
+    assert "scouts 8,611.0, hybrid 8,611.0" in block and "scouts 4,494.8, hybrid 1,753.0" in block
+
+
+def test_the_replay_benchmarks_own_headline_shape_is_found_too(tmp_path: Path) -> None:
+    doc = {
+        "benchmark": "replay",
+        "tasks": 99561,
+        "headline": {
+            "scouts": {"time_to_first_job_p50_s": 4816.0, "wasted_core_hours": 67313},
+            "hybrid": {"time_to_first_job_p50_s": 0.0, "wasted_core_hours": 16350},
+        },
+        "machine": {
+            "date": "2026-12-01",
+            "cpu_cores": 2,
+            "command": "python benchmarks/replay.py --out x",
+        },
+    }
+    (tmp_path / "replay.json").write_text(json.dumps(doc))
+    page = results_pages(tmp_path)["results/replay.md"]
+    assert "| wasted_core_hours | 67,313 | 16,350 |" in page and "| tasks | 99,561 |" in page
+    block = headline(tmp_path, lambda name: f"{name}.md")
+    assert "scouts 4,816.0, hybrid 0.0" in block
+
+
+def test_every_benchmark_script_has_a_results_page_and_writes_its_json() -> None:
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py") if p.stem != "record"}
+    assert scripts == {b.name for b in BENCHMARKS}
+    for name in scripts:
+        source = (ROOT / "benchmarks" / f"{name}.py").read_text()
+        assert "add_out(parser)" in source and "emit(" in source, name
