@@ -97,6 +97,19 @@ def test_a_benchmark_without_json_says_how_to_produce_it(tmp_path: Path) -> None
         assert bench.command in pages[f"results/{bench.name}.md"]
 
 
+REPLAY_MACHINE = {
+    "date": "2026-12-01",
+    "cpu_cores": 2,
+    "command": "python benchmarks/replay.py --out x",
+}
+
+
+def _replay_page(folder: Path, doc: dict) -> str:
+    """The replay page built from ``doc`` written as ``folder/replay.json``."""
+    (folder / "replay.json").write_text(json.dumps(doc))
+    return results_pages(folder)["results/replay.md"]
+
+
 def test_a_json_without_a_view_shows_every_figure(tmp_path: Path) -> None:
     doc = {
         "benchmark": "replay",
@@ -105,14 +118,9 @@ def test_a_json_without_a_view_shows_every_figure(tmp_path: Path) -> None:
         "per_strategy": [{"name": "scouts", "kills": 409}, {"name": "hybrid", "kills": 57}],
         "cdf": {"hours": list(range(101))},
         "range": [1.5, 2.5],
-        "machine": {
-            "date": "2026-12-01",
-            "cpu_cores": 2,
-            "command": "python benchmarks/replay.py --out x",
-        },
+        "machine": REPLAY_MACHINE,
     }
-    (tmp_path / "replay.json").write_text(json.dumps(doc))
-    page = results_pages(tmp_path)["results/replay.md"]
+    page = _replay_page(tmp_path, doc)
     for line in (
         "| tasks | 99,561 |",
         "| seconds.total | 202.5 |",
@@ -167,14 +175,9 @@ def test_a_replay_document_lays_its_strategies_side_by_side(tmp_path: Path) -> N
                 "hybrid": {**strategy, "memory_kills": 0, "wasted_core_hours": 1753.03},
             }
         },
-        "machine": {
-            "date": "2026-12-01",
-            "cpu_cores": 2,
-            "command": "python benchmarks/replay.py --out x",
-        },
+        "machine": REPLAY_MACHINE,
     }
-    (tmp_path / "replay.json").write_text(json.dumps(doc))
-    page = results_pages(tmp_path)["results/replay.md"]
+    page = _replay_page(tmp_path, doc)
     assert "| metric | scouts | hybrid |" in page
     assert "| time_to_first_job_s.p50 | 8,611.0 | 8,611.0 |" in page
     assert "| wasted_core_hours | 4,494.8 | 1,753.0 |" in page
@@ -193,14 +196,9 @@ def test_the_replay_benchmarks_own_headline_shape_is_found_too(tmp_path: Path) -
             "scouts": {"time_to_first_job_p50_s": 4816.0, "wasted_core_hours": 67313},
             "hybrid": {"time_to_first_job_p50_s": 0.0, "wasted_core_hours": 16350},
         },
-        "machine": {
-            "date": "2026-12-01",
-            "cpu_cores": 2,
-            "command": "python benchmarks/replay.py --out x",
-        },
+        "machine": REPLAY_MACHINE,
     }
-    (tmp_path / "replay.json").write_text(json.dumps(doc))
-    page = results_pages(tmp_path)["results/replay.md"]
+    page = _replay_page(tmp_path, doc)
     assert "| wasted_core_hours | 67,313 | 16,350 |" in page and "| tasks | 99,561 |" in page
     block = headline(tmp_path, lambda name: f"{name}.md")
     assert "scouts 4,816.0, hybrid 0.0" in block
