@@ -192,6 +192,7 @@ def _xgb_inference(doc: dict[str, Any]) -> list[Table]:
     ]
 
 
+METRIC_TITLES = {"macro_f1": "Macro-F1", "accuracy": "Accuracy"}
 REAL_TRACE_MODELS = ("user_request", "last2", "scouts", "xgb", "dnn", "served")
 
 
@@ -221,7 +222,7 @@ def _real_traces(doc: dict[str, Any]) -> list[Table]:
         ]
         tables.append(
             Table(
-                f"{metric.replace('_', '-')}, mean over the seeds, pooled over the "
+                f"{METRIC_TITLES[metric]}, mean over the seeds, pooled over the "
                 "walk-forward periods",
                 ["trace", "target", "test rows", *models],
                 rows,

@@ -8,4 +8,5 @@ services=$(bash scripts/services.sh)  # NAME=value lines
 while IFS= read -r line; do if [[ $line == *=* ]]; then export "$line"; fi; done <<<"$services"
 .venv/bin/ruff check src tests benchmarks docsgen
 bash scripts/docs.sh
+export SCOUTLESS_DOCS_SITE=$PWD/site  # the tests read this build instead of making their own
 .venv/bin/python -m pytest -q "$@"

@@ -19,7 +19,10 @@ if str(ROOT) not in sys.path:
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``mkdocs build --strict`` of this checkout into a temporary folder (what
     ``scripts/docs.sh`` runs): a warning, a broken link or a page missing from the nav
-    fails it."""
+    fails it. Under ``scripts/test.sh`` the site it built just before is read instead."""
+    given = os.environ.get("SCOUTLESS_DOCS_SITE")  # scripts/test.sh has just built it
+    if given and (Path(given) / "index.html").is_file():
+        return Path(given)
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
