@@ -308,7 +308,11 @@ BENCHMARKS: list[Benchmark] = [
         "serve",
         "Service latency and throughput",
         "The HTTP service under load on one machine: the database endpoint, single-task "
-        "and 1,000-task POSTs, against the service's goals.",
+        "and 1,000-task POSTs, against the service's goals. The load generator shares the "
+        "machine, and every answer waits for its prediction-log commit. Without `--bundle` "
+        "and `--db` the benchmark trains a small bundle and serves a small generated history; "
+        "`--bundle scoutless-work/bundle --db sqlite:///scoutless-work/history.sqlite` "
+        "measures the demo's.",
         "python benchmarks/serve.py --workers 2 --out results/serve.json",
         _serve,
     ),
