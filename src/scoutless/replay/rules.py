@@ -3,7 +3,8 @@
 Sources (panda-server): ``CoreUtils.getJobMaxWalltime`` (a job's walltime from the task's
 cpuTime), ``retryModule`` + ``increaseRamLimitJobJEDI`` (the memory ladder and the >30 %
 task raise), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
-``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core).
+``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core);
+pandajedi ``AtlasProdJobBroker`` (which queues a job's walltime fits).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from collections.abc import Sequence
 MEMORY_KILL = 1
 WALLTIME_KILL = 2
 SUCCESS = 0
+
+#: AtlasProdJobBroker sends scouts (and walltime-undefined jobs) only to queues whose
+#: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime"); a grid slot has ~10
+SCOUT_MIN_MAXTIME_S = 24 * 3600.0
 
 
 def resource_type(
@@ -111,3 +116,13 @@ def scouts_exhausted(
         n_new_jobs > min_new_jobs
         and requested_mb_per_core < threshold_mb_per_core < scout_mb_per_core
     )
+
+
+def needs_long_queue(limit_s: float, short_maxtime_s: float, scout: bool) -> bool:
+    """A job can only go to the long queue: its walltime limit exceeds the short queue's
+    maxtime (the broker's ``-shortwalltime``), or it is a scout or has no limit
+    (``limit_s`` inf: no cpuTime, it gets the maxtime of its queue) and the short queue is
+    under the day the broker asks for those."""
+    if limit_s > short_maxtime_s and limit_s != math.inf:
+        return True
+    return (scout or limit_s == math.inf) and short_maxtime_s < SCOUT_MIN_MAXTIME_S
