@@ -181,3 +181,15 @@ def test_the_generator_writes_pandas_priority_columns_and_the_workload_reads_the
     assert np.array_equal(work.task_priority, task_priority.reindex(work.task_ids).to_numpy())
     # a scout unit keeps its task's priority: the replay boosts whichever units it scouts with
     assert np.array_equal(work.unit_priority, work.task_priority[work.task])
+
+
+def test_scouts_and_jobs_without_cputime_need_a_day_at_10_hs06_a_core():
+    from scoutless.replay.rules import needs_long_queue
+
+    day = 86400.0
+    # (maxtime - baseWalltime) x corePower x cpuEfficiency against 24 h x 10 HS06
+    assert not needs_long_queue(3600.0, day, True, 10.0, 100.0, 0.0)
+    assert needs_long_queue(3600.0, day, True, 11.0, 90.0, 600.0)  # 849,420 < 864,000
+    assert needs_long_queue(float("inf"), day, False, 11.0, 90.0, 600.0)
+    assert not needs_long_queue(3600.0, day, False, 11.0, 90.0, 600.0)  # a limit that fits
+    assert needs_long_queue(day + 1, day, False, 20.0, 100.0, 0.0)

@@ -116,6 +116,7 @@ class Replay:
         self.failed = [False] * n_j
         # unit -> (start, outcome, allocation MB, walltime limit s)
         self.running: dict[int, tuple[float, int, float, float]] = {}
+        self.queued_limit: dict[int, tuple[float, int]] = {}  # unit -> (limit, task version)
         self._task_state(n_t)
         self.submit = work.submit_s.tolist()
         # the clock
@@ -146,6 +147,7 @@ class Replay:
         self.scouts_failed = [0] * n_t
         self.scouts_resolved = [0] * n_t
         self.increased = [0] * n_t
+        self.task_version = [0] * n_t  # +1 at each change of cpuTime (the limits)
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
         self.mem_kills = [0] * n_t
@@ -196,9 +198,15 @@ class Replay:
             ram = self.job_ram[j]
             if ram is None:
                 ram = self.task_ram[self.unit_task[j]]
-            long = self.short is not None and rules.needs_long_queue(
-                self.limit_of(j), self.short, self.is_scout[j]
-            )
+            long = False
+            if self.short is not None:
+                limit = self.limit_of(j)
+                t = self.unit_task[j]
+                self.queued_limit[j] = (limit, self.task_version[t])
+                long = rules.needs_long_queue(
+                    limit, self.short, self.is_scout[j], self.power[j], self.eff[t],
+                    self.base_wall[t],
+                )  # fmt: skip
             for started in self.pool.enqueue(j, self.cores[j], ram, self.priority[j], long):
                 self.start(*started)
 
@@ -225,7 +233,10 @@ class Replay:
         wall = self.wall[j]
         # never above the maxtime of the queue it runs on (JobSplitter caps at siteSpec.maxtime)
         queue_maxtime = self.maxtime if on_long or self.short is None else self.short
-        limit = min(self.limit_of(j), queue_maxtime)
+        limit, version = self.queued_limit.pop(j, (None, -1))
+        if limit is None or version != self.task_version[t]:  # re-tuned since it queued
+            limit = self.limit_of(j)
+        limit = min(limit, queue_maxtime)
         runtime, outcome = wall, rules.SUCCESS
         killed_at = rules.memory_kill_time(wall, self.need[j], alloc, self.cfg.memory_kill_factor)
         if killed_at is not None:
@@ -377,6 +388,7 @@ class Replay:
             self.task_ram[t] = ram
         if cpu == cpu:
             self.task_cpu[t] = cpu
+            self.task_version[t] += 1
 
     def avalanche(self, t: int, ram: float, cpu: float) -> None:
         """JEDI's scout exits: broken, exhausted, or the production jobs go out."""

@@ -110,8 +110,10 @@ class SlotPool:
         self.long_held = [0, 0]
         # queue q = 2 * type + long; heap entries (-priority, sequence, unit, cores)
         self.queues: list[list[tuple[int, int, int, float]]] = [[] for _ in range(2 * len(ordered))]
+        # per group: (queue, its type, on the long queue) for every queue it serves
         self.group_queues = [
-            [q for q in range(len(self.queues)) if self.group[q // 2] == g] for g in (0, 1)
+            [(q, q // 2, q % 2 == 1) for q in range(len(self.queues)) if self.group[q // 2] == g]
+            for g in (0, 1)
         ]
         self.queue_of: dict[int, int] = {}
         self.seq = 0
@@ -164,24 +166,25 @@ class SlotPool:
     def _best(self, g: int) -> int | None:
         """The queue whose head goes next: highest priority, then oldest; capped ones skipped."""
         best, best_head = None, None
-        for q in self.group_queues[g]:
-            queue = self.queues[q]
+        queues, cap, held = self.queues, self.cap, self.held
+        long_room = None if self.long_cap[g] is None else self.long_cap[g] - self.long_held[g]
+        for q, i, long in self.group_queues[g]:
+            queue = queues[q]
             if not queue:
                 continue
             head = queue[0]
-            need, cap = int(head[3]), self.cap[q // 2]
-            if cap is not None and self.held[q // 2] + need > cap:
+            need = int(head[3])
+            if cap[i] is not None and held[i] + need > cap[i]:  # type: ignore[operator]
                 continue
-            long_cap = self.long_cap[g]
-            if q % 2 and long_cap is not None and self.long_held[g] + need > long_cap:
+            if long and long_room is not None and need > long_room:
                 continue
             if best_head is None or head < best_head:
                 best, best_head = q, head
         return best
 
     def _dispatch(self, g: int) -> list[tuple[int, float, bool]]:
-        started = []
-        while (q := self._best(g)) is not None:
+        started: list[tuple[int, float, bool]] = []
+        while self.free[g] > 0 and (q := self._best(g)) is not None:
             queue = self.queues[q]
             need = int(queue[0][3])
             if need > self.free[g]:

@@ -18,8 +18,8 @@ WALLTIME_KILL = 2
 SUCCESS = 0
 
 #: AtlasProdJobBroker sends scouts (and walltime-undefined jobs) only to queues whose
-#: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime"); a grid slot has ~10
-SCOUT_MIN_MAXTIME_S = 24 * 3600.0
+#: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime", "-min_walltime")
+SCOUT_MIN_HS06_S = 24 * 3600.0 * 10.0
 
 
 def resource_type(
@@ -118,11 +118,22 @@ def scouts_exhausted(
     )
 
 
-def needs_long_queue(limit_s: float, short_maxtime_s: float, scout: bool) -> bool:
+def needs_long_queue(
+    limit_s: float,
+    short_maxtime_s: float,
+    scout: bool,
+    core_power: float,
+    cpu_efficiency: float,
+    base_walltime_s: float,
+) -> bool:
     """A job can only go to the long queue: its walltime limit exceeds the short queue's
-    maxtime (the broker's ``-shortwalltime``), or it is a scout or has no limit
-    (``limit_s`` inf: no cpuTime, it gets the maxtime of its queue) and the short queue is
-    under the day the broker asks for those."""
-    if limit_s > short_maxtime_s and limit_s != math.inf:
-        return True
-    return (scout or limit_s == math.inf) and short_maxtime_s < SCOUT_MIN_MAXTIME_S
+    maxtime (the broker's ``-shortwalltime``), or it is a scout or has no limit (``limit_s``
+    inf: no cpuTime, it gets its queue's maxtime) and the short queue does not give it the
+    broker's 24 h × 10 HS06: (maxtime − baseWalltime) × corePower × cpuEfficiency."""
+    if limit_s != math.inf:
+        if limit_s > short_maxtime_s:
+            return True
+        if not scout:
+            return False
+    hs06_s = (short_maxtime_s - base_walltime_s) * core_power * cpu_efficiency / 100.0
+    return hs06_s < SCOUT_MIN_HS06_S
