@@ -115,6 +115,8 @@ class SlotPool:
             [(q, q // 2, q % 2 == 1) for q in range(len(self.queues)) if self.group[q // 2] == g]
             for g in (0, 1)
         ]
+        # the widest job each queue can ever start (its pool, its type's cap, the long cap)
+        self.widest = [self._widest(q // 2, bool(q % 2)) for q in range(len(self.queues))]
         self.queue_of: dict[int, int] = {}
         self.seq = 0
         self.peak_queued = 0
@@ -125,14 +127,21 @@ class SlotPool:
     ) -> list[tuple[int, float, bool]]:
         """Queue a unit; returns the units that start now as (unit, slot MB/core, on long)."""
         i = rules.resource_type(cores, ram_mb_per_core, self.types)
-        self._check_fits(i, int(cores), long)
+        if int(cores) > self.widest[2 * i + long]:
+            self._refuse(i, int(cores), long)
         self.seq += 1
         queue = self.queues[2 * i + long]
         heapq.heappush(queue, (-priority, self.seq, unit, cores))
         self.peak_queued = max(self.peak_queued, len(queue))
         return self._dispatch(self.group[i])
 
-    def _check_fits(self, i: int, need: int, long: bool) -> None:
+    def _widest(self, i: int, long: bool) -> float:
+        g = self.group[i]
+        limits = [self.capacity[g], self.cap[i], self.long_cap[g] if long else None]
+        return float(min(c for c in limits if c is not None))
+
+    def _refuse(self, i: int, need: int, long: bool) -> None:
+        """Raise the error that names the key which leaves no slot for the job."""
         g = self.group[i]
         name, std = self.types[i][0], self.standard[g]
         if need > self.capacity[g]:
