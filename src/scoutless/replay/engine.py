@@ -3,10 +3,11 @@
 Why a heap of events rather than SimPy: the replay must push ~2.6M jobs × 3 strategies
 through in minutes. Every process here is a job that waits for cores, runs for a known
 time and ends (no interaction while running), so one event per job end plus PanDA's
-priority queues (:mod:`scoutless.replay.pool`) is the whole model; SimPy's generator process and Event objects per job cost
-several times more per job for no modelling gain. JEDI's periodic work (the avalanche
-check, the re-tuning) runs on one clock tick every ``check_interval_s``, as JEDI's own
-assessment does, and re-estimates all due tasks with one call of the target code.
+priority queues (:mod:`scoutless.replay.pool`) is the whole model; SimPy's generator
+process and Event objects per job cost several times more per job for no modelling gain.
+JEDI's periodic work (the avalanche check, the re-tuning) runs on one clock tick every
+``check_interval_s``, as JEDI's own assessment does, and re-estimates all due tasks with
+one call of the target code.
 
 Events are ``(time, sequence, kind, payload)`` on a heap; ties resolve in insertion order,
 so a replay is deterministic.
