@@ -193,3 +193,11 @@ def test_scouts_and_jobs_without_cputime_need_a_day_at_10_hs06_a_core():
     assert needs_long_queue(float("inf"), day, False, 11.0, 90.0, 600.0)
     assert not needs_long_queue(3600.0, day, False, 11.0, 90.0, 600.0)  # a limit that fits
     assert needs_long_queue(day + 1, day, False, 20.0, 100.0, 0.0)
+
+
+def test_a_ramcount_just_over_2000_stays_in_a_standard_slot():
+    # ResourceSpec.match_job: 0.9 x (2200 x 1 + 0) / 1 = 1980 ≤ 2000: SCORE; 2300 → 2070: HIMEM
+    settings = settings_with()
+    work = build_workload(jobs_frame(1, [1.0], [500]), tasks_frame([1]), settings)
+    assert replay(work, settings, ram=2200).result_.info["SCORE.jobs_started"] == 1
+    assert replay(work, settings, ram=2300).result_.info["SCORE_HIMEM.jobs_started"] == 1

@@ -196,19 +196,20 @@ class Replay:
         """Queue units (first attempts or retries) in the pool of their resource type, on
         the long queue where their walltime limit needs it."""
         for j in units:
+            t = self.unit_task[j]
             ram = self.job_ram[j]
             if ram is None:
-                ram = self.task_ram[self.unit_task[j]]
+                ram = self.task_ram[t]
             long = False
             if self.short is not None:
                 limit = self.limit_of(j)
-                t = self.unit_task[j]
                 self.queued_limit[j] = (limit, self.task_version[t])
                 long = rules.needs_long_queue(
                     limit, self.short, self.is_scout[j], self.power[j], self.eff[t],
                     self.base_wall[t],
                 )  # fmt: skip
-            for started in self.pool.enqueue(j, self.cores[j], ram, self.priority[j], long):
+            matched = rules.matched_ram_per_core(ram, self.cores[j], self.base_ram[t])
+            for started in self.pool.enqueue(j, self.cores[j], matched, self.priority[j], long):
                 self.start(*started)
 
     def limit_of(self, j: int) -> float:

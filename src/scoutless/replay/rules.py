@@ -4,7 +4,8 @@ Sources (panda-server): ``CoreUtils.getJobMaxWalltime`` (a job's walltime from t
 cpuTime), ``retryModule`` + ``increaseRamLimitJobJEDI`` (the memory ladder and the >30 %
 task raise), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
 ``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core);
-pandajedi ``AtlasProdJobBroker`` (which queues a job's walltime fits).
+``ResourceSpec.match_job`` (a job's resource type); pandajedi ``AtlasProdJobBroker``
+(which queues a job's walltime fits).
 """
 
 from __future__ import annotations
@@ -20,6 +21,19 @@ SUCCESS = 0
 #: AtlasProdJobBroker sends scouts (and walltime-undefined jobs) only to queues whose
 #: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime", "-min_walltime")
 SCOUT_MIN_HS06_S = 24 * 3600.0 * 10.0
+
+
+#: JobUtils.MEMORY_COMPENSATION: ResourceSpec.match_job compares 90 % of a job's memory
+#: with the types' maxrampercore, "to prevent jobs with ramCount close to the HIMEM border
+#: from going to HIMEM PQs"
+MEMORY_COMPENSATION = 0.9
+
+
+def matched_ram_per_core(ram_mb_per_core: float, cores: float, base_mb: float) -> float:
+    """The MB/core PanDA matches to a resource type (``ResourceSpec.match_job``):
+    (ramCount × cores + baseRamCount) ÷ cores, compensated."""
+    per_core = (ram_mb_per_core * cores + base_mb) / max(cores, 1.0)
+    return per_core * MEMORY_COMPENSATION
 
 
 def resource_type(
