@@ -201,3 +201,12 @@ def test_a_ramcount_just_over_2000_stays_in_a_standard_slot():
     work = build_workload(jobs_frame(1, [1.0], [500]), tasks_frame([1]), settings)
     assert replay(work, settings, ram=2200).result_.info["SCORE.jobs_started"] == 1
     assert replay(work, settings, ram=2300).result_.info["SCORE_HIMEM.jobs_started"] == 1
+
+
+def test_the_best_job_waits_for_its_cores_and_nothing_behind_it_backfills():
+    pool = _pool(MCORE=8, MCORE_HIMEM=8)
+    assert [u for u, _, _ in pool.enqueue(0, 4, 1000, 500)] == [0]  # 4 of 8 cores busy
+    assert pool.enqueue(1, 8, 1000, 900) == []  # the best: needs all 8
+    assert pool.enqueue(2, 4, 2500, 500) == []  # HIMEM, would fit the free 4: waits
+    assert [u for u, _, _ in pool.release(0, 4)] == [1]
+    assert [u for u, _, _ in pool.release(1, 8)] == [2]

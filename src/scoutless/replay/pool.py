@@ -34,6 +34,7 @@ from scoutless.replay.workload import Workload
 
 #: key suffix of a pool's long-queue cap in :func:`pool_cores`' mapping
 LONG = ".long"
+UNCAPPED = 1 << 62  # a cap that never binds
 
 
 class PoolError(ValueError):
@@ -100,19 +101,24 @@ class SlotPool:
         self.group = [int(multi) for _, _, multi in self.types]
         self.capacity = [int(cores[name]) for name in self.standard]
         self.free = list(self.capacity)
-        self.cap: list[int | None] = [
-            None if name in self.standard else int(cores[name]) for name, _, _ in self.types
+        self.is_standard = [name in self.standard for name, _, _ in self.types]
+        # cores a type may hold at once: a HIMEM type its cap, a standard one no cap (UNCAPPED)
+        self.cap = [
+            UNCAPPED if std else int(cores[name])
+            for (name, _, _), std in zip(self.types, self.is_standard, strict=True)
         ]
         self.held = [0] * len(self.types)  # cores running per type
-        self.long_cap: list[int | None] = [
-            int(cores[name + LONG]) if name + LONG in cores else None for name in self.standard
-        ]
+        self.long_cap = [int(cores.get(name + LONG, UNCAPPED)) for name in self.standard]
         self.long_held = [0, 0]
         # queue q = 2 * type + long; heap entries (-priority, sequence, unit, cores)
-        self.queues: list[list[tuple[int, int, int, float]]] = [[] for _ in range(2 * len(ordered))]
-        # per group: (queue, its type, on the long queue) for every queue it serves
+        self.queues: list[list[tuple[int, int, int, int]]] = [[] for _ in range(2 * len(ordered))]
+        # per group: (queue, its index, its type, on the long queue) for every queue it serves
         self.group_queues = [
-            [(q, q // 2, q % 2 == 1) for q in range(len(self.queues)) if self.group[q // 2] == g]
+            [
+                (self.queues[q], q, q // 2, q % 2 == 1)
+                for q in range(len(self.queues))
+                if self.group[q // 2] == g
+            ]
             for g in (0, 1)
         ]
         # the widest job each queue can ever start (its pool, its type's cap, the long cap)
@@ -127,18 +133,20 @@ class SlotPool:
     ) -> list[tuple[int, float, bool]]:
         """Queue a unit; returns the units that start now as (unit, slot MB/core, on long)."""
         i = rules.resource_type(cores, ram_mb_per_core, self.types)
-        if int(cores) > self.widest[2 * i + long]:
-            self._refuse(i, int(cores), long)
+        need = int(cores)
+        if need > self.widest[2 * i + long]:
+            self._refuse(i, need, long)
         self.seq += 1
         queue = self.queues[2 * i + long]
-        heapq.heappush(queue, (-priority, self.seq, unit, cores))
+        heapq.heappush(queue, (-priority, self.seq, unit, need))
         self.peak_queued = max(self.peak_queued, len(queue))
         return self._dispatch(self.group[i])
 
     def _widest(self, i: int, long: bool) -> float:
         g = self.group[i]
-        limits = [self.capacity[g], self.cap[i], self.long_cap[g] if long else None]
-        return float(min(c for c in limits if c is not None))
+        return float(
+            min(self.capacity[g], self.cap[i], self.long_cap[g] if long else self.capacity[g])
+        )
 
     def _refuse(self, i: int, need: int, long: bool) -> None:
         """Raise the error that names the key which leaves no slot for the job."""
@@ -150,13 +158,13 @@ class SlotPool:
                 f"{need}-core job: no slot can ever run it"
             )
         cap = self.cap[i]
-        if cap is not None and need > cap:
+        if need > cap:
             raise PoolError(
                 f"replay.himem_share (or replay.resource_types.{name}.cores) leaves {name} "
                 f"{cap} cores, fewer than a {need}-core job that needs its memory"
             )
         long_cap = self.long_cap[g]
-        if long and long_cap is not None and need > long_cap:
+        if long and need > long_cap:
             raise PoolError(
                 f"replay.long_queue_share leaves the long queue of {std} {long_cap} cores, "
                 f"fewer than a {need}-core job whose walltime exceeds replay.short_maxtime_s"
@@ -172,35 +180,33 @@ class SlotPool:
             self.long_held[g] -= need
         return self._dispatch(g)
 
-    def _best(self, g: int) -> int | None:
+    def _best(self, g: int) -> tuple[list[tuple[int, int, int, int]], int, int, bool] | None:
         """The queue whose head goes next: highest priority, then oldest; capped ones skipped."""
         best, best_head = None, None
-        queues, cap, held = self.queues, self.cap, self.held
-        long_room = None if self.long_cap[g] is None else self.long_cap[g] - self.long_held[g]
-        for q, i, long in self.group_queues[g]:
-            queue = queues[q]
+        held, cap = self.held, self.cap
+        long_room = self.long_cap[g] - self.long_held[g]
+        for entry in self.group_queues[g]:
+            queue, _, i, long = entry
             if not queue:
                 continue
             head = queue[0]
-            need = int(head[3])
-            if cap[i] is not None and held[i] + need > cap[i]:  # type: ignore[operator]
-                continue
-            if long and long_room is not None and need > long_room:
-                continue
+            need = head[3]
+            if held[i] + need > cap[i] or (long and need > long_room):
+                continue  # capped: passed over
             if best_head is None or head < best_head:
-                best, best_head = q, head
+                best, best_head = entry, head
         return best
 
     def _dispatch(self, g: int) -> list[tuple[int, float, bool]]:
         started: list[tuple[int, float, bool]] = []
-        while self.free[g] > 0 and (q := self._best(g)) is not None:
-            queue = self.queues[q]
-            need = int(queue[0][3])
-            if need > self.free[g]:
+        free = self.free
+        while free[g] > 0 and (best := self._best(g)) is not None:
+            queue, q, i, long = best
+            need = queue[0][3]
+            if need > free[g]:
                 break  # the best job waits for its cores
-            _, _, unit, _ = heapq.heappop(queue)
-            i, long = q // 2, bool(q % 2)
-            self.free[g] -= need
+            unit = heapq.heappop(queue)[2]
+            free[g] -= need
             self.held[i] += need
             if long:
                 self.long_held[g] += need
@@ -213,10 +219,10 @@ class SlotPool:
         out: dict[str, float] = {"peak_queued": float(self.peak_queued)}
         for i, (name, _, _) in enumerate(self.types):
             g = self.group[i]
-            out[f"{name}.cores"] = float(self.capacity[g] if self.cap[i] is None else self.cap[i])
+            out[f"{name}.cores"] = float(self.capacity[g] if self.is_standard[i] else self.cap[i])
             out[f"{name}.jobs_started"] = float(self.started[2 * i] + self.started[2 * i + 1])
             out[f"{name}.long_jobs_started"] = float(self.started[2 * i + 1])
         for g, name in enumerate(self.standard):
-            if self.long_cap[g] is not None:
+            if self.long_cap[g] != UNCAPPED:
                 out[f"{name}{LONG}.cores"] = float(self.long_cap[g])
         return out
