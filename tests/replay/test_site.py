@@ -210,3 +210,12 @@ def test_the_best_job_waits_for_its_cores_and_nothing_behind_it_backfills():
     assert pool.enqueue(2, 4, 2500, 500) == []  # HIMEM, would fit the free 4: waits
     assert [u for u, _, _ in pool.release(0, 4)] == [1]
     assert [u for u, _, _ in pool.release(1, 8)] == [2]
+
+
+def test_the_cost_model_reads_the_replays_queues():
+    from scoutless.allocation.costs import SiteRules
+
+    cfg = replay_settings(ReplaySettings(), short_maxtime_s=43200.0, queue_maxtime_s=259200.0)
+    rules = SiteRules.of(cfg)
+    assert (rules.short_maxtime_s, rules.max_maxtime_s) == (43200.0, 259200.0)
+    assert SiteRules.of(ReplaySettings()).short_maxtime_s == ReplaySettings().short_maxtime_s
