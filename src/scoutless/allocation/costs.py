@@ -38,11 +38,13 @@ class SiteRules:
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
+        """The replay's own numbers: its kill factor, standard slot and the two queues'
+        maxtimes (``replay.short_maxtime_s``, ``replay.queue_maxtime_s``)."""
         standard = min(t.mb_per_core for t in replay.resource_types.values())
         return cls(
             memory_kill_factor=replay.memory_kill_factor,
             standard_mb_per_core=standard,
-            short_maxtime_s=getattr(replay, "short_maxtime_s", None),
+            short_maxtime_s=replay.short_maxtime_s,
             max_maxtime_s=replay.queue_maxtime_s or cls.max_maxtime_s,
         )
 
