@@ -41,8 +41,8 @@ def _bayes_values(
         return None
     mu, sigma, offset = (test[c].to_numpy(dtype=float) for c in columns)
     truth = ValueDistribution.of(offset, mu, sigma)
-    level = float(np.quantile(truth.cdf(need), 1 - alpha))
-    return truth.quantile(1 - alpha), truth.quantile(level)
+    z = float(np.quantile(truth.z_scores(need), 1 - alpha))
+    return truth.quantile(1 - alpha), truth.at_z(z)
 
 
 def allocation_figures(

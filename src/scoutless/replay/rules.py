@@ -14,6 +14,8 @@ import bisect
 import math
 from collections.abc import Sequence
 
+from scoutless.jedi.units import MEMORY_COMPENSATION
+
 MEMORY_KILL = 1
 WALLTIME_KILL = 2
 SUCCESS = 0
@@ -21,12 +23,6 @@ SUCCESS = 0
 #: AtlasProdJobBroker sends scouts (and walltime-undefined jobs) only to queues whose
 #: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime", "-min_walltime")
 SCOUT_MIN_HS06_S = 24 * 3600.0 * 10.0
-
-
-#: JobUtils.MEMORY_COMPENSATION: ResourceSpec.match_job compares 90 % of a job's memory
-#: with the types' maxrampercore, "to prevent jobs with ramCount close to the HIMEM border
-#: from going to HIMEM PQs"
-MEMORY_COMPENSATION = 0.9
 
 
 def matched_ram_per_core(ram_mb_per_core: float, cores: float, base_mb: float) -> float:
