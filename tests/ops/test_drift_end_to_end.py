@@ -9,7 +9,6 @@ training code, the prediction log, collect, alert rules, retrain on alert, promo
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,25 +27,13 @@ from scoutless.ops.loop import MonitorContext, RetrainOptions, monitor_step
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.spec import class_col
 from scoutless.training import train_bundle
+from spread import MARGIN_SD, binomial_sd, gap_sd
 
 NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 DRIFT_START = NOW - timedelta(days=20)
 #: GB per core needed, (old release, new release); the new one moves simul and reco up a class
 MEMORY_GB = {"simul": (1.5, 3.0), "reco": (3.0, 5.0), "deriv": (0.6, 0.6), "evgen": (0.5, 0.5)}
 WALL_S = {"simul": 8000.0, "reco": 5000.0, "deriv": 2000.0, "evgen": 3000.0}
-#: the margin every accuracy comparison here keeps: this many binomial standard deviations
-#: (one-sided, a chance below 1 in 30,000 that sampling alone crosses it)
-MARGIN_SD = 4.0
-
-
-def binomial_sd(p: float, n: int) -> float:
-    """Spread of an accuracy measured on ``n`` tasks, each right with chance ``p``."""
-    return math.sqrt(max(p * (1 - p), 1e-4) / n)
-
-
-def gap_sd(p1: float, n1: int, p2: float, n2: int) -> float:
-    """Spread of the difference of two accuracies measured on ``n1`` and ``n2`` tasks."""
-    return math.hypot(binomial_sd(p1, n1), binomial_sd(p2, n2))
 
 
 def drift_history(n_tasks: int, start: datetime, end: datetime, first_id: int, seed: int) -> dict:
