@@ -28,19 +28,27 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.schema import CreateColumn
+from sqlalchemy.sql.dml import Update
 
 from scoutless.history.panda_db import DatabaseUnavailable, missing_columns
-from scoutless.history.schema import PANDA_TABLES, jedi_datasets, jedi_tasks, jobsarchived4
+from scoutless.history.schema import (
+    EPOCH,
+    PANDA_TABLES,
+    jedi_datasets,
+    jedi_tasks,
+    jobsarchived4,
+)
 
-#: PanDA's default for a job timestamp nobody set (its DDL's to_date('01-JAN-1970'))
-_EPOCH = datetime(1970, 1, 1)
 
-
-def _fills(added: dict[str, list[str]], old_columns: dict[str, set[str]]) -> list:  # type: ignore[type-arg]
+def _fills(added: dict[str, list[str]], old_columns: dict[str, set[str]]) -> list[Update]:
     """UPDATEs giving the rows already there a value PanDA would have stored."""
-    fills = []
+    fills: list[Update] = []
     if "modificationtime" in added.get("jobsarchived4", []):  # a finished job's last change
-        value = func.coalesce(jobsarchived4.c.endtime, jobsarchived4.c.starttime, literal(_EPOCH))
+        value = func.coalesce(
+            jobsarchived4.c.endtime,
+            jobsarchived4.c.starttime,
+            literal(datetime.fromisoformat(EPOCH)),
+        )
         fills.append(update(jobsarchived4).values(modificationtime=value))
     for column, source in (
         ("creationtime", "creationdate"),
@@ -84,7 +92,7 @@ def upgrade_history(engine: Engine) -> dict[str, list[str]]:
     return added
 
 
-def _column_ddl(column: Column, engine: Engine) -> str:  # type: ignore[type-arg]
+def _column_ddl(column: Column[object], engine: Engine) -> str:
     """The column's DDL as ADD COLUMN can take it on rows already there: NOT NULL only
     with a default (SQLite refuses it otherwise; the fills give the others their values)."""
     copy = Column(
