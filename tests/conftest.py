@@ -81,3 +81,26 @@ def small_bundle(small_table, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("bundles") / "small"
     return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)
+
+
+def _random_order(config: pytest.Config) -> str | None:
+    """How to repeat this run's order (pytest-randomly's seed), or None when it is off."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if not config.pluginmanager.hasplugin("randomly") or not isinstance(seed, int):
+        return None
+    return f"random test order: repeat it with --randomly-seed={seed}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The seed first (also under -q, which hides pytest's header), in case a run is cut."""
+    line = _random_order(session.config)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    """And again beside the failures."""
+    line = _random_order(config)
+    if line:
+        terminalreporter.write_line(line)

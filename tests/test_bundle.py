@@ -111,3 +111,47 @@ def test_registry_folder_loads_its_champion(small_bundle, tmp_path):
     shutil.copytree(small_bundle, registry / "versions" / version)
     (registry / "champion").write_text(version)
     assert load_bundle(registry).version == version
+
+
+def _with_libraries(bundle, folder, **versions):
+    """A copy of ``bundle`` whose manifest says it was trained with ``versions``."""
+    import json
+    import shutil
+
+    copy = shutil.copytree(bundle, folder / "bundle")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["libraries"].update(versions)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def test_manifest_records_the_library_versions_and_a_load_under_others_warns_once(
+    small_bundle, tmp_path, caplog
+):
+    from scoutless.libraries import library_versions
+
+    now = library_versions()
+    recorded = load_bundle(small_bundle).manifest["libraries"]
+    assert {"python", "xgboost", "torch", "scikit-learn", "numpy", "pandas"} <= set(recorded)
+    assert recorded == now
+    assert load_bundle(small_bundle).library_warning is None
+    old = _with_libraries(small_bundle, tmp_path, xgboost="1.7.6", **{"scikit-learn": "0.24.2"})
+    with caplog.at_level("WARNING", logger="scoutless.bundle"):
+        predictor = load_bundle(old)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert f"xgboost 1.7.6 (now {now['xgboost']})" in warnings[0]
+    assert f"scikit-learn 0.24.2 (now {now['scikit-learn']})" in warnings[0]
+    assert "torch" not in warnings[0] and str(old) in warnings[0]
+    assert predictor.library_warning in warnings[0]
+
+
+def test_only_a_major_or_minor_change_of_a_checked_library_counts():
+    from scoutless.libraries import version_mismatch
+
+    now = {"xgboost": "3.2.0", "torch": "2.13.0+cpu", "scikit-learn": "1.9.1", "numpy": "2.4.6"}
+    assert version_mismatch(None, now) is None  # a bundle from before the record
+    same_minor = {"xgboost": "3.2.1", "torch": "2.13.0", "scikit-learn": "1.9.0", "numpy": "1.26"}
+    assert version_mismatch(same_minor, now) is None
+    message = version_mismatch({**same_minor, "torch": "2.12.1"}, now)
+    assert message is not None and message.startswith("trained with torch 2.12.1 (now 2.13.0+cpu)")

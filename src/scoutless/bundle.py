@@ -2,7 +2,8 @@
 
 Layout::
 
-    BUNDLE/manifest.json                 version, data fingerprint, schema, bins, metrics, champions
+    BUNDLE/manifest.json                 version, data fingerprint, schema, bins, metrics, champions,
+                                         library versions at training (``libraries``)
     BUNDLE/encoder.json                  fitted FeatureEncoder
     BUNDLE/models/<target>/<model>.*     one fitted model per target and family
     BUNDLE/calibration/<target>/<model>.npz   held-out probabilities + true classes
@@ -17,6 +18,7 @@ interrupted run leaves no half bundle and never touches an existing one until it
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,11 +38,14 @@ from scoutless.features.encoders import (
 )
 from scoutless.features.spec import FeatureSpec
 from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
+from scoutless.libraries import library_versions, version_mismatch
 from scoutless.models.base import ClassModel
 from scoutless.models.families import UnknownFamilyError, family_class
 from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
 from scoutless.models.value_model import LogValueModel
 from scoutless.targets.bins import TargetBins
+
+logger = logging.getLogger("scoutless.bundle")
 
 MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
@@ -91,6 +96,7 @@ def _write_values(folder: Path, contents: BundleContents) -> dict[str, dict[str,
 def _write_contents(folder: Path, contents: BundleContents) -> None:
     manifest = dict(contents.manifest)
     manifest["format_version"] = FORMAT_VERSION
+    manifest.setdefault("libraries", library_versions())
     (folder / ENCODER).write_text(json.dumps(contents.encoder.to_dict()))
     files: dict[str, dict[str, Any]] = {}
     for target, by_name in contents.models.items():
@@ -158,6 +164,8 @@ class Predictor:
         }
         self._calibration: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._reference: pd.DataFrame | None = None
+        #: xgboost/torch/scikit-learn here differ from training (a sentence), or None
+        self.library_warning: str | None = version_mismatch(manifest.get("libraries"))
 
     def __repr__(self) -> str:
         return f"Predictor(version={self.version!r}, targets={self.targets}, path={self.path})"
@@ -301,4 +309,7 @@ def load_bundle(path: str | Path) -> Predictor:
         target: LogValueModel.load(path / entry["folder"])
         for target, entry in manifest.get("value_models", {}).items()
     }
-    return Predictor(path, manifest, encoder, models, value_models)
+    predictor = Predictor(path, manifest, encoder, models, value_models)
+    if predictor.library_warning:
+        logger.warning("bundle %s %s", path, predictor.library_warning)
+    return predictor

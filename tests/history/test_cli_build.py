@@ -42,8 +42,8 @@ def test_build_refuses_a_missing_database_clearly(tmp_path):
         app, ["data", "build", "--db", f"sqlite:///{tmp_path / 'nope.sqlite'}", "--out", str(out)]
     )
     assert result.exit_code == 2
-    assert "jedi_tasks" in result.output.replace("\n", "")
-    assert not out.exists()
+    assert "nope.sqlite does not exist" in result.output.replace("\n", "")
+    assert not out.exists() and not (tmp_path / "nope.sqlite").exists()
 
 
 def test_build_names_the_columns_an_older_history_lacks(tmp_path):
@@ -59,7 +59,10 @@ def test_build_names_the_columns_an_older_history_lacks(tmp_path):
     result = runner.invoke(app, ["data", "build", "--db", f"sqlite:///{db}", "--out", str(out)])
     assert result.exit_code == 2
     text = " ".join(result.output.split())
-    assert "older scoutless" in text and "jobsarchived4 lacks creationtime, piloterrorcode" in text
+    assert (
+        "older scoutless" in text
+        and "table jobsarchived4 lacks creationtime, piloterrorcode" in text
+    )
     assert not out.exists()
 
 

@@ -16,6 +16,7 @@ from scoutless.config import WithinTaskSettings
 from scoutless.features.extract import CATEGORICAL
 from scoutless.history.synthetic import bayes_probabilities, generate_chunk
 from scoutless.targets.bins import TargetBins, load_bins
+from spread import MARGIN_SD, paired_gap_sd
 
 TARGETS = ["memory", "cputime", "io", "walltime"]
 
@@ -86,9 +87,13 @@ def test_bayes_accuracy_is_in_the_learnable_band_and_not_beaten_by_a_model(run) 
         )
         with threadpool_limits(1):
             model.fit(X.iloc[:n_train], y[:n_train])
-        model_acc = (model.predict(X.iloc[n_train:]) == y[n_train:]).mean()
+        model_right = model.predict(X.iloc[n_train:]) == y[n_train:]
+        model_acc = model_right.mean()
+        # on the same rows a model can beat the Bayes classes by luck only: by at most
+        # MARGIN_SD sds of the paired difference (the rows where one of them is right)
+        margin = MARGIN_SD * paired_gap_sd(model_right, bayes[n_train:] == y[n_train:])
         assert 0.7 <= bayes_acc <= 0.96, (target, bayes_acc)
-        assert model_acc <= bayes_acc + 0.02, (target, model_acc, bayes_acc)
+        assert model_acc <= bayes_acc + margin, (target, model_acc, bayes_acc, margin)
         assert model_acc >= bayes_acc - 0.25, (target, model_acc, bayes_acc)  # learnable
 
 

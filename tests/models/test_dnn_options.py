@@ -100,6 +100,8 @@ def test_options_learn_round_trip_and_match_the_numpy_path(options, tmp_path):
     params = DNNParams(max_epochs=8, batch_size=128, learning_rate=5e-3, **options)
     model = DNNModel(n_classes=4, cardinalities=[6], n_numerical=2, params=params)
     model.fit(X, y, eval_set=(Xv, yv), class_weight=np.ones(4))
+    # every option reaches ~0.79 on these 300 rows (torch 2.13): 0.7 lies 3.8 binomial sds
+    # (binomial_sd(0.79, 300) = 0.024) below, so only a model that did not learn fails
     assert max(h["val_accuracy"] for h in model.history_) > 0.7
     many = model.predict_logits(Xv)  # torch
     few = np.vstack([model.predict_logits(Xv.take(np.arange(i, i + 1))) for i in range(8)])

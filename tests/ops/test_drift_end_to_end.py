@@ -27,6 +27,7 @@ from scoutless.ops.loop import MonitorContext, RetrainOptions, monitor_step
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.spec import class_col
 from scoutless.training import train_bundle
+from spread import MARGIN_SD, binomial_sd, gap_sd
 
 NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 DRIFT_START = NOW - timedelta(days=20)
@@ -130,10 +131,16 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
     before = _memory_accuracy(champion, engine, new_ids)
 
     _serve(champion, engine, new_ids)
+    # 240 tasks in 20 days: the two trailing 10-day windows each count >= 40 of them (the
+    # windows' edges move with the day the test runs), so the threshold keeps MARGIN_SD
+    # binomial sds of such a window above the stale champion's accuracy
+    n_window, threshold = 40, 0.85
+    assert threshold - before > MARGIN_SD * binomial_sd(before, n_window), before
     rule = AlertRule(name="memory-accuracy", metric="accuracy", scope="memory", op="<",
-                     threshold=0.8, windows=2, min_samples=10, retrain=True)  # fmt: skip
+                     threshold=threshold, windows=2, min_samples=n_window,
+                     retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="5D"),
+        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=50),
     )  # fmt: skip
     report = monitor_step(ctx)
@@ -157,8 +164,12 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
         "fresh_post_drift_memory_accuracy": {"old": round(before_fresh, 3),
                                              "new": round(after_fresh, 3)},
     }))  # fmt: skip
-    assert before < 0.7
-    assert after_fresh >= 0.9 > before_fresh + 0.2
+    # half the tasks (simul, reco) moved a class: 0.5 against 1.0, far beyond MARGIN_SD
+    n_post, n_fresh = len(new_ids), len(fresh_ids)
+    assert after_fresh - before_fresh > MARGIN_SD * gap_sd(after_fresh, n_fresh, before_fresh,
+                                                           n_fresh)  # fmt: skip
+    assert after_fresh > 0.9 - MARGIN_SD * binomial_sd(0.9, n_fresh)
+    assert before < 0.7 - MARGIN_SD * binomial_sd(0.7, n_post)
 
     # the operator's view of the same story, through the CLI
     runner = CliRunner()
@@ -197,14 +208,25 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
     pre_drift = _memory_accuracy(champion, engine, old_ids[-300:])
 
     _serve(champion, engine, new_ids)
+    # The rule's threshold lies halfway between the stale champion's accuracy before and
+    # after the drift. ~60 tasks a day: of the 10-day windows over the 20 days the two
+    # trailing ones with >= `n_window` tasks (the windows' edges move with the day the test
+    # runs) scatter around `before` by binomial_sd(before, n_window) at most, so the
+    # threshold must sit MARGIN_SD of those above `before` (and as far below `pre_drift`).
+    n_window = 250
+    threshold = (pre_drift + before) / 2
+    margin = MARGIN_SD * max(binomial_sd(before, n_window), binomial_sd(pre_drift, n_window))
+    assert threshold - before > margin, (before, pre_drift, margin)  # the drift is unmistakable
     rule = AlertRule(name="memory-accuracy", metric="accuracy", scope="memory", op="<",
-                     threshold=before + 0.05, windows=2, min_samples=20, retrain=True)  # fmt: skip
+                     threshold=threshold, windows=2, min_samples=n_window,
+                     retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="5D"),
+        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=200),
     )  # fmt: skip
     report = monitor_step(ctx)
-    assert [a.rule for a in report.alerts][:1] == ["memory-accuracy"]
+    windows = report.snapshot.long().query("metric == 'accuracy' and scope == 'memory'")
+    assert [a.rule for a in report.alerts][:1] == ["memory-accuracy"], windows.to_string()
     result = report.retrained
     assert result is not None and result.promoted, result and result.reason
 
@@ -216,8 +238,12 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
     before_fresh = _memory_accuracy(champion, fresh, fresh_ids)
     print(json.dumps({
         "scenario": "release_drift", "memory_accuracy_pre_drift": round(pre_drift, 3),
-        "post_drift_old_champion": round(before, 3),
+        "post_drift_old_champion": round(before, 3), "alert_threshold": round(threshold, 3),
+        "alert_margin": round(margin, 3),
         "fresh_post_drift": {"old": round(before_fresh, 3), "new": round(after_fresh, 3)},
     }))  # fmt: skip
-    assert pre_drift > before + 0.1  # the drift really hurts the stale champion
-    assert after_fresh > before_fresh + 0.1  # and retraining recovers
+    # the drift really hurts the stale champion, and retraining recovers (MARGIN_SD apart)
+    n_pre, n_post, n_fresh = 300, len(new_ids), len(fresh_ids)
+    assert pre_drift - before > MARGIN_SD * gap_sd(pre_drift, n_pre, before, n_post)
+    assert after_fresh - before_fresh > MARGIN_SD * gap_sd(after_fresh, n_fresh, before_fresh,
+                                                           n_fresh)  # fmt: skip

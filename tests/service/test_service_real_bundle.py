@@ -222,3 +222,21 @@ def test_value_policy_on_a_bundle_without_value_models_says_why(client) -> None:
     r = client.post("/v1/predict", json={"task": task(), "policy": "value"})
     assert r.status_code == 422
     assert "no value model" in r.text and "retrain" in r.text
+
+
+def test_model_endpoint_shows_a_bundle_trained_under_other_library_versions(
+    real_bundle, tmp_path
+) -> None:
+    import json
+    import shutil
+
+    copy = shutil.copytree(real_bundle, tmp_path / "bundle")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert manifest["libraries"]["torch"]  # recorded at training
+    manifest["libraries"]["torch"] = "1.13.1"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with TestClient(create_app(real_bundle, db_url=f"sqlite:///{tmp_path / 'a.sqlite'}")) as c:
+        assert c.get("/v1/model").json()["library_warning"] is None
+    with TestClient(create_app(copy, db_url=f"sqlite:///{tmp_path / 'b.sqlite'}")) as client:
+        warning = client.get("/v1/model").json()["library_warning"]
+    assert warning.startswith("trained with torch 1.13.1 (now ")

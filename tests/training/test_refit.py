@@ -10,6 +10,7 @@ from scoutless.models.base import balanced_class_weight
 from scoutless.models.dnn_params import DNNParams
 from scoutless.training.fitting import FamilyTrainer, TargetData, training_progress
 from scoutless.training.run import fit_family
+from spread import MARGIN_SD, paired_gap_sd
 
 PARTS = {"fit": (0.0, 0.7), "validation": (0.7, 1.0), "calibration": (0.7, 1.0)}
 
@@ -80,9 +81,12 @@ def test_the_guard_sees_the_later_validation_half_as_a_refit_would_serve_it():
     later = data.val_order >= np.median(data.val_order)
     np.testing.assert_array_equal(guard_proba[~later], val_proba[~later])
     y_later = data.validation[1][later]
-    forward_acc = np.mean(guard_proba[later].argmax(axis=1) == y_later)
-    held_out_acc = np.mean(val_proba[later].argmax(axis=1) == y_later)
-    assert forward_acc > held_out_acc + 0.1  # it learned the latest rule from the earlier half
+    forward_right = guard_proba[later].argmax(axis=1) == y_later
+    held_out_right = val_proba[later].argmax(axis=1) == y_later
+    # it learned the latest rule from the earlier half: better by MARGIN_SD sds of the
+    # paired difference on these rows (0.84 against 0.64 on 400 rows, margin ~0.09)
+    margin = MARGIN_SD * paired_gap_sd(forward_right, held_out_right)
+    assert forward_right.mean() > held_out_right.mean() + margin
     assert record["guard_refit"]["rows"] == len(data.y["fit"]) + int((~later).sum())
 
 

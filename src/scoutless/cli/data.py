@@ -1,10 +1,11 @@
-"""``scoutless data generate|build``: make a history, turn it into a training table."""
+"""``scoutless data generate|build|upgrade``: make a history, turn it into a training table,
+bring an older one up to date."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -64,6 +65,8 @@ def generate(
     except DatabaseUnavailable as exc:
         console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
         raise typer.Exit(code=2) from exc
+    if stats.upgraded:
+        console.print(f"[yellow]upgraded[/] the older history first ({stats.upgraded})")
     console.print(
         f"[green]generated[/] {stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in "
         f"{stats.seconds:.1f} s ({stats.rows_per_s:,.0f} job rows/s) → {url}"
@@ -122,7 +125,7 @@ def build(
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(
-                make_engine(url, create_dirs=False),
+                make_engine(url, read_only=True),
                 bins,
                 strict,
                 since,
@@ -134,10 +137,41 @@ def build(
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(code=1) from exc
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
-        raise typer.Exit(code=2) from exc
+        _refuse(url, exc)
     table.save(out)
     _report_build(table, report, out)
+
+
+def _refuse(url: str, exc: Exception) -> NoReturn:
+    """One line for a database that cannot be read (the file and the way out, no traceback)."""
+    from scoutless.history.panda_db import DriverMissing, NotAHistory, OutdatedSchema
+
+    message = str(exc).splitlines()[0]
+    if not isinstance(exc, NotAHistory | OutdatedSchema | DriverMissing):
+        message = f"{url}: {message}"  # the driver's words: say which database
+    console.print(message, style="red", soft_wrap=True, markup=False, highlight=False)
+    raise typer.Exit(code=2) from exc
+
+
+@app.command("upgrade")
+def upgrade(db: DbOption = None) -> None:
+    """Add the columns this version reads to a history written by an older scoutless
+    (in place; rows already there get PanDA's defaults or values from the row)."""
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine, require_tables
+    from scoutless.history.upgrade import describe, upgrade_history
+
+    url = _db_url(db)
+    try:
+        engine = make_engine(url, read_only=True)  # refuses a missing file before writing
+        require_tables(engine, ["jedi_tasks"])
+        engine.dispose()
+        added = upgrade_history(make_engine(url, create_dirs=False))
+    except DatabaseUnavailable as exc:
+        _refuse(url, exc)
+    if added:
+        console.print(f"[green]upgraded[/] {url}: {describe(added)}", soft_wrap=True)
+    else:
+        console.print(f"{url} is up to date: nothing to upgrade")
 
 
 def _report_build(table, report, out: Path) -> None:  # type: ignore[no-untyped-def]

@@ -57,6 +57,7 @@ def serve(
         "remote": remote,
         "poll_s": poll,
     }
+    _refuse_before_start(bundle, [db or settings.resolved_db_url(), log_db])
     _print_plan(options, host, port, workers)
     common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
     if workers == 1:
@@ -71,6 +72,22 @@ def serve(
         console.print(f"[red]cannot listen on {host}:{port}: {exc}")
         raise typer.Exit(code=1) from exc
     raise typer.Exit(code=code)
+
+
+def _refuse_before_start(bundle: Path | None, urls: list[str | None]) -> None:
+    """One line and exit 2, before any server starts, for a folder that is not a bundle
+    (nor a registry with a champion) or a database URL whose driver is missing."""
+    from scoutless.history.panda_db import DriverMissing, make_engine
+    from scoutless.layout import BundleError, RegistryError, read_manifest, resolve_champion
+
+    try:
+        if bundle is not None:
+            read_manifest(resolve_champion(bundle))
+        for url in filter(None, urls):
+            make_engine(url, create_dirs=False).dispose()  # connects to nothing yet
+    except (BundleError, RegistryError, DriverMissing) as exc:
+        console.print(f"cannot serve: {exc}", style="red", soft_wrap=True, markup=False)
+        raise typer.Exit(code=2) from exc
 
 
 def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from scoutless.config import Settings, get_settings
 from scoutless.features.history import frame_history
 from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
-from scoutless.history.panda_db import History, read_history, task_ids
+from scoutless.history.panda_db import History, read_history, require_history, task_ids
 from scoutless.history.splits import random_split, time_split
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable, frame_fingerprint
 from scoutless.targets.bins import TargetBins, fit_bins, load_bins
@@ -408,6 +408,7 @@ def build_table_from_db(
     chunk by chunk). ``on_chunk(tasks_done, tasks_total)`` reports progress.
     """
     settings = settings or get_settings()
+    require_history(engine)  # names what a missing or older history lacks, before reading
     ids = task_ids(engine, since=since)
     if not ids:
         raise BadRowsError(f"no tasks in jedi_tasks{f' created since {since}' if since else ''}")

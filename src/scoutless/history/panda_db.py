@@ -53,12 +53,45 @@ class OutdatedSchema(DatabaseUnavailable):
     """The history database lacks columns this version reads (written by an older one)."""
 
 
-def require_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> None:
-    """Refuse, naming every missing column, a database whose tables lack ``wanted`` columns.
+class NotAHistory(DatabaseUnavailable):
+    """The database (or SQLite file) is missing, or holds none of PanDA's tables."""
 
-    Without it a history written by an older scoutless fails deep inside a chunked read
-    with the driver's "no such column"; this says which columns and what to do.
-    """
+
+#: database driver module -> the pip install that brings it
+DRIVER_INSTALLS = {
+    "oracledb": "pip install 'scoutless[oracle]' (python-oracledb; its thin mode needs "
+    "no Oracle client libraries)",
+    "cx_Oracle": "pip install 'scoutless[oracle]' and use an oracle+oracledb:// URL "
+    "(python-oracledb is cx_Oracle's successor)",
+}
+
+
+class DriverMissing(DatabaseUnavailable):
+    """The URL's database driver is not installed: says which extra brings it."""
+
+    def __init__(self, backend: str, module: str) -> None:
+        how = DRIVER_INSTALLS.get(module, f"install the Python module {module!r}")
+        super().__init__(f"a {backend} URL needs the {module} driver, not installed: {how}")
+        self.module = module
+
+
+def make_history_hint(url: str) -> str:
+    """How a user makes a history, said wherever there is none."""
+    return (
+        f"make one with `scoutless data generate --db {url}` (synthetic) or "
+        "`scoutless import` (real traces)"
+    )
+
+
+def history_name(engine: Engine) -> str:
+    """The history as a user named it: the SQLite file's path, else the URL (no password)."""
+    if engine.dialect.name == "sqlite" and engine.url.database:
+        return str(engine.url.database)
+    return engine.url.render_as_string(hide_password=True)
+
+
+def missing_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """``wanted`` columns absent from the tables that exist (absent tables are left out)."""
     try:
         inspector = inspect(engine)
         missing = {
@@ -66,15 +99,51 @@ def require_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> None
             for table, columns in wanted.items()
             if inspector.has_table(table)
         }
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, OSError) as exc:  # OSError: a host that does not resolve
         raise DatabaseUnavailable(f"cannot read the history's schema: {exc}") from exc
-    missing = {table: columns for table, columns in missing.items() if columns}
-    if missing:
-        listed = "; ".join(f"{t} lacks {', '.join(c)}" for t, c in missing.items())
-        raise OutdatedSchema(
-            f"the history database was written by an older scoutless ({listed}): "
-            "regenerate it (`scoutless data generate`) or add the columns"
+    return {table: columns for table, columns in missing.items() if columns}
+
+
+def require_tables(engine: Engine, tables: Sequence[str]) -> None:
+    """Refuse a database without PanDA's ``tables``, naming them and how to make a history."""
+    try:
+        inspector = inspect(engine)
+        absent = [t for t in tables if not inspector.has_table(t)]
+    except (SQLAlchemyError, OSError) as exc:  # OSError: a host that does not resolve
+        raise DatabaseUnavailable(f"cannot read the history's schema: {exc}") from exc
+    if absent:
+        raise NotAHistory(
+            f"{history_name(engine)} is not a PanDA history: it has no table "
+            f"{', '.join(absent)}; "
+            f"{make_history_hint(engine.url.render_as_string(hide_password=True))}"
         )
+
+
+def require_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> None:
+    """Refuse, naming every missing column, a database whose tables lack ``wanted`` columns.
+
+    Without it a history written by an older scoutless fails deep inside a chunked read
+    with the driver's "no such column"; this says which file, table and columns, and the
+    command that adds them (:mod:`scoutless.history.upgrade`).
+    """
+    missing = missing_columns(engine, wanted)
+    if missing:
+        listed = "; ".join(f"table {t} lacks {', '.join(c)}" for t, c in missing.items())
+        url = engine.url.render_as_string(hide_password=True)
+        raise OutdatedSchema(
+            f"{history_name(engine)} was written by an older scoutless ({listed}): "
+            f"upgrade it in place with `scoutless data upgrade --db {url}`"
+        )
+
+
+def require_history(engine: Engine, job_columns: Sequence[str] | None = JOB_COLUMNS) -> None:
+    """Refuse a database that lacks PanDA's tables or the columns :func:`read_history`
+    reads (``job_columns`` of jobsarchived4; None: no jobs read), before any read fails."""
+    wanted = {"jedi_tasks": TASK_COLUMNS, "jedi_datasets": DATASET_COLUMNS}
+    if job_columns is not None:
+        wanted["jobsarchived4"] = list(job_columns)
+    require_tables(engine, [*wanted, "jedi_taskparams"])
+    require_columns(engine, wanted)
 
 
 @dataclass
@@ -91,9 +160,18 @@ class History:
 
 
 def make_engine(
-    url: str, *, create_dirs: bool = True, for_reads: bool = False, schema: str | None = None
+    url: str,
+    *,
+    create_dirs: bool = True,
+    for_reads: bool = False,
+    schema: str | None = None,
+    read_only: bool = False,
 ) -> Engine:
     """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
+
+    ``read_only``: for commands that only read a user's history. A SQLite file must
+    exist (:class:`NotAHistory` otherwise: connecting would create it), keeps its journal
+    mode (no switch to WAL) and is opened ``query_only``: nothing in it changes.
 
     ``for_reads``: an engine for short single-statement reads (the service's task
     lookups): autocommit and no pre-ping, so a read is one round trip and not three; the
@@ -108,15 +186,20 @@ def make_engine(
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if create_dirs:
+        if read_only and not Path(parsed.database).is_file():
+            raise NotAHistory(f"{parsed.database} does not exist; {make_history_hint(url)}")
+        if create_dirs and not read_only:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30}, **options)
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
             cur = dbapi_conn.cursor()
-            set_wal(cur)
-            cur.execute("PRAGMA synchronous=NORMAL")
+            if read_only:
+                cur.execute("PRAGMA query_only=ON")
+            else:
+                set_wal(cur)
+                cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
         return engine
@@ -124,7 +207,10 @@ def make_engine(
         schema = schema if schema is not None else get_settings().db_schema
         if schema:
             options["connect_args"] = {"options": f"-csearch_path={schema},public"}
-    return create_engine(url, pool_pre_ping=not for_reads, **options)
+    try:
+        return create_engine(url, pool_pre_ping=not for_reads, **options)
+    except ModuleNotFoundError as exc:
+        raise DriverMissing(parsed.get_backend_name(), exc.name or str(exc)) from exc
 
 
 #: how often, and how far apart, a connection retries switching a fresh file to WAL
@@ -194,8 +280,7 @@ def read_history(
     """Tasks (all, those created since a date, or the given ids) with datasets and jobs
     (all of jobsarchived4's columns, or just ``job_columns`` for large reads)."""
     job_columns = list(job_columns) if job_columns is not None else JOB_COLUMNS
-    wanted = {"jedi_tasks": TASK_COLUMNS, "jedi_datasets": DATASET_COLUMNS}
-    require_columns(engine, {**wanted, "jobsarchived4": job_columns} if with_jobs else wanted)
+    require_history(engine, job_columns if with_jobs else None)
     if ids is None:
         ids = task_ids(engine, since=since)
     parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}

@@ -46,6 +46,7 @@ from sqlalchemy import (
     inspect,
     select,
 )
+from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.history.panda_db import DatabaseUnavailable, insert_records, make_engine
@@ -59,7 +60,15 @@ log_metadata = MetaData()
 predictions_table = Table(
     TABLE_NAME,
     log_metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    # Oracle has no autoincrement without one: the sequence numbers ids there (optional:
+    # SQLite and PostgreSQL keep their own, INTEGER PRIMARY KEY and SERIAL)
+    Column(
+        "id",
+        Integer,
+        DbSequence("scoutless_predictions_seq", optional=True),
+        primary_key=True,
+        autoincrement=True,
+    ),
     Column("request_id", String(64), nullable=False),
     Column("jeditaskid", BigInteger, nullable=True),
     Column("model_version", String(128), nullable=False),

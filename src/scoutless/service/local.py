@@ -157,6 +157,9 @@ class LocalBackend:
             "targets": served.pipeline.targets,
             "features": [s.to_dict() for s in served.predictor.feature_specs],
             "manifest": served.predictor.manifest,
+            # trained under other xgboost/torch/scikit-learn versions (the manifest's
+            # ``libraries``): the sentence the load logged, else None
+            "library_warning": getattr(served.predictor, "library_warning", None),
         }
 
     async def reload(self, source: str | None) -> ReloadResponse:

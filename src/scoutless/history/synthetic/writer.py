@@ -23,6 +23,7 @@ from scoutless.history.synthetic.builders import build_in_processes
 from scoutless.history.synthetic.latent import World
 from scoutless.history.synthetic.truth import synthetic_truth
 from scoutless.history.synthetic.vocabulary import load_vocabulary
+from scoutless.history.upgrade import describe, upgrade_history
 
 SCENARIOS = (None, "release_drift")
 PIPELINE_CHUNK_TASKS = 2_000  # pipelined chunks: small, so the first write starts early
@@ -34,6 +35,8 @@ class GenerationStats:
     n_tasks: int
     n_jobs: int
     seconds: float
+    #: columns added to an older history before writing (``describe``), "" when current
+    upgraded: str = ""
 
     @property
     def rows_per_s(self) -> float:
@@ -194,6 +197,7 @@ def generate_history(
     if workers > 0:
         chunk_tasks = min(chunk_tasks, PIPELINE_CHUNK_TASKS)
     create_schema(engine)
+    upgraded = describe(upgrade_history(engine))  # appending to an older history
     synthetic_truth.create(engine, checkfirst=True)
     n_jobs = 0
     columns = [
@@ -206,4 +210,6 @@ def generate_history(
         for tasks_done, jobs_done in _write_chunks(engine, spec, chunk_tasks, workers):
             n_jobs += jobs_done
             bar.update(job, advance=tasks_done, jobs=n_jobs)
-    return GenerationStats(n_tasks=n_tasks, n_jobs=n_jobs, seconds=time.perf_counter() - began)
+    return GenerationStats(
+        n_tasks=n_tasks, n_jobs=n_jobs, seconds=time.perf_counter() - began, upgraded=upgraded
+    )
