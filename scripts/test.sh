@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Set up, start the test services (PostgreSQL with PanDA's schema, RabbitMQ/STOMP, Chromium),
 # lint, build the docs strictly, run the whole test suite in random order (pytest-randomly
-# prints the seed it used in
-# the header: `Using --randomly-seed=N`).
+# prints the seed it used in the header: `Using --randomly-seed=N`).
 #
 #   bash scripts/test.sh                        # once, as CI does
 #   bash scripts/test.sh --repeat 3             # three runs in a row, each in a new order:
