@@ -132,6 +132,56 @@ def report(
         console.print(f"HTML report: {path}")
 
 
+@app.command("impact")
+def impact(
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")] = "1D",
+    days: Annotated[float, typer.Option(help="look back this many days")] = 30.0,
+    html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
+    collect: Annotated[bool, typer.Option(help="copy newly finished jobs first")] = True,
+    guard: Annotated[
+        bool, typer.Option(help="apply the guard rail (back to shadow on harm)")
+    ] = False,
+) -> None:
+    """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
+    from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
+    from scoutless.history.panda_db import DatabaseUnavailable
+    from scoutless.ops.impact import ImpactError, impact_report
+    from scoutless.ops.impact_store import collect_impact
+
+    engine, ops_engine = _engines(db, log_db)
+    try:
+        if collect:
+            done = collect_impact(engine, ops_engine)
+            console.print(f"collected {done.n_read} tasks ({done.n_final} final), "
+                          f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
+        since = datetime.now(UTC) - timedelta(days=days)
+        result = impact_report(ops_engine, every=every, since=since)
+    except (ImpactError, ValueError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    except DatabaseUnavailable as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=1) from exc
+    print_per_arm(console, result)
+    print_per_window(console, result)
+    print_differences(console, result)
+    if guard:
+        _guard(ops_engine, result)
+    if html is not None:
+        from scoutless.ops.report import render_impact
+
+        console.print(f"HTML report: {render_impact(result, html, every=every)}")
+
+
+def _guard(ops_engine: Any, result: Any) -> None:
+    from scoutless.ops.guard_rail import check_guard_rail
+
+    verdict = check_guard_rail(ops_engine, result)
+    console.print(f"guard rail: {verdict.message}")
+
+
 @app.command("run")
 def run(
     registry: RegistryOpt,

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import WithinTaskSettings
+from scoutless.history.schema import ALLOCATION_COLUMNS
+from scoutless.history.synthetic.allocations import allocations
 from scoutless.history.synthetic.attempts import (
     FAILURES,
     aborted_tasks,
@@ -195,6 +197,8 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
 
     names, outputs = _task_names(draw, vocab, rng, ids)
     tasks = _tasks_frame(draw, ids, names, created, jobs, n)
+    limits = allocations(jobs, tasks, np.asarray(cols["requested_ramcount"], dtype=float))
+    jobs_frame = jobs_frame.assign(**dict(zip(ALLOCATION_COLUMNS, limits, strict=True)))
     params = pd.DataFrame({"jeditaskid": ids, "taskparams": _taskparams(cols, names, outputs)})
     datasets = _datasets_frame(draw, ids, names, outputs, created)
     truth = _truth_frame(draw, ids, r_mean, r_sd)
