@@ -143,6 +143,7 @@ def impact(
     guard: Annotated[
         bool, typer.Option(help="apply the guard rail (back to shadow on harm)")
     ] = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
     from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
@@ -168,18 +169,28 @@ def impact(
     print_per_window(console, result)
     print_differences(console, result)
     if guard:
-        _guard(ops_engine, result)
+        _guard(ops_engine, result, config)
     if html is not None:
         from scoutless.ops.report import render_impact
 
         console.print(f"HTML report: {render_impact(result, html, every=every)}")
 
 
-def _guard(ops_engine: Any, result: Any) -> None:
+def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
+    from scoutless.ops.alerts import load_alert_config
     from scoutless.ops.guard_rail import check_guard_rail
 
-    verdict = check_guard_rail(ops_engine, result)
-    console.print(f"guard rail: {verdict.message}")
+    try:
+        alert_config = load_alert_config(config)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    verdict = check_guard_rail(ops_engine, result, config=alert_config)
+    style = "[bold red]" if verdict.tripped else ""
+    console.print(
+        f"{style}guard rail: {verdict.message}"
+        + ("; rollout moved back to shadow" if verdict.tripped else "")
+    )
 
 
 @app.command("run")
@@ -196,9 +207,13 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="serve Prometheus gauges on 127.0.0.1:PORT")
     ] = None,
+    impact: Annotated[
+        bool, typer.Option(help="also collect the rollout's impact and apply its guard rail")
+    ] = False,
 ) -> None:
     """Collect → check alert rules → retrain on alert, every interval, until SIGINT/SIGTERM."""
     from scoutless.ops.alerts import load_alert_config
+    from scoutless.ops.guard_rail import ImpactWatch
     from scoutless.ops.loop import (
         MonitorContext,
         RetrainOptions,
@@ -230,6 +245,7 @@ def run(
         if retrain_on_alert
         else None,
         gauges=gauges,
+        impact=ImpactWatch(gauges.registry, alert_config.every) if impact else None,
     )
     if once:
         monitor_step(ctx)
