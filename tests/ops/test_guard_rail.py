@@ -101,5 +101,5 @@ def test_a_small_drop_within_the_margin_does_not_trip() -> None:
 
 
 def test_an_unknown_guard_figure_names_the_key() -> None:
-    with pytest.raises(ValueError, match="rollout.guard_figure"):
+    with pytest.raises(ValueError, match=r"rollout\.guard_figure"):
         judge(_report(40, 0.5, 0.9), RolloutSettings(guard_figure="happiness"))
