@@ -30,6 +30,8 @@ LogDbOpt = Annotated[
 RegistryOpt = Annotated[
     Path, typer.Option("--registry", help="registry folder (or a single bundle folder)")
 ]
+EveryOpt = Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")]
+DaysOpt = Annotated[float, typer.Option(help="look back this many days")]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="alert rules TOML (see docs/operations.md)")
 ]
@@ -93,8 +95,8 @@ def report(
     registry: RegistryOpt,
     db: DbOpt = None,
     log_db: LogDbOpt = None,
-    every: Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")] = "1D",
-    days: Annotated[float, typer.Option(help="look back this many days")] = 30.0,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
     html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
     all_versions: Annotated[
         bool, typer.Option(help="judge every model's predictions, not only the champion's")
@@ -136,8 +138,8 @@ def report(
 def impact(
     db: DbOpt = None,
     log_db: LogDbOpt = None,
-    every: Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")] = "1D",
-    days: Annotated[float, typer.Option(help="look back this many days")] = 30.0,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
     html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
     collect: Annotated[bool, typer.Option(help="copy newly finished jobs first")] = True,
     guard: Annotated[
@@ -191,6 +193,48 @@ def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
         f"{style}guard rail: {verdict.message}"
         + ("; rollout moved back to shadow" if verdict.tripped else "")
     )
+
+
+@app.command("promise")
+def promise(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
+    refit_days: Annotated[
+        float | None,
+        typer.Option(help="on a breach, refit the calibration on this many recent days"),
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Realised under-allocation against each prediction's alpha, per target and group."""
+    from scoutless.ops import promise as kept
+    from scoutless.ops.actuals import collect_actuals, read_actuals
+    from scoutless.ops.alerts import fire, load_alert_config
+    from scoutless.ops.prediction_log import PredictionLog
+
+    engine, ops_engine = _engines(db, log_db)
+    try:
+        alert_config = load_alert_config(config)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    collect_actuals(engine, _load_champion(registry).bins, log_engine=ops_engine)
+    now = datetime.now(UTC)
+    predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
+    rows = kept.judged(predictions, read_actuals(ops_engine))
+    table = kept.promise_by_window(rows, every)
+    shown = table[(table["group"] == "all") | table["breached"].astype(bool)]
+    _print_frame(shown, "under-allocation against alpha (all, and breaching groups)")
+    fired = fire(ops_engine, kept.promise_alerts(table), alert_config)
+    if fired and refit_days is not None:
+        since = (now - timedelta(days=refit_days)).replace(tzinfo=None)
+        alpha = float(rows["alpha"].astype(float).median())
+        s = get_settings().rollout
+        recal = kept.refit(rows, since, alpha, min_n=s.promise_min_tasks)
+        path = kept.register_calibration(registry, recal)
+        console.print(f"calibration {recal.version} registered ({path}): {recal.factors}")
 
 
 @app.command("run")

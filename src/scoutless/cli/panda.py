@@ -68,7 +68,7 @@ def listen(
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
                             prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms,
             vhost=s.vhost)  # fmt: skip
-        listener = TaskListener(pipeline, engine, stomp, s)
+        listener = TaskListener(pipeline, engine, stomp, s, calibration=_calibration(bundle))
         health = (
             HealthServer(s.health_port, listener.metrics, listener.healthy).start()
             if s.health_port is not None
@@ -84,6 +84,14 @@ def listen(
             if health is not None:
                 health.stop()
             engine.dispose()
+
+
+def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
+    """The registry's calibration in force, re-read on each call (None for a bundle)."""
+    from scoutless.layout import is_registry
+    from scoutless.ops.promise import current_calibration
+
+    return (lambda: current_calibration(bundle)) if is_registry(bundle) else None
 
 
 def taskparams(

@@ -18,13 +18,14 @@ drops the batch (the broker redelivers what was not acked) and reconnects with b
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -39,6 +40,7 @@ from scoutless.jedi.messages import (
     message_type,
     parse_task_status,
 )
+from scoutless.ops.promise import Recalibration, apply_factors
 from scoutless.ops.rollout import (
     MODES,
     SCOPE_KEYS,
@@ -76,8 +78,12 @@ class TaskListener:
         broker: StompBroker,
         settings: ListenerSettings,
         metrics: ListenerMetrics | None = None,
+        calibration: Callable[[], Recalibration | None] | None = None,
     ) -> None:
+        """``calibration``: the refitted calibration in force (ops/promise.py), read per
+        batch; its factors scale the values sent and logged."""
         self.pipeline = pipeline
+        self.calibration = calibration
         self.engine = engine
         self.broker = broker
         self.settings = settings
@@ -165,6 +171,7 @@ class TaskListener:
             history=self._history,
         )  # fmt: skip
         attrs = history.tasks.set_index("jeditaskid").reindex(columns=list(SCOPE_KEYS))
+        recal = self.calibration() if self.calibration is not None else None
         now = time.time()
         messages: dict[int, str] = {}
         arms: dict[int, Assignment] = {}
@@ -172,6 +179,7 @@ class TaskListener:
             tid = int(task["jeditaskid"])
             eligible = eligible_to_skip(task, s.policy, s.skip_scout_policies)
             scope = attrs.loc[tid].to_dict() if tid in attrs.index else {}
+            task["targets"] = apply_factors(task["targets"], recal, scope)
             arms[tid] = arm = assign(state, str(tid), eligible, scope)
             log.info(
                 "task %s: arm %s, skip_scout %s (%s)", tid, arm.arm, arm.skip_scout, arm.reason
@@ -183,7 +191,8 @@ class TaskListener:
                 arm=arm.arm,
             )  # fmt: skip
             messages[prediction.task_id] = prediction.to_json()
-        log_rows = [_with_arm(r, arms, s.alpha) for r in result.log_rows]
+        targets = {int(t["jeditaskid"]): t["targets"] for t in result.tasks}
+        log_rows = [_with_arm(r, arms, s.alpha, targets) for r in result.log_rows]
         outbox.record(self.engine, log_rows, messages, self.pipeline.version)
         return messages
 
@@ -274,10 +283,24 @@ class TaskListener:
         return self.alive.is_set() and self.broker.connected.is_set()
 
 
-def _with_arm(row: dict, arms: dict[int, Assignment], alpha: float) -> dict:
-    """A prediction-log row with the risk bound and the rollout arm (and why)."""
-    arm = arms.get(int(row["jeditaskid"])) if row.get("jeditaskid") is not None else None
-    extra = {"alpha": alpha}
-    if arm is not None:
-        extra |= {"arm": arm.arm, "arm_reason": arm.reason}
+def _with_arm(
+    row: dict, arms: dict[int, Assignment], alpha: float, targets: dict[int, dict]
+) -> dict:
+    """A prediction-log row with the risk bound, the rollout arm (and why) and the values
+    as sent (a calibration's factors applied)."""
+    tid = int(row["jeditaskid"]) if row.get("jeditaskid") is not None else None
+    extra: dict = {"alpha": alpha}
+    if tid in arms:
+        extra |= {"arm": arms[tid].arm, "arm_reason": arms[tid].reason}
+    sent = targets.get(tid) if tid is not None else None
+    if sent and any("calibration" in entry for entry in sent.values()):
+        logged = (
+            json.loads(row["predictions"])
+            if isinstance(row["predictions"], str)
+            else row["predictions"]
+        )
+        for name, entry in logged.items():
+            if name in sent:
+                entry["recommended_value"] = sent[name]["recommended_value"]
+        extra["predictions"] = json.dumps(logged)
     return {**row, **extra}

@@ -1,0 +1,104 @@
+"""The promise kept: realised under-allocation against each prediction's α per target,
+group and window; a drift (memory × 1.75 for one processing type) breaches it for that
+group only and alerts; the refitted calibration brings the next window back to ≤ α + 0.01;
+it is registered in the registry and applied to what the listener sends."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoutless.config import RolloutSettings
+from scoutless.ops.prediction_log import LOG_COLUMNS
+from scoutless.ops.promise import (
+    apply_factors,
+    conformal_factor,
+    current_calibration,
+    judged,
+    promise_alerts,
+    promise_by_window,
+    refit,
+    register_calibration,
+)
+from scoutless.ops.registry import read_history
+
+ALPHA = 0.1
+GIVEN = 1000.0
+SIGMA = 0.4
+#: the need's median so that P(need > GIVEN) = ALPHA before the drift
+MEDIAN = GIVEN / np.exp(SIGMA * 1.2815515655446004)
+SETTINGS = RolloutSettings(promise_min_tasks=30)
+
+
+def _needs(rng: np.random.Generator, n: int, drift: float = 1.0) -> np.ndarray:
+    return MEDIAN * np.exp(SIGMA * rng.standard_normal(n)) * drift
+
+
+def _log(
+    n: int, day: str, first_id: int, drifted: set[str], rng
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # type: ignore[no-untyped-def]
+    """n tasks per processing type logged on ``day`` at α with value GIVEN, and actuals."""
+    preds, actuals = [], []
+    tid = first_id
+    for ptype in ("simul", "evgen"):
+        for need in _needs(rng, n, 1.75 if ptype in drifted else 1.0):
+            features = json.dumps({"processingtype": ptype, "gshare": "MC"})
+            preds.append({"id": tid, "request_id": "r", "jeditaskid": tid, "model_version": "v",
+                          "target": "memory", "class_id": 1, "class_label": "b",
+                          "probabilities": "[]", "recommended_value": GIVEN, "policy": "risk",
+                          "features": features, "created_at": pd.Timestamp(day),
+                          "alpha": ALPHA, "arm": "full"})  # fmt: skip
+            actuals.append({"jeditaskid": tid, "target": "memory", "value": need,
+                            "class_id": 2, "collected_at": pd.Timestamp(day)})  # fmt: skip
+            tid += 1
+    return pd.DataFrame(preds, columns=LOG_COLUMNS), pd.DataFrame(actuals)
+
+
+def test_a_drift_breaches_the_promise_for_its_group_and_the_refit_restores_it(tmp_path) -> None:
+    rng = np.random.default_rng(4)
+    before = _log(2000, "2026-03-01", 1, set(), rng)
+    after = _log(2000, "2026-03-02", 100_000, {"simul"}, rng)
+    preds = pd.concat([before[0], after[0]], ignore_index=True)
+    actuals = pd.concat([before[1], after[1]], ignore_index=True)
+    rows = judged(preds, actuals)
+    table = promise_by_window(rows, "1D", SETTINGS).set_index(["window_start", "group"])
+    day1, day2 = pd.Timestamp("2026-03-01"), pd.Timestamp("2026-03-02")
+    assert table.loc[(day1, "all"), "rate"] == pytest.approx(ALPHA, abs=0.02)
+    assert not table.loc[day1, "breached"].any()  # the promise holds before the drift
+    assert table.loc[(day2, "processingtype=simul"), "breached"]
+    assert table.loc[(day2, "processingtype=simul"), "rate"] > 0.5
+    assert not table.loc[(day2, "processingtype=evgen"), "breached"]
+    alerts = promise_alerts(promise_by_window(rows, "1D", SETTINGS))
+    scopes = {a.scope for a in alerts}
+    assert "memory:processingtype=simul" in scopes and "memory:processingtype=evgen" not in scopes
+
+    recal = refit(rows, day2, ALPHA, min_n=200)  # the rolling window: the drifted day
+    assert recal.factors["memory"]["processingtype=simul"] == pytest.approx(1.75, rel=0.1)
+    assert recal.factors["memory"]["processingtype=evgen"] == pytest.approx(1.0, abs=0.05)
+    following = _needs(np.random.default_rng(9), 20_000, 1.75)  # the next window, still drifted
+    given = GIVEN * recal.factor("memory", {"processingtype": "simul", "gshare": "MC"})
+    assert (following > given).mean() <= ALPHA + 0.01
+
+    path = register_calibration(tmp_path, recal)
+    assert path.is_file() and current_calibration(tmp_path).version == recal.version
+    assert read_history(tmp_path)[-1]["action"] == "calibrate"
+    targets = {"memory": {"recommended_value": GIVEN}, "io": {"recommended_value": 5.0}}
+    scaled = apply_factors(targets, current_calibration(tmp_path), {"processingtype": "simul"})
+    assert scaled["memory"]["recommended_value"] == pytest.approx(given)
+    assert scaled["memory"]["calibration"] == recal.version and scaled["io"] == targets["io"]
+
+
+def test_predictions_without_a_recorded_alpha_are_not_judged() -> None:
+    preds, actuals = _log(50, "2026-03-01", 1, set(), np.random.default_rng(0))
+    preds["alpha"] = None
+    assert judged(preds, actuals).empty
+    assert promise_by_window(judged(preds, actuals), "1D", SETTINGS).empty
+
+
+def test_conformal_factor_is_the_finite_sample_quantile() -> None:
+    scores = np.arange(1, 20, dtype=float)  # n = 19: ceil(20 · 0.9) = 18th smallest
+    assert conformal_factor(scores, 0.1) == 18.0
+    assert conformal_factor(scores[:5], 0.1) == float("inf")  # too few for α = 0.1
