@@ -179,3 +179,23 @@ def test_task_figures_skip_tasks_without_the_figure() -> None:
     figures = task_figures(tasks, jobs)
     assert figures.loc[9, "completion_h_den"] == 0  # not final
     assert figures.loc[9, "first_prod_job_h_den"] == 0  # only a scout so far
+
+
+def test_promotion_to_full_shows_the_evidence_and_gauges_hold_the_figures(history) -> None:  # type: ignore[no-untyped-def]
+    from scoutless.ops.impact import ImpactGauges
+    from scoutless.ops.rollout import read_rollout, set_rollout
+
+    collect_impact(history)
+    gauges = ImpactGauges()
+    gauges.update(impact_report(history))
+    value = gauges.figure.labels("first_attempt_success", "canary")._value.get()
+    assert value == pytest.approx(0.75)
+    assert gauges.difference.labels("first_prod_job_h", "value")._value.get() == pytest.approx(
+        -2.25
+    )
+    set_rollout(history, "canary", share=0.5)
+    result = CliRunner().invoke(app, ["rollout", "set", "full", "--reason", "held", "--db",
+                                      str(history.url)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "canary − control" in result.output and "first_attempt_success" in result.output
+    assert read_rollout(history).mode == "full"

@@ -102,3 +102,17 @@ def test_conformal_factor_is_the_finite_sample_quantile() -> None:
     scores = np.arange(1, 20, dtype=float)  # n = 19: ceil(20 · 0.9) = 18th smallest
     assert conformal_factor(scores, 0.1) == 18.0
     assert conformal_factor(scores[:5], 0.1) == float("inf")  # too few for α = 0.1
+
+
+def test_the_listener_logs_the_values_it_sent_after_a_calibration() -> None:
+    from scoutless.ops.rollout import Assignment
+    from scoutless.panda.listener import _with_arm
+
+    row = {"jeditaskid": 7, "predictions": json.dumps({"memory": {"recommended_value": 1000.0}})}
+    sent = {7: {"memory": {"recommended_value": 1750.0, "calibration": "v1"}}}
+    arm = {7: Assignment("canary", True, "canary: draw 0.1 < share 0.5")}
+    logged = _with_arm(row, arm, 0.05, sent)
+    assert json.loads(logged["predictions"])["memory"]["recommended_value"] == 1750.0
+    assert (logged["arm"], logged["alpha"]) == ("canary", 0.05)
+    plain = _with_arm(row, {}, 0.05, {})
+    assert plain["predictions"] == row["predictions"] and "arm" not in plain
