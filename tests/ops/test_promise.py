@@ -116,3 +116,36 @@ def test_the_listener_logs_the_values_it_sent_after_a_calibration() -> None:
     assert (logged["arm"], logged["alpha"]) == ("canary", 0.05)
     plain = _with_arm(row, {}, 0.05, {})
     assert plain["predictions"] == row["predictions"] and "arm" not in plain
+
+
+def test_monitor_promise_cli_alerts_and_registers_a_refit(tmp_path, monkeypatch) -> None:
+    from ops_fakes import ScriptedPredictor, prediction_rows, small_history
+    from typer.testing import CliRunner
+
+    from scoutless.cli import monitor
+    from scoutless.cli.main import app
+    from scoutless.history.panda_db import create_schema, make_engine, write_frame
+    from scoutless.ops.alerts import read_alerts
+    from scoutless.ops.prediction_log import PredictionLog
+
+    url = f"sqlite:///{tmp_path / 'panda.sqlite'}"
+    engine = make_engine(url)
+    create_schema(engine)
+    ids = list(range(1, 41))
+    for name, frame in small_history(dict.fromkeys(ids, 6.0)).items():  # needs ~6.6 GB/core
+        write_frame(engine, name, frame)
+    rows = prediction_rows(ids, [1] * 40, created_at=pd.Timestamp.now(),
+                           features=[{"processingtype": "simul", "gshare": "MC"}] * 40)  # fmt: skip
+    for row in rows:  # the value given: 2 GB per core, at alpha 0.1
+        row["predictions"]["memory"]["recommended_value"] = 2000.0
+        row["alpha"] = 0.1
+    PredictionLog(engine).write(rows)
+    monkeypatch.setattr(monitor, "_load_champion", lambda _: ScriptedPredictor("v1", {}))
+    registry = tmp_path / "reg"
+    result = CliRunner().invoke(app, ["monitor", "promise", "--registry", str(registry),
+                                      "--db", url, "--refit-days", "30"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "calibration" in result.output and "registered" in result.output
+    assert {"memory:all", "memory:processingtype=simul"} <= set(read_alerts(engine)["scope"])
+    recal = current_calibration(registry)
+    assert recal is not None and recal.factors["memory"]["processingtype=simul"] > 3
