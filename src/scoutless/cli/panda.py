@@ -21,8 +21,12 @@ from scoutless.config import get_settings
 
 console = Console(stderr=True)
 
-PolicyOption = Annotated[str | None, typer.Option(help="argmax, safe or risk (default: settings)")]
-AlphaOption = Annotated[float | None, typer.Option(help="risk bound of the risk policy")]
+PolicyOption = Annotated[
+    str | None, typer.Option(help="argmax, safe, risk, value or cost (default: settings)")
+]
+AlphaOption = Annotated[
+    float | None, typer.Option(help="under-allocation bound of the risk and value policies")
+]
 
 
 def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
@@ -163,7 +167,14 @@ def _fill(
     arm = assign(state, key, eligible_to_skip(task, policy, skip), features)
     console.print(f"rollout {state.describe()}: arm {arm.arm} ({arm.reason})")
     return fill_taskparams(
-        params, task["targets"], version, policy, skip, time.time(), skip_scout=arm.skip_scout
+        params,
+        task["targets"],
+        version,
+        policy,
+        skip,
+        time.time(),
+        task.get("scout"),
+        skip_scout=arm.skip_scout,
     )
 
 

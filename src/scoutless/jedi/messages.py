@@ -161,23 +161,34 @@ def parse_scout_prediction(body: str | bytes | Mapping[str, Any]) -> ScoutPredic
     )
 
 
+#: policies that allocate each task its own value (a number, not a class's edge)
+VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
+
+
 def should_skip_scouts(
-    targets: Mapping[str, Mapping[str, Any]], policy: str, skip_policies: Collection[str]
+    targets: Mapping[str, Mapping[str, Any]],
+    policy: str,
+    skip_policies: Collection[str],
+    scout: Mapping[str, Any] | None = None,
 ) -> bool:
     """Scouts may be skipped when the policy bounds the risk of under-allocating and every
-    bounded target's chosen class has an upper edge (an open top class cannot be sized)."""
+    bounded target's chosen class has an upper edge (an open top class cannot be sized); a
+    value policy sizes every task by its own value; the cost policy's per-task ``scout``
+    decision (scouting cheaper than predicting) keeps the scouts."""
     if policy not in skip_policies or any(t not in targets for t in RESOURCE_TARGETS):
         return False
+    if scout is not None:
+        return not scout["scout"]
+    if policy in VALUE_POLICIES:
+        return True
     return all(targets[t]["bin_range"][1] is not None for t in BOUNDED_TARGETS)
 
 
 def eligible_to_skip(task: Mapping[str, Any], policy: str, skip_policies: Collection[str]) -> bool:
     """Whether the allocation lets a task (the service's answer for it) skip its scouts:
-    the service's own per-task decision where it gives one (``scout``), else the rule above.
+    the cost policy's per-task decision where it gives one (``scout``), else the rule above.
     The rollout then decides whether an eligible task does (ops/rollout.py)."""
-    if isinstance(task.get("scout"), bool):
-        return not task["scout"]
-    return should_skip_scouts(task["targets"], policy, skip_policies)
+    return should_skip_scouts(task["targets"], policy, skip_policies, task.get("scout"))
 
 
 def build_prediction(
@@ -188,11 +199,13 @@ def build_prediction(
     policy: str,
     skip_policies: Collection[str],
     timestamp: float,
+    scout: Mapping[str, Any] | None = None,
     skip_scout: bool | None = None,
     arm: str | None = None,
 ) -> ScoutPrediction:
     """A scout_prediction from one task's predicted targets (the service's response shape);
-    ``skip_scout`` given: the rollout's decision, else the eligibility rule alone."""
+    ``scout``: the task's scout decision under the cost policy; ``skip_scout`` given: the
+    rollout's decision (ops/rollout.py) instead of the eligibility rule alone."""
     missing = [t for t in RESOURCE_TARGETS if t not in targets]
     if missing:
         raise ValueError(f"task {task_id}: prediction lacks targets {missing}")
@@ -204,7 +217,9 @@ def build_prediction(
         confidence={t: float(targets[t]["confidence"]) for t in RESOURCE_TARGETS},
         policy=policy,
         skip_scout=(
-            should_skip_scouts(targets, policy, skip_policies) if skip_scout is None else skip_scout
+            should_skip_scouts(targets, policy, skip_policies, scout)
+            if skip_scout is None
+            else skip_scout
         ),
         timestamp=timestamp,
         arm=arm,
@@ -225,6 +240,7 @@ def fill_taskparams(
     policy: str,
     skip_policies: Collection[str],
     timestamp: float,
+    scout: Mapping[str, Any] | None = None,
     skip_scout: bool | None = None,
 ) -> dict[str, Any]:
     """Task parameters with the predicted resources and, when the prediction is safe enough
@@ -232,7 +248,8 @@ def fill_taskparams(
     panda-client. A submitter's ``…Fixed`` unit (and its value) is kept, as JEDI keeps it."""
     prediction = build_prediction(
         int(params.get("jediTaskID") or 0), model_version, targets,
-        policy=policy, skip_policies=skip_policies, timestamp=timestamp, skip_scout=skip_scout,
+        policy=policy, skip_policies=skip_policies, timestamp=timestamp, scout=scout,
+        skip_scout=skip_scout,
     )  # fmt: skip
     filled = dict(params)
     unit_of = {"ramCount": "ramUnit", "cpuTime": "cpuTimeUnit", "ioIntensity": "ioIntensityUnit"}

@@ -319,6 +319,8 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
             columns["target"].append(name)
             for c in TARGET_FIELDS:  # probabilities as JSON text, as the per-target table had
                 columns[c].append(_json(entry[c]) if c == "probabilities" else entry[c])
+            if row.get("alpha") is None and entry.get("alpha") is not None:
+                columns["alpha"][-1] = entry["alpha"]  # the service logs it per target
             columns["features"].append(row.get("features") if first else None)
             first = False
     return pd.DataFrame(columns, columns=LOG_COLUMNS)

@@ -59,6 +59,8 @@ from scoutless.service.pipeline import Pipeline
 log = logging.getLogger("scoutless.panda.listener")
 
 DEFINED = "defined"
+#: policies that promise an under-allocation rate of at most alpha (the log records it)
+ALPHA_POLICIES = ("risk", "value")
 
 
 @dataclass
@@ -192,7 +194,8 @@ class TaskListener:
             )  # fmt: skip
             messages[prediction.task_id] = prediction.to_json()
         targets = {int(t["jeditaskid"]): t["targets"] for t in result.tasks}
-        log_rows = [_with_arm(r, arms, s.alpha, targets) for r in result.log_rows]
+        alpha = s.alpha if s.policy in ALPHA_POLICIES else None
+        log_rows = [_with_arm(r, arms, alpha, targets) for r in result.log_rows]
         outbox.record(self.engine, log_rows, messages, self.pipeline.version)
         return messages
 
@@ -284,12 +287,12 @@ class TaskListener:
 
 
 def _with_arm(
-    row: dict, arms: dict[int, Assignment], alpha: float, targets: dict[int, dict]
+    row: dict, arms: dict[int, Assignment], alpha: float | None, targets: dict[int, dict]
 ) -> dict:
     """A prediction-log row with the risk bound, the rollout arm (and why) and the values
     as sent (a calibration's factors applied)."""
     tid = int(row["jeditaskid"]) if row.get("jeditaskid") is not None else None
-    extra: dict = {"alpha": alpha}
+    extra: dict = {} if alpha is None else {"alpha": alpha}
     if tid in arms:
         extra |= {"arm": arms[tid].arm, "arm_reason": arms[tid].reason}
     sent = targets.get(tid) if tid is not None else None
