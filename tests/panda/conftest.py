@@ -3,6 +3,7 @@ history (through the CLI, as a new user would), a bundle trained from it, the br
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import uuid
@@ -77,8 +78,13 @@ def broker() -> tuple[str, int]:
     return host, port
 
 
+_WORLDS = itertools.count()
+
+
 @pytest.fixture(scope="module")
 def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    """JEDI's stand-in, the agent and the listener; each module's tasks have ids of their
+    own (the session's database is shared)."""
     tmp = tmp_path_factory.mktemp("panda-e2e")
     run = uuid.uuid4().hex[:8]
     status_q, prediction_q = (
@@ -89,7 +95,7 @@ def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]: 
     proxy = TcpProxy((url.host or "127.0.0.1", int(url.port or 5432)))
     via_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     engine = make_engine(panda_db)
-    frames = generate_chunk(1000, first_task_id=500_000, seed=7)
+    frames = generate_chunk(1000, first_task_id=500_000 + 10_000 * next(_WORLDS), seed=7)
     jedi = JediStandIn(engine, frames, broker, status_q)
     agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)
     w = World(

@@ -106,7 +106,8 @@ def taskparams(
     alpha: AlphaOption = None,
     out: Annotated[Path | None, typer.Option(help="write here (default: stdout)")] = None,
     db: Annotated[
-        str | None, typer.Option(help="database holding the rollout mode (default: settings)")
+        str | None,
+        typer.Option(help="database holding the rollout mode (default: settings.db_url)"),
     ] = None,
 ) -> None:
     """Fill skipScout (as the rollout decides) and ramCount/cpuTime/ioIntensity with units."""
@@ -154,11 +155,18 @@ def _fill(
     from scoutless.features.extract import features_from_taskparams, parse_taskparams
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
-    from scoutless.ops.rollout import RolloutError, assign, read_rollout, task_key
+    from scoutless.ops.rollout import (
+        RolloutError,
+        assign,
+        default_state,
+        read_rollout,
+        task_key,
+    )
 
     skip = get_settings().listener.skip_scout_policies
-    try:
-        state = read_rollout(make_engine(db or get_settings().resolved_db_url(), create_dirs=False))
+    url = db or get_settings().db_url
+    try:  # no database named: the configured default mode (nothing to read)
+        state = read_rollout(make_engine(url, create_dirs=False)) if url else default_state()
         key = task_key(params.get("jediTaskID"), params.get("taskName"))
     except (DatabaseUnavailable, RolloutError) as exc:
         console.print(f"[red]{exc}[/red]")
