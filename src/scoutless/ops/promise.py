@@ -121,10 +121,12 @@ class Recalibration:
     fitted_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def factor(self, target: str, task: Mapping[str, Any]) -> float:
-        """The largest factor of the groups the task is in (1 when none was fitted)."""
+        """The factor of the most specific group fitted for the task (processing type, then
+        gshare, then all; 1 when none was): a drifted group gets its own correction, and
+        the others are not charged for it."""
         per = self.factors.get(target, {})
-        keys = ["all", *(f"{k}={task.get(k)}" for k in GROUP_KEYS)]
-        return max([per[k] for k in keys if k in per] or [1.0])
+        keys = [*(f"{k}={task.get(k)}" for k in reversed(GROUP_KEYS)), "all"]
+        return next((per[k] for k in keys if k in per), 1.0)
 
 
 def refit(judged_rows: pd.DataFrame, since: datetime, alpha: float, min_n: int) -> Recalibration:
