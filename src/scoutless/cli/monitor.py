@@ -130,7 +130,13 @@ def report(
     _print_frame(snapshot.prior_drift, "class-prior drift")
     alerts = read_alerts(ops_engine)
     if html is not None:
-        path = render_report(snapshot, predictor.bins, html, alerts=alerts)
+        from scoutless.ops.impact import ImpactError, impact_report
+
+        try:  # the rollout's impact where it has been collected (monitor impact)
+            impact = impact_report(ops_engine, every=every, since=since)
+        except ImpactError:
+            impact = None
+        path = render_report(snapshot, predictor.bins, html, alerts=alerts, impact=impact)
         console.print(f"HTML report: {path}")
 
 

@@ -152,9 +152,11 @@ def render_report(
     *,
     alerts: pd.DataFrame | None = None,
     title: str = "scoutless monitoring",
+    impact: Any = None,
 ) -> Path:
-    """Write the page to ``out`` and return its path."""
-    sections = _sections(snapshot, bins)
+    """Write the page to ``out`` and return its path (``impact``: the rollout's
+    ``ImpactReport``, whose sections follow)."""
+    sections = _sections(snapshot, bins) + (impact_sections(impact) if impact else [])
     alert_rows = [] if alerts is None or alerts.empty else alerts.to_dict("records")
     return _write_page(
         out, title=title, every=snapshot.every, n_predictions=snapshot.n_predictions,
@@ -175,26 +177,32 @@ def _write_page(out: str | Path, **fields: Any) -> Path:
     return out
 
 
-def render_impact(report: Any, out: str | Path, *, every: str = "1D",
-                  title: str = "scoutless rollout impact") -> Path:  # fmt: skip
-    """The impact page: per figure, its value per arm over the windows, and the tables."""
+def impact_sections(report: Any) -> list[dict[str, Any]]:
+    """Per figure, its value per arm over the windows; the per-arm table; the differences."""
     wide = report.per_window.pivot_table(
         index=["window_start", "arm"], columns="figure", values="value"
     ).reset_index()
     sections = []
-    for names in _chunked([f for f in report.per_arm["figure"].unique()], 3):
-        image = _time_series(wide, "arm", [n for n in names if n in wide.columns],
-                             "per arm over time")  # fmt: skip
-        sections.append({"title": ", ".join(names), "image": image, "table": ""})
+    for names in _chunked(list(report.per_arm["figure"].unique()), 3):
+        shown = [n for n in names if n in wide.columns]
+        image = _time_series(wide, "arm", shown, "per rollout arm over time") if shown else None
+        sections.append({"title": "impact: " + ", ".join(names), "image": image, "table": ""})
     per_arm = report.per_arm.pivot_table(index="figure", columns="arm", values="value")
-    sections.append({"title": "figures per arm", "image": None,
+    sections.append({"title": "impact per arm", "image": None,
                      "table": _html_table(per_arm.reset_index())})  # fmt: skip
     diffs = pd.DataFrame([d.__dict__ for d in report.differences])
     sections.append({"title": "canary − control (bootstrap interval over tasks)", "image": None,
                      "table": _html_table(diffs)})  # fmt: skip
+    return sections
+
+
+def render_impact(
+    report: Any, out: str | Path, *, every: str = "1D", title: str = "scoutless rollout impact"
+) -> Path:
+    """The impact's own page."""
     return _write_page(
         out, title=title, every=every, n_predictions=report.n_tasks, n_joined=report.n_tasks,
-        alerts=[], sections=sections,
+        alerts=[], sections=impact_sections(report),
     )  # fmt: skip
 
 
