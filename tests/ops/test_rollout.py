@@ -10,9 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
-from typer.testing import CliRunner
 
-from scoutless.cli.main import app
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.rollout import (
     RolloutError,
@@ -133,22 +131,3 @@ def test_an_older_log_gains_the_arm_columns_and_names_skipped_tasks(db: str) -> 
     assert frame.set_index("jeditaskid")["arm"].to_dict()[1] == "canary"
     assert frame["alpha"].tolist() == [0.05] * 4
     assert already_skipped(engine) == [1, 3]
-
-
-def test_rollout_cli_set_show_and_bad_input(db: str) -> None:
-    runner = CliRunner()
-    bad = runner.invoke(app, ["rollout", "set", "canary", "--share", "1.5", "--db", db])
-    assert bad.exit_code == 2 and "rollout.share" in bad.output
-    bad = runner.invoke(app, ["rollout", "set", "half", "--db", db])
-    assert bad.exit_code == 2 and "rollout.mode" in bad.output
-    bad = runner.invoke(app, ["rollout", "set", "canary", "--share", "0.5", "--scope", "gshare",
-                              "--db", db])  # fmt: skip
-    assert bad.exit_code == 2 and "rollout.scope" in bad.output
-    ok = runner.invoke(app, ["rollout", "set", "canary", "--share", "0.5", "--scope",
-                             "gshare=Express,MC 16", "--reason", "try it", "--db", db])  # fmt: skip
-    assert ok.exit_code == 0, ok.output
-    assert read_rollout(create_engine(db)).scope == {"gshare": ["Express", "MC 16"]}
-    off = runner.invoke(app, ["rollout", "set", "shadow", "--reason", "stop", "--db", db])
-    assert off.exit_code == 0 and "stay so" in off.output
-    shown = runner.invoke(app, ["rollout", "show", "--db", db])
-    assert shown.exit_code == 0 and "try it" in shown.output and "stop" in shown.output
