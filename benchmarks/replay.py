@@ -14,13 +14,13 @@ here, the quality figures come from ``scoutless demo`` / ``scoutless replay``.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import time
 from pathlib import Path
 
 import numpy as np
 
+from record import add_out, emit, reference_loop_s
 from scoutless.config import Settings, get_settings
 from scoutless.replay.history import workload_from_db
 from scoutless.replay.runner import replay_document, run_strategies, true_classes
@@ -122,7 +122,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("scoutless-work/bench"))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--workers", type=int, default=2, help="strategies in parallel")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     args.workdir.mkdir(parents=True, exist_ok=True)
     settings = get_settings()
     replay_cfg = settings.replay.model_copy(update={"workers": args.workers})
@@ -167,11 +169,8 @@ def main() -> None:
     measured["children_cpu_s"] = round(children_cpu_seconds(), 1)
     measured["workers"] = args.workers
     predictions = "bundle" if args.bundle else "oracle"
-    print(
-        json.dumps(
-            report(work, results, document, phases, per_strategy, measured, predictions), indent=1
-        )
-    )
+    result = report(work, results, document, phases, per_strategy, measured, predictions)
+    emit(result, args.out, loop_before, indent=1)
 
 
 if __name__ == "__main__":

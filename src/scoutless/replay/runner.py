@@ -29,8 +29,8 @@ from scoutless.config import Settings
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
-from scoutless.replay.pool import SlotPool
-from scoutless.replay.strategies import make_plans, pool_cores
+from scoutless.replay.pool import SlotPool, pool_cores
+from scoutless.replay.strategies import make_plans
 from scoutless.replay.workload import TaskEstimator, Workload
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import value_col
