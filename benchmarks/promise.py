@@ -6,13 +6,12 @@ policy at α, in two windows. Prints JSON: per window and group, the realised me
 under-allocation against α (and whether ``ops.promise`` flags it), then the same for the
 second window with the calibration refitted on the first (``ops.promise.refit``).
 
-    python benchmarks/promise.py [--tasks 6000] [--alpha 0.1] [--out FILE]
+    python benchmarks/promise.py [--tasks 8000] [--alpha 0.1] [--out results/promise.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from record import add_out, emit, reference_loop_s
 from scoutless.config import RolloutSettings
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import create_schema, make_engine, read_history
@@ -80,10 +80,11 @@ def _rates(rows: pd.DataFrame, drifted_types: set[str]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tasks", type=int, default=6000)
+    parser.add_argument("--tasks", type=int, default=8000)
     parser.add_argument("--alpha", type=float, default=0.1)
-    parser.add_argument("--out", type=Path)
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     from scoutless.training import train_bundle
 
     frames = generate_chunk(args.tasks, seed=11, start=START, days=DAYS,
@@ -128,10 +129,7 @@ def main() -> None:
         "window2_under_with_refit": _rates(fixed, drifted_types),
         "refit_memory_factors": recal.factors.get("memory", {}),
     }  # fmt: skip
-    text = json.dumps(result, indent=1, sort_keys=True)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    emit(result, args.out, loop_before, indent=1, sort_keys=True)
 
 
 if __name__ == "__main__":
