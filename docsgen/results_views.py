@@ -332,6 +332,15 @@ BENCHMARKS: list[Benchmark] = [
         _realism,
     ),
     Benchmark(
+        "promise",
+        "The promise kept under a release drift",
+        "A bundle trained before a new release raises memory 1.75x for some processing "
+        "types, predicting after it with the value policy at alpha: the realised "
+        "under-allocation per group, the groups `monitor promise` flags, and the next "
+        "window with the calibration refitted on the first.",
+        "python benchmarks/promise.py --tasks 8000 --out results/promise.json",
+    ),
+    Benchmark(
         "generate",
         "Synthetic history generation",
         "Throughput of the synthetic PanDA history generator writing into SQLite.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -249,6 +250,36 @@ class ListenerSettings(BaseModel):
     heartbeat_ms: int = Field(10_000, ge=0)
     receipt_timeout_s: float = Field(10.0, gt=0)
     health_port: int | None = Field(9466, ge=0, le=65535, description="/healthz, /metrics")
+
+
+class RolloutSettings(BaseModel):
+    """From shadow to rollout (docs/how-to/rollout.md): the listener's mode when no
+    ``scoutless rollout set`` has been made, the canary's seed, the impact figures and the
+    guard rail that moves a harmful canary back to shadow."""
+
+    default_mode: Literal["shadow", "canary", "full"] = Field(
+        "full", description="mode while the rollout table holds no row (full: today's rule)"
+    )
+    seed: int = Field(0, description="canary assignment seed (reproducible, stable per task)")
+    memory_kill_codes: list[int] = Field(
+        [1212, 1235], description="pilot error codes of a memory kill (PanDA's pilot)"
+    )
+    walltime_kill_codes: list[int] = Field(
+        [1213], description="pilot error codes of a walltime kill"
+    )
+    bootstrap: int = Field(1000, ge=50, description="bootstrap resamples over tasks")
+    confidence: float = Field(0.95, gt=0.5, lt=1, description="bootstrap interval level")
+    guard_figure: str = Field(
+        "first_attempt_success", description="the impact figure the guard rail watches"
+    )
+    guard_margin: float = Field(
+        0.02, ge=0, description="canary below control by more than this (interval < 0) trips it"
+    )
+    guard_min_tasks: int = Field(30, ge=1, description="tasks per arm before the rail judges")
+    promise_z: float = Field(
+        2.33, gt=0, description="under-allocation above alpha by this many binomial sds alerts"
+    )
+    promise_min_tasks: int = Field(30, ge=1, description="tasks per group before it is judged")
 
 
 class DistributedSettings(BaseModel):
@@ -540,6 +571,7 @@ class Settings(BaseSettings):
     replay: ReplaySettings = ReplaySettings()
     distributed: DistributedSettings = DistributedSettings()
     allocation: AllocationSettings = AllocationSettings()
+    rollout: RolloutSettings = RolloutSettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

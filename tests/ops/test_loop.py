@@ -76,3 +76,30 @@ def test_step_collects_alerts_and_retrains(tmp_path: Path, monkeypatch) -> None:
     # the new champion has made no predictions yet: the next step fires nothing
     again = monitor_step(ctx)
     assert again.alerts == [] and again.retrained is None
+
+
+@pytest.mark.usefixtures("shallow_registry")
+def test_step_with_impact_collects_it_and_applies_the_guard_rail(tmp_path: Path) -> None:
+    from prometheus_client import generate_latest
+
+    from scoutless.ops.guard_rail import ImpactWatch
+    from scoutless.ops.impact_store import read_impact
+    from scoutless.ops.rollout import set_rollout
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'panda.sqlite'}")
+    create_schema(engine)
+    ids = list(range(1, 11))
+    for name, frame in small_history(dict.fromkeys(ids, 2.0)).items():
+        write_frame(engine, name, frame)
+    root = _registry_with_champion(tmp_path, {"reco": 1, "simul": 1})
+    PredictionLog(engine).write(prediction_rows(ids, [1] * 10, version="old"))
+    set_rollout(engine, "canary", share=0.5)
+    watch = ImpactWatch()
+    ctx = MonitorContext(engine=engine, registry=root, lookback=None, loader=fake_loader,
+                         retrain=None, impact=watch)  # fmt: skip
+    report = monitor_step(ctx)
+    tasks, jobs = read_impact(engine)
+    assert len(tasks) == 10 and len(jobs) == 50
+    assert report.guard is not None and not report.guard.tripped
+    assert "waiting" in report.guard.message  # no canary/control arms logged: nothing judged
+    assert b"scoutless_impact_figure" in generate_latest(watch.impact.registry)

@@ -3,16 +3,21 @@ history (through the CLI, as a new user would), a bundle trained from it, the br
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from panda_world import ROOT, port_open
+from panda_world import ROOT, JediStandIn, TcpProxy, World, port_open, start_agent
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.history.panda_db import make_engine
+from scoutless.history.synthetic import generate_chunk
 
 PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
 STOMP_URL = os.environ.get("SCOUTLESS_TEST_STOMP_URL", "stomp://127.0.0.1:61619")
@@ -71,3 +76,46 @@ def broker() -> tuple[str, int]:
         if done.returncode != 0 or not port_open(host, port):
             pytest.skip(f"no STOMP broker at {host}:{port}: {done.stderr.decode()[-300:]}")
     return host, port
+
+
+_WORLDS = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    """JEDI's stand-in, the agent and the listener; each module's tasks have ids of their
+    own (the session's database is shared)."""
+    tmp = tmp_path_factory.mktemp("panda-e2e")
+    run = uuid.uuid4().hex[:8]
+    status_q, prediction_q = (
+        f"/queue/test_{run}_jobtaskstatus",
+        f"/queue/test_{run}_scout_prediction",
+    )
+    url = make_url(panda_db)
+    proxy = TcpProxy((url.host or "127.0.0.1", int(url.port or 5432)))
+    via_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    engine = make_engine(panda_db)
+    frames = generate_chunk(1000, first_task_id=500_000 + 10_000 * next(_WORLDS), seed=7)
+    jedi = JediStandIn(engine, frames, broker, status_q)
+    agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)
+    w = World(
+        tmp,
+        panda_db,
+        via_proxy,
+        panda_bundle,
+        broker,
+        status_q,
+        prediction_q,
+        proxy,
+        jedi,
+        agent,
+        plugin_log,
+    )
+    w.start_listener()
+    yield w
+    if w.listener is not None:
+        w.listener.stop()
+    agent.stop()
+    jedi.close()
+    proxy.cut()
+    engine.dispose()

@@ -5,6 +5,7 @@ as real processes, and a TCP proxy that can cut the listener off its database.""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import socket
@@ -13,12 +14,16 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
+from sqlalchemy import text
 
 from scoutless.panda.standin import JediStandIn, applied_counts, write_agent_files
 
-__all__ = ["JediStandIn", "applied_counts"]
+__all__ = ["JediStandIn", "World", "applied_counts"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "from scoutless.cli.main import app; app()"
@@ -147,3 +152,63 @@ class TcpProxy:
         finally:
             a.close()
             b.close()
+
+
+@dataclass
+class World:
+    tmp: Path
+    db: str
+    db_via_proxy: str
+    bundle: Path
+    broker: tuple[str, int]
+    status_q: str
+    prediction_q: str
+    proxy: TcpProxy
+    jedi: JediStandIn
+    agent: Proc
+    plugin_log: Path
+    listener: Proc | None = None
+    health_port: int = 0
+
+    def start_listener(self) -> None:
+        self.health_port = free_port()
+        self.listener = start_listener(
+            self.tmp, bundle=self.bundle, db=self.db_via_proxy, broker=f"stomp://{self.broker[0]}:{self.broker[1]}",
+            status_q=self.status_q, prediction_q=self.prediction_q, health_port=self.health_port,
+        )  # fmt: skip
+        wait_for(self.healthy, 180, "the listener to be healthy", every=0.5)
+
+    def healthy(self) -> bool:
+        assert self.listener is not None and self.listener.p.poll() is None, self.listener.text()
+        try:
+            return (
+                httpx.get(f"http://127.0.0.1:{self.health_port}/healthz", timeout=2).status_code
+                == 200
+            )
+        except httpx.HTTPError:
+            return False
+
+    def metric(self, name: str) -> float:
+        body = httpx.get(f"http://127.0.0.1:{self.health_port}/metrics", timeout=5).text
+        return sum(
+            float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name)
+        )
+
+    def outbox(self, ids: list[int]) -> dict[int, dict]:
+        sql = text(
+            "SELECT jeditaskid, message FROM scoutless_panda_outbox WHERE jeditaskid = ANY(:ids)"
+        )
+        with self.jedi.engine.connect() as conn:
+            return {r.jeditaskid: json.loads(r.message) for r in conn.execute(sql, {"ids": ids})}
+
+    def settle(
+        self, ids: list[int], timeout: float = 90, left_alone: Sequence[int] = ()
+    ) -> dict[int, dict]:
+        """Wait until every task has its prediction and each skip_scout one still pending
+        (not in ``left_alone``) is applied."""
+        wait_for(
+            lambda: len(self.outbox(ids)) == len(ids), timeout, f"predictions for {len(ids)} tasks"
+        )
+        skip = {t for t, m in self.outbox(ids).items() if m["skip_scout"]} - set(left_alone)
+        wait_for(lambda: set(self.jedi.updated(ids)) == skip, timeout, f"{len(skip)} tasks updated")
+        return self.outbox(ids)

@@ -97,3 +97,29 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
         CliRunner().invoke(app, ["taskparams", str(bad), "--bundle", str(panda_bundle)]).exit_code
         == 2
     )
+
+
+def test_taskparams_follows_the_rollout_with_the_task_name_as_key(panda_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+    from scoutless.ops.rollout import assign, set_rollout
+
+    db = f"sqlite:///{tmp_path / 'rollout.sqlite'}"
+    src, out = tmp_path / "task.json", tmp_path / "filled.json"
+    src.write_text(json.dumps(TASK))
+    base = ["taskparams", str(src), "--bundle", str(panda_bundle), "--policy", "risk",
+            "--out", str(out), "--db", db]  # fmt: skip
+    engine = make_engine(db)
+    full = CliRunner().invoke(app, base)
+    assert full.exit_code == 0, full.output
+    eligible = json.loads(out.read_text()).get("skipScout") is True  # the default: full
+    set_rollout(engine, "shadow", reason="watch")
+    shadow = CliRunner().invoke(app, base)
+    assert shadow.exit_code == 0 and "arm shadow" in shadow.output
+    assert "skipScout" not in json.loads(out.read_text())
+    state = set_rollout(engine, "canary", share=0.5, seed=1)
+    canary = CliRunner().invoke(app, base)
+    expected = assign(state, f"name:{TASK['taskName']}", eligible).arm
+    assert canary.exit_code == 0 and f"arm {expected}" in canary.output
+    assert (json.loads(out.read_text()).get("skipScout") is True) == (expected == "canary")

@@ -13,6 +13,7 @@ from scoutless.cli import (
     panda,
     registry,
     replay,
+    rollout,
     serve,
     train,
 )
@@ -35,6 +36,7 @@ app.command("replay")(replay.replay)
 app.command("demo")(demo.demo)
 app.command("listen")(panda.listen)
 app.command("taskparams")(panda.taskparams)
+app.add_typer(rollout.app, name="rollout", help="Shadow, canary or full: who skips scouts.")
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -30,6 +30,8 @@ LogDbOpt = Annotated[
 RegistryOpt = Annotated[
     Path, typer.Option("--registry", help="registry folder (or a single bundle folder)")
 ]
+EveryOpt = Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")]
+DaysOpt = Annotated[float, typer.Option(help="look back this many days")]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="alert rules TOML (see docs/operations.md)")
 ]
@@ -93,8 +95,8 @@ def report(
     registry: RegistryOpt,
     db: DbOpt = None,
     log_db: LogDbOpt = None,
-    every: Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")] = "1D",
-    days: Annotated[float, typer.Option(help="look back this many days")] = 30.0,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
     html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
     all_versions: Annotated[
         bool, typer.Option(help="judge every model's predictions, not only the champion's")
@@ -128,8 +130,117 @@ def report(
     _print_frame(snapshot.prior_drift, "class-prior drift")
     alerts = read_alerts(ops_engine)
     if html is not None:
-        path = render_report(snapshot, predictor.bins, html, alerts=alerts)
+        from scoutless.ops.impact import ImpactError, impact_report
+
+        try:  # the rollout's impact where it has been collected (monitor impact)
+            impact = impact_report(ops_engine, every=every, since=since)
+        except ImpactError:
+            impact = None
+        path = render_report(snapshot, predictor.bins, html, alerts=alerts, impact=impact)
         console.print(f"HTML report: {path}")
+
+
+@app.command("impact")
+def impact(
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
+    html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
+    collect: Annotated[bool, typer.Option(help="copy newly finished jobs first")] = True,
+    guard: Annotated[
+        bool, typer.Option(help="apply the guard rail (back to shadow on harm)")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
+    from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
+    from scoutless.history.panda_db import DatabaseUnavailable
+    from scoutless.ops.impact import ImpactError, impact_report
+    from scoutless.ops.impact_store import collect_impact
+
+    engine, ops_engine = _engines(db, log_db)
+    try:
+        if collect:
+            done = collect_impact(engine, ops_engine)
+            console.print(f"collected {done.n_read} tasks ({done.n_final} final), "
+                          f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
+        since = datetime.now(UTC) - timedelta(days=days)
+        result = impact_report(ops_engine, every=every, since=since)
+    except (ImpactError, ValueError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    except DatabaseUnavailable as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=1) from exc
+    print_per_arm(console, result)
+    print_per_window(console, result)
+    print_differences(console, result)
+    if guard:
+        _guard(ops_engine, result, config)
+    if html is not None:
+        from scoutless.ops.report import render_impact
+
+        console.print(f"HTML report: {render_impact(result, html, every=every)}")
+
+
+def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
+    from scoutless.ops.alerts import load_alert_config
+    from scoutless.ops.guard_rail import check_guard_rail
+
+    try:
+        alert_config = load_alert_config(config)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    verdict = check_guard_rail(ops_engine, result, config=alert_config)
+    style = "[bold red]" if verdict.tripped else ""
+    console.print(
+        f"{style}guard rail: {verdict.message}"
+        + ("; rollout moved back to shadow" if verdict.tripped else "")
+    )
+
+
+@app.command("promise")
+def promise(
+    registry: RegistryOpt,
+    db: DbOpt = None,
+    log_db: LogDbOpt = None,
+    every: EveryOpt = "1D",
+    days: DaysOpt = 30.0,
+    refit_days: Annotated[
+        float | None,
+        typer.Option(help="on a breach, refit the calibration on this many recent days"),
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Realised under-allocation against each prediction's alpha, per target and group."""
+    from scoutless.ops import promise as kept
+    from scoutless.ops.actuals import collect_actuals, read_actuals
+    from scoutless.ops.alerts import fire, load_alert_config
+    from scoutless.ops.prediction_log import PredictionLog
+
+    engine, ops_engine = _engines(db, log_db)
+    try:
+        alert_config = load_alert_config(config)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    collect_actuals(engine, _load_champion(registry).bins, log_engine=ops_engine)
+    now = datetime.now(UTC)
+    predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
+    rows = kept.judged(predictions, read_actuals(ops_engine))
+    table = kept.promise_by_window(rows, every)
+    shown = table[(table["group"] == "all") | table["breached"].astype(bool)]
+    _print_frame(shown, "under-allocation against alpha (all, and breaching groups)")
+    fired = fire(ops_engine, kept.promise_alerts(table), alert_config)
+    if fired and refit_days is not None:
+        since = (now - timedelta(days=refit_days)).replace(tzinfo=None)
+        alpha = float(rows["alpha"].astype(float).median())
+        s = get_settings().rollout
+        recal = kept.refit(rows, since, alpha, min_n=s.promise_min_tasks)
+        path = kept.register_calibration(registry, recal)
+        console.print(f"calibration {recal.version} registered ({path}): {recal.factors}")
 
 
 @app.command("run")
@@ -146,9 +257,13 @@ def run(
     metrics_port: Annotated[
         int | None, typer.Option(help="serve Prometheus gauges on 127.0.0.1:PORT")
     ] = None,
+    impact: Annotated[
+        bool, typer.Option(help="also collect the rollout's impact and apply its guard rail")
+    ] = False,
 ) -> None:
     """Collect → check alert rules → retrain on alert, every interval, until SIGINT/SIGTERM."""
     from scoutless.ops.alerts import load_alert_config
+    from scoutless.ops.guard_rail import ImpactWatch
     from scoutless.ops.loop import (
         MonitorContext,
         RetrainOptions,
@@ -180,6 +295,7 @@ def run(
         if retrain_on_alert
         else None,
         gauges=gauges,
+        impact=ImpactWatch(gauges.registry, alert_config.every) if impact else None,
     )
     if once:
         monitor_step(ctx)

@@ -72,7 +72,7 @@ def listen(
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
                             prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms,
             vhost=s.vhost)  # fmt: skip
-        listener = TaskListener(pipeline, engine, stomp, s)
+        listener = TaskListener(pipeline, engine, stomp, s, calibration=_calibration(bundle))
         health = (
             HealthServer(s.health_port, listener.metrics, listener.healthy).start()
             if s.health_port is not None
@@ -90,6 +90,14 @@ def listen(
             engine.dispose()
 
 
+def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
+    """The registry's calibration in force, re-read on each call (None for a bundle)."""
+    from scoutless.layout import is_registry
+    from scoutless.ops.promise import current_calibration
+
+    return (lambda: current_calibration(bundle)) if is_registry(bundle) else None
+
+
 def taskparams(
     file: Annotated[Path, typer.Argument(help="task-parameter JSON, as given to panda-client")],
     bundle: Annotated[Path | None, typer.Option(help="predict with this bundle")] = None,
@@ -97,8 +105,12 @@ def taskparams(
     policy: PolicyOption = None,
     alpha: AlphaOption = None,
     out: Annotated[Path | None, typer.Option(help="write here (default: stdout)")] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(help="database holding the rollout mode (default: settings.db_url)"),
+    ] = None,
 ) -> None:
-    """Fill skipScout and ramCount/cpuTime/ioIntensity (with units) from the prediction."""
+    """Fill skipScout (as the rollout decides) and ramCount/cpuTime/ioIntensity with units."""
     if (bundle is None) == (service is None):
         console.print("[red]give exactly one of --bundle or --service")
         raise typer.Exit(code=2)
@@ -113,9 +125,11 @@ def taskparams(
         from scoutless.client import Client
 
         with Client(service) as client:
-            filled = client.fill_taskparams(params, policy=policy, alpha=alpha)
+            body = client.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
+        targets, version = body["tasks"][0], str(body["model_version"])
     else:
-        filled = _fill_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
+        targets, version = _predict_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
+    filled = _fill(params, targets, version, policy, db)
     text = json.dumps(filled, indent=2) + "\n"
     if out is None:
         typer.echo(text, nl=False)
@@ -124,18 +138,51 @@ def taskparams(
     console.print(_summary(params, filled))
 
 
-def _fill_locally(
+def _predict_locally(
     params: dict[str, Any], bundle: Path, policy: str, alpha: float
-) -> dict[str, Any]:
-    from scoutless.jedi.messages import fill_taskparams
-
+) -> tuple[dict[str, Any], str]:
     with ThreadPoolExecutor(4) as executor:
         pipeline = _pipeline(bundle, executor)
         result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)
-    task = result.tasks[0]
+    return result.tasks[0], pipeline.version
+
+
+def _fill(
+    params: dict[str, Any], task: dict[str, Any], version: str, policy: str, db: str | None
+) -> dict[str, Any]:
+    """The filled parameters, skipScout as the rollout decides for this task (its name is
+    the stable key before submission), the arm and its reason on stderr."""
+    from scoutless.features.extract import features_from_taskparams, parse_taskparams
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+    from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
+    from scoutless.ops.rollout import (
+        RolloutError,
+        assign,
+        default_state,
+        read_rollout,
+        task_key,
+    )
+
     skip = get_settings().listener.skip_scout_policies
+    url = db or get_settings().db_url
+    try:  # no database named: the configured default mode (nothing to read)
+        state = read_rollout(make_engine(url, create_dirs=False)) if url else default_state()
+        key = task_key(params.get("jediTaskID"), params.get("taskName"))
+    except (DatabaseUnavailable, RolloutError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(code=2) from exc
+    features = features_from_taskparams(parse_taskparams(params))
+    arm = assign(state, key, eligible_to_skip(task, policy, skip), features)
+    console.print(f"rollout {state.describe()}: arm {arm.arm} ({arm.reason})")
     return fill_taskparams(
-        params, task["targets"], pipeline.version, policy, skip, time.time(), task.get("scout")
+        params,
+        task["targets"],
+        version,
+        policy,
+        skip,
+        time.time(),
+        task.get("scout"),
+        skip_scout=arm.skip_scout,
     )
 
 

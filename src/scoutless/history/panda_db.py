@@ -25,6 +25,7 @@ from scoutless.config import get_settings
 from scoutless.features.extract import task_features
 from scoutless.history.dbapi import dbapi_rows
 from scoutless.history.schema import (
+    ALLOCATION_COLUMNS,
     PANDA_TABLES,
     jedi_datasets,
     jedi_taskparams,
@@ -34,7 +35,7 @@ from scoutless.history.schema import (
 )
 
 TASK_COLUMNS = [c.name for c in jedi_tasks.columns]
-JOB_COLUMNS = [c.name for c in jobsarchived4.columns]
+JOB_COLUMNS = [c.name for c in jobsarchived4.columns if c.name not in ALLOCATION_COLUMNS]
 DATASET_COLUMNS = [c.name for c in jedi_datasets.columns]
 _ID_CHUNK = 900  # stays below Oracle's 1000-element IN-list limit
 

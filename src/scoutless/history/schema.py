@@ -158,8 +158,28 @@ jobsarchived4 = Table(
     Column("hs06", BigInteger, doc="HS06 of the slot the job ran in (corePower × coreCount)"),
     Column("computingsite", String(128)),
     Column("modificationhost", String(128)),
+    # What the job was allowed, as PanDA records it: what the impact of skipping scouts is
+    # measured against (memory and walltime slack, kills); not read for training.
+    Column(
+        "minramcount",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        doc="MB for the job: ramCount x coreCount + baseRamCount",
+    ),
+    Column("maxwalltime", BigInteger, doc="s: the job's walltime limit"),
+    Column(
+        "maxcpucount",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        doc="s: the expected execution time",
+    ),
     PrimaryKeyConstraint("pandaid", "modificationtime"),
     Index("jobsarchived4_task_idx", "jeditaskid"),
 )
 
 PANDA_TABLES = (jedi_tasks, jedi_taskparams, jedi_datasets, jobsarchived4)
+#: jobsarchived4's per-job allocations: read by ``monitor impact`` only, so a history
+#: written before they were declared still builds a training table
+ALLOCATION_COLUMNS = ("minramcount", "maxwalltime", "maxcpucount")

@@ -96,6 +96,8 @@ class ScoutPrediction:
     policy: str
     skip_scout: bool
     timestamp: float
+    #: the rollout arm the task was put in (shadow, canary, control, full …); None: no rollout
+    arm: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.resources
@@ -114,7 +116,7 @@ class ScoutPrediction:
             "policy": self.policy,
             "skip_scout": self.skip_scout,
             "timestamp": self.timestamp,
-        }
+        } | ({} if self.arm is None else {"arm": self.arm})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
@@ -155,6 +157,7 @@ def parse_scout_prediction(body: str | bytes | Mapping[str, Any]) -> ScoutPredic
         policy=str(msg.get("policy") or ""),
         skip_scout=msg.get("skip_scout") is True,
         timestamp=_number_field(msg, "timestamp"),
+        arm=msg["arm"] if isinstance(msg.get("arm"), str) else None,
     )
 
 
@@ -181,6 +184,13 @@ def should_skip_scouts(
     return all(targets[t]["bin_range"][1] is not None for t in BOUNDED_TARGETS)
 
 
+def eligible_to_skip(task: Mapping[str, Any], policy: str, skip_policies: Collection[str]) -> bool:
+    """Whether the allocation lets a task (the service's answer for it) skip its scouts:
+    the cost policy's per-task decision where it gives one (``scout``), else the rule above.
+    The rollout then decides whether an eligible task does (ops/rollout.py)."""
+    return should_skip_scouts(task["targets"], policy, skip_policies, task.get("scout"))
+
+
 def build_prediction(
     task_id: int,
     model_version: str,
@@ -190,9 +200,12 @@ def build_prediction(
     skip_policies: Collection[str],
     timestamp: float,
     scout: Mapping[str, Any] | None = None,
+    skip_scout: bool | None = None,
+    arm: str | None = None,
 ) -> ScoutPrediction:
     """A scout_prediction from one task's predicted targets (the service's response shape);
-    ``scout``: the task's scout decision under the cost policy."""
+    ``scout``: the task's scout decision under the cost policy; ``skip_scout`` given: the
+    rollout's decision (ops/rollout.py) instead of the eligibility rule alone."""
     missing = [t for t in RESOURCE_TARGETS if t not in targets]
     if missing:
         raise ValueError(f"task {task_id}: prediction lacks targets {missing}")
@@ -203,8 +216,13 @@ def build_prediction(
         resources=resources(value["memory"], value["cputime"], value["io"], value["walltime"]),
         confidence={t: float(targets[t]["confidence"]) for t in RESOURCE_TARGETS},
         policy=policy,
-        skip_scout=should_skip_scouts(targets, policy, skip_policies, scout),
+        skip_scout=(
+            should_skip_scouts(targets, policy, skip_policies, scout)
+            if skip_scout is None
+            else skip_scout
+        ),
         timestamp=timestamp,
+        arm=arm,
     )
 
 
@@ -223,13 +241,15 @@ def fill_taskparams(
     skip_policies: Collection[str],
     timestamp: float,
     scout: Mapping[str, Any] | None = None,
+    skip_scout: bool | None = None,
 ) -> dict[str, Any]:
-    """Task parameters with the predicted resources and, when the prediction is safe enough,
-    ``skipScout`` — what a submitter passes to panda-client. A submitter's ``…Fixed`` unit
-    (and its value) is kept, as JEDI keeps it."""
+    """Task parameters with the predicted resources and, when the prediction is safe enough
+    (and the rollout lets it: ``skip_scout``), ``skipScout`` — what a submitter passes to
+    panda-client. A submitter's ``…Fixed`` unit (and its value) is kept, as JEDI keeps it."""
     prediction = build_prediction(
         int(params.get("jediTaskID") or 0), model_version, targets,
         policy=policy, skip_policies=skip_policies, timestamp=timestamp, scout=scout,
+        skip_scout=skip_scout,
     )  # fmt: skip
     filled = dict(params)
     unit_of = {"ramCount": "ramUnit", "cpuTime": "cpuTimeUnit", "ioIntensity": "ioIntensityUnit"}

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 from scoutless.config import Settings, get_settings
 from scoutless.ops.actuals import CollectResult, collect_actuals, read_actuals
 from scoutless.ops.alerts import Alert, AlertConfig, evaluate_rules, fire
+from scoutless.ops.guard_rail import ImpactWatch, Verdict
 from scoutless.ops.monitoring import MonitorGauges, MonitorSnapshot, build_snapshot
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.registry import resolve_champion
@@ -56,6 +57,8 @@ class MonitorContext:
     settings: Settings | None = None
     loader: Loader | None = None
     trainer: Callable[..., Path] | None = None
+    #: set: each step also collects the rollout's impact and applies the guard rail
+    impact: ImpactWatch | None = None
 
     @property
     def ops_engine(self) -> Engine:
@@ -69,6 +72,7 @@ class StepReport:
     alerts: list[Alert]
     champion: str
     retrained: RetrainResult | None = None
+    guard: Verdict | None = None
 
 
 def _load(ctx: MonitorContext, path: Path) -> Any:
@@ -106,6 +110,8 @@ def monitor_step(ctx: MonitorContext) -> StepReport:
     if ctx.gauges is not None:
         ctx.gauges.update(snapshot, len(new))
     report = StepReport(collected, snapshot, new, champion=champion_path.name)
+    if ctx.impact is not None:
+        report.guard = ctx.impact.step(ctx.engine, ctx.ops_engine, ctx.config)
     if ctx.retrain is not None and any(a.retrain for a in new):
         opts = ctx.retrain
         since = (

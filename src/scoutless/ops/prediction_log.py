@@ -77,6 +77,11 @@ predictions_table = Table(
     Column("predictions", Text, nullable=False),
     Column("features", Text),  # JSON object: the task's feature dict (drift monitoring)
     Column("created_at", DateTime, nullable=False),  # UTC, naive
+    # added later (ALTER TABLE on an older log): the risk bound the policy was asked for,
+    # and the rollout arm the task was put in (ops/rollout.py) with the reason
+    Column("alpha", Float),
+    Column("arm", String(16)),
+    Column("arm_reason", Text),
     Index("scoutless_task_predictions_created_idx", "created_at"),
     Index("scoutless_task_predictions_task_idx", "jeditaskid"),
 )
@@ -98,9 +103,13 @@ legacy_table = Table(
     Column("created_at", DateTime),
 )
 
+#: columns added to the per-task table after its first layout: nullable, added on start
+ADDED_COLUMNS: tuple[str, ...] = ("alpha", "arm", "arm_reason")
+#: what each row says of the decision beside the targets' entries (None in older rows)
+DECISION_COLUMNS: list[str] = ["alpha", "arm"]
 #: the long form :meth:`PredictionLog.read` returns: one row per task and target; the
 #: task's features on its first target's row only (drift needs them once per task)
-LOG_COLUMNS: list[str] = [c.name for c in legacy_table.columns]
+LOG_COLUMNS: list[str] = [c.name for c in legacy_table.columns] + DECISION_COLUMNS
 #: what one target's entry of a row's ``predictions`` holds
 TARGET_FIELDS: tuple[str, ...] = ("class_id", "class_label", "recommended_value", "probabilities")
 
@@ -162,11 +171,28 @@ class PredictionLog:
         try:
             log_metadata.create_all(self.engine, tables=[predictions_table])
         except SQLAlchemyError as exc:
-            if self._has(TABLE_NAME):
-                return
-            raise DatabaseUnavailable(
-                f"prediction log {self.engine.url!r}: cannot create {TABLE_NAME}: {exc}"
-            ) from exc
+            if not self._has(TABLE_NAME):
+                raise DatabaseUnavailable(
+                    f"prediction log {self.engine.url!r}: cannot create {TABLE_NAME}: {exc}"
+                ) from exc
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Add the columns an older log lacks (nullable: its rows read as None)."""
+        try:
+            present = {c["name"] for c in inspect(self.engine).get_columns(TABLE_NAME)}
+        except SQLAlchemyError:
+            return
+        for name in [c for c in ADDED_COLUMNS if c not in present]:
+            kind = predictions_table.c[name].type.compile(dialect=self.engine.dialect)
+            try:
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE {TABLE_NAME} ADD COLUMN {name} {kind}")
+            except SQLAlchemyError as exc:  # a concurrent starter added it first
+                if name not in {c["name"] for c in inspect(self.engine).get_columns(TABLE_NAME)}:
+                    raise DatabaseUnavailable(
+                        f"prediction log {self.engine.url!r}: cannot add {name}: {exc}"
+                    ) from exc
 
     def write(self, rows: Sequence[dict[str, Any]]) -> int:
         """Insert per-task rows in one committed transaction; returns the count.
@@ -211,7 +237,7 @@ class PredictionLog:
         frames = [long_form(self._select(predictions_table, since, until, model_version), target)]
         if self._has(LEGACY_TABLE_NAME):
             legacy = self._select(legacy_table, since, until, model_version)
-            frame = pd.DataFrame([dict(r) for r in legacy], columns=LOG_COLUMNS)
+            frame = pd.DataFrame([dict(r) for r in legacy], columns=LOG_COLUMNS)  # no arm
             frames.insert(0, frame if target is None else frame[frame["target"] == target])
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         frame["created_at"] = pd.to_datetime(frame["created_at"])
@@ -287,7 +313,8 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
     task and served target (``target`` only, when given); the features on each task's first
     row."""
     columns: dict[str, list[Any]] = {c: [] for c in LOG_COLUMNS}
-    shared = ("id", "request_id", "jeditaskid", "model_version", "policy", "created_at")
+    shared = ("id", "request_id", "jeditaskid", "model_version", "policy", "created_at",
+              *DECISION_COLUMNS)  # fmt: skip
     for row in rows:
         predictions = row["predictions"]
         if isinstance(predictions, str):
@@ -301,6 +328,8 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
             columns["target"].append(name)
             for c in TARGET_FIELDS:  # probabilities as JSON text, as the per-target table had
                 columns[c].append(_json(entry[c]) if c == "probabilities" else entry[c])
+            if row.get("alpha") is None and entry.get("alpha") is not None:
+                columns["alpha"][-1] = entry["alpha"]  # the service logs it per target
             columns["features"].append(row.get("features") if first else None)
             first = False
     return pd.DataFrame(columns, columns=LOG_COLUMNS)

@@ -104,6 +104,11 @@ def _append_history(path: Path, record: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
+def record_event(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one record to the registry's history (a calibration registered …), durably."""
+    _append_history(Path(path), record)
+
+
 def read_history(path: str | Path) -> list[dict[str, Any]]:
     """Promotion and rollback records, oldest first (torn last lines are skipped)."""
     file = Path(path) / HISTORY_FILE

@@ -10,6 +10,7 @@ import base64
 import io
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -151,24 +152,59 @@ def render_report(
     *,
     alerts: pd.DataFrame | None = None,
     title: str = "scoutless monitoring",
+    impact: Any = None,
 ) -> Path:
-    """Write the page to ``out`` and return its path."""
-    sections = _sections(snapshot, bins)
+    """Write the page to ``out`` and return its path (``impact``: the rollout's
+    ``ImpactReport``, whose sections follow)."""
+    sections = _sections(snapshot, bins) + (impact_sections(impact) if impact else [])
     alert_rows = [] if alerts is None or alerts.empty else alerts.to_dict("records")
+    return _write_page(
+        out, title=title, every=snapshot.every, n_predictions=snapshot.n_predictions,
+        n_joined=snapshot.n_joined, alerts=alert_rows, sections=sections,
+    )  # fmt: skip
+
+
+def _write_page(out: str | Path, **fields: Any) -> Path:
+    """The page from the template (``fields``: its variables), written to ``out``."""
     html = (
         Environment(autoescape=select_autoescape(default=True))
         .from_string(_TEMPLATE)
-        .render(
-            title=title,
-            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
-            every=snapshot.every,
-            n_predictions=snapshot.n_predictions,
-            n_joined=snapshot.n_joined,
-            alerts=alert_rows,
-            sections=sections,
-        )
+        .render(generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), **fields)
     )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html)
     return out
+
+
+def impact_sections(report: Any) -> list[dict[str, Any]]:
+    """Per figure, its value per arm over the windows; the per-arm table; the differences."""
+    wide = report.per_window.pivot_table(
+        index=["window_start", "arm"], columns="figure", values="value"
+    ).reset_index()
+    sections = []
+    for names in _chunked(list(report.per_arm["figure"].unique()), 3):
+        shown = [n for n in names if n in wide.columns]
+        image = _time_series(wide, "arm", shown, "per rollout arm over time") if shown else None
+        sections.append({"title": "impact: " + ", ".join(names), "image": image, "table": ""})
+    per_arm = report.per_arm.pivot_table(index="figure", columns="arm", values="value")
+    sections.append({"title": "impact per arm", "image": None,
+                     "table": _html_table(per_arm.reset_index())})  # fmt: skip
+    diffs = pd.DataFrame([d.__dict__ for d in report.differences])
+    sections.append({"title": "canary − control (bootstrap interval over tasks)", "image": None,
+                     "table": _html_table(diffs)})  # fmt: skip
+    return sections
+
+
+def render_impact(
+    report: Any, out: str | Path, *, every: str = "1D", title: str = "scoutless rollout impact"
+) -> Path:
+    """The impact's own page."""
+    return _write_page(
+        out, title=title, every=every, n_predictions=report.n_tasks, n_joined=report.n_tasks,
+        alerts=[], sections=impact_sections(report),
+    )  # fmt: skip
+
+
+def _chunked(items: list[str], size: int) -> list[list[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]

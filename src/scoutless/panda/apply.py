@@ -20,6 +20,7 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.schema import jedi_tasks
 from scoutless.jedi.messages import ScoutPrediction
 from scoutless.jedi.units import FIXED_UNITS, NO_SCOUT, set_split_rule, uses_scouts
+from scoutless.ops.rollout import peek_mode
 
 #: task statuses in which JEDI has not generated jobs yet
 PENDING_STATUSES = frozenset({"defined", "ready"})
@@ -32,6 +33,7 @@ class Outcome(enum.StrEnum):
     LOCKED = "locked"  # a JEDI process holds the task
     SCOUTING = "scouting"  # US is not 2: scouts already decided (or skipped)
     KEEP_SCOUTS = "keep_scouts"  # the prediction itself says scouts should run
+    ROLLOUT_SHADOW = "rollout_shadow"  # sent to skip, but the rollout is back in shadow
 
 
 def decide(row: Any, prediction: ScoutPrediction) -> Outcome:
@@ -66,7 +68,12 @@ def new_values(row: Any, prediction: ScoutPrediction) -> dict[str, Any]:
 
 
 def apply_prediction(engine: Engine, prediction: ScoutPrediction) -> Outcome:
-    """Update the task in one transaction; raises DatabaseUnavailable when it cannot."""
+    """Update the task in one transaction; raises DatabaseUnavailable when it cannot.
+
+    A prediction sent to skip the scouts is not applied once the rollout is back in
+    shadow (the kill switch or the guard rail acted after it was published)."""
+    if prediction.skip_scout and peek_mode(engine) == "shadow":
+        return Outcome.ROLLOUT_SHADOW
     t = jedi_tasks
     cols = (t.c.status, t.c.lockedby, t.c.splitrule, t.c.ramunit, t.c.cputimeunit)
     try:

@@ -52,7 +52,10 @@ class ScoutPredictionProcessor(SimpleMsgProcPluginBase):
             log.error(f"msg_id={msg_obj.msg_id}: malformed scout_prediction, dropped: {exc}")
             return None
         outcome = apply_prediction(self.engine, prediction)  # DB errors: not acked, redelivered
-        line = f"task_id={prediction.task_id} model={prediction.model_version}: {outcome.value}"
+        line = (
+            f"task_id={prediction.task_id} model={prediction.model_version} "
+            f"arm={prediction.arm or '-'}: {outcome.value}"
+        )
         if outcome is Outcome.APPLIED:
             log.info(line)
         else:

@@ -18,13 +18,14 @@ drops the batch (the broker redelivers what was not acked) and reconnects with b
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -35,8 +36,20 @@ from scoutless.history.task_reader import TaskReader
 from scoutless.jedi.messages import (
     MalformedMessage,
     build_prediction,
+    eligible_to_skip,
     message_type,
     parse_task_status,
+)
+from scoutless.ops.promise import Recalibration, apply_factors
+from scoutless.ops.rollout import (
+    MODES,
+    SCOPE_KEYS,
+    Assignment,
+    RolloutState,
+    already_skipped,
+    assign,
+    create_rollout_table,
+    read_rollout,
 )
 from scoutless.panda import outbox
 from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
@@ -46,6 +59,8 @@ from scoutless.service.pipeline import Pipeline
 log = logging.getLogger("scoutless.panda.listener")
 
 DEFINED = "defined"
+#: policies that promise an under-allocation rate of at most alpha (the log records it)
+ALPHA_POLICIES = ("risk", "value")
 
 
 @dataclass
@@ -65,8 +80,12 @@ class TaskListener:
         broker: StompBroker,
         settings: ListenerSettings,
         metrics: ListenerMetrics | None = None,
+        calibration: Callable[[], Recalibration | None] | None = None,
     ) -> None:
+        """``calibration``: the refitted calibration in force (ops/promise.py), read per
+        batch; its factors scale the values sent and logged."""
         self.pipeline = pipeline
+        self.calibration = calibration
         self.engine = engine
         self.broker = broker
         self.settings = settings
@@ -76,8 +95,27 @@ class TaskListener:
         from scoutless.ops.prediction_log import PredictionLog
 
         PredictionLog(engine)  # creates scoutless_task_predictions where missing
+        create_rollout_table(engine)
+        self.rollout: RolloutState | None = None
         # history features from the store, as GET /v1/tasks/{id}/prediction computes them
         self._history = TaskReader(engine).history_lookup(pipeline.history)
+
+    def current_rollout(self) -> RolloutState:
+        """The rollout row, re-read for every batch: a switch (a person, the guard rail)
+        holds from the next batch on, without a restart."""
+        state = read_rollout(self.engine)
+        if self.rollout is None or state.version != self.rollout.version:
+            before = self.rollout.describe() if self.rollout else "-"
+            kept = already_skipped(self.engine)
+            log.warning(
+                "rollout %s -> %s (by %s: %s); %d tasks already skipped their scouts and stay so%s",
+                before, state.describe(), state.changed_by, state.reason or "no reason given",
+                len(kept), f": {kept[-20:]}" if kept else "",
+            )  # fmt: skip
+            for mode in MODES:
+                self.metrics.mode.labels(mode).set(1 if mode == state.mode else 0)
+            self.rollout = state
+        return state
 
     # -- one batch -----------------------------------------------------------------------------
     def triage(self, frames: Sequence[Frame], now: float) -> Batch:
@@ -129,19 +167,36 @@ class TaskListener:
         if not rows:
             return {}
         s = self.settings
+        state = self.current_rollout()
         result = self.pipeline.run(
             rows, policy=s.policy, alpha=s.alpha, request_id=f"listen-{uuid.uuid4().hex}",
             history=self._history,
         )  # fmt: skip
+        attrs = history.tasks.set_index("jeditaskid").reindex(columns=list(SCOPE_KEYS))
+        recal = self.calibration() if self.calibration is not None else None
         now = time.time()
-        messages = {}
+        messages: dict[int, str] = {}
+        arms: dict[int, Assignment] = {}
         for task in result.tasks:
+            tid = int(task["jeditaskid"])
+            eligible = eligible_to_skip(task, s.policy, s.skip_scout_policies)
+            scope = attrs.loc[tid].to_dict() if tid in attrs.index else {}
+            task["targets"] = apply_factors(task["targets"], recal, scope)
+            arms[tid] = arm = assign(state, str(tid), eligible, scope)
+            log.info(
+                "task %s: arm %s, skip_scout %s (%s)", tid, arm.arm, arm.skip_scout, arm.reason
+            )
+            self.metrics.arms.labels(arm.arm).inc()
             prediction = build_prediction(
-                int(task["jeditaskid"]), self.pipeline.version, task["targets"],
-                policy=s.policy, skip_policies=s.skip_scout_policies, timestamp=now,
+                tid, self.pipeline.version, task["targets"], policy=s.policy,
+                skip_policies=s.skip_scout_policies, timestamp=now, skip_scout=arm.skip_scout,
+                arm=arm.arm,
             )  # fmt: skip
             messages[prediction.task_id] = prediction.to_json()
-        outbox.record(self.engine, result.log_rows, messages, self.pipeline.version)
+        targets = {int(t["jeditaskid"]): t["targets"] for t in result.tasks}
+        alpha = s.alpha if s.policy in ALPHA_POLICIES else None
+        log_rows = [_with_arm(r, arms, alpha, targets) for r in result.log_rows]
+        outbox.record(self.engine, log_rows, messages, self.pipeline.version)
         return messages
 
     def handle(self, frames: Sequence[Frame]) -> None:
@@ -229,3 +284,26 @@ class TaskListener:
 
     def healthy(self) -> bool:
         return self.alive.is_set() and self.broker.connected.is_set()
+
+
+def _with_arm(
+    row: dict, arms: dict[int, Assignment], alpha: float | None, targets: dict[int, dict]
+) -> dict:
+    """A prediction-log row with the risk bound, the rollout arm (and why) and the values
+    as sent (a calibration's factors applied)."""
+    tid = int(row["jeditaskid"]) if row.get("jeditaskid") is not None else None
+    extra: dict = {} if alpha is None else {"alpha": alpha}
+    if tid in arms:
+        extra |= {"arm": arms[tid].arm, "arm_reason": arms[tid].reason}
+    sent = targets.get(tid) if tid is not None else None
+    if sent and any("calibration" in entry for entry in sent.values()):
+        logged = (
+            json.loads(row["predictions"])
+            if isinstance(row["predictions"], str)
+            else row["predictions"]
+        )
+        for name, entry in logged.items():
+            if name in sent:
+                entry["recommended_value"] = sent[name]["recommended_value"]
+        extra["predictions"] = json.dumps(logged)
+    return {**row, **extra}

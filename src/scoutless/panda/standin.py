@@ -147,6 +147,8 @@ def applied_counts(plugin_log: Path) -> dict[int, int]:
     """task id → how many times the plugin logged 'applied' for it."""
     counts: dict[int, int] = {}
     if plugin_log.exists():
-        for m in re.finditer(r"task_id=(\d+) model=\S+: applied", plugin_log.read_text()):
+        for m in re.finditer(
+            r"task_id=(\d+) model=\S+(?: arm=\S+)?: applied", plugin_log.read_text()
+        ):
             counts[int(m.group(1))] = counts.get(int(m.group(1)), 0) + 1
     return counts

@@ -34,6 +34,14 @@ class ListenerMetrics:
             "scoutless_listener_connected", "1 while subscribed to the broker",
             registry=self.registry,
         )  # fmt: skip
+        self.arms = Counter(
+            "scoutless_listener_arm", "predicted tasks by rollout arm (shadow, canary, control …)",
+            ["arm"], registry=self.registry,
+        )  # fmt: skip
+        self.mode = Gauge(
+            "scoutless_rollout_mode", "1 for the rollout mode in force", ["mode"],
+            registry=self.registry,
+        )  # fmt: skip
         self.latency = Histogram(
             "scoutless_listener_latency_seconds", "task_status timestamp to prediction published",
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=self.registry,

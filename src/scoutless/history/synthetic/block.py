@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import WithinTaskSettings
+from scoutless.history.schema import ALLOCATION_COLUMNS
+from scoutless.history.synthetic.allocations import allocations
 from scoutless.history.synthetic.attempts import (
     FAILURES,
     aborted_tasks,
@@ -196,6 +198,8 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
 
     names, outputs = _task_names(draw, vocab, rng, ids)
     tasks = _tasks_frame(draw, ids, names, created, jobs, n)
+    limits = allocations(jobs, tasks, np.asarray(cols["requested_ramcount"], dtype=float))
+    jobs_frame = jobs_frame.assign(**dict(zip(ALLOCATION_COLUMNS, limits, strict=True)))
     priority = task_priorities(np.random.default_rng([spec.seed, block, 2]), draw.lat["is_user"])
     tasks = tasks.assign(taskpriority=priority, currentpriority=priority)
     job_priority = job_priorities(priority, jobs["task"], jobs["is_scout"])

@@ -1,0 +1,68 @@
+"""Rich tables of the rollout's impact: figures per arm, per window, arm differences."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+#: figures shown per window (the rest are in the per-arm table and the HTML page)
+WINDOW_FIGURES = ("first_attempt_success", "walltime_kills", "memory_kills", "first_prod_job_h")
+
+
+def _num(value: float) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def print_per_arm(console: Console, report: Any) -> None:
+    frame = report.per_arm
+    if frame.empty:
+        console.print("[dim]no tasks with figures yet[/dim]")
+        return
+    arms = sorted(frame["arm"].unique())
+    table = Table(title=f"impact per arm ({report.n_tasks} tasks)")
+    table.add_column("figure")
+    for arm in arms:
+        table.add_column(arm, justify="right")
+    for figure, group in frame.groupby("figure", sort=False):
+        by_arm = group.set_index("arm")
+        cells = [
+            f"{_num(by_arm.at[a, 'value'])} [dim]({by_arm.at[a, 'n_tasks']})[/dim]"
+            if a in by_arm.index else "-"
+            for a in arms
+        ]  # fmt: skip
+        table.add_row(str(figure), *cells)
+    console.print(table)
+
+
+def print_per_window(console: Console, report: Any) -> None:
+    frame = report.per_window
+    frame = frame[frame["figure"].isin(WINDOW_FIGURES)]
+    if frame.empty:
+        return
+    wide = frame.pivot_table(index=["window_start", "arm"], columns="figure", values="value")
+    table = Table(title="impact per window and arm")
+    for name in ("window", "arm", *[f for f in WINDOW_FIGURES if f in wide.columns]):
+        table.add_column(name, justify="left" if name in ("window", "arm") else "right")
+    for (start, arm), row in wide.iterrows():
+        cells = [_num(row[f]) for f in WINDOW_FIGURES if f in wide.columns]
+        table.add_row(f"{start:%Y-%m-%d %H:%M}", str(arm), *cells)
+    console.print(table)
+
+
+def print_differences(console: Console, report: Any) -> None:
+    if not report.differences:
+        console.print("[dim]no canary and control tasks to compare yet[/dim]")
+        return
+    first = report.differences[0]
+    table = Table(title=f"{first.arm} − {first.baseline} (bootstrap interval over tasks)")
+    for name in ("figure", "difference", "interval", "tasks"):
+        table.add_column(name, justify="left" if name == "figure" else "right")
+    for d in report.differences:
+        excludes_zero = math.isfinite(d.lo) and (d.lo > 0 or d.hi < 0)
+        style = "bold" if excludes_zero else ""
+        table.add_row(d.figure, _num(d.value), f"[{_num(d.lo)}, {_num(d.hi)}]",
+                      f"{d.n_arm}/{d.n_baseline}", style=style)  # fmt: skip
+    console.print(table)
