@@ -22,6 +22,8 @@ import numpy as np
 
 PolicyName = Literal["argmax", "safe", "risk"]
 POLICY_NAMES: tuple[str, ...] = ("argmax", "safe", "risk")
+#: policies that promise an under-allocation rate of at most alpha (the log records it)
+ALPHA_POLICIES: tuple[str, ...] = ("risk", "value")
 
 
 class PolicyError(ValueError):

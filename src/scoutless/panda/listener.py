@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from scoutless.allocation.policies import ALPHA_POLICIES
 from scoutless.config import ListenerSettings
 from scoutless.history.panda_db import DatabaseUnavailable, read_history
 from scoutless.history.task_reader import TaskReader
@@ -59,8 +60,6 @@ from scoutless.service.pipeline import Pipeline
 log = logging.getLogger("scoutless.panda.listener")
 
 DEFINED = "defined"
-#: policies that promise an under-allocation rate of at most alpha (the log records it)
-ALPHA_POLICIES = ("risk", "value")
 
 
 @dataclass

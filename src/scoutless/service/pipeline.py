@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.allocation.policies import Policy, PolicyError, make_policy
+from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
@@ -383,6 +383,7 @@ class Pipeline:
         *,
         policy: str,
         request_id: str,
+        alpha: float | None = None,
     ) -> list[dict[str, Any]]:
         """Prediction-log rows (``ops.prediction_log``'s columns): one per task, every
         target's decision in its ``predictions``."""
@@ -408,6 +409,7 @@ class Pipeline:
                     "jeditaskid": task_id,
                     "model_version": version,
                     "policy": policy,
+                    "alpha": alpha if policy in ALPHA_POLICIES else None,
                     "predictions": orjson.dumps(predictions).decode(),
                     "features": prepared.features_json[i],
                 }
@@ -445,7 +447,9 @@ class Pipeline:
         columns = layout == "columns"
         outcome = Outcome(
             tasks=[] if columns else self.answer_tasks(prepared, decisions, policy, scouting),
-            log_rows=self.log_rows(prepared, decisions, policy=policy, request_id=request_id),
+            log_rows=self.log_rows(
+                prepared, decisions, policy=policy, request_id=request_id, alpha=alpha
+            ),
             class_counts={t: d.class_counts() for t, d in decisions.items()},
             columns=self.answer_columns(prepared, decisions, policy, scouting) if columns else None,
         )
