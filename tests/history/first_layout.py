@@ -53,7 +53,7 @@ Table(
 )  # fmt: skip
 #: the job columns the first layout lacks, as the reader names them
 LACKING_JOB_COLUMNS = (
-    "creationtime", "exeerrorcode", "jobdispatchererrorcode", "jobdispatchererrordiag",
+    "assignedpriority", "creationtime", "currentpriority", "exeerrorcode", "jobdispatchererrorcode", "jobdispatchererrordiag",
     "modificationtime", "ninputdatafiles", "parentid", "piloterrorcode", "piloterrordiag",
     "transexitcode",
 )  # fmt: skip
