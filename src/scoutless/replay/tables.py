@@ -59,10 +59,11 @@ CHECK_TITLES = {
 
 
 def figure(value: float | None) -> str:
-    """A check's figure: thousands apart above 100, three decimals below."""
+    """A check's figure: whole numbers and anything above 100 with thousands apart, three
+    decimals otherwise (shares)."""
     if value is None:
         return "–"
-    if abs(value) >= 100:
+    if abs(value) >= 100 or float(value).is_integer():
         return f"{value:,.0f}"
     return f"{value:.3f}"
 
