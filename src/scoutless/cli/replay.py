@@ -52,7 +52,7 @@ def replay(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the task sample.")] = 42,
     config: Annotated[
-        Path | None, typer.Option(help="TOML overriding replay settings ([replay] or top level).")
+        Path | None, typer.Option(help="TOML overriding replay settings (\\[replay] or top level).")
     ] = None,
     table: Annotated[
         Path | None, typer.Option(help="Replay only this training table's test tasks.")
