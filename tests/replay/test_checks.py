@@ -78,3 +78,16 @@ def test_the_headline_prints_each_sides_figure_and_the_goal_apart():
     assert "predicted vs bayes, memory slack (GB·h): predicted 44, bayes 50" in text
     assert "-12.0%" in text and "missed" in text
     assert "selective not run: no bundle" in text
+
+
+def test_the_report_section_lists_the_checks_and_draws_six_strategies():
+    from scoutless.replay.report import replay_section
+
+    names = ["scouts", "predicted", "hybrid", "selective", "bayes", "oracle"]
+    strategies = {n: dict(STRATEGIES.get(n, _entry()), tasks_broken=0, tasks_exhausted=0,
+                          cdf={"task_completion_s": [1.0, 10.0], "memory_slack_gb_hours": [0.5, 2.0]})
+                  for n in names}  # fmt: skip
+    section = replay_section({"strategies": strategies})
+    assert section["names"] == names and section["figures"]["cdfs"]
+    assert any(line.startswith("hybrid vs scouts") for line in section["checks"])
+    assert not any("[green]" in line or "[red]" in line for line in section["checks"])

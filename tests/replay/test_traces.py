@@ -61,3 +61,13 @@ def test_without_a_bundle_a_trace_still_runs_request_and_oracle():
     settings = settings_with()
     plans, notes = trace_plans(_rows(), settings, None)
     assert [p.name for p in plans] == ["request", "oracle"] and notes == {}
+
+
+def test_on_a_trace_selective_weighs_costs_whatever_the_policy():
+    settings = settings_with(queue_maxtime_s=72 * H)
+    rows = _rows()
+    work = trace_workload(rows, settings)
+    cost, _ = trace_plans(rows, settings, _predictor(), policy="cost", work=work)
+    value, _ = trace_plans(rows, settings, _predictor(), policy="value", alpha=0.05, work=work)
+    assert np.array_equal(cost[2].walltime, value[2].walltime)  # selective: the same
+    assert not np.array_equal(value[1].walltime, cost[1].walltime)  # predicted: the policy's

@@ -134,12 +134,13 @@ def trace_values(
     rows: pd.DataFrame, work: Workload, settings: Settings, predictor: Predictor,
     *, policy: str, alpha: float,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:  # fmt: skip
-    """Per target (memory, walltime): the predicted allocation and the selective one."""
+    """Per target (memory, walltime): the predicted allocation (the policy's) and the
+    selective one (the request or the cost-aware value, whatever the policy)."""
     features = rows[[f.name for f in predictor.feature_specs]]
     targets = [t for t in PRICED_AS if t in predictor.targets]
+    predicted: dict[str, np.ndarray] = {}
     if policy not in VALUE_POLICIES:
-        values = class_values(predictor, features, targets, policy=policy, alpha=alpha)
-        return values, dict(values)
+        predicted = class_values(predictor, features, targets, policy=policy, alpha=alpha)
     dists = {t: predictor.value_distribution(features, t) for t in targets}
     levels = {t: predictor.value_levels(t) for t in targets}
     wall = dists["walltime"].median() if "walltime" in dists else np.full(len(rows), np.nan)
@@ -147,13 +148,13 @@ def trace_values(
     maxtime = settings.replay.queue_maxtime_s or float(np.ceil(work.wall_s.max()))
     rules = dataclasses.replace(SiteRules.of(settings.replay), max_maxtime_s=maxtime)
     prices, grid = settings.allocation.prices, settings.allocation.grid_points
-    predicted, chosen = {}, {}
+    chosen = {}
     for target in targets:
         priced = PRICED_AS[target]
         best = cost_allocation(priced, dists[target], levels[target], job, rules, prices, grid)
         if policy == "value":
             predicted[target] = value_allocation(dists[target], levels[target], alpha).value
-        else:
+        elif policy == "cost":
             predicted[target] = best.value
         request = _column(rows, request_col(target))
         cost = expected_cost(priced, request, dists[target], levels[target], job, rules,
