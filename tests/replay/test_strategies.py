@@ -138,3 +138,11 @@ def test_every_history_strategy_has_a_plan_and_selective_mixes_two():
     assert selective.ram[1] == settings.replay.default_ram_mb_per_core  # the request
     assert selective.ram[0] == plans["hybrid"].ram[0]
     assert not plans["bayes"].use_scouts and not plans["oracle"].retune
+
+
+def test_the_cost_model_meets_the_queue_maxtime_the_engine_applies():
+    from scoutless.replay.submission import site_rules
+
+    work = _three_tasks(settings_with())
+    assert site_rules(work, settings_with().replay).max_maxtime_s == 10 * H  # longest job
+    assert site_rules(work, settings_with(queue_maxtime_s=20 * H).replay).max_maxtime_s == 20 * H

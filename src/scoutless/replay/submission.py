@@ -112,14 +112,24 @@ def stitch(parts: Sequence[tuple[np.ndarray, Any]], n: int) -> Any:
     return kind(**out)
 
 
+def site_rules(work: Workload, cfg: ReplaySettings) -> SiteRules:
+    """The rules the engine applies: without a configured queue maxtime, the longest job
+    of the workload sets it (its queue allowed it), as in ``replay/engine.py``."""
+    rules = SiteRules.of(cfg)
+    if cfg.queue_maxtime_s is None and work.n_jobs:
+        rules = dataclasses.replace(rules, max_maxtime_s=float(np.ceil(work.wall_s.max())))
+    return rules
+
+
 def cost_allocations(
     dists: Mapping[str, ValueDistribution],
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
+    rules: SiteRules,
 ) -> dict[str, Allocation]:
     """The cost-aware allocation of every allocated target, priced per resource type."""
-    rules, alloc = SiteRules.of(settings.replay), settings.allocation
+    alloc = settings.allocation
     out = {}
     for target in ALLOCATED_TARGETS:
         parts = []
@@ -159,12 +169,13 @@ def decide(
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
+    rules: SiteRules,
     policy: str,
     alpha: float,
 ) -> dict[str, Allocation]:
     """Per allocated target, the allocation a value policy (cost or value) makes."""
     if policy == "cost":
-        return cost_allocations(dists, levels, job, settings)
+        return cost_allocations(dists, levels, job, settings, rules)
     if policy == "value":
         return {t: value_allocation(dists[t], levels.get(t), alpha) for t in ALLOCATED_TARGETS}
     raise ValueError(f"policy {policy!r} allocates a class, not a value: use cost or value")
@@ -258,16 +269,20 @@ def model_submission(
         return Submission.of(class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy,
                                           alpha=alpha))  # fmt: skip
     dists, levels = value_distributions(predictor, rows)
-    job = _job_of(dists, work)
+    job, rules = _job_of(dists, work), site_rules(work, settings.replay)
     allocations: dict[str, Allocation] = {}
     if policy in VALUE_POLICIES:
-        allocations = decide(dists, levels, job, settings, policy, alpha)
+        allocations = decide(dists, levels, job, settings, rules, policy, alpha)
         values = {t: a.value for t, a in allocations.items()}
     else:
         values = class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy, alpha=alpha)
     choice = None
     if choose_scouts:
-        priced = allocations if policy == "cost" else cost_allocations(dists, levels, job, settings)
+        priced = (
+            allocations
+            if policy == "cost"
+            else cost_allocations(dists, levels, job, settings, rules)
+        )
         unknown = np.array([bool(u) for u in predictor.unknown_categories(rows)], dtype=bool)
         choice = scout_choice(priced, job, settings, unknown)
     return Submission(values["memory"], values["cputime"], allocations, choice)
@@ -286,7 +301,8 @@ def truth_submission(
     missing = [t for t in ALLOCATED_TARGETS if t not in truth]
     if missing:
         raise ValueError(f"the synthetic truth has no distribution of {missing[0]!r}")
-    allocations = decide(truth, {}, _job_of(truth, work), settings, policy, alpha)
+    rules = site_rules(work, settings.replay)
+    allocations = decide(truth, {}, _job_of(truth, work), settings, rules, policy, alpha)
     return Submission(allocations["memory"].value, allocations["cputime"].value, allocations)
 
 

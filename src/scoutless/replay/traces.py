@@ -23,7 +23,6 @@ replayed: the bundle never trained on them.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
 from scoutless.replay.engine import StrategyPlan
-from scoutless.replay.submission import VALUE_POLICIES, class_values
+from scoutless.replay.submission import VALUE_POLICIES, class_values, site_rules
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
@@ -145,8 +144,7 @@ def trace_values(
     levels = {t: predictor.value_levels(t) for t in targets}
     wall = dists["walltime"].median() if "walltime" in dists else np.full(len(rows), np.nan)
     job = trace_job(work, wall)
-    maxtime = settings.replay.queue_maxtime_s or float(np.ceil(work.wall_s.max()))
-    rules = dataclasses.replace(SiteRules.of(settings.replay), max_maxtime_s=maxtime)
+    rules = site_rules(work, settings.replay)
     prices, grid = settings.allocation.prices, settings.allocation.grid_points
     chosen = {}
     for target in targets:
