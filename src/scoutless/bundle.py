@@ -6,6 +6,8 @@ Layout::
     BUNDLE/encoder.json                  fitted FeatureEncoder
     BUNDLE/models/<target>/<model>.*     one fitted model per target and family
     BUNDLE/calibration/<target>/<model>.npz   held-out probabilities + true classes
+    BUNDLE/values/<target>/              the target's value model (models/value_model.py)
+    BUNDLE/calibration/<target>/value.npz     its held-out PIT scores (conformal levels)
     BUNDLE/reference.parquet             training feature sample + classes (drift reference)
 
 A bundle is written into a hidden sibling folder and renamed into place at the end, so an
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.atomic import atomic_folder
 from scoutless.features.encoders import (
     EncodedFeatures,
@@ -36,6 +39,7 @@ from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_
 from scoutless.models.base import ClassModel
 from scoutless.models.families import UnknownFamilyError, family_class
 from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
+from scoutless.models.value_model import LogValueModel
 from scoutless.targets.bins import TargetBins
 
 MANIFEST = MANIFEST_FILE
@@ -66,6 +70,22 @@ class BundleContents:
     #: target -> model -> (probabilities, true classes, row numbers in the table's frame)
     calibration: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
     reference: pd.DataFrame
+    #: target -> its value model and its calibration rows' PIT scores (bundles without:
+    #: the value and cost policies are refused with a message naming the bundle)
+    value_models: dict[str, LogValueModel] = field(default_factory=dict)
+    value_scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _write_values(folder: Path, contents: BundleContents) -> dict[str, dict[str, Any]]:
+    entries: dict[str, dict[str, Any]] = {}
+    for target, model in contents.value_models.items():
+        rel = Path("values") / target
+        files = model.save(folder / rel)
+        scores = Path("calibration") / target / "value.npz"
+        (folder / scores).parent.mkdir(parents=True, exist_ok=True)
+        np.savez(folder / scores, scores=contents.value_scores[target])
+        entries[target] = {"folder": rel.as_posix(), "files": files, "scores": scores.as_posix()}
+    return entries
 
 
 def _write_contents(folder: Path, contents: BundleContents) -> None:
@@ -89,6 +109,7 @@ def _write_contents(folder: Path, contents: BundleContents) -> None:
             np.savez(folder / rel, proba=proba, y=y, rows=rows)
             calibration[target][name] = rel.as_posix()
     manifest["calibration"] = calibration
+    manifest["value_models"] = _write_values(folder, contents)
     contents.reference.to_parquet(folder / REFERENCE, index=False)
     manifest["reference"] = REFERENCE
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
@@ -116,8 +137,11 @@ class Predictor:
         manifest: dict[str, Any],
         encoder: FeatureEncoder,
         models: dict[str, dict[str, ClassModel]],
+        value_models: dict[str, LogValueModel] | None = None,
     ) -> None:
         self.path = path
+        self._value_models = dict(value_models or {})
+        self._value_levels: dict[str, ConformalLevels] = {}
         self.manifest = manifest
         self.version: str = manifest["version"]
         self.targets: list[str] = list(manifest["targets"])
@@ -219,6 +243,36 @@ class Predictor:
         with np.load(self.path / self.manifest["calibration"][target][name]) as arrays:
             return arrays["rows"]
 
+    def has_values(self, target: str) -> bool:
+        """Whether the bundle has a value model for ``target`` (older bundles do not)."""
+        return target in self._value_models
+
+    def _value_model(self, target: str) -> LogValueModel:
+        self._check_target(target)
+        if target not in self._value_models:
+            raise BundleError(
+                f"bundle {self.version} has no value model for {target!r} (trained before "
+                "value allocations): the value and cost policies need a bundle trained now"
+            )
+        return self._value_models[target]
+
+    def value_distribution(
+        self, data: FeatureInput | EncodedFeatures, target: str
+    ) -> ValueDistribution:
+        """Each task's value distribution for ``target`` (features, or already encoded)."""
+        model = self._value_model(target)
+        encoded = data if isinstance(data, EncodedFeatures) else self.encoder.transform(data)
+        return model.predict_dist(encoded)
+
+    def value_levels(self, target: str) -> ConformalLevels:
+        """The target's conformal levels, from the held-out calibration rows' PIT scores."""
+        self._value_model(target)
+        if target not in self._value_levels:
+            rel = self.manifest["value_models"][target]["scores"]
+            with np.load(self.path / rel) as arrays:
+                self._value_levels[target] = ConformalLevels(np.sort(arrays["scores"]))
+        return self._value_levels[target]
+
     def reference(self) -> pd.DataFrame:
         """Training feature sample (<= 5000 rows) with ``{t}_class`` columns, for drift checks."""
         if self._reference is None:
@@ -243,4 +297,8 @@ def load_bundle(path: str | Path) -> Predictor:
                     f"{path}: model {target}/{name} of unknown kind {kind!r}"
                 ) from exc
             models[target][name] = cls.load(path / entry["folder"])
-    return Predictor(path, manifest, encoder, models)
+    value_models = {
+        target: LogValueModel.load(path / entry["folder"])
+        for target, entry in manifest.get("value_models", {}).items()
+    }
+    return Predictor(path, manifest, encoder, models, value_models)

@@ -104,7 +104,7 @@ class Client:
         *,
         policy: str = "risk",
         alpha: float | None = None,
-        skip_policies: Sequence[str] = ("risk", "safe"),
+        skip_policies: Sequence[str] = ("risk", "safe", "value", "cost"),
     ) -> dict[str, Any]:
         """The task parameters with ``skipScout`` and ``ramCount``/``ramUnit``, ``cpuTime``/
         ``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit`` set from the prediction under
@@ -114,9 +114,11 @@ class Client:
         from scoutless.jedi.messages import fill_taskparams
 
         body = self.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
-        targets = body["tasks"][0]["targets"]
+        task = body["tasks"][0]
         version = str(body["model_version"])
-        return fill_taskparams(params, targets, version, policy, skip_policies, time.time())
+        return fill_taskparams(
+            params, task["targets"], version, policy, skip_policies, time.time(), task.get("scout")
+        )
 
     def model(self) -> dict[str, Any]:
         return _decode(self._http.get("/v1/model"))  # type: ignore[no-any-return]

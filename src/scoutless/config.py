@@ -239,7 +239,8 @@ class ListenerSettings(BaseModel):
     policy: str = "risk"
     alpha: float = Field(0.05, gt=0, lt=1)
     skip_scout_policies: list[str] = Field(
-        ["risk", "safe"], description="policies whose predictions may skip the scouts"
+        ["risk", "safe", "value", "cost"],
+        description="policies whose predictions may skip the scouts",
     )
     prefetch: int = Field(200, ge=1, description="unacked messages the broker may send ahead")
     batch_max: int = Field(64, ge=1, description="messages predicted together at most")
@@ -439,6 +440,11 @@ class Prices(BaseModel):
         20.0,
         ge=0,
         description="per hour that a task waits for its scouts before its production jobs go out",
+    )
+    scout_error_sigma: float = Field(
+        0.15, ge=0, description="spread (log scale) of the scouts' measured value around the "
+        "task's need: ten scouts' P75 is noisy (the replay's scouts sit at a median 1.00x of "
+        "the need, below it on about 30 % of tasks)",
     )
     scout_wait_s: float = Field(
         6000.0,

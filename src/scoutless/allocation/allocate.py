@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
 
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules, scout_wait_cost
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
@@ -35,7 +36,8 @@ class Allocation:
     p_sufficient: np.ndarray  # (n,) calibrated P(need <= value)
     #: (n,) expected cost per job of ``value`` (core-hours; NaN where not priced)
     expected_cost: np.ndarray
-    #: (n,) expected cost per job once scouts measured the need and it is allocated exactly
+    #: (n,) expected cost per job at the value the scouts would measure (the need, give
+    #: or take ``Prices.scout_error_sigma``)
     scouted_cost: np.ndarray
 
 
@@ -50,6 +52,11 @@ def _pit_levels(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndar
     if levels is None:
         return coverage
     return np.quantile(levels.scores, coverage)
+
+
+def _scout_errors(sigma: float, points: int = 8) -> np.ndarray:
+    """(points,) equally likely factors exp(N(0, sigma)) of the scouts' measurement."""
+    return np.exp(sigma * ndtri(coverage_grid(points)))
 
 
 def value_allocation(
@@ -97,8 +104,9 @@ def cost_allocation(
         out["value"][rows] = chosen
         out["covered"][rows] = (needs <= chosen[:, None]).mean(axis=1)
         out["cost"][rows] = expected[np.arange(len(best)), best]
-        exact = price(needs[:, :, None], needs[:, :, None], chunk_job, rules, prices)
-        out["scouted"][rows] = exact.mean(axis=(1, 2))
+        measured = needs[:, :, None] * _scout_errors(prices.scout_error_sigma)[None, None, :]
+        scouted = price(measured, needs[:, :, None], chunk_job, rules, prices)
+        out["scouted"][rows] = scouted.mean(axis=(1, 2))
     return Allocation(out["value"], out["covered"], out["cost"], out["scouted"])
 
 

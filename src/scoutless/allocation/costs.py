@@ -8,7 +8,8 @@ code prices a model's calibrated distribution and the generator's exact one.
 
 Simplifications, stated: every job of a task needs the task's value (PanDA's task value
 already carries the margin over its jobs); a killed attempt costs the core-hours it ran
-plus ``kill_overhead`` times as much again; a need above the allocation but within the
+plus ``kill_overhead`` times the job's full core-hours (the retry waits and runs again:
+the task is late by a job); a need above the allocation but within the
 pilot's grace pays for the memory it takes from other jobs; slack is what the allocation holds above the
 larger of the need and the slot's own share (a slot gives 2 GB a core whatever is asked).
 """
@@ -80,7 +81,7 @@ def memory_cost(
     limit = rules.memory_kill_factor * held
     killed = need > limit
     ran = np.where(killed, np.minimum(1.0, limit / np.maximum(need, 1e-9)), 1.0)
-    kill = np.where(killed, (1 + prices.kill_overhead) * cores * hours * ran, 0.0)
+    kill = np.where(killed, (ran + prices.kill_overhead) * cores * hours, 0.0)
     slack_gb = np.maximum(held - np.maximum(need, rules.standard_mb_per_core), 0.0) / 1024.0
     slack = np.where(killed, 0.0, prices.memory_gb_hour * slack_gb * cores * hours)
     over_gb = np.where(killed, 0.0, np.maximum(need - held, 0.0) / 1024.0)
@@ -119,7 +120,7 @@ def cputime_cost(
     limit = np.minimum(walltime_limit_s(alloc, job, extra), rules.max_maxtime_s)
     runs = walltime_limit_s(need, job, extra)
     killed = runs > limit
-    kill = np.where(killed, (1 + prices.kill_overhead) * cores * limit / 3600.0, 0.0)
+    kill = np.where(killed, cores * (limit + prices.kill_overhead * runs) / 3600.0, 0.0)
     # a killed job is retried with the longest queue's maxtime (increase_cputime)
     held = np.where(killed, rules.max_maxtime_s, limit)
     slack_h = np.maximum(held - runs, 0.0) / 3600.0

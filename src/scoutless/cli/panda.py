@@ -21,8 +21,12 @@ from scoutless.config import get_settings
 
 console = Console(stderr=True)
 
-PolicyOption = Annotated[str | None, typer.Option(help="argmax, safe or risk (default: settings)")]
-AlphaOption = Annotated[float | None, typer.Option(help="risk bound of the risk policy")]
+PolicyOption = Annotated[
+    str | None, typer.Option(help="argmax, safe, risk, value or cost (default: settings)")
+]
+AlphaOption = Annotated[
+    float | None, typer.Option(help="under-allocation bound of the risk and value policies")
+]
 
 
 def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
@@ -128,9 +132,11 @@ def _fill_locally(
     with ThreadPoolExecutor(4) as executor:
         pipeline = _pipeline(bundle, executor)
         result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)
-    targets = result.tasks[0]["targets"]
+    task = result.tasks[0]
     skip = get_settings().listener.skip_scout_policies
-    return fill_taskparams(params, targets, pipeline.version, policy, skip, time.time())
+    return fill_taskparams(
+        params, task["targets"], pipeline.version, policy, skip, time.time(), task.get("scout")
+    )
 
 
 def _summary(before: dict[str, Any], after: dict[str, Any]) -> Table:

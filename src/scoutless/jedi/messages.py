@@ -158,13 +158,26 @@ def parse_scout_prediction(body: str | bytes | Mapping[str, Any]) -> ScoutPredic
     )
 
 
+#: policies that allocate each task its own value (a number, not a class's edge)
+VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
+
+
 def should_skip_scouts(
-    targets: Mapping[str, Mapping[str, Any]], policy: str, skip_policies: Collection[str]
+    targets: Mapping[str, Mapping[str, Any]],
+    policy: str,
+    skip_policies: Collection[str],
+    scout: Mapping[str, Any] | None = None,
 ) -> bool:
     """Scouts may be skipped when the policy bounds the risk of under-allocating and every
-    bounded target's chosen class has an upper edge (an open top class cannot be sized)."""
+    bounded target's chosen class has an upper edge (an open top class cannot be sized); a
+    value policy sizes every task by its own value; the cost policy's per-task ``scout``
+    decision (scouting cheaper than predicting) keeps the scouts."""
     if policy not in skip_policies or any(t not in targets for t in RESOURCE_TARGETS):
         return False
+    if scout is not None:
+        return not scout["scout"]
+    if policy in VALUE_POLICIES:
+        return True
     return all(targets[t]["bin_range"][1] is not None for t in BOUNDED_TARGETS)
 
 
@@ -176,8 +189,10 @@ def build_prediction(
     policy: str,
     skip_policies: Collection[str],
     timestamp: float,
+    scout: Mapping[str, Any] | None = None,
 ) -> ScoutPrediction:
-    """A scout_prediction from one task's predicted targets (the service's response shape)."""
+    """A scout_prediction from one task's predicted targets (the service's response shape);
+    ``scout``: the task's scout decision under the cost policy."""
     missing = [t for t in RESOURCE_TARGETS if t not in targets]
     if missing:
         raise ValueError(f"task {task_id}: prediction lacks targets {missing}")
@@ -188,7 +203,7 @@ def build_prediction(
         resources=resources(value["memory"], value["cputime"], value["io"], value["walltime"]),
         confidence={t: float(targets[t]["confidence"]) for t in RESOURCE_TARGETS},
         policy=policy,
-        skip_scout=should_skip_scouts(targets, policy, skip_policies),
+        skip_scout=should_skip_scouts(targets, policy, skip_policies, scout),
         timestamp=timestamp,
     )
 
@@ -207,13 +222,14 @@ def fill_taskparams(
     policy: str,
     skip_policies: Collection[str],
     timestamp: float,
+    scout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Task parameters with the predicted resources and, when the prediction is safe enough,
     ``skipScout`` — what a submitter passes to panda-client. A submitter's ``…Fixed`` unit
     (and its value) is kept, as JEDI keeps it."""
     prediction = build_prediction(
         int(params.get("jediTaskID") or 0), model_version, targets,
-        policy=policy, skip_policies=skip_policies, timestamp=timestamp,
+        policy=policy, skip_policies=skip_policies, timestamp=timestamp, scout=scout,
     )  # fmt: skip
     filled = dict(params)
     unit_of = {"ramCount": "ramUnit", "cpuTime": "cpuTimeUnit", "ioIntensity": "ioIntensityUnit"}

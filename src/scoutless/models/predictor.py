@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
 from scoutless.features.spec import FeatureSpec
 from scoutless.targets.bins import TargetBins
@@ -46,3 +47,9 @@ class PredictorLike(Protocol):
     ) -> tuple[np.ndarray, np.ndarray]: ...
 
     def reference(self) -> pd.DataFrame: ...
+
+    def has_values(self, target: str) -> bool: ...
+
+    def value_distribution(self, data: Any, target: str) -> ValueDistribution: ...
+
+    def value_levels(self, target: str) -> ConformalLevels: ...

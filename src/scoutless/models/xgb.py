@@ -42,6 +42,18 @@ DEFAULT_PARAMS: dict[str, Any] = {
 MISSING_SENTINEL = np.float32(-1e9)
 
 
+def tree_matrix(X: EncodedFeatures, *, sentinel: bool = True) -> np.ndarray:
+    """float32 (n, codes + numericals): the matrix every booster of scoutless reads;
+    missing numericals as :data:`MISSING_SENTINEL` (``sentinel``) or NaN."""
+    matrix = np.empty((len(X), X.codes.shape[1] + X.numeric.shape[1]), dtype=np.float32)
+    matrix[:, : X.codes.shape[1]] = X.codes
+    numeric = matrix[:, X.codes.shape[1] :]
+    numeric[:] = X.numeric
+    if sentinel:
+        numeric[np.isnan(numeric)] = MISSING_SENTINEL
+    return matrix
+
+
 class _XGBModel:
     """Shared fit/predict/save for both encodings of the categoricals."""
 
@@ -71,13 +83,7 @@ class _XGBModel:
         self.missing = "sentinel"
 
     def _matrix(self, X: EncodedFeatures) -> np.ndarray:
-        matrix = np.empty((len(X), X.codes.shape[1] + X.numeric.shape[1]), dtype=np.float32)
-        matrix[:, : X.codes.shape[1]] = X.codes
-        numeric = matrix[:, X.codes.shape[1] :]
-        numeric[:] = X.numeric
-        if self.missing == "sentinel":
-            numeric[np.isnan(numeric)] = MISSING_SENTINEL
-        return matrix
+        return tree_matrix(X, sentinel=self.missing == "sentinel")
 
     def _feature_types(self, X: EncodedFeatures) -> list[str] | None:
         if not self.native_categorical:

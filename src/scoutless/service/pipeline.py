@@ -32,6 +32,7 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
+from scoutless.service.value_decisions import VALUE_POLICIES, ValuePolicyError, value_answer
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
 
@@ -90,6 +91,13 @@ class Decision:
     probabilities: list[list[float]]
     confidence: list[float]
     p_sufficient: list[float]
+    #: the task's own allocated values (value and cost policies); None: the class's
+    values: list[float] | None = None
+    alpha: float | None = None
+
+    def recommended(self, i: int) -> float:
+        """The value allocated to task ``i``, in PanDA's unit."""
+        return self.values[i] if self.values is not None else self.view.recommended[self.classes[i]]
 
     def class_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(self.view.labels, 0)
@@ -273,9 +281,38 @@ class Pipeline:
             )  # fmt: skip
         return decisions
 
+    def decide_values(
+        self,
+        proba: Mapping[str, np.ndarray],
+        features: InspectedFeatures,
+        *,
+        policy: str,
+        alpha: float,
+    ) -> tuple[dict[str, Decision], list[dict[str, Any]] | None]:
+        """The value or cost policy: per target each task's own value and the class holding
+        it; for ``cost``, per task whether scouting is cheaper (:mod:`.value_decisions`)."""
+        try:
+            answer = value_answer(self.predictor, features, list(proba), policy=policy, alpha=alpha)
+        except ValuePolicyError as exc:
+            raise InputError(["body", "policy"], str(exc)) from exc
+        decisions: dict[str, Decision] = {}
+        for target, p in proba.items():
+            allocation = answer.allocations[target]
+            chosen = np.maximum(self.predictor.bins[target].classify(allocation.value), 0)
+            decisions[target] = Decision(
+                view=self._views[target], classes=chosen.tolist(), probabilities=p.tolist(),
+                confidence=p[np.arange(len(p)), chosen].tolist(),
+                p_sufficient=allocation.p_sufficient.tolist(),
+                values=allocation.value.tolist(), alpha=alpha if policy == "value" else None,
+            )  # fmt: skip
+        return decisions, answer.scouting
+
     @staticmethod
     def answer_tasks(
-        prepared: Prepared, decisions: Mapping[str, Decision], policy: str
+        prepared: Prepared,
+        decisions: Mapping[str, Decision],
+        policy: str,
+        scouting: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """The response's ``tasks``: per task, every target's class, range and probabilities."""
         tasks = [
@@ -290,18 +327,24 @@ class Pipeline:
                     "class_label": view.labels[c],
                     "bin_range": view.ranges[c],
                     "probabilities": d.probabilities[i],
-                    "recommended_value": view.recommended[c],
+                    "recommended_value": d.recommended(i),
                     "unit": view.unit,
                     "panda_field": view.panda_field,
                     "confidence": d.confidence[i],
                     "p_sufficient": d.p_sufficient[i],
                     "policy": policy,
+                    "alpha": d.alpha,
                 }
+        for task, scout in zip(tasks, scouting or [], strict=False):
+            task["scout"] = scout
         return tasks
 
     @staticmethod
     def answer_columns(
-        prepared: Prepared, decisions: Mapping[str, Decision], policy: str
+        prepared: Prepared,
+        decisions: Mapping[str, Decision],
+        policy: str,
+        scouting: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The response's fields in the columns layout: per target, the classes described
         once and one list per field over the tasks. No object per task and target: a
@@ -317,17 +360,21 @@ class Pipeline:
                 "panda_field": view.panda_field,
                 "policy": policy,
                 "class_id": d.classes,
-                "recommended_value": [view.recommended[c] for c in d.classes],
+                "recommended_value": [d.recommended(i) for i in range(len(d.classes))],
                 "confidence": d.confidence,
                 "p_sufficient": d.p_sufficient,
                 "probabilities": d.probabilities,
+                "alpha": d.alpha,
             }
-        return {
+        columns = {
             "layout": "columns",
             "jeditaskids": prepared.jeditaskids,
             "flags": prepared.flags,
             "targets": targets,
         }
+        if scouting is not None:
+            columns["scout"] = scouting
+        return columns
 
     def log_rows(
         self,
@@ -339,21 +386,22 @@ class Pipeline:
     ) -> list[dict[str, Any]]:
         """Prediction-log rows (``ops.prediction_log``'s columns): one per task, every
         target's decision in its ``predictions``."""
-        per_target = [
-            (target, d.view.labels, d.view.recommended, d) for target, d in decisions.items()
-        ]
+        per_target = [(target, d.view.labels, d) for target, d in decisions.items()]
         version = self.version
         rows: list[dict[str, Any]] = []
         for i, task_id in enumerate(prepared.jeditaskids):
             predictions = {}
-            for target, labels, recommended, d in per_target:
+            for target, labels, d in per_target:
                 c = d.classes[i]
                 predictions[target] = {
                     "class_id": c,
                     "class_label": labels[c],
-                    "recommended_value": recommended[c],
+                    "recommended_value": d.recommended(i),
                     "probabilities": d.probabilities[i],
                 }
+                if d.values is not None:  # what the realised under-allocation is held to
+                    predictions[target]["p_sufficient"] = d.p_sufficient[i]
+                    predictions[target]["alpha"] = d.alpha
             rows.append(
                 {
                     "request_id": request_id,
@@ -387,13 +435,19 @@ class Pipeline:
         t1 = time.perf_counter()
         proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
         t2 = time.perf_counter()
-        decisions = self.decide(proba, policy=policy, alpha=alpha)
+        scouting = None
+        if policy in VALUE_POLICIES and proba:
+            decisions, scouting = self.decide_values(
+                proba, prepared.features, policy=policy, alpha=alpha
+            )
+        else:
+            decisions = self.decide(proba, policy=policy, alpha=alpha)
         columns = layout == "columns"
         outcome = Outcome(
-            tasks=[] if columns else self.answer_tasks(prepared, decisions, policy),
+            tasks=[] if columns else self.answer_tasks(prepared, decisions, policy, scouting),
             log_rows=self.log_rows(prepared, decisions, policy=policy, request_id=request_id),
             class_counts={t: d.class_counts() for t, d in decisions.items()},
-            columns=self.answer_columns(prepared, decisions, policy) if columns else None,
+            columns=self.answer_columns(prepared, decisions, policy, scouting) if columns else None,
         )
         t3 = time.perf_counter()
         outcome.timings_ms = {

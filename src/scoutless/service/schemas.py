@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PolicyName = Literal["argmax", "safe", "risk"]
+PolicyName = Literal["argmax", "safe", "risk", "value", "cost"]
 
 
 class PredictRequest(BaseModel):
@@ -29,7 +29,9 @@ class PredictRequest(BaseModel):
         None, description="PanDA task-parameter JSON per task, as submitted"
     )
     policy: PolicyName = "argmax"
-    alpha: float | None = Field(None, gt=0, lt=1, description="risk bound (policy 'risk')")
+    alpha: float | None = Field(
+        None, gt=0, lt=1, description="under-allocation bound (policies 'risk' and 'value')"
+    )
     targets: list[str] | None = Field(None, description="subset of the served targets")
     layout: Literal["tasks", "columns"] = Field(
         "tasks",
@@ -63,12 +65,28 @@ class TargetPrediction(BaseModel):
         description="(lower, upper] of the class in the target's unit; null = unbounded"
     )
     probabilities: list[float] = Field(description="one per class, in class order")
-    recommended_value: float = Field(description="value to allocate, in PanDA's unit")
+    recommended_value: float = Field(
+        description="value to allocate, in PanDA's unit: the chosen class's recommended value "
+        "(class policies) or the task's own value (value, cost)"
+    )
     unit: str
     panda_field: str
     confidence: float = Field(description="probability of the chosen class")
-    p_sufficient: float = Field(description="probability that the true class is <= chosen")
+    p_sufficient: float = Field(
+        description="P(need <= recommended value), calibrated (value, cost); P(true class <= "
+        "chosen) for the class policies"
+    )
     policy: PolicyName
+    alpha: float | None = Field(None, description="the bound the value was chosen at (value)")
+
+
+class ScoutDecision(BaseModel):
+    """``policy=cost``: whether scouting the task is cheaper than predicting, and why."""
+
+    scout: bool
+    reason: str
+    predict_cost: float = Field(description="the task's jobs at the cost-aware values, core-hours")
+    scout_cost: float = Field(description="the scouts' wait and the jobs at the measured need")
 
 
 class TargetError(BaseModel):
@@ -84,6 +102,7 @@ class TaskPrediction(BaseModel):
     flags: list[dict[str, Any]] = Field(
         default_factory=list, description="e.g. {'kind': 'unknown_category', 'feature': …}"
     )
+    scout: ScoutDecision | None = Field(None, description="policy 'cost' only")
 
 
 class PredictResponse(BaseModel):
@@ -113,6 +132,7 @@ class TargetColumns(BaseModel):
     confidence: list[float]
     p_sufficient: list[float]
     probabilities: list[list[float]] = Field(description="per task, one per class")
+    alpha: float | None = None
 
 
 class ColumnsResponse(BaseModel):
@@ -127,6 +147,7 @@ class ColumnsResponse(BaseModel):
     jeditaskids: list[int | None]
     flags: list[list[dict[str, Any]]] = Field(description="per task, as in TaskPrediction")
     targets: dict[str, TargetColumns]
+    scout: list[ScoutDecision] | None = Field(None, description="per task, policy 'cost' only")
     errors: dict[str, TargetError] = Field(default_factory=dict)
     timings_ms: dict[str, float]
 

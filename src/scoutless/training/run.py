@@ -18,6 +18,9 @@ Wiring, in order (each step's effect in its comment):
 5. champion per target: best mean of validation accuracy and macro-F1, wrapped in the
    guard that keeps the served prediction at least as good as the input baselines on
    validation (:mod:`scoutless.training.guarding`);
+   then each target's value model (:mod:`scoutless.training.value_heads`): a value
+   distribution per task, calibrated on the calibration part for the value and cost
+   allocations;
 6. bins as the table fitted them on its training rows; everything written atomically by
    :func:`scoutless.bundle.save_bundle`.
 """
@@ -44,6 +47,7 @@ from scoutless.models.dnn_params import DNNParams
 from scoutless.models.families import FAMILY_NAMES
 from scoutless.models.guard import ServingGuard
 from scoutless.models.tuning import DEFAULT_DNN_VARIANTS
+from scoutless.models.value_model import LogValueModel
 from scoutless.targets.spec import class_col, value_col
 from scoutless.training.fitting import (
     FamilyTrainer,
@@ -56,6 +60,7 @@ from scoutless.training.fitting import (
 from scoutless.training.guarding import fit_target_guard
 from scoutless.training.lanes import Lanes, plan_lanes, run_in_lanes
 from scoutless.training.manifest import base_manifest, choose_champion, headline_metrics
+from scoutless.training.value_heads import fit_value_heads
 
 MIN_TRAIN_ROWS = 10
 
@@ -233,6 +238,7 @@ def _contents(
     prep: PreparedRows,
     results: dict[str, TargetResults],
     run: dict[str, Any],
+    values: dict[str, tuple[LogValueModel, np.ndarray]],
 ) -> BundleContents:
     """Steps 5-6: the manifest with metrics and champions, and what save_bundle writes."""
     manifest = base_manifest(table, run)
@@ -248,6 +254,8 @@ def _contents(
         {t: r.models for t, r in results.items()},
         {t: r.calibration_sets for t, r in results.items()},
         _reference_sample(prep, table.targets, int(run["seed"])),
+        value_models={t: model for t, (model, _) in values.items()},
+        value_scores={t: scores for t, (_, scores) in values.items()},
     )
 
 
@@ -330,6 +338,7 @@ def train_bundle(
                                 fit_model=fit_model or fit_in_process,
                                 refit_latest=_refits_latest(split, prep))  # fmt: skip
         results = _fit_targets(trainer, table, prep, datas, names, lanes)
+        values = fit_value_heads(table, datas, n_jobs=n_jobs, seed=seed)
     parts = get_settings().splits.part_fractions()
     run = {
         "split": split,
@@ -338,7 +347,6 @@ def train_bundle(
         "models": names,
         "parts": {p: int((prep.parts == p).sum()) for p in parts},
         "n_train_rows": len(prep.train),
-        "parallel_fits": lanes.lanes,
-        "threads_per_fit": lanes.threads,
+        **{"parallel_fits": lanes.lanes, "threads_per_fit": lanes.threads},
     }
-    return save_bundle(out, _contents(table, prep, results, run))
+    return save_bundle(out, _contents(table, prep, results, run, values))

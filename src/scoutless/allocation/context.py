@@ -1,0 +1,58 @@
+"""What a job of a task is, from the task's submission features: the cost model's input.
+
+The service and the listener read it from the same typed features the models see
+(``corecount``, ``nevents_per_job``, ``cpuefficiency``, ``basewalltime``, the input's
+events and files); PanDA's defaults fill what a task leaves unset; the site's corePower is
+unknown at submission, so PanDA's default stands in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from scoutless.allocation.costs import JobContext
+from scoutless.config import PandaDefaults
+
+#: a job's walltime when no walltime prediction is at hand (s): a typical grid job
+DEFAULT_JOB_WALL_S = 6 * 3600.0
+
+
+def _column(numbers: Mapping[str, np.ndarray], name: str, n: int, default: float) -> np.ndarray:
+    values = np.asarray(numbers.get(name, np.full(n, np.nan)), dtype=float)
+    return np.where(np.isfinite(values) & (values > 0), values, default)
+
+
+def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """Jobs a task will have: input events ÷ events per job, else files ÷ files per job."""
+    nan = np.full(n, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_events = np.asarray(numbers.get("input_nevents", nan), float) / np.asarray(
+            numbers.get("nevents_per_job", nan), float
+        )
+        by_files = np.asarray(numbers.get("input_nfiles", nan), float) / np.asarray(
+            numbers.get("nfiles_per_job", nan), float
+        )
+    jobs = np.where(np.isfinite(by_events) & (by_events > 0), by_events, by_files)
+    return np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0)
+
+
+def job_context(
+    numbers: Mapping[str, np.ndarray],
+    n: int,
+    defaults: PandaDefaults,
+    wall_s: np.ndarray | None = None,
+) -> JobContext:
+    """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
+    median; a typical grid job's where absent)."""
+    wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
+    return JobContext(
+        cores=_column(numbers, "corecount", n, 1.0),
+        wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, DEFAULT_JOB_WALL_S),
+        nevents=_column(numbers, "nevents_per_job", n, 1.0),
+        core_power=np.full(n, defaults.core_power_hs06),
+        cpu_efficiency=_column(numbers, "cpuefficiency", n, defaults.cpu_efficiency_percent),
+        base_walltime_s=_column(numbers, "basewalltime", n, defaults.base_walltime_s),
+        n_jobs=_n_jobs(numbers, n),
+    )

@@ -1,0 +1,93 @@
+"""The value and cost policies as the service answers them.
+
+``policy=value``: per target, the calibrated (1 - alpha) value of the task's value
+distribution; ``policy=cost``: the value with the least expected cost at the site
+(:mod:`scoutless.allocation`), for the targets a cost model prices (memory, cputime; the
+others get their value allocation), and per task whether scouting is cheaper. Either way
+the class reported is the one that holds the value, the class probabilities stay in the
+answer, and ``p_sufficient`` is the calibrated P(need <= value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scoutless.allocation.allocate import Allocation, cost_allocation, selective, value_allocation
+from scoutless.allocation.context import job_context
+from scoutless.allocation.costs import COSTS, JobContext, SiteRules
+from scoutless.config import get_settings
+from scoutless.features.encoders import InspectedFeatures
+from scoutless.models.predictor import PredictorLike
+
+VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
+
+
+class ValuePolicyError(ValueError):
+    """A value policy the served bundle cannot answer (e.g. a bundle without value models)."""
+
+
+@dataclass(frozen=True)
+class ValueAnswer:
+    """The allocations of a request's tasks per target, and the scout choice (cost only)."""
+
+    allocations: dict[str, Allocation]
+    scouting: list[dict[str, Any]] | None
+
+
+def _allocations(
+    predictor: PredictorLike,
+    features: InspectedFeatures,
+    targets: Sequence[str],
+    policy: str,
+    alpha: float,
+) -> tuple[dict[str, Allocation], JobContext]:
+    settings = get_settings()
+    dists = {}
+    for t in targets:
+        if not predictor.has_values(t):
+            raise ValuePolicyError(
+                f"policy {policy!r}: bundle {predictor.version} has no value model for {t!r}; "
+                "retrain it to serve values"
+            )
+        dists[t] = predictor.value_distribution(features.encoded, t)
+    out = {}
+    wall = dists["walltime"].median() if "walltime" in dists else None
+    job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
+    rules = SiteRules.of(settings.replay)
+    for t, dist in dists.items():
+        levels = predictor.value_levels(t)
+        if policy == "cost" and t in COSTS:
+            prices = settings.allocation.prices
+            grid = settings.allocation.grid_points
+            out[t] = cost_allocation(t, dist, levels, job, rules, prices, grid)
+        else:
+            out[t] = value_allocation(dist, levels, alpha)
+    return out, job
+
+
+def value_answer(
+    predictor: PredictorLike,
+    features: InspectedFeatures,
+    targets: Sequence[str],
+    *,
+    policy: str,
+    alpha: float,
+) -> ValueAnswer:
+    """Per target the allocation; for ``cost``, per task the scout choice and its reason."""
+    allocations, job = _allocations(predictor, features, targets, policy, alpha)
+    if policy != "cost":
+        return ValueAnswer(allocations, None)
+    priced = {t: a for t, a in allocations.items() if t in COSTS}
+    unknown = np.array([bool(u) for u in features.unknown], dtype=bool)
+    choice = selective(priced, job, get_settings().allocation.prices, unknown)
+    scouting = [
+        {"scout": bool(s), "reason": r, "predict_cost": float(p), "scout_cost": float(c)}
+        for s, r, p, c in zip(
+            choice.scout, choice.reasons(), choice.predict_cost, choice.scout_cost, strict=True
+        )
+    ]
+    return ValueAnswer(allocations, scouting)

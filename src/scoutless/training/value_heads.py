@@ -1,0 +1,36 @@
+"""Step 4b of training: each target's value model and its conformal calibration.
+
+The value model is fitted on the fit part (early-stopped, its scale fitted on the
+validation part); the calibration part, which neither saw, gives the PIT scores that
+make the (1 - alpha) value under-allocate at most alpha (``ConformalLevels``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scoutless.allocation.values import ConformalLevels
+from scoutless.history.table import TrainingTable
+from scoutless.models.value_model import LogValueModel
+from scoutless.targets.spec import value_col
+from scoutless.training.fitting import TargetData
+
+
+def fit_value_head(
+    table: TrainingTable, data: TargetData, *, n_jobs: int | None, seed: int
+) -> tuple[LogValueModel, np.ndarray]:
+    """The target's value model and its calibration rows' sorted PIT scores."""
+    values = table.frame[value_col(data.target)].to_numpy(dtype=float)
+    part = {p: values[rows] for p, rows in data.rows.items()}
+    model = LogValueModel(n_jobs=n_jobs, seed=seed).fit(
+        data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"])
+    )
+    calibration = model.predict_dist(data.X["calibration"])
+    return model, ConformalLevels.fit(calibration, part["calibration"]).scores
+
+
+def fit_value_heads(
+    table: TrainingTable, datas: dict[str, TargetData], *, n_jobs: int | None, seed: int
+) -> dict[str, tuple[LogValueModel, np.ndarray]]:
+    """:func:`fit_value_head` for every target."""
+    return {t: fit_value_head(table, d, n_jobs=n_jobs, seed=seed) for t, d in datas.items()}
