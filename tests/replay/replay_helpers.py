@@ -111,6 +111,9 @@ class ValuePredictor:
     def _rows(self, rows: pd.DataFrame) -> np.ndarray:
         return np.array([self.keys.index(k) for k in rows["key"]])
 
+    def has_values(self, target: str) -> bool:
+        return target in self.dists
+
     def value_distribution(self, rows: pd.DataFrame, target: str) -> ValueDistribution:
         return self.dists[target].take(self._rows(rows))
 

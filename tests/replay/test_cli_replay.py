@@ -37,27 +37,7 @@ def small(tmp_path_factory):
     return folder, url
 
 
-@pytest.fixture
-def value_api(monkeypatch):
-    """Until every bundle offers the value API: a stand-in from the class probabilities (a
-    log-normal around the probability-weighted log recommended value). A Predictor that has
-    ``value_distribution`` is used as it is."""
-    from scoutless.allocation.values import ValueDistribution
-    from scoutless.bundle import Predictor
-
-    if hasattr(Predictor, "value_distribution"):
-        return
-
-    def value_distribution(self, rows, target):
-        proba = self.predict_proba(rows, targets=[target])[target]
-        logs = np.log(np.asarray(self.bins[target].recommended, dtype=float))
-        return ValueDistribution.of(0.0, proba @ logs, 0.5)
-
-    monkeypatch.setattr(Predictor, "value_distribution", value_distribution, raising=False)
-    monkeypatch.setattr(Predictor, "value_levels", lambda self, target: None, raising=False)
-
-
-def test_replay_writes_the_schema_for_every_strategy(small, value_api):
+def test_replay_writes_the_schema_for_every_strategy(small):
     folder, url = small
     out = folder / "out"
     args = ["replay", "--db", url, "--bundle", str(folder / "bundle"), "--out", str(out),

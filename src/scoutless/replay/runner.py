@@ -36,6 +36,7 @@ from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool
 from scoutless.replay.strategies import SOURCE_OF, make_plans, pool_cores
 from scoutless.replay.submission import (
+    ALLOCATED_TARGETS,
     VALUE_POLICIES,
     Submission,
     choice_summary,
@@ -89,9 +90,12 @@ def submissions_for(
     out: dict[str, Submission] = {}
     skipped: dict[str, str] = {}
     if "model" in sources and predictor is not None and features is not None:
+        valued = all(predictor.has_values(t) for t in ALLOCATED_TARGETS)
+        if "selective" in names and not valued:
+            skipped["selective"] = f"bundle {predictor.version} has no value models to price with"
         out["model"] = model_submission(
             predictor, features, work, settings, policy=policy, alpha=alpha,
-            choose_scouts="selective" in names,
+            choose_scouts="selective" in names and valued,
         )  # fmt: skip
     if "bayes" in sources:
         if truth is None:

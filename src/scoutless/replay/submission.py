@@ -244,7 +244,9 @@ def value_distributions(
     dists: dict[str, ValueDistribution] = {}
     levels: dict[str, ConformalLevels | None] = {}
     for target in (*ALLOCATED_TARGETS, "walltime"):
-        if target in predictor.targets:
+        # the job walltime falls back to cpuTime's where the bundle has no walltime values
+        optional = target not in ALLOCATED_TARGETS and not predictor.has_values(target)
+        if target in predictor.targets and not optional:
             dists[target] = predictor.value_distribution(rows, target)
             levels[target] = predictor.value_levels(target)
     missing = [t for t in ALLOCATED_TARGETS if t not in dists]

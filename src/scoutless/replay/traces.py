@@ -140,6 +140,8 @@ def trace_values(
     predicted: dict[str, np.ndarray] = {}
     if policy not in VALUE_POLICIES:
         predicted = class_values(predictor, features, targets, policy=policy, alpha=alpha)
+    if policy not in VALUE_POLICIES:  # a class policy: selective prices what has values
+        targets = [t for t in targets if predictor.has_values(t)]
     dists = {t: predictor.value_distribution(features, t) for t in targets}
     levels = {t: predictor.value_levels(t) for t in targets}
     wall = dists["walltime"].median() if "walltime" in dists else np.full(len(rows), np.nan)
@@ -158,7 +160,7 @@ def trace_values(
         cost = expected_cost(priced, request, dists[target], levels[target], job, rules,
                              prices, grid)  # fmt: skip
         chosen[target] = np.where(cost < best.expected_cost, request, best.value)
-    return predicted, chosen
+    return predicted, {**predicted, **chosen}
 
 
 def trace_plans(
