@@ -91,3 +91,16 @@ def test_the_report_section_lists_the_checks_and_draws_six_strategies():
     assert section["names"] == names and section["figures"]["cdfs"]
     assert any(line.startswith("hybrid vs scouts") for line in section["checks"])
     assert not any("[green]" in line or "[red]" in line for line in section["checks"])
+
+
+def test_on_a_trace_selective_is_checked_against_the_request():
+    trace = {"request": _entry(waste=30.0, slack=80.0, success=0.6),
+             "selective": _entry(waste=10.0, slack=90.0, success=0.9)}  # fmt: skip
+    checks = replay_checks(trace)
+    assert set(checks) == {"selective_vs_request"}
+    rows = {r["metric"]: r["met"] for r in checks["selective_vs_request"]["rows"]}
+    assert rows == {"first-attempt success": True, "wasted core-hours": True,
+                    "memory slack (GB·h)": False}  # fmt: skip
+    assert "selective vs the users' requests, wasted core-hours: selective 10, request 30" in (
+        headline_line({"strategies": trace})
+    )

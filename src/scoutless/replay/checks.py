@@ -5,7 +5,10 @@
   scouts trail the oracle, the share of that gap the hybrid closes (goal ≥ 75 %);
 - ``predicted_vs_bayes``: predicted within 10 % of bayes on wasted core-hours and memory
   slack (|predicted − bayes| ≤ 10 % of bayes);
-- ``first_job``: predicted's P50 time to the first production job ≤ 1 % of the scouts'.
+- ``first_job``: predicted's P50 time to the first production job ≤ 1 % of the scouts';
+- ``selective_vs_request`` (traces): the cost-aware strategy wastes no more core-hours and
+  holds no more memory slack than the users' requests, with first-attempt success at
+  least theirs.
 
 Every row carries each side's figure, the goal, and whether it is met (None where a figure
 is missing or the check does not apply), so a reader sees both numbers, never only a
@@ -32,6 +35,11 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("memory slack (GB·h)", "memory_slack_gb_hours", "lower"),
     ("walltime slack (core·h)", "walltime_slack_core_hours", "lower"),
 )
+#: a trace's goal: the cost-aware strategy against the users' own requests
+TRACE_METRICS: tuple[tuple[str, str, str], ...] = tuple(
+    m for m in METRICS
+    if m[1] in ("wasted_core_hours", "memory_slack_gb_hours", "first_attempt_success")
+)  # fmt: skip
 GAP_METRICS: tuple[str, ...] = (
     "task_completion_s.p90", "wasted_core_hours", "memory_slack_gb_hours",
 )  # fmt: skip
@@ -61,18 +69,25 @@ def _all_met(rows: list[dict[str, Any]]) -> bool | None:
     return all(decided) if decided else None
 
 
-def hybrid_vs_scouts(hybrid: Mapping[str, Any], scouts: Mapping[str, Any]) -> dict[str, Any]:
+def at_least_as_good(
+    strategies: Mapping[str, Mapping[str, Any]],
+    name: str,
+    incumbent: str,
+    metrics: tuple[tuple[str, str, str], ...] = METRICS,
+) -> dict[str, Any]:
+    """``name`` at least as good as ``incumbent`` on each metric (its figure ≤ or ≥)."""
+    ours, theirs = strategies[name], strategies[incumbent]
     rows, missing = [], []
-    for label, path, better in METRICS:
+    for label, path, better in metrics:
         key = path.split(".")[0]
-        if key not in hybrid and key not in scouts:
+        if key not in ours and key not in theirs:
             missing.append(label)
             continue
-        h, s = _number(hybrid, path), _number(scouts, path)
-        met = None if h is None or s is None else (h <= s if better == "lower" else h >= s)
+        a, b = _number(ours, path), _number(theirs, path)
+        met = None if a is None or b is None else (a <= b if better == "lower" else a >= b)
         sign = "≤" if better == "lower" else "≥"
-        rows.append({"metric": label, "figures": {"hybrid": h, "scouts": s},
-                     "goal": f"hybrid {sign} scouts", "met": met})  # fmt: skip
+        rows.append({"metric": label, "figures": {name: a, incumbent: b},
+                     "goal": f"{name} {sign} {incumbent}", "met": met})  # fmt: skip
     return {"rows": rows, "all_met": _all_met(rows), "not_measured": missing}
 
 
@@ -128,7 +143,11 @@ def replay_checks(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     s = strategies.get
     out: dict[str, Any] = {}
     if s("hybrid") and s("scouts"):
-        out["hybrid_vs_scouts"] = hybrid_vs_scouts(strategies["hybrid"], strategies["scouts"])
+        out["hybrid_vs_scouts"] = at_least_as_good(strategies, "hybrid", "scouts")
+    if s("selective") and s("request"):
+        out["selective_vs_request"] = at_least_as_good(
+            strategies, "selective", "request", TRACE_METRICS
+        )
     if s("hybrid") and s("scouts") and s("oracle"):
         out["gap_closed"] = gap_closed(
             strategies["hybrid"], strategies["scouts"], strategies["oracle"]

@@ -55,6 +55,7 @@ CHECK_TITLES = {
     "hybrid_vs_scouts": "hybrid vs scouts",
     "gap_closed": "hybrid vs the scouts' gap to oracle",
     "predicted_vs_bayes": "predicted vs bayes",
+    "selective_vs_request": "selective vs the users' requests",
 }
 
 
