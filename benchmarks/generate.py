@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import tempfile
 from pathlib import Path
 
+from record import add_out, emit, reference_loop_s
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_history
 
@@ -22,7 +22,9 @@ def main() -> None:
         "--workers", type=int, default=None, help="builder processes (default: auto)"
     )
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default: temporary)")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.db or Path(tmp) / "history.sqlite"
         engine = make_engine(f"sqlite:///{path}")
@@ -36,22 +38,23 @@ def main() -> None:
         )
         engine.dispose()
         size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-        print(
-            json.dumps(
-                {
-                    "tasks": stats.n_tasks,
-                    "workers": args.workers if args.workers is not None else "auto",
-                    "cpus": os.cpu_count(),
-                    "job_rows": stats.n_jobs,
-                    "seconds": round(stats.seconds, 2),
-                    "rows_per_s": round(stats.rows_per_s),
-                    "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                    "builder_peak_rss_mb": round(
-                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-                    ),
-                    "db_mb": round(size / 2**20, 1),
-                }
-            )
+        emit(
+            {
+                "benchmark": "generate",
+                "tasks": stats.n_tasks,
+                "workers": args.workers if args.workers is not None else "auto",
+                "cpus": os.cpu_count(),
+                "job_rows": stats.n_jobs,
+                "seconds": round(stats.seconds, 2),
+                "rows_per_s": round(stats.rows_per_s),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                "builder_peak_rss_mb": round(
+                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                ),
+                "db_mb": round(size / 2**20, 1),
+            },
+            args.out,
+            loop_before,
         )
 
 

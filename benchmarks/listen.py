@@ -18,7 +18,6 @@ generated history in that database first.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import httpx
 import numpy as np
 from sqlalchemy import text
 
+from record import add_out, emit, reference_loop_s
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_chunk, generate_history
 from scoutless.panda.broker import parse_broker_url
@@ -128,8 +128,9 @@ def main() -> None:
         "--broker", default=os.environ.get("SCOUTLESS_TEST_STOMP_URL", "stomp://127.0.0.1:61619")
     )
     parser.add_argument("--bundle", type=Path)
-    parser.add_argument("--out", type=Path)
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     tmp = Path(tempfile.mkdtemp(prefix="scoutless-listen-bench-"))
     load_panda_ddl(args.db, reset=True)
     bundle = args.bundle or train_bundle_on(args.db, tmp)
@@ -179,10 +180,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(30)
         engine.dispose()
-    text_out = json.dumps(result, indent=2)
-    print(text_out)
-    if args.out:
-        args.out.write_text(text_out + "\n")
+    emit({"benchmark": "listen", **result}, args.out, loop_before, indent=2)
 
 
 def listener_share(engine, sent: dict[int, float]) -> dict[str, float]:  # type: ignore[no-untyped-def]

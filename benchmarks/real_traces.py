@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from record import add_out, emit, reference_loop_s
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.training.walk_forward import walk_forward
@@ -127,7 +128,9 @@ def main() -> None:
     parser.add_argument("--models", default="xgb")
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--seeds", default="42")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
     models = tuple(args.models.split(","))
@@ -156,27 +159,26 @@ def main() -> None:
         timings[name] = round(time.perf_counter() - start, 1)
         goals = {t: e.get("goal") for t, e in results[name].items()}
         print(f"{name}: {timings[name]} s {json.dumps(goals)}", file=sys.stderr, flush=True)
-    print(
-        json.dumps(
-            {
-                "benchmark": "real_traces",
-                "evaluation": f"walk-forward, period {args.period}, last {args.max_periods} "
-                "periods",
-                "max_train": args.max_train,
-                "retrain_every": args.retrain_every,
-                "models": list(models),
-                "seeds": seeds,
-                "seconds": timings,
-                "seconds_total": round(sum(timings.values()), 1),
-                "results": results,
-                "periods": raw,
-                "markdown": markdown(results, len(seeds)),
-                "citation": "D. G. Feitelson, D. Tsafrir, D. Krakov, 'Experience with using "
-                "the Parallel Workloads Archive', JPDC 74(10), 2014",
-            },
-            indent=2,
-            default=str,
-        )
+    emit(
+        {
+            "benchmark": "real_traces",
+            "evaluation": f"walk-forward, period {args.period}, last {args.max_periods} periods",
+            "max_train": args.max_train,
+            "retrain_every": args.retrain_every,
+            "models": list(models),
+            "seeds": seeds,
+            "seconds": timings,
+            "seconds_total": round(sum(timings.values()), 1),
+            "results": results,
+            "periods": raw,
+            "markdown": markdown(results, len(seeds)),
+            "citation": "D. G. Feitelson, D. Tsafrir, D. Krakov, 'Experience with using "
+            "the Parallel Workloads Archive', JPDC 74(10), 2014",
+        },
+        args.out,
+        loop_before,
+        indent=2,
+        default=str,
     )
 
 

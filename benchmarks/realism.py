@@ -9,10 +9,10 @@ synthetic tasks (tasks with at least 50 finished jobs on both sides).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
+from record import add_out, emit, reference_loop_s
 from scoutless.history.synthetic import generate_chunk
 from scoutless.history.synthetic.realism import TaskJobs, real_task_jobs, realism_report
 
@@ -24,7 +24,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--real", type=Path, default=DATA, help="folder of job_records_*.csv")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     paths = sorted(args.real.glob("job_records_*.csv"))
     if not paths:
         raise SystemExit(f"no job_records_*.csv under {args.real}")
@@ -38,7 +40,7 @@ def main() -> None:
         "seed": args.seed,
         "seconds": round(time.perf_counter() - began, 1),
     }
-    print(json.dumps({"real": real, "synthetic": synthetic}))
+    emit({"benchmark": "realism", "real": real, "synthetic": synthetic}, args.out, loop_before)
 
 
 if __name__ == "__main__":

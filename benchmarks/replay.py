@@ -11,25 +11,22 @@ and the run stays within 4 GB. Earlier goal (issue 10): the three in ≤ 5 min.
 ``--bundle`` gives the model's strategies a real bundle (e.g. the demo's); without one,
 predicted and hybrid get a stand-in (each task's true class's recommended value under the
 default bins) and selective has nothing to decide on, so the six are five and the ratio
-says little. bayes reads the generator's truth of a synthetic history. The JSON records
-the machine (``cpu_count``, ``reference_loop_s``: a fixed pure-Python loop, as
-benchmarks/serve.py times it) and the date, so a figure can be read against its machine.
+says little. bayes reads the generator's truth of a synthetic history. The JSON carries
+the machine record of ``benchmarks/record.py`` (cores, a reference loop's time before and
+after, the date, the command), so a figure can be read against its machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
 import resource
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from serve import reference_loop_s
 
+from record import add_out, emit, reference_loop_s
 from scoutless.cli.data import synthetic_values
 from scoutless.config import STRATEGY_NAMES, Settings, get_settings
 from scoutless.replay.history import workload_from_db
@@ -143,14 +140,14 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=Path("scoutless-work/bench"))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--workers", type=int, default=2, help="strategies in parallel")
-    parser.add_argument("--out", type=Path, help="also write the JSON here (results/replay.json)")
+    add_out(parser)
     return parser.parse_args()
 
 
 def main() -> None:
     args = parse()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    speed_before = reference_loop_s()
+    loop_before = reference_loop_s()
     settings = get_settings()
     replay_cfg = settings.replay.model_copy(update={"workers": args.workers})
     settings = settings.model_copy(update={"replay": replay_cfg})
@@ -175,25 +172,18 @@ def main() -> None:
            "largest_worker": round(worker_rss_mb())}  # fmt: skip
     report = {
         "benchmark": "replay",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "cpu_count": os.cpu_count(),
-        "reference_loop_s": {"before": speed_before, "after": reference_loop_s()},
         "tasks": work.n_tasks,
         "jobs": work.n_jobs,
         "policy": settings.replay.policy,
         "predictions": "bundle" if args.predictor is not None else "stand-in (true class)",
         "workers": args.workers,
         "seconds": {"history_s": round(history_s, 1), "load_s": round(load_s, 1)},
+        "six": summary("six", six, six_s),  # first: the docs' results page shows these
         "three": summary("three", three, three_s),
-        "six": summary("six", six, six_s),
         "peak_rss_mb": rss,
         "verdict": verdict(ratio, max(rss["end"], rss["largest_worker"])),
     }
-    text = json.dumps(report, indent=1, default=float)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(report, args.out, loop_before, indent=1, default=float)
 
 
 if __name__ == "__main__":

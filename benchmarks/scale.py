@@ -1,7 +1,7 @@
 """Scale-out figures (issue 15), one JSON object per run on stdout.
 
     # a synthetic PanDA history as a Parquet export (not timed; long-tailed jobs per task)
-    python benchmarks/scale.py export --tasks 200000 --out /data/export
+    python benchmarks/scale.py export --tasks 200000 --export /data/export
     # (a) out-of-core build: 2 workers of 4 GB, wall time, peak worker memory, spill,
     #     exactness of a 1 % sample of tasks against the single-process code
     python benchmarks/scale.py outofcore --export /data/export --workers 2 --memory 4GB
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from record import add_out, emit, reference_loop_s
 from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
 from scoutless.distributed.sources import (
@@ -259,7 +260,6 @@ def main() -> None:
     parser.add_argument("step", choices=["export", "outofcore", "scaling", "endtoend"])
     parser.add_argument("--tasks", type=int, default=200_000)
     parser.add_argument("--export", type=Path, default=Path("scale-work/export"))
-    parser.add_argument("--out", type=Path, help="export: where to write (default --export)")
     parser.add_argument("--work", type=Path, default=Path("scale-work"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory", default="4GB", help="memory limit per worker")
@@ -269,15 +269,17 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=2, help="endtoend: DDP ranks")
     parser.add_argument("--max-epochs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=42)
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.step == "export":
-        result = write_synthetic_export(args.tasks, args.out or args.export, args.seed, 20_000)
+        result = write_synthetic_export(args.tasks, args.export, args.seed, 20_000)
     else:
         result = {"outofcore": run_outofcore, "scaling": run_scaling, "endtoend": run_endtoend}[
             args.step
         ](args)
-    print(json.dumps({"benchmark": f"scale {args.step}", **result}))
+    emit({"benchmark": f"scale {args.step}", **result}, args.out, loop_before)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
+from record import add_out, emit, reference_loop_s
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import load_bins
@@ -252,17 +253,6 @@ def by_id(ids: list[int]) -> Callable[[int], Request]:
     return lambda i: ("GET", f"/v1/tasks/{ids[i % len(ids)]}/prediction", b"")
 
 
-def reference_loop_s() -> float:
-    """Seconds of a fixed pure-Python loop (best of 3): the shared VM's speed varies by up to
-    2x with its neighbours, and this says how fast it was while the figures were taken."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        sum(range(5_000_000))
-        best = min(best, time.perf_counter() - start)
-    return round(best, 4)
-
-
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process and its children, from /proc (Linux)."""
     total = 0.0
@@ -346,6 +336,7 @@ def main() -> None:
                         help="also the database endpoint with a history bundle and store, for "
                         "tasks with and without history")  # fmt: skip
     parser.add_argument("--history-tasks", type=int, default=2000)
+    add_out(parser)
     args = parser.parse_args()
     speed_before = reference_loop_s()
     with tempfile.TemporaryDirectory() as tmp:
@@ -367,14 +358,12 @@ def main() -> None:
     report = {
         "benchmark": "serve",
         "verdict": verdict(results),
-        "cpus": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
-        "reference_loop_s": {"before": speed_before, "after": reference_loop_s()},
         "workers": args.workers,
         "results": results,
         "goals": GOALS,
     }
-    print(json.dumps(report, indent=1))
+    emit(report, args.out, speed_before, indent=1)  # machine: cores, reference loop, date
 
 
 #: the service's goals on 2 cores (issue 13; 14 holds tasks with and without history to
@@ -391,7 +380,7 @@ GOALS = {
 
 def verdict(results: dict) -> dict:
     """Each goal's measured median and whether it is met, for the cells this run has: one
-    look tells which goals hold on this machine (read with ``reference_loop_s``)."""
+    look tells which goals hold on this machine (read with ``machine.reference_loop_s``)."""
     out: dict = {}
 
     def check(name: str, value: float, goal: float, *, at_most: bool) -> None:

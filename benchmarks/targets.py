@@ -7,13 +7,13 @@ estimators' own speed: `python benchmarks/targets.py --jobs 3000000`.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import time
 
 import numpy as np
 import pandas as pd
 
+from record import add_out, emit, reference_loop_s
 from scoutless.config import Settings
 from scoutless.targets.estimators import compute_task_targets
 
@@ -57,7 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=2_000_000)
     parser.add_argument("--jobs-per-task", type=int, default=30)
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     jobs, tasks = make_jobs(args.jobs, args.jobs_per_task)
     settings = Settings()
     compute_task_targets(jobs.head(10_000), tasks, settings=settings)  # warm up
@@ -66,18 +68,18 @@ def main() -> None:
     t1 = time.perf_counter()
     compute_task_targets(jobs, tasks, settings=settings, scouts_only=True)
     t2 = time.perf_counter()
-    print(
-        json.dumps(
-            {
-                "benchmark": "targets",
-                "job_rows": len(jobs),
-                "tasks": len(full),
-                "all_jobs_seconds": round(t1 - t0, 3),
-                "all_jobs_rows_per_s": round(len(jobs) / (t1 - t0)),
-                "scouts_only_seconds": round(t2 - t1, 3),
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            }
-        )
+    emit(
+        {
+            "benchmark": "targets",
+            "job_rows": len(jobs),
+            "tasks": len(full),
+            "all_jobs_seconds": round(t1 - t0, 3),
+            "all_jobs_rows_per_s": round(len(jobs) / (t1 - t0)),
+            "scouts_only_seconds": round(t2 - t1, 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        },
+        args.out,
+        loop_before,
     )
 
 

@@ -18,17 +18,16 @@ as a share of the Bayes limit.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import shutil
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
+from record import add_out, emit, reference_loop_s
 from scoutless.bundle import load_bundle
 from scoutless.evaluation.policies_eval import evaluate_policies
 from scoutless.history.table import TrainingTable
@@ -276,27 +275,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--dnn-variants", default=",".join(DEFAULT_DNN_VARIANTS), help="DNN variants to try"
     )
+    add_out(parser)
     args = parser.parse_args(argv)
+    loop_before = reference_loop_s()
     args.workdir.mkdir(parents=True, exist_ok=True)
     tables = list(args.table or [])
     tables += [synthetic_table(n, args.workdir, args.seed) for n in args.tasks or []]
     if not tables:
         parser.error("give --tasks N or --table PATH")
     if args.rescore:
-        json.dump({"benchmark": "train_rescore", **rescore(args.rescore, tables[0])}, sys.stdout,
-                  indent=1)  # fmt: skip
-        print()
+        result = {"benchmark": "train_rescore", **rescore(args.rescore, tables[0])}
+        emit(result, args.out, loop_before, indent=1)
         return
     if args.sizes:
         sizes = [int(n) for n in args.sizes.split(",")]
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
         curve = [learning_curve(path, sizes, seeds, args) for path in tables]
-        json.dump({"benchmark": "train_learning_curve", "curves": curve}, sys.stdout, indent=1)
-        print()
+        emit(
+            {"benchmark": "train_learning_curve", "curves": curve}, args.out, loop_before, indent=1
+        )
         return
     results = [run(path, args) for path in tables]
-    json.dump({"benchmark": "train", "results": results}, sys.stdout, indent=1)
-    print()
+    emit({"benchmark": "train", "results": results}, args.out, loop_before, indent=1)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,12 @@ generated table with a wide categorical column, as the service's champions have.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 import xgboost as xgb
 
+from record import add_out, emit, reference_loop_s
 from scoutless.models.xgb_inference import build_ensemble
 
 
@@ -71,9 +71,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--classes", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=0.5, help="timing budget per cell")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     results = [r for n in args.rounds for r in measure(n, args.rows, args.classes, args.seconds)]
-    print(json.dumps({"benchmark": "xgb_inference", "results": results}))
+    emit({"benchmark": "xgb_inference", "results": results}, args.out, loop_before)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Layout::
     BUNDLE/models/<target>/<model>.*     one fitted model per target and family
     BUNDLE/calibration/<target>/<model>.npz   held-out probabilities + true classes
     BUNDLE/values/<target>/              the target's value model (models/value_model.py)
-    BUNDLE/calibration/<target>/value.npz     its held-out PIT scores (conformal levels)
+    BUNDLE/calibration/<target>/value.npz     its held-out scores (conformal levels)
     BUNDLE/reference.parquet             training feature sample + classes (drift reference)
 
 A bundle is written into a hidden sibling folder and renamed into place at the end, so an
@@ -70,7 +70,7 @@ class BundleContents:
     #: target -> model -> (probabilities, true classes, row numbers in the table's frame)
     calibration: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
     reference: pd.DataFrame
-    #: target -> its value model and its calibration rows' PIT scores (bundles without:
+    #: target -> its value model and its calibration rows' conformal scores (bundles without:
     #: the value and cost policies are refused with a message naming the bundle)
     value_models: dict[str, LogValueModel] = field(default_factory=dict)
     value_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -265,7 +265,7 @@ class Predictor:
         return model.predict_dist(encoded)
 
     def value_levels(self, target: str) -> ConformalLevels:
-        """The target's conformal levels, from the held-out calibration rows' PIT scores."""
+        """The target's conformal levels, from the held-out calibration rows' scores."""
         self._value_model(target)
         if target not in self._value_levels:
             rel = self.manifest["value_models"][target]["scores"]

@@ -284,13 +284,21 @@ REPLAY_POLICIES: tuple[str, ...] = ("cost", "value", "risk", "safe", "argmax")
 
 
 class ResourceType(BaseModel):
-    """One PanDA resource type: slots of this memory per core (``cores`` None: sized to load)."""
+    """One PanDA resource type: slots of this memory per core.
+
+    The type with the least MB/core of a width (single- or multi-core) is that width's
+    pool: its ``cores`` are the pool's (None: sized to the history's load). A type with more
+    memory per core (HIMEM) runs on the same cores, at most ``cores`` of them at once
+    (None: ``himem_share`` of the pool), as a PanDA queue's ``resource_type_limits`` bound it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     mb_per_core: float = Field(gt=0)
     multicore: bool
-    cores: int | None = Field(None, ge=1, description="slot cores; None: from the history load")
+    cores: int | None = Field(
+        None, ge=1, description="pool cores (HIMEM: its cap); None: from the load / himem_share"
+    )
 
 
 def _panda_resource_types() -> dict[str, ResourceType]:
@@ -324,7 +332,12 @@ class ReplaySettings(BaseModel):
         0.5, gt=0, le=1, description="early avalanche once this share of scouts finished (5/10)"
     )
     check_interval_s: float = Field(600.0, gt=0, description="JEDI's assessment period")
-    scout_priority: bool = Field(True, description="scouts jump the queue (PanDA boosts them)")
+    scout_priority: bool = Field(
+        True, description="scouts get JobGenerator's boost: priority max(901, task's + 1)"
+    )
+    default_task_priority: int = Field(
+        0, description="jedi_tasks.currentpriority where a history has none (JEDI's default)"
+    )
     scout_min_success_rate: float | None = Field(
         None, ge=0, le=1, description="task's scoutSuccessRate/10; None: only 0 successes break"
     )
@@ -335,13 +348,29 @@ class ReplaySettings(BaseModel):
     exhausted_resume_after_s: float | None = Field(
         None, ge=0, description="an operator resumes an exhausted task after this; None: never"
     )
-    retune_min_jobs: int = Field(5, ge=1, description="finished jobs before the re-tuning")
+    retune_done_jobs: list[int] = Field(
+        default_factory=lambda: [5, 100],
+        description="finished jobs of a task (scouts included) at which JEDI recalculates "
+        "its parameters (propagateResultToJEDI: nDoneJobs in [5, 100])",
+    )
     # execution and failures (pilot, batch system)
     memory_kill_factor: float = Field(
         2.0, gt=0, description="k: killed when maxPSS > k x allocation (1 = strict cgroups)"
     )
     queue_maxtime_s: float | None = Field(
-        None, gt=0, description="queue walltime limit; None: the longest job of the history"
+        172_800.0,
+        gt=0,
+        description="the long queue's maxtime (s); raised to the history's longest job, "
+        "which fitted its queue; None: that longest job",
+    )
+    short_maxtime_s: float | None = Field(
+        86_400.0,
+        gt=0,
+        description="the short queue's maxtime (s): a longer walltime limit needs the long "
+        "queue; None: one queue",
+    )
+    long_queue_share: float = Field(
+        0.5, ge=0, le=1, description="share of each pool's cores that may run long-queue jobs"
     )
     max_attempts: int = Field(5, ge=1, description="attempts per job before it fails for good")
     ram_ladder_mb_per_core: list[float] = Field(
@@ -355,6 +384,13 @@ class ReplaySettings(BaseModel):
     )
     # the pool of job slots
     resource_types: dict[str, ResourceType] = Field(default_factory=_panda_resource_types)
+    himem_share: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="HIMEM types: at most this share of the pool's cores (an explicit cores "
+        "wins); 0.2 = (meanrss 2200 - 2000) / (3000 - 2000), see docs/concepts/replay-site.md",
+    )
     target_utilisation: float = Field(
         0.5, gt=0, le=1, description="auto-sized pools: mean history load / cores"
     )
@@ -385,6 +421,13 @@ class ReplaySettings(BaseModel):
     def _increasing(cls, value: list[float]) -> list[float]:
         if not value or any(b <= a for a, b in itertools.pairwise(value)):
             raise ValueError("must be a non-empty, strictly increasing list")
+        return value
+
+    @field_validator("retune_done_jobs")
+    @classmethod
+    def _positive_increasing(cls, value: list[int]) -> list[int]:
+        if any(n < 1 for n in value) or any(b <= a for a, b in itertools.pairwise(value)):
+            raise ValueError("must be positive, strictly increasing job counts")
         return value
 
     @field_validator("resource_types")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoutless.allocation.values import CalibrationError, ConformalLevels, ValueDistribution
+from scoutless.allocation.values import Z_CAP, CalibrationError, ConformalLevels, ValueDistribution
 
 
 def _world(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -33,7 +33,7 @@ def test_calibrated_value_holds_its_bound_on_held_out_rows(alpha, shift, scale, 
     model = ValueDistribution.of(0.0, mu + shift, sigma * scale)  # a wrong model
     cal, test = slice(0, n_cal), slice(n_cal, None)
     levels = ConformalLevels.fit(model.take(cal), y[cal])
-    allocated = model.take(test).quantile(levels.level(alpha))
+    allocated = model.take(test).at_z(levels.z_at(alpha))
     under = float((y[test] > allocated).mean())
     # the bound holds in expectation over the calibration draw; margin: 4 standard
     # deviations of the test share and of the calibration's own coverage, plus 1/(n+1)
@@ -50,12 +50,12 @@ def test_quantile_and_cdf_invert_each_other_with_an_offset():
 
 
 def test_level_is_the_conformal_rank_and_coverage_counts_scores():
-    levels = ConformalLevels(np.linspace(0.01, 0.99, 99))  # n = 99
+    levels = ConformalLevels(np.linspace(-4.9, 4.9, 99))  # n = 99
     # rank ceil(100 · 0.9) = 90: the 90th smallest score
-    assert levels.level(0.1) == pytest.approx(0.01 + 89 * 0.01)
-    assert float(levels.coverage(levels.level(0.1))) == pytest.approx(90 / 100)
+    assert levels.z_at(0.1) == pytest.approx(-4.9 + 89 * 0.1)
+    assert float(levels.coverage(levels.z_at(0.1))) == pytest.approx(90 / 100)
     few = ConformalLevels(np.array([0.5, 0.6]))
-    assert few.level(0.05) > 0.999  # too few rows for that alpha: the most that can be given
+    assert few.z_at(0.05) == Z_CAP  # too few rows for that alpha: the most that can be given
 
 
 def test_bad_calibration_is_refused_with_the_reason():
@@ -65,4 +65,4 @@ def test_bad_calibration_is_refused_with_the_reason():
     with pytest.raises(CalibrationError, match="known value"):
         ConformalLevels.fit(dist, np.array([np.nan, np.nan]))
     with pytest.raises(CalibrationError, match="alpha"):
-        ConformalLevels(np.array([0.5])).level(1.5)
+        ConformalLevels(np.array([0.5])).z_at(1.5)

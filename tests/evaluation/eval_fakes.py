@@ -126,6 +126,9 @@ class FakePredictor:
             out[t] = self._proba(y, self.bins[t].n_classes, model or self._models[0], seed)
         return out
 
+    def has_values(self, target: str) -> bool:
+        return False
+
     def calibration(self, target: str, model: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(7)
         k = self.bins[target].n_classes

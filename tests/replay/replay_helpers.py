@@ -11,8 +11,7 @@ from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Settings, get_settings
 from scoutless.replay.config import ReplaySettings, replay_settings
 from scoutless.replay.engine import Replay, StrategyPlan
-from scoutless.replay.pool import SlotPool
-from scoutless.replay.strategies import pool_cores
+from scoutless.replay.pool import SlotPool, pool_cores
 from scoutless.replay.workload import TaskEstimator, Workload
 
 START = pd.Timestamp("2024-01-01")

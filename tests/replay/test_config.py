@@ -13,7 +13,7 @@ from scoutless.replay.runner import write_json_atomic
 
 def test_panda_defaults():
     cfg = Settings().replay
-    assert (cfg.n_scouts, cfg.check_interval_s, cfg.retune_min_jobs) == (10, 600.0, 5)
+    assert (cfg.n_scouts, cfg.check_interval_s, cfg.retune_done_jobs) == (10, 600.0, [5, 100])
     assert cfg.memory_kill_factor == 2.0 and cfg.task_raise_share == 0.3
     assert cfg.ram_ladder_mb_per_core == [1000, 2000, 3000, 4000, 6000, 8000]
     assert cfg.resource_types["SCORE"].mb_per_core == 2000

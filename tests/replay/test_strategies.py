@@ -8,6 +8,7 @@ import pytest
 from replay_helpers import ValuePredictor, features_of, jobs_frame, settings_with, tasks_frame
 
 from scoutless.allocation.values import ValueDistribution
+from scoutless.config import Prices
 from scoutless.replay.runner import run_strategies, submissions_for
 from scoutless.replay.strategies import make_plans
 from scoutless.replay.submission import (
@@ -43,8 +44,14 @@ def _model(memory_sigma: list[float], unknown: tuple[int, ...] = ()) -> ValuePre
     return ValuePredictor(dists, [1, 2, 3], unknown=unknown)
 
 
+def _exact_scouts(settings):
+    """The same settings with scouts that measure a task's need exactly."""
+    alloc = settings.allocation.model_copy(update={"prices": Prices(scout_error_sigma=0.0)})
+    return settings.model_copy(update={"allocation": alloc})
+
+
 def test_selective_scouts_the_wide_and_the_unknown_tasks_only():
-    settings = settings_with()
+    settings = _exact_scouts(settings_with())
     work = _three_tasks(settings)
     predictor = _model([NARROW, WIDE, NARROW], unknown=(3,))
     sub = model_submission(predictor, features_of([1, 2, 3]), work, settings, policy="cost",
@@ -59,6 +66,17 @@ def test_selective_scouts_the_wide_and_the_unknown_tasks_only():
     first = results["selective"].first_production_s
     assert first[0] == 0.0 and first[1] > 0 and first[2] > 0  # the scouted wait for scouts
     assert results["selective"].scout_ram[1] == pytest.approx(1500 * 1.10)
+
+
+def test_noisy_scouts_make_predicting_the_wide_task_cheaper():
+    # scouts' error (Prices.scout_error_sigma): half the time their cpuTime is below the
+    # need and the jobs are killed, which costs more than the wide distribution's slack
+    settings = settings_with()
+    work = _three_tasks(settings)
+    predictor = _model([NARROW, WIDE, NARROW], unknown=(3,))
+    sub = model_submission(predictor, features_of([1, 2, 3]), work, settings, policy="cost",
+                           alpha=0.05, choose_scouts=True)  # fmt: skip
+    assert sub.choice.scout.tolist() == [False, False, True]  # the unknown one still
 
 
 def test_the_cost_policy_is_the_default_and_a_class_policy_is_still_possible():
@@ -122,7 +140,7 @@ def test_job_context_takes_each_tasks_jobs_and_the_given_walltime():
 
 
 def test_every_history_strategy_has_a_plan_and_selective_mixes_two():
-    settings = settings_with()
+    settings = _exact_scouts(settings_with())
     work = _three_tasks(settings)
     predictor = _model([NARROW, WIDE, NARROW], unknown=(3,))
     subs = {
@@ -143,6 +161,8 @@ def test_every_history_strategy_has_a_plan_and_selective_mixes_two():
 def test_the_cost_model_meets_the_queue_maxtime_the_engine_applies():
     from scoutless.replay.submission import site_rules
 
-    work = _three_tasks(settings_with())
-    assert site_rules(work, settings_with().replay).max_maxtime_s == 10 * H  # longest job
-    assert site_rules(work, settings_with(queue_maxtime_s=20 * H).replay).max_maxtime_s == 20 * H
+    work = _three_tasks(settings_with())  # its longest job: 10 h
+    for maxtime, expected in ((None, 10 * H), (5 * H, 10 * H), (20 * H, 20 * H)):
+        cfg = settings_with().replay.model_copy(update={"queue_maxtime_s": maxtime})
+        rules = site_rules(work, cfg)
+        assert rules.max_maxtime_s == expected

@@ -47,6 +47,9 @@ class FakePredictor:
         self.manifest = {"version": version, "targets": self.targets, "fake": True}
         self.encoder = _fitted_encoder()
 
+    def has_values(self, target: str) -> bool:
+        return False
+
     def validate_frame(self, data: Any) -> pd.DataFrame:
         return self.encoder.validate(data)
 

@@ -180,3 +180,45 @@ def test_cli_serve_refuses_bundle_and_remote_together(tmp_path) -> None:
 
     result = CliRunner().invoke(app, ["serve"])
     assert result.exit_code == 2
+
+
+def test_value_and_cost_policies_answer_each_task_its_own_value(real_bundle, tmp_path) -> None:
+    """policy=value: the (1 - alpha) value, the class that holds it, p_sufficient near
+    1 - alpha; policy=cost: a value per task and a scout decision with its costs; both
+    in the columns layout too; the log keeps each task's own value."""
+    from scoutless.bundle import load_bundle
+
+    predictor = load_bundle(real_bundle)
+    db_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    rows = [task(processingtype=p) for p in ("evgen", "merge", "never-seen")]
+    with TestClient(create_app(real_bundle, db_url=db_url)) as client:
+        low = client.post("/v1/predict", json={"tasks": rows, "policy": "value", "alpha": 0.3})
+        high = client.post("/v1/predict", json={"tasks": rows, "policy": "value", "alpha": 0.02})
+        assert low.status_code == 200 and high.status_code == 200, low.text
+        for lo, hi in zip(low.json()["tasks"], high.json()["tasks"], strict=True):
+            for target, answer in hi["targets"].items():
+                value = answer["recommended_value"]
+                assert value >= lo["targets"][target]["recommended_value"]
+                assert answer["class_id"] == int(predictor.bins[target].classify([value])[0])
+                assert answer["p_sufficient"] > 0.9 and answer["alpha"] == 0.02
+        cost = client.post("/v1/predict", json={"tasks": rows, "policy": "cost"}).json()
+        scouts = [t["scout"] for t in cost["tasks"]]
+        assert scouts[2]["scout"] is True and "never seen" in scouts[2]["reason"]
+        assert all(s["predict_cost"] >= 0 and s["scout_cost"] > 0 for s in scouts)
+        columns = client.post(
+            "/v1/predict", json={"tasks": rows, "policy": "cost", "layout": "columns"}
+        ).json()
+        assert columns["scout"] == scouts
+        assert columns["targets"]["memory"]["recommended_value"] == [
+            t["targets"]["memory"]["recommended_value"] for t in cost["tasks"]
+        ]
+    logged = PredictionLog(db_url).read(model_version=predictor.version, target="memory")
+    assert len(logged) == 4 * 3  # four requests of three tasks
+    values = logged[logged["policy"] == "cost"]["recommended_value"].tolist()
+    assert values[:3] == [t["targets"]["memory"]["recommended_value"] for t in cost["tasks"]]
+
+
+def test_value_policy_on_a_bundle_without_value_models_says_why(client) -> None:
+    r = client.post("/v1/predict", json={"task": task(), "policy": "value"})
+    assert r.status_code == 422
+    assert "no value model" in r.text and "retrain" in r.text

@@ -46,11 +46,11 @@ def coverage_grid(m: int) -> np.ndarray:
     return (np.arange(m) + 0.5) / m
 
 
-def _pit_levels(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
-    """The model's PIT levels that hold the given calibrated coverages (identity when the
-    distribution is exact, e.g. the generator's truth)."""
+def _z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
+    """The standardised levels that hold the given calibrated coverages (the normal's own
+    when the distribution is exact, e.g. the generator's truth)."""
     if levels is None:
-        return coverage
+        return ndtri(coverage)
     return np.quantile(levels.scores, coverage)
 
 
@@ -64,11 +64,11 @@ def value_allocation(
 ) -> Allocation:
     """The calibrated (1 - alpha) quantile of every task."""
     if levels is None:
-        level, covered = 1 - alpha, 1 - alpha
+        z, covered = float(ndtri(1 - alpha)), 1 - alpha
     else:
-        level = levels.level(alpha)
-        covered = float(levels.coverage(level))
-    value = dist.quantile(level)
+        z = levels.z_at(alpha)
+        covered = float(levels.coverage(z))
+    value = dist.at_z(z)
     n = len(dist)
     return Allocation(value, np.full(n, covered), np.full(n, np.nan), np.full(n, np.nan))
 
@@ -86,11 +86,11 @@ def cost_allocation(
     if target not in COSTS:
         raise ValueError(f"no cost model for target {target!r}; priced: {', '.join(COSTS)}")
     price, candidates_of = COSTS[target]
-    pit = _pit_levels(coverage_grid(grid_points), levels)
+    z_grid = _z_grid(coverage_grid(grid_points), levels)
     out = {k: np.empty(len(dist)) for k in ("value", "covered", "cost", "scouted")}
     for lo in range(0, len(dist), _CHUNK):
         rows = slice(lo, lo + _CHUNK)
-        needs = dist.take(rows).quantiles(pit)  # (c, m) equally likely needs
+        needs = dist.take(rows).grid_at_z(z_grid)  # (c, m) equally likely needs
         chunk_job = job.take(rows)
         candidates = candidates_of(needs, rules)  # (c, k)
         expected = price(candidates[:, :, None], needs[:, None, :], chunk_job, rules, prices)

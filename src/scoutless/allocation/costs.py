@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scoutless.config import Prices, ReplaySettings
+from scoutless.jedi.units import MEMORY_COMPENSATION
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,10 @@ class SiteRules:
     """The rules an allocation meets: the kill factor, the standard slot, the queues."""
 
     memory_kill_factor: float = 2.0
-    #: the standard slot's MB per core; above it a job needs a HIMEM slot
+    #: the standard slot's MB per core; a job whose compensated ramCount is above it needs
+    #: a HIMEM slot (PanDA matches 90 % of it: up to 2,222 MB/core stays standard)
     standard_mb_per_core: float = 2000.0
+    memory_compensation: float = MEMORY_COMPENSATION
     #: a walltime limit above this needs a long queue (None: every queue is long enough)
     short_maxtime_s: float | None = None
     #: the longest queue's maxtime: no limit goes above it, and a walltime kill's retry
@@ -38,11 +41,13 @@ class SiteRules:
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
+        """The replay's own numbers: its kill factor, standard slot and the two queues'
+        maxtimes (``replay.short_maxtime_s``, ``replay.queue_maxtime_s``)."""
         standard = min(t.mb_per_core for t in replay.resource_types.values())
         return cls(
             memory_kill_factor=replay.memory_kill_factor,
             standard_mb_per_core=standard,
-            short_maxtime_s=getattr(replay, "short_maxtime_s", None),
+            short_maxtime_s=replay.short_maxtime_s,
             max_maxtime_s=replay.queue_maxtime_s or cls.max_maxtime_s,
         )
 
@@ -87,15 +92,16 @@ def memory_cost(
     over_gb = np.where(killed, 0.0, np.maximum(need - held, 0.0) / 1024.0)
     overuse = prices.memory_overuse_gb_hour * over_gb * cores * hours
     # the slot it runs in: the allocation's, or after a kill the retry's, raised to the need
-    himem_slot = np.where(killed, need, alloc) > rules.standard_mb_per_core
+    himem_border = rules.standard_mb_per_core / rules.memory_compensation
+    himem_slot = np.where(killed, need, alloc) > himem_border
     himem = np.where(himem_slot, prices.himem_core_hour * cores * hours, 0.0)
     return kill + slack + overuse + himem
 
 
 def memory_candidates(grid: np.ndarray, rules: SiteRules) -> np.ndarray:
     """(n, c) allocations worth pricing: the quantiles, the least each survives with (a
-    need over k), and the standard slot's own share."""
-    standard = np.full((len(grid), 1), rules.standard_mb_per_core)
+    need over k), and the most a standard slot takes (the HIMEM border)."""
+    standard = np.full((len(grid), 1), rules.standard_mb_per_core / rules.memory_compensation)
     return np.hstack([grid / rules.memory_kill_factor, grid, standard])
 
 

@@ -4,11 +4,13 @@ Every value model (and the synthetic generator's truth) describes a task's value
 way: ``offset + exp(N(mu, sigma))``, a shifted log-normal. ``offset`` is -1 for models
 fitted on ``log1p`` of the value; the generator has its own per task.
 
-Calibration is split-conformal on the probability integral transform: on calibration rows
-the score is ``s = F(y)`` (the row's own predicted CDF at its true value). With the
-``ceil((n + 1)(1 - alpha))``-th smallest score ``u*``, allocating ``F^-1(u*)`` on an
-exchangeable new task under-allocates (``y > allocation``) with probability at most
-alpha, whatever the model's errors: the score is monotone in ``y`` for every task.
+Calibration is split-conformal on the standardised residual: on calibration rows the score
+is ``z = (log(y - offset) - mu) / sigma`` (a monotone function of the row's own predicted
+CDF at its true value, but without the CDF's saturation at 1 for a badly wrong model).
+With the ``ceil((n + 1)(1 - alpha))``-th smallest score ``z*``, allocating
+``offset + exp(mu + sigma z*)`` on an exchangeable new task under-allocates
+(``y > allocation``) with probability at most alpha, whatever the model's errors: the
+score is monotone in ``y`` for every task.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-#: PIT scores and levels are kept inside (0, 1) so that a quantile stays finite
+#: probability levels are kept inside (0, 1), scores inside ±Z_CAP, so values stay finite
 _LEVEL_EPS = 1e-9
+Z_CAP = 12.0
 
 
 class CalibrationError(ValueError):
@@ -52,13 +55,24 @@ class ValueDistribution:
     def quantile(self, level: float | np.ndarray) -> np.ndarray:
         """(n,) the value at probability ``level`` (a scalar, or one level per task)."""
         u = np.clip(np.asarray(level, dtype=float), _LEVEL_EPS, 1 - _LEVEL_EPS)
-        return self.offset + np.exp(self.mu + self.sigma * ndtri(u))
+        return self.at_z(ndtri(u))
 
-    def quantiles(self, levels: np.ndarray) -> np.ndarray:
-        """(n, m) the values at m levels."""
-        u = np.clip(np.asarray(levels, dtype=float), _LEVEL_EPS, 1 - _LEVEL_EPS)
-        z = ndtri(u)[None, :]
-        return self.offset[:, None] + np.exp(self.mu[:, None] + self.sigma[:, None] * z)
+    def at_z(self, z: float | np.ndarray) -> np.ndarray:
+        """(n,) the value ``z`` of the task's own standard deviations above its location."""
+        return self.offset + np.exp(self.mu + self.sigma * np.asarray(z, dtype=float))
+
+    def grid_at_z(self, z: np.ndarray) -> np.ndarray:
+        """(n, m) the values at m standardised levels ``z``."""
+        zs = np.asarray(z, dtype=float)[None, :]
+        return self.offset[:, None] + np.exp(self.mu[:, None] + self.sigma[:, None] * zs)
+
+    def z_scores(self, value: np.ndarray) -> np.ndarray:
+        """(n,) the standardised residual of each task's ``value`` (-Z_CAP at or below the
+        offset), the conformal score."""
+        above = np.asarray(value, dtype=float) - self.offset
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
+        return np.clip(np.nan_to_num(z, nan=-Z_CAP), -Z_CAP, Z_CAP)
 
     def cdf(self, value: float | np.ndarray) -> np.ndarray:
         """(n,) P(task value <= value)."""
@@ -73,9 +87,10 @@ class ValueDistribution:
 
 @dataclass(frozen=True)
 class ConformalLevels:
-    """The calibration rows' sorted PIT scores; ``level(alpha)`` is the conformal level."""
+    """The calibration rows' sorted scores (standardised residuals); ``z_at(alpha)`` is the
+    conformal level."""
 
-    scores: np.ndarray  # sorted, in (0, 1)
+    scores: np.ndarray  # sorted, in [-Z_CAP, Z_CAP]
 
     @classmethod
     def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:
@@ -85,27 +100,27 @@ class ConformalLevels:
         known = np.isfinite(values)
         if not known.any():
             raise CalibrationError("value calibration needs rows with a known value")
-        scores = dist.take(known).cdf(values[known])
-        return cls(np.sort(np.clip(scores, _LEVEL_EPS, 1 - _LEVEL_EPS)))
+        return cls(np.sort(dist.take(known).z_scores(values[known])))
 
     @property
     def n(self) -> int:
         return len(self.scores)
 
-    def level(self, alpha: float) -> float:
-        """The PIT level whose quantile under-allocates at most ``alpha`` (1 - eps when the
-        calibration rows are too few for that alpha: the most that can be given)."""
+    def z_at(self, alpha: float) -> float:
+        """The standardised level whose value under-allocates at most ``alpha`` (Z_CAP when
+        the calibration rows are too few for that alpha: the most that can be given)."""
         if not 0 < alpha < 1:
             raise CalibrationError(f"{alpha=} must be in (0, 1)")
         rank = math.ceil((self.n + 1) * (1 - alpha))
         if rank > self.n:
-            return 1 - _LEVEL_EPS
+            return Z_CAP
         return float(self.scores[rank - 1])
 
-    def coverage(self, level: float | np.ndarray) -> np.ndarray:
-        """P(need <= allocation) on a new task for an allocation at PIT ``level``: the
-        share of calibration scores at or below it, as conformal prediction counts it."""
-        below = np.searchsorted(self.scores, np.asarray(level, dtype=float), side="right")
+    def coverage(self, z: float | np.ndarray) -> np.ndarray:
+        """P(need <= allocation) on a new task for an allocation at standardised level
+        ``z``: the share of calibration scores at or below it, as conformal prediction
+        counts it."""
+        below = np.searchsorted(self.scores, np.asarray(z, dtype=float), side="right")
         return below / (self.n + 1)
 
     def to_dict(self) -> dict[str, list[float]]:

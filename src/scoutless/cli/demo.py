@@ -60,7 +60,7 @@ def demo(
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle
-    from scoutless.evaluation.tables import headline_table
+    from scoutless.evaluation.tables import allocation_table, headline_table
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import make_engine
     from scoutless.training import train_bundle
@@ -97,6 +97,9 @@ def demo(
     predictor = load_bundle(bundle_path)
     metrics = evaluate_bundle(predictor, table, workdir, progress=True)
     console.print(headline_table(metrics))
+    allocations = allocation_table(metrics)
+    if allocations is not None:
+        console.print(allocations)
 
     _replay(db_path, predictor, table, metrics, workdir, seed)
     _done(workdir, bundle_path, db_path, (time.perf_counter() - started) / 60)

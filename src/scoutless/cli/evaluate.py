@@ -17,6 +17,7 @@ from scoutless.evaluation.evaluate import (
     evaluate_bundle,
 )
 from scoutless.evaluation.tables import (
+    allocation_table,
     headline_table,
     models_table,
     pipeline_table,
@@ -106,6 +107,9 @@ def evaluate(
         for target in metrics["targets"]:
             console.print(models_table(metrics, target))
     console.print(policies_table(metrics))
+    allocations = allocation_table(metrics)
+    if allocations is not None:
+        console.print(allocations)
     console.print(pipeline_table(metrics))
     console.print(f"wrote {out / METRICS_FILE} and {out / REPORT_FILE}")
 

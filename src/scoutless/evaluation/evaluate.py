@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from scoutless.evaluation.allocations import allocation_figures
 from scoutless.evaluation.baselines import (
     HistoryLookup,
     column_baselines,
@@ -322,7 +323,11 @@ def _policy_figures(
         model=champion, alpha=alpha, recall=recall,
     )  # fmt: skip
     tradeoff = tradeoff_curves(proba, run.y, cal_proba, cal_y) | {"model": champion}
-    return {"policies": policies, "tradeoff": tradeoff, "calibration_rows": len(cal_y)}
+    allocation = allocation_figures(predictor, run.target, run.test, proba, alpha)
+    return {
+        "policies": policies, "tradeoff": tradeoff, "calibration_rows": len(cal_y),
+        "allocation": allocation,
+    }  # fmt: skip
 
 
 def write_outputs(metrics: dict[str, Any], out: Path) -> tuple[Path, Path]:

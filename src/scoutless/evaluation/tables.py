@@ -184,3 +184,30 @@ def walk_forward_tables(result: dict[str, Any]) -> list[Table]:
 
 def _pair(scores: dict[str, Any] | None) -> str:
     return "–" if scores is None else f"{fmt(scores['macro_f1'])} / {fmt(scores['accuracy'])}"
+
+
+def allocation_table(metrics: dict[str, Any]) -> Table | None:
+    """Per target: the value allocation's under-allocation and median allocated ÷ needed,
+    against the risk policy's class value and the Bayes-optimal value quantile."""
+    rows = [(t, e["allocation"]) for t, e in metrics["targets"].items() if e.get("allocation")]
+    if not rows:
+        return None
+    alpha = rows[0][1]["alpha"]
+    table = Table(
+        title=f"allocated ÷ needed on the test tasks at α={fmt(alpha, 2)}",
+        caption="under: share of tasks under-allocated · ×: median allocated ÷ needed · "
+        "bayes: the true quantile (same-under: at the level under-allocating exactly α)",
+        box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+    )  # fmt: skip
+    for col in ("target", "value under", "value ×", "risk-class ×", "bayes ×", "same-under ×",
+                "÷ bayes"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "target" else "right")
+    for target, a in rows:
+        table.add_row(
+            target, fmt(a["value"]["under_allocation"]), fmt(a["value"]["median_ratio"], 2),
+            fmt(a["risk_class"]["median_ratio"], 2),
+            fmt(a.get("bayes_value", {}).get("median_ratio"), 2),
+            fmt(a.get("bayes_value_same_under", {}).get("median_ratio"), 2),
+            fmt(a.get("ratio_to_bayes"), 3),
+        )  # fmt: skip
+    return table

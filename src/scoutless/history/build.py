@@ -26,11 +26,13 @@ from scoutless.targets.bins import TargetBins, fit_bins, load_bins
 from scoutless.targets.estimators import compute_task_targets, scout_jobs, wall_seconds
 from scoutless.targets.spec import (
     TARGET_NAMES,
+    TRUTH_PARTS,
     bayes_class_col,
     bayes_confidence_col,
     class_col,
     scout_class_col,
     scout_value_col,
+    truth_col,
     value_col,
 )
 
@@ -196,7 +198,8 @@ TruthReader = Callable[[Engine, list[int]], LatentTruth | None]
 
 
 def add_bayes(frame: pd.DataFrame, truth: LatentTruth, bins: dict[str, TargetBins]) -> pd.DataFrame:
-    """Bayes-optimal class and its probability, from the generator's latent truth."""
+    """Bayes-optimal class and its probability, and each task's true value distribution,
+    from the generator's latent truth."""
     out = frame.copy()
     index = truth.frame.index
     for target, proba in truth.probabilities(truth.frame, bins).items():
@@ -204,6 +207,10 @@ def add_bayes(frame: pd.DataFrame, truth: LatentTruth, bins: dict[str, TargetBin
         conf = pd.Series(proba.max(axis=1), index=index)
         out[bayes_class_col(target)] = out["jeditaskid"].map(best).fillna(-1).astype(int)
         out[bayes_confidence_col(target)] = out["jeditaskid"].map(conf)
+        for part in TRUTH_PARTS:  # the Bayes-optimal value quantiles of evaluation
+            if f"{target}_{part}" in truth.frame.columns:
+                column = truth.frame[f"{target}_{part}"]
+                out[truth_col(target, part)] = out["jeditaskid"].map(column)
     return out
 
 

@@ -53,6 +53,8 @@ jedi_tasks = Table(
     Column("baseramcount", Integer),
     Column("basewalltime", Integer),
     Column("cpuefficiency", SmallInteger),
+    Column("taskpriority", Integer, doc="the priority the task was submitted with"),
+    Column("currentpriority", Integer, doc="JEDI may raise it (e.g. to 900 near the end)"),
     Column("cputimeunit", String(32)),
     Column("ramunit", String(32)),
     Column("status", String(64), nullable=False),
@@ -104,6 +106,14 @@ jobsarchived4 = Table(
     Column("jobstatus", String(15), nullable=False),
     Column("specialhandling", String(80), doc="contains 'sj' for scout jobs, as in PanDA"),
     Column("attemptnr", SmallInteger, nullable=False),
+    Column(
+        "assignedpriority",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        doc="JobGenerator's: the task's currentpriority; scouts max(901, it + 1)",
+    ),
+    Column("currentpriority", Integer, nullable=False, server_default=text("0")),
     Column("parentid", BigInteger, doc="a retry's failed attempt (PanDA's retryJob)"),
     # PanDA's defaults where it has them, so rows that do not say keep what PanDA would store
     Column(

@@ -93,3 +93,9 @@ def pushes_status(split_rule: str | None) -> bool:
     """``PC`` > 0: JEDI publishes the task's status changes (``push_status_changes``)."""
     value = split_rule_value(split_rule, "PC")
     return value is not None and value.isdigit() and int(value) > 0
+
+
+#: JobUtils.MEMORY_COMPENSATION: ResourceSpec.match_job compares 90 % of a job's memory
+#: with the types' maxrampercore, "to prevent jobs with ramCount close to the HIMEM border
+#: from going to HIMEM PQs" (the replay's slots and the cost model's HIMEM border)
+MEMORY_COMPENSATION = 0.9

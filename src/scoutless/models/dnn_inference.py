@@ -5,7 +5,7 @@ norm is folded into the Linear before it; dropout is the identity in eval mode. 
 categorical embeddings are folded into the first layer too (each category's embedding
 times its rows of the first weight matrix, precomputed): a task's first hidden layer is
 then one gather and one sum instead of a lookup per feature, a concatenation and a
-matrix product. Layers are found by their type, so a block layout this pass does not
+matrix product. Layers are found by their type, so a block layout this module does not
 know is refused loudly rather than computed wrongly.
 """
 

@@ -33,7 +33,9 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("walltime kills", "walltime_kills", "lower"),
     ("wasted core-hours", "wasted_core_hours", "lower"),
     ("memory slack (GB·h)", "memory_slack_gb_hours", "lower"),
+    ("memory slack, relative", "memory_slack_relative", "lower"),
     ("walltime slack (core·h)", "walltime_slack_core_hours", "lower"),
+    ("walltime slack, relative", "walltime_slack_relative", "lower"),
 )
 #: a trace's goal: the cost-aware strategy against the users' own requests
 TRACE_METRICS: tuple[tuple[str, str, str], ...] = tuple(

@@ -2,11 +2,12 @@
 
 Why a heap of events rather than SimPy: the replay must push ~2.6M jobs × 3 strategies
 through in minutes. Every process here is a job that waits for cores, runs for a known
-time and ends (no interaction while running), so one event per job end plus a FIFO per
-resource type is the whole model; SimPy's generator process and Event objects per job cost
-several times more per job for no modelling gain. JEDI's periodic work (the avalanche
-check, the re-tuning) runs on one clock tick every ``check_interval_s``, as JEDI's own
-assessment does, and re-estimates all due tasks with one call of the target code.
+time and ends (no interaction while running), so one event per job end plus PanDA's
+priority queues (:mod:`scoutless.replay.pool`) is the whole model; SimPy's generator
+process and Event objects per job cost several times more per job for no modelling gain.
+JEDI's periodic work (the avalanche check, the re-tuning) runs on one clock tick every
+``check_interval_s``, as JEDI's own assessment does, and re-estimates all due tasks with
+one call of the target code.
 
 Events are ``(time, sequence, kind, payload)`` on a heap; ties resolve in insertion order,
 so a replay is deterministic.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scoutless.jedi.priorities import job_priority
 from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.pool import SlotPool
@@ -67,6 +69,12 @@ class ReplayResult:
     n_events: int = 0
     info: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0  # wall time of the replay
+    # per task, for the relative slack (Autopilot's (limit - usage) / limit, time-weighted)
+    run_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # attempts' seconds
+    memory_slack_rel_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ok_run_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # successes' seconds
+    walltime_slack_rel_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    walltime_slack_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 class Replay:
@@ -85,8 +93,10 @@ class Replay:
         self.task_ram = plan.ram.astype(float).tolist()
         self.task_cpu = plan.cputime.astype(float).tolist()
         self.task_wall = None if plan.walltime is None else plan.walltime.astype(float).tolist()
-        # a job that finished in the history fitted its queue: maxtime is at least its wall
-        self.maxtime = cfg.queue_maxtime_s or math.ceil(float(work.wall_s.max()))
+        # the long queue's maxtime; a job that finished in the history fitted its queue
+        self.maxtime = max(cfg.queue_maxtime_s or 0.0, math.ceil(float(work.wall_s.max())))
+        self.short = cfg.short_maxtime_s
+        self.retune_at = frozenset(cfg.retune_done_jobs)
         self.request = np.nan_to_num(work.request_ram, nan=cfg.default_ram_mb_per_core).tolist()
         self.unit_task = work.task.tolist()
         self.cores = work.cores.tolist()
@@ -98,7 +108,9 @@ class Replay:
         self.base_wall = work.base_walltime_s.tolist()
         self.eff = work.cpu_efficiency.tolist()
         scouted = np.broadcast_to(np.asarray(plan.use_scouts, dtype=bool), (n_t,))
-        self.is_scout = (work.is_scout & scouted[work.task]).tolist()
+        scout = work.is_scout & scouted[work.task]
+        self.is_scout = scout.tolist()
+        self.priority = self._priorities(scout).tolist()
         self.n_scouts = np.where(scouted, work.n_scouts, 0).astype(np.int64).tolist()
         lowers = np.asarray(plan.retune_lowers_cputime, dtype=bool)
         self.lowers = np.broadcast_to(lowers, (n_t,)).tolist()
@@ -108,7 +120,9 @@ class Replay:
         self.attempts = [0] * n_j
         self.first_ok = [False] * n_j
         self.failed = [False] * n_j
-        self.running: dict[int, tuple[float, int, float]] = {}  # unit -> (start, outcome, alloc)
+        # unit -> (start, outcome, allocation MB, walltime limit s)
+        self.running: dict[int, tuple[float, int, float, float]] = {}
+        self.queued_limit: dict[int, tuple[float, int]] = {}  # unit -> (limit, task version)
         self._task_state(n_t)
         self.submit = work.submit_s.tolist()
         # the clock
@@ -120,6 +134,16 @@ class Replay:
         self.tick_at: float | None = None
         self.n_events = 0
 
+    def _priorities(self, scout: np.ndarray) -> np.ndarray:
+        """Each unit's currentPriority under this plan: JobGenerator's scout boost for the
+        units it scouts with, else the job's own (its task's where the history has none)."""
+        task_priority = self.w.task_priority_or_default(self.cfg.default_task_priority)
+        own = self.w.unit_priority
+        base = task_priority[self.w.task] if own is None else own
+        if not self.cfg.scout_priority:
+            return base
+        return np.where(scout, job_priority(task_priority[self.w.task], True), base)
+
     def _task_state(self, n_t: int) -> None:
         """Per-task counters and outcomes."""
         self.state = [SCOUTING if s else RUNNING for s in self.n_scouts]
@@ -128,9 +152,8 @@ class Replay:
         self.scouts_ok = [0] * n_t
         self.scouts_failed = [0] * n_t
         self.scouts_resolved = [0] * n_t
-        self.prod_done = [0] * n_t
         self.increased = [0] * n_t
-        self.retuned = [False] * n_t
+        self.task_version = [0] * n_t  # +1 at each change of cpuTime (the limits)
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
         self.mem_kills = [0] * n_t
@@ -138,6 +161,11 @@ class Replay:
         self.waste = [0.0] * n_t
         self.used = [0.0] * n_t
         self.slack = [0.0] * n_t
+        self.run_s = [0.0] * n_t
+        self.mem_rel = [0.0] * n_t
+        self.ok_run_s = [0.0] * n_t
+        self.wall_rel = [0.0] * n_t
+        self.wall_spare = [0.0] * n_t
         self.scout_ram = [math.nan] * n_t
 
     # ------------------------------------------------------------------ clock
@@ -170,30 +198,52 @@ class Replay:
     # ------------------------------------------------------------------ jobs
 
     def release(self, units: range | list[int]) -> None:
-        """Queue units (first attempts or retries) in the pool of their resource type."""
+        """Queue units (first attempts or retries) in the pool of their resource type, on
+        the long queue where their walltime limit needs it."""
         for j in units:
+            t = self.unit_task[j]
             ram = self.job_ram[j]
             if ram is None:
-                ram = self.task_ram[self.unit_task[j]]
-            first = self.is_scout[j] and self.cfg.scout_priority
-            for started in self.pool.enqueue(j, self.cores[j], ram, first):
+                ram = self.task_ram[t]
+            long = False
+            if self.short is not None:
+                limit = self.limit_of(j)
+                self.queued_limit[j] = (limit, self.task_version[t])
+                long = rules.needs_long_queue(
+                    limit, self.short, self.is_scout[j], self.power[j], self.eff[t],
+                    self.base_wall[t],
+                )  # fmt: skip
+            matched = rules.matched_ram_per_core(ram, self.cores[j], self.base_ram[t])
+            for started in self.pool.enqueue(j, self.cores[j], matched, self.priority[j], long):
                 self.start(*started)
 
-    def start(self, j: int, slot_mb_per_core: float) -> None:
+    def limit_of(self, j: int) -> float:
+        """The walltime limit the job would get now (``getJobMaxWalltime``); inf where the
+        task has no cpuTime: the job gets the maxtime of the queue it runs on."""
         t = self.unit_task[j]
-        ram = self.job_ram[j]
-        if ram is None:
-            ram = self.task_ram[t]
-        alloc = rules.allocation_mb(ram, slot_mb_per_core, self.cores[j], self.base_ram[t])
-        wall = self.wall[j]
         limit = self.job_wall_limit[j]
         if limit is None and self.task_wall is not None:
             limit = min(self.task_wall[t], self.maxtime)
         if limit is None or limit != limit:  # None or NaN
             limit = rules.job_max_walltime(
                 self.task_cpu[t], self.nevents[j], self.cores[j], self.power[j],
-                self.eff[t], self.base_wall[t], self.maxtime,
+                self.eff[t], self.base_wall[t], math.inf,
             )  # fmt: skip
+        return limit
+
+    def start(self, j: int, slot_mb_per_core: float, on_long: bool = False) -> None:
+        t = self.unit_task[j]
+        ram = self.job_ram[j]
+        if ram is None:
+            ram = self.task_ram[t]
+        alloc = rules.allocation_mb(ram, slot_mb_per_core, self.cores[j], self.base_ram[t])
+        wall = self.wall[j]
+        # never above the maxtime of the queue it runs on (JobSplitter caps at siteSpec.maxtime)
+        queue_maxtime = self.maxtime if on_long or self.short is None else self.short
+        limit, version = self.queued_limit.pop(j, (None, -1))
+        if limit is None or version != self.task_version[t]:  # re-tuned since it queued
+            limit = self.limit_of(j)
+        limit = min(limit, queue_maxtime)
         runtime, outcome = wall, rules.SUCCESS
         killed_at = rules.memory_kill_time(wall, self.need[j], alloc, self.cfg.memory_kill_factor)
         if killed_at is not None:
@@ -203,22 +253,38 @@ class Replay:
         if not self.is_scout[j] and self.first_prod[t] != self.first_prod[t]:  # still NaN
             self.first_prod[t] = self.now - self.submit[t]
         self.attempts[j] += 1
-        self.running[j] = (self.now, outcome, alloc)
+        self.running[j] = (self.now, outcome, alloc, limit)
         self.push(self.now + runtime, END, j)
 
     def on_end(self, j: int) -> None:
-        started, outcome, alloc = self.running.pop(j)
+        started, outcome, alloc, limit = self.running.pop(j)
         t = self.unit_task[j]
         runtime = self.now - started
         core_s = self.cores[j] * runtime
         self.used[t] += core_s
-        self.slack[t] += max(alloc - self.need[j], 0.0) * runtime
+        self.account_slack(j, t, runtime, alloc, limit if outcome == rules.SUCCESS else None)
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
             self.on_success(j, t)
         else:
             self.on_kill(j, t, outcome, core_s)
+
+    def account_slack(
+        self, j: int, t: int, runtime: float, alloc: float, limit: float | None
+    ) -> None:
+        """Memory slack of every attempt; walltime slack of a success (``limit`` None: killed).
+        Absolute (MB·s, core·s) and relative, (limit − usage) ÷ limit weighted by seconds."""
+        spare_mb = max(alloc - self.need[j], 0.0)
+        self.slack[t] += spare_mb * runtime
+        self.run_s[t] += runtime
+        if alloc > 0:
+            self.mem_rel[t] += runtime * spare_mb / alloc
+        if limit is not None and limit > 0:
+            spare_s = max(limit - runtime, 0.0)
+            self.ok_run_s[t] += runtime
+            self.wall_rel[t] += runtime * spare_s / limit
+            self.wall_spare[t] += self.cores[j] * spare_s
 
     def on_success(self, j: int, t: int) -> None:
         if self.attempts[j] == 1:
@@ -227,11 +293,15 @@ class Replay:
         if self.is_scout[j]:
             self.scouts_ok[t] += 1
             self.scouts_resolved[t] += 1
-        elif self.plan.retune and not self.retuned[t]:
-            self.prod_done[t] += 1
-            if self.prod_done[t] >= self.cfg.retune_min_jobs:
-                self.watch_retune.add(t)
-                self.schedule_tick()
+        # propagateResultToJEDI: the task is recalculated when its finished jobs (scouts
+        # included) reach 5 and 100; while scouting, the avalanche does it from the scouts
+        if (
+            self.plan.retune
+            and self.state[t] == RUNNING
+            and len(self.done_units[t]) in self.retune_at
+        ):
+            self.watch_retune.add(t)
+            self.schedule_tick()
         self.resolve(t)
 
     def on_kill(self, j: int, t: int, outcome: int, core_s: float) -> None:
@@ -315,7 +385,6 @@ class Replay:
             if not self.lowers[t] and cputime < self.task_cpu[t]:
                 cputime = math.nan  # keep the higher value
             self.apply(t, ram.get(t, math.nan), cputime)
-            self.retuned[t] = True
         if self.watch_scouting or self.watch_retune:
             if not self.events:  # nothing left that could make them due
                 raise RuntimeError(f"replay stalled: tasks {sorted(self.watch_scouting)} wait")
@@ -326,6 +395,7 @@ class Replay:
             self.task_ram[t] = ram
         if cpu == cpu:
             self.task_cpu[t] = cpu
+            self.task_version[t] += 1
 
     def avalanche(self, t: int, ram: float, cpu: float) -> None:
         """JEDI's scout exits: broken, exhausted, or the production jobs go out."""
@@ -379,4 +449,9 @@ class Replay:
             failed=arr(self.failed, dtype=bool),
             n_events=self.n_events,
             info=self.pool.info(),
+            run_s=arr(self.run_s),
+            memory_slack_rel_s=arr(self.mem_rel),
+            ok_run_s=arr(self.ok_run_s),
+            walltime_slack_rel_s=arr(self.wall_rel),
+            walltime_slack_core_s=arr(self.wall_spare),
         )

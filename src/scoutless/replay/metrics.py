@@ -3,6 +3,11 @@
 One summary function serves the whole replay, each target class and each task kind, so
 the breakdowns cannot disagree with the totals. Distributions give P50/P90 (and, overall,
 ``cdf_points`` quantiles for the report's CDF plots).
+
+Slack comes absolute (GB·hours of memory, core-hours of walltime) and relative as
+Autopilot (Rzadca et al., EuroSys 2020) defines it: (limit − usage) ÷ limit, averaged over
+the time jobs run. Memory: the allocation against the job's maxPSS, every attempt (a
+killed one has none); walltime: the limit against the run time, successful attempts.
 """
 
 from __future__ import annotations
@@ -52,6 +57,13 @@ def summary(result: ReplayResult, work: Workload, tasks: np.ndarray) -> dict[str
         "used_core_hours": used,
         "wasted_share": _ratio(wasted, used),
         "memory_slack_gb_hours": float(result.slack_mb_s[tasks].sum()) / 1024.0 / HOUR,
+        "memory_slack_relative": _ratio(
+            float(result.memory_slack_rel_s[tasks].sum()), float(result.run_s[tasks].sum())
+        ),
+        "walltime_slack_core_hours": float(result.walltime_slack_core_s[tasks].sum()) / HOUR,
+        "walltime_slack_relative": _ratio(
+            float(result.walltime_slack_rel_s[tasks].sum()), float(result.ok_run_s[tasks].sum())
+        ),
         "tasks_broken": int((result.status[tasks] == BROKEN).sum()),
         "tasks_exhausted": int((result.status[tasks] == EXHAUSTED).sum()),
         "jobs_failed": int(result.failed[units].sum()),

@@ -3,7 +3,9 @@
 Sources (panda-server): ``CoreUtils.getJobMaxWalltime`` (a job's walltime from the task's
 cpuTime), ``retryModule`` + ``increaseRamLimitJobJEDI`` (the memory ladder and the >30 %
 task raise), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
-``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core).
+``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core);
+``ResourceSpec.match_job`` (a job's resource type); pandajedi ``AtlasProdJobBroker``
+(which queues a job's walltime fits).
 """
 
 from __future__ import annotations
@@ -12,9 +14,22 @@ import bisect
 import math
 from collections.abc import Sequence
 
+from scoutless.jedi.units import MEMORY_COMPENSATION
+
 MEMORY_KILL = 1
 WALLTIME_KILL = 2
 SUCCESS = 0
+
+#: AtlasProdJobBroker sends scouts (and walltime-undefined jobs) only to queues whose
+#: maxtime allows 24 h at 10 HS06 a core ("criteria=-scout_walltime", "-min_walltime")
+SCOUT_MIN_HS06_S = 24 * 3600.0 * 10.0
+
+
+def matched_ram_per_core(ram_mb_per_core: float, cores: float, base_mb: float) -> float:
+    """The MB/core PanDA matches to a resource type (``ResourceSpec.match_job``):
+    (ramCount × cores + baseRamCount) ÷ cores, compensated."""
+    per_core = (ram_mb_per_core * cores + base_mb) / max(cores, 1.0)
+    return per_core * MEMORY_COMPENSATION
 
 
 def resource_type(
@@ -111,3 +126,24 @@ def scouts_exhausted(
         n_new_jobs > min_new_jobs
         and requested_mb_per_core < threshold_mb_per_core < scout_mb_per_core
     )
+
+
+def needs_long_queue(
+    limit_s: float,
+    short_maxtime_s: float,
+    scout: bool,
+    core_power: float,
+    cpu_efficiency: float,
+    base_walltime_s: float,
+) -> bool:
+    """A job can only go to the long queue: its walltime limit exceeds the short queue's
+    maxtime (the broker's ``-shortwalltime``), or it is a scout or has no limit (``limit_s``
+    inf: no cpuTime, it gets its queue's maxtime) and the short queue does not give it the
+    broker's 24 h × 10 HS06: (maxtime − baseWalltime) × corePower × cpuEfficiency."""
+    if limit_s != math.inf:
+        if limit_s > short_maxtime_s:
+            return True
+        if not scout:
+            return False
+    hs06_s = (short_maxtime_s - base_walltime_s) * core_power * cpu_efficiency / 100.0
+    return hs06_s < SCOUT_MIN_HS06_S

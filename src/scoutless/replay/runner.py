@@ -33,8 +33,8 @@ from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
-from scoutless.replay.pool import SlotPool
-from scoutless.replay.strategies import SOURCE_OF, make_plans, pool_cores
+from scoutless.replay.pool import SlotPool, pool_cores
+from scoutless.replay.strategies import SOURCE_OF, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,
     VALUE_POLICIES,

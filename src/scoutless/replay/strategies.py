@@ -1,8 +1,8 @@
-"""The strategies as plans, and the pool each of them runs on.
+"""The strategies as plans (the pool they run on: :mod:`scoutless.replay.pool`).
 
 - **scouts**: the task starts with what was requested at submission (ramCount, cpuTime;
   PanDA's defaults where none), runs its scouts, and takes the scouts' values at the
-  avalanche; re-tuned once ``retune_min_jobs`` production jobs finished.
+  avalanche; re-tuned when ``retune_done_jobs`` of its jobs finished (5 and 100).
 - **predicted**: the model's allocation (``replay.policy``, cost-aware by default) for
   every job, released at once; never changed (only PanDA's retry rules act).
 - **hybrid**: predicted at submission, then re-tuned from the task's first finished jobs,
@@ -24,7 +24,6 @@ Allocations for all tasks are made in one batch up front (``replay/submission.py
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -83,25 +82,3 @@ def make_plans(
             raise ValueError(f"strategy {name!r} needs {need.get(source, source)}")
         plans.append(_plan(name, work, cfg, submissions[source]))
     return plans
-
-
-def pool_cores(work: Workload, cfg: ReplaySettings) -> dict[str, int]:
-    """Cores per resource type: as configured, else sized to the history's mean load.
-
-    An auto-sized type gets the whole load of its width (single- or multi-core) divided by
-    ``target_utilisation``, so a strategy that asks for more memory lands in a HIMEM queue
-    as roomy as the standard one: its cost shows as memory slack, not as a wait created by
-    how the pool was sized. Configure ``cores`` per type to study scarce HIMEM slots.
-    """
-    busy = work.cores * work.wall_s
-    span = float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
-    cores: dict[str, int] = {}
-    for name, rtype in cfg.resource_types.items():
-        if rtype.cores is not None:
-            cores[name] = rtype.cores
-            continue
-        same_width = (work.cores > 1) == rtype.multicore
-        biggest = int(work.cores[same_width].max()) if same_width.any() else 1
-        load = float(busy[same_width].sum()) / span / cfg.target_utilisation if span > 0 else 0.0
-        cores[name] = max(math.ceil(load), biggest)
-    return cores

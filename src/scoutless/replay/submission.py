@@ -113,12 +113,11 @@ def stitch(parts: Sequence[tuple[np.ndarray, Any]], n: int) -> Any:
 
 
 def site_rules(work: Workload, cfg: ReplaySettings) -> SiteRules:
-    """The rules the engine applies: without a configured queue maxtime, the longest job
-    of the workload sets it (its queue allowed it), as in ``replay/engine.py``."""
+    """The rules the engine applies: the long queue's maxtime raised to the workload's
+    longest job (it ran, so its queue allowed it), as in ``replay/engine.py``."""
     rules = SiteRules.of(cfg)
-    if cfg.queue_maxtime_s is None and work.n_jobs:
-        rules = dataclasses.replace(rules, max_maxtime_s=float(np.ceil(work.wall_s.max())))
-    return rules
+    longest = float(np.ceil(work.wall_s.max())) if work.n_jobs else 0.0
+    return dataclasses.replace(rules, max_maxtime_s=max(cfg.queue_maxtime_s or 0.0, longest))
 
 
 def cost_allocations(

@@ -23,6 +23,9 @@ ROWS: tuple[tuple[str, str, int], ...] = (
     ("wasted core-hours", "wasted_core_hours", 0),
     ("wasted share", "wasted_share", 3),
     ("memory slack (GB·h)", "memory_slack_gb_hours", 0),
+    ("memory slack, relative", "memory_slack_relative", 3),
+    ("walltime slack (core·h)", "walltime_slack_core_hours", 0),
+    ("walltime slack, relative", "walltime_slack_relative", 3),
     ("tasks broken / exhausted", "tasks_broken", 0),
 )
 

@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.allocate import cost_allocation, coverage_grid, value_allocation
+from scoutless.allocation.allocate import (
+    _z_grid,
+    cost_allocation,
+    coverage_grid,
+    value_allocation,
+)
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
@@ -120,10 +125,9 @@ def expected_cost(
     grid_points: int,
 ) -> np.ndarray:
     """(n,) expected cost per job of allocating ``alloc`` (one value per task), over the
-    same calibrated quantile grid as ``allocation.cost_allocation``."""
-    coverage = coverage_grid(grid_points)
-    pit = coverage if levels is None else np.quantile(levels.scores, coverage)
-    needs = dist.quantiles(pit)
+    same calibrated grid as ``allocation.cost_allocation`` (its ``_z_grid``: one grid for
+    both; this function belongs beside it in allocation/allocate.py)."""
+    needs = dist.grid_at_z(_z_grid(coverage_grid(grid_points), levels))
     price = COSTS[target][0]
     return price(np.asarray(alloc, float)[:, None, None], needs[:, None, :], job, rules, prices
                  ).mean(axis=2)[:, 0]  # fmt: skip

@@ -6,7 +6,11 @@ replay decides itself which attempts fail. Units are ordered by task, the task's
 first (``specialhandling`` 'sj', else its first N by pandaid, :func:`scout_jobs`), then by
 pandaid. The estimator input of every unit (:class:`JobFrame`) is built once, so the replay
 re-estimates a task from any subset of its finished units with the project's own target
-code (:func:`estimate`).
+code (:func:`estimate`). Priorities are PanDA's columns: the task's
+``jedi_tasks.currentpriority`` (``taskpriority`` where absent) and each unit's
+``jobsarchived4.assignedpriority``; a history's scouts carry JEDI's scout boost, so a
+scout unit keeps its task's priority and the replay boosts whichever units a strategy
+scouts with.
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ class Workload:
     nevents: np.ndarray
     core_power: np.ndarray  # HS06 per core of the slot the unit ran in
     frame: JobFrame  # estimator input of every unit; task_id = task index
+    task_priority: np.ndarray | None = None  # currentpriority of task t (None: none known)
+    unit_priority: np.ndarray | None = None  # assignedpriority of unit j, scouts unboosted
+
+    def task_priority_or_default(self, default: int) -> np.ndarray:
+        """Task priorities, ``default`` (JEDI's: 0) where the history has none."""
+        if self.task_priority is None:
+            return np.full(self.n_tasks, default, dtype=np.int64)
+        return self.task_priority
 
     @property
     def n_tasks(self) -> int:
@@ -87,7 +99,10 @@ class Workload:
         }  # fmt: skip
         frame = _frame_rows(self.frame, units)
         frame = JobFrame(**{**_frame_dict(frame), "task_id": remap[frame.task_id]})
+        task_priority, unit_priority = self.task_priority, self.unit_priority
         return Workload(
+            task_priority=None if task_priority is None else task_priority[task_index],
+            unit_priority=None if unit_priority is None else unit_priority[units],
             **per_task,
             first_unit=np.concatenate([[0], np.cumsum(n_units)[:-1]]).astype(np.int64),
             n_units=n_units,
@@ -115,6 +130,26 @@ def _task_numbers(tasks: pd.DataFrame, column: str, default: float) -> np.ndarra
         return np.full(len(tasks), default)
     values = pd.to_numeric(tasks[column], errors="coerce").to_numpy(dtype=float)
     return np.where(np.isnan(values), default, values)
+
+
+def _priorities(
+    units: pd.DataFrame, tasks: pd.DataFrame, position: np.ndarray, is_scout: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Task currentpriority (else taskpriority) and unit assignedpriority; a unit without
+    one, and every scout (its recorded priority holds the boost), gets its task's."""
+    column = next((c for c in ("currentpriority", "taskpriority") if c in tasks.columns), None)
+    if column is None:
+        return None, None
+    raw = pd.to_numeric(tasks[column], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(raw).all():
+        return None, None
+    task_priority = np.nan_to_num(raw, nan=0.0).astype(np.int64)
+    inherited = task_priority[position]
+    if "assignedpriority" not in units.columns:
+        return task_priority, inherited
+    own = pd.to_numeric(units["assignedpriority"], errors="coerce").to_numpy(dtype=float)
+    keep = ~np.isnan(own) & ~is_scout
+    return task_priority, np.where(keep, np.nan_to_num(own), inherited).astype(np.int64)
 
 
 def _requests(tasks: pd.DataFrame, taskparams: pd.Series | None) -> tuple[np.ndarray, np.ndarray]:
@@ -172,6 +207,7 @@ def build_workload(
     n_units = np.bincount(position, minlength=len(tasks))
     is_scout = units["_scout"].to_numpy(dtype=bool)
     request_ram, request_cpu = _requests(tasks, taskparams)
+    task_priority, unit_priority = _priorities(units, tasks, position, is_scout)
     kind_source = next((c for c in ("processingtype", "tasktype") if c in tasks.columns), None)
     kind = (
         tasks[kind_source].fillna("unknown").astype(str).to_numpy(dtype=object)
@@ -198,6 +234,8 @@ def build_workload(
         nevents=frame.nevents.astype(float),
         core_power=frame.core_power.astype(float),
         frame=frame,
+        task_priority=task_priority,
+        unit_priority=unit_priority,
     )
 
 

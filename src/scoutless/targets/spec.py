@@ -69,6 +69,15 @@ def bayes_confidence_col(target: str) -> str:
     return f"{target}_bayes_confidence"
 
 
+#: the parts of a synthetic task's true value distribution, offset + exp(N(mu, sigma))
+TRUTH_PARTS: tuple[str, ...] = ("mu", "sigma", "offset")
+
+
+def truth_col(target: str, part: str) -> str:
+    """A synthetic table's column holding one part of the task's true value distribution."""
+    return f"{target}_truth_{part}"
+
+
 def baseline_value_col(target: str, baseline: str) -> str:
     return f"{target}_{baseline}_value"
 

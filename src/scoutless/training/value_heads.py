@@ -1,7 +1,7 @@
 """Step 4b of training: each target's value model and its conformal calibration.
 
 The value model is fitted on the fit part (early-stopped, its scale fitted on the
-validation part); the calibration part, which neither saw, gives the PIT scores that
+validation part); the calibration part, which neither saw, gives the scores that
 make the (1 - alpha) value under-allocate at most alpha (``ConformalLevels``).
 """
 
@@ -19,7 +19,7 @@ from scoutless.training.fitting import TargetData
 def fit_value_head(
     table: TrainingTable, data: TargetData, *, n_jobs: int | None, seed: int
 ) -> tuple[LogValueModel, np.ndarray]:
-    """The target's value model and its calibration rows' sorted PIT scores."""
+    """The target's value model and its calibration rows' sorted scores."""
     values = table.frame[value_col(data.target)].to_numpy(dtype=float)
     part = {p: values[rows] for p, rows in data.rows.items()}
     model = LogValueModel(n_jobs=n_jobs, seed=seed).fit(

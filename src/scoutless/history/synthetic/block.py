@@ -27,6 +27,7 @@ from scoutless.history.synthetic.jobs import (
     scale_walltime,
 )
 from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
+from scoutless.history.synthetic.priorities import job_priorities, task_priorities
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
 from scoutless.targets.spec import TARGET_NAMES
 
@@ -195,6 +196,10 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
 
     names, outputs = _task_names(draw, vocab, rng, ids)
     tasks = _tasks_frame(draw, ids, names, created, jobs, n)
+    priority = task_priorities(np.random.default_rng([spec.seed, block, 2]), draw.lat["is_user"])
+    tasks = tasks.assign(taskpriority=priority, currentpriority=priority)
+    job_priority = job_priorities(priority, jobs["task"], jobs["is_scout"])
+    jobs_frame = jobs_frame.assign(assignedpriority=job_priority, currentpriority=job_priority)
     params = pd.DataFrame({"jeditaskid": ids, "taskparams": _taskparams(cols, names, outputs)})
     datasets = _datasets_frame(draw, ids, names, outputs, created)
     truth = _truth_frame(draw, ids, r_mean, r_sd)

@@ -1,0 +1,361 @@
+"""Which benchmarks have a results page, and how each one's JSON is laid out as tables.
+
+A benchmark without a view gets every figure of its JSON in one table; a view only
+chooses which figures sit side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docsgen.results_pages import (
+    Benchmark,
+    Table,
+    at,
+    every_figure,
+    figure,
+    grid,
+    label,
+    leaves,
+    records,
+)
+
+TARGETS = ("memory", "cputime", "io", "walltime")
+
+
+TRAIN_METRICS = (
+    ("accuracy", "Accuracy"),
+    ("macro_f1", "Macro-F1"),
+    ("risk_under_allocation_rate", "Under-allocation of the risk policy at α = 0.05"),
+    ("risk_over_allocation_median", "Median allocated ÷ needed under the risk policy"),
+)
+
+
+def _train(doc: dict[str, Any]) -> list[Table]:
+    """Per training run: each metric per target and family (Bayes where known), the time."""
+    tables = []
+    for i, run in enumerate(doc.get("results", [])):
+        quality = run.get("test_quality", {})
+        cols = list(next(iter(quality.values()), {}))
+        for metric, title in TRAIN_METRICS:
+            rows = [
+                [
+                    label(t),
+                    *(figure(doc, ("results", i, "test_quality", t, f, metric)) for f in cols),
+                ]
+                for t in quality
+            ]
+            note = (
+                "bayes: the best any classifier of the submission-time features can do on "
+                "this data (the generator keeps the latent truth)."
+                if metric == "accuracy"
+                else ""
+            )
+            tables.append(
+                Table(f"{title} on the test split, {fmt_tasks(run)}", ["target", *cols], rows, note)
+            )
+        seconds = run.get("train_seconds_per_family", {})
+        tables.append(
+            Table(
+                "Training seconds per family (all four targets)",
+                ["family", "seconds"],
+                [
+                    [label(f), figure(doc, ("results", i, "train_seconds_per_family", f))]
+                    for f in seconds
+                ],
+            )
+        )
+    return tables
+
+
+def fmt_tasks(run: dict[str, Any]) -> str:
+    n = run.get("n_tasks")
+    return f"{n:,} tasks" if isinstance(n, int) else "one table"
+
+
+SERVE_CELLS = (
+    "db_c1",
+    "db_c8",
+    "db_c32",
+    "post_c1",
+    "post_c8",
+    "post_c32",
+    "post_batch_1000",
+    "post_batch_1000_columns",
+    "post_batch_1000_c2",
+)
+SERVE_FIELDS = ("p50_ms", "p99_ms", "requests_per_s", "tasks_per_s")
+
+
+def _serve(doc: dict[str, Any]) -> list[Table]:
+    tables = []
+    verdict = doc.get("verdict", {})
+    goals = [k for k, v in verdict.items() if isinstance(v, dict)]
+    tables.append(
+        Table(
+            "Goals",
+            ["goal", "measured (median)", "goal", "met"],
+            [
+                [
+                    label(g),
+                    figure(doc, ("verdict", g, "value")),
+                    figure(doc, ("verdict", g, "goal")),
+                    figure(doc, ("verdict", g, "met")),
+                ]
+                for g in goals
+            ],
+        )
+    )
+    for backend in ("sqlite", "postgresql"):
+        cells = [c for c in SERVE_CELLS if isinstance(at(doc, ("results", backend, c)), dict)]
+        if cells:
+            tables.append(
+                grid(
+                    doc,
+                    ("results", backend),
+                    cells,
+                    SERVE_FIELDS,
+                    f"{backend}: latency and throughput (median of the repeats)",
+                    "cell",
+                    "db_cN: GET /v1/tasks/{id}/prediction with N connections; "
+                    "post_cN: POST one task; post_batch_1000: POST 1,000-task batches.",
+                )
+            )
+            tables.append(
+                grid(
+                    doc,
+                    ("results", backend, "single_task_in_process"),
+                    ("fetch_ms", "features_ms"),
+                    ("p50", "p99"),
+                    f"{backend}: one task's read and features in process (ms)",
+                )
+            )
+    return tables
+
+
+def _realism(doc: dict[str, Any]) -> list[Table]:
+    stats = ("p5", "median", "p95", "median_abs_log")
+    tables = [
+        grid(
+            doc,
+            (side, "ratios"),
+            TARGETS,
+            ("n", *stats),
+            f"{side}: scouts' value ÷ whole task's value",
+            "target",
+        )
+        for side in ("real", "synthetic")
+    ]
+    within = ("tasks", "pss_per_core_cv_median", "wall_cv_median", "mixed_core_share")
+    tables.append(
+        Table(
+            "Within-task spread",
+            ["", *within],
+            [
+                [label(s), *(figure(doc, (s, "within_task", c)) for c in within)]
+                for s in ("real", "synthetic")
+            ],
+        )
+    )
+    tables.append(
+        Table(
+            "Scouts' class = whole task's class",
+            ["", *TARGETS],
+            [
+                [label(s), *(figure(doc, (s, "scout_class_agreement", t)) for t in TARGETS)]
+                for s in ("real", "synthetic")
+            ],
+        )
+    )
+    return tables
+
+
+def _xgb_inference(doc: dict[str, Any]) -> list[Table]:
+    cols = (
+        "rounds",
+        "nodes",
+        "rows",
+        "fits",
+        "numpy_us",
+        "inplace_predict_us",
+        "max_margin_difference",
+    )
+    return [
+        records(
+            doc,
+            ("results",),
+            cols,
+            "µs per call: numpy trees against inplace_predict",
+            "fits: within the size the service uses the numpy path for; "
+            "max_margin_difference 0.0: the margins are equal to the last bit.",
+        )
+    ]
+
+
+METRIC_TITLES = {"macro_f1": "Macro-F1", "accuracy": "Accuracy"}
+REAL_TRACE_MODELS = ("user_request", "last2", "scouts", "xgb", "dnn", "served")
+
+
+def _real_traces(doc: dict[str, Any]) -> list[Table]:
+    """Per trace and target: each model's metric (mean over seeds), and the goal's gains."""
+    cells = [
+        (trace, t)
+        for trace, targets in doc.get("results", {}).items()
+        for t, entry in targets.items()
+        if isinstance(entry, dict)
+    ]
+    models = [
+        m
+        for m in REAL_TRACE_MODELS
+        if any(at(doc, ("results", tr, t, "models", m)) for tr, t in cells)
+    ]
+    tables = []
+    for metric in ("macro_f1", "accuracy"):
+        rows = [
+            [
+                label(tr),
+                label(t),
+                figure(doc, ("results", tr, t, "rows_test")),
+                *(figure(doc, ("results", tr, t, "models", m, metric, "mean")) for m in models),
+            ]
+            for tr, t in cells
+        ]
+        tables.append(
+            Table(
+                f"{METRIC_TITLES[metric]}, mean over the seeds, pooled over the "
+                "walk-forward periods",
+                ["trace", "target", "test rows", *models],
+                rows,
+            )
+        )
+    gains = ("macro_f1_gain", "accuracy_gain", "met")
+    rows = [
+        [label(tr), label(t), *(figure(doc, ("results", tr, t, "goal", g)) for g in gains)]
+        for tr, t in cells
+        if isinstance(at(doc, ("results", tr, t, "goal")), dict)
+    ]
+    tables.append(
+        Table(
+            "Goal: served minus the stronger of user_request and last2",
+            ["trace", "target", *gains],
+            rows,
+            "goal: at least +0.05 macro-F1 and no loss of accuracy.",
+        )
+    )
+    return tables
+
+
+def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:
+    """Where a replay result keeps its per-strategy metrics (a map ``{"scouts": {…,
+    "wasted_core_hours": …}, …}``), however the benchmark nests it; None if nowhere."""
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("scouts"), dict) and "wasted_core_hours" in doc["scouts"]:
+        return path
+    for key, value in doc.items():
+        hit = strategies_at(value, (*path, key))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _replay(doc: dict[str, Any]) -> list[Table]:
+    """The strategies side by side (one row per metric), then every other figure of the run."""
+    base = strategies_at(doc)
+    if base is None:
+        return []
+    names = list(at(doc, base))
+    metrics = [p[len(base) + 1 :] for p in leaves(at(doc, base), base) if p[len(base)] == names[0]]
+    rows = [
+        [label(".".join(map(str, m))), *(figure(doc, (*base, n, *m)) for n in names)]
+        for m in metrics
+    ]
+    note = "times in seconds; wasted: the cores × runtime of killed attempts."
+    return [
+        Table("Strategies on the same tasks", ["metric", *names], rows, note),
+        every_figure(doc, "The run", skip=base),
+    ]
+
+
+BENCHMARKS: list[Benchmark] = [
+    Benchmark(
+        "train",
+        "Model quality and training time",
+        "Accuracy and macro-F1 of every model family on the random test split of a "
+        "synthetic PanDA history, next to the Bayes limit, and the training time.",
+        "python benchmarks/train.py --tasks 20000 --out results/train.json",
+        _train,
+    ),
+    Benchmark(
+        "real_traces",
+        "Real traces, walk-forward",
+        "Real job logs (Parallel Workloads Archive, ATLAS PanDA job records) imported as "
+        "`scoutless import` does and scored walk-forward, retrained weekly, against the "
+        "baselines schedulers use today.",
+        "python benchmarks/real_traces.py --seeds 42 --out results/real_traces.json",
+        _real_traces,
+    ),
+    Benchmark(
+        "replay",
+        "Replay: scouts against predictions, on the clock",
+        "The same history through the scouts, predicted and hybrid strategies on a "
+        "simulated clock under PanDA's rules: time to the first production job, "
+        "completion, kills, wasted core-hours; and the replay's own speed.",
+        "python benchmarks/replay.py --tasks 100000 --out results/replay.json",
+        _replay,
+    ),
+    Benchmark(
+        "serve",
+        "Service latency and throughput",
+        "The HTTP service under load on one machine: the database endpoint, single-task "
+        "and 1,000-task POSTs, against the service's goals. The load generator shares the "
+        "machine, and every answer waits for its prediction-log commit. Without `--bundle` "
+        "and `--db` the benchmark trains a small bundle and serves a small generated history; "
+        "`--bundle scoutless-work/bundle --db sqlite:///scoutless-work/history.sqlite` "
+        "measures the demo's.",
+        "python benchmarks/serve.py --workers 2 --out results/serve.json",
+        _serve,
+    ),
+    Benchmark(
+        "listen",
+        "PanDA listener end to end",
+        "Tasks published as JEDI's status messages over STOMP, predicted by the listener "
+        "and applied by the JEDI plugin: lost, duplicated and the latency to the row.",
+        "python benchmarks/listen.py --rate 10 --seconds 30 --out results/listen.json",
+    ),
+    Benchmark(
+        "realism",
+        "Synthetic scouts against real ones",
+        "How far a task's scouts are from the whole task, on real ATLAS tasks and on the "
+        "synthetic generator: the replay is only as honest as the scouts it replays.",
+        "python benchmarks/realism.py --tasks 20000 --out results/realism.json",
+        _realism,
+    ),
+    Benchmark(
+        "generate",
+        "Synthetic history generation",
+        "Throughput of the synthetic PanDA history generator writing into SQLite.",
+        "python benchmarks/generate.py --tasks 50000 --out results/generate.json",
+    ),
+    Benchmark(
+        "targets",
+        "Target computation",
+        "The four target estimators (PanDA's rules) over job rows, all jobs and scouts only.",
+        "python benchmarks/targets.py --jobs 2000000 --out results/targets.json",
+    ),
+    Benchmark(
+        "xgb_inference",
+        "XGBoost inference for a few rows",
+        "The service's numpy tree walker against XGBoost's inplace_predict, per call.",
+        "python benchmarks/xgb_inference.py --out results/xgb_inference.json",
+        _xgb_inference,
+    ),
+    Benchmark(
+        "scale",
+        "Scale-out on Dask",
+        "The Dask build of a Parquet export: wall time, worker memory, spill, and exactness "
+        "against the single-process code. The export comes first: `python "
+        "benchmarks/scale.py export --tasks N --export DIR`.",
+        "python benchmarks/scale.py outofcore --export scale-work/export --out results/scale.json",
+    ),
+]
