@@ -307,7 +307,11 @@ class DistributedSettings(BaseModel):
 # --------------------------------------------------------------------------- replay
 # PanDA's constants for ``scoutless replay`` (scoutless.replay.config loads TOML over them)
 
-STRATEGY_NAMES: tuple[str, ...] = ("scouts", "predicted", "hybrid")
+#: every strategy a history replay runs on the same jobs (docs/how-to/replay.md says what each is)
+STRATEGY_NAMES: tuple[str, ...] = ("scouts", "predicted", "hybrid", "selective", "bayes", "oracle")
+#: how predicted, hybrid, selective and bayes turn a prediction into an allocation:
+#: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy
+REPLAY_POLICIES: tuple[str, ...] = ("cost", "value", "risk", "safe", "argmax")
 
 
 class ResourceType(BaseModel):
@@ -343,6 +347,16 @@ class ReplaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     strategies: list[str] = Field(default_factory=lambda: list(STRATEGY_NAMES))
+    policy: str = Field(
+        "cost",
+        description="what predicted/hybrid/selective/bayes allocate: " + ", ".join(REPLAY_POLICIES),
+    )
+    alpha: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="value/risk policies' under-allocation; None: allocation.alpha",
+    )
     # scouts (JEDI)
     n_scouts: int = Field(10, ge=1, description="scout jobs per task")
     avalanche_min_finished_share: float = Field(
@@ -425,6 +439,13 @@ class ReplaySettings(BaseModel):
         if not value:
             raise ValueError("at least one strategy is needed")
         return list(dict.fromkeys(value))
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        if value not in REPLAY_POLICIES:
+            raise ValueError(f"unknown policy {value!r}; expected {', '.join(REPLAY_POLICIES)}")
+        return value
 
     @field_validator("ram_ladder_mb_per_core")
     @classmethod

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import STRATEGY_NAMES
 
 runner = CliRunner()
 SMALL = ["--tasks", "600", "--max-epochs", "3", "--models", "xgb,xgb_native,dnn"]
@@ -34,8 +35,10 @@ def test_demo_writes_every_artefact_and_prints_the_headline(demo_dir):
     assert "exact_match" in metrics["pipeline"]["dnn"]
     assert "scoutless serve --bundle" in output and "report.html" in output
     replay = json.loads((workdir / "replay.json").read_text())
-    assert set(replay["strategies"]) == {"scouts", "predicted", "hybrid"}
-    assert "hybrid wasted core-hours" in output  # the headline states the replay goals
+    assert list(replay["strategies"]) == list(STRATEGY_NAMES)  # all six, bayes from truth
+    assert replay["checks"]["hybrid_vs_scouts"]["rows"]
+    # the headline states the replay's checks, each side's figure apart
+    assert "hybrid vs scouts, wasted core-hours: hybrid" in " ".join(output.split())
     assert 'id="replay"' in (workdir / "report.html").read_text()
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Settings, get_settings
 from scoutless.replay.config import ReplaySettings, replay_settings
 from scoutless.replay.engine import Replay, StrategyPlan
@@ -86,3 +89,40 @@ def replay(
     run = Replay(work, plan, cfg, pool, TaskEstimator(work, settings))
     run.result_ = run.run()
     return run
+
+
+class ValuePredictor:
+    """A stand-in bundle with the Predictor's value API: fixed value distributions per task,
+    rows found by their ``key`` feature (the task id), some tasks' categories unknown."""
+
+    def __init__(
+        self,
+        dists: dict[str, ValueDistribution],
+        keys: list[int],
+        unknown: tuple[int, ...] = (),
+        levels: dict[str, ConformalLevels] | None = None,
+    ) -> None:
+        self.version = "fake"
+        self.targets = list(dists)
+        self.feature_specs = [SimpleNamespace(name="key")]
+        self.dists, self.keys, self.unknown, self.levels = dists, list(keys), unknown, levels or {}
+
+    def _rows(self, rows: pd.DataFrame) -> np.ndarray:
+        return np.array([self.keys.index(k) for k in rows["key"]])
+
+    def has_values(self, target: str) -> bool:
+        return target in self.dists
+
+    def value_distribution(self, rows: pd.DataFrame, target: str) -> ValueDistribution:
+        return self.dists[target].take(self._rows(rows))
+
+    def value_levels(self, target: str) -> ConformalLevels | None:
+        return self.levels.get(target)
+
+    def unknown_categories(self, rows: pd.DataFrame) -> list[dict[str, str]]:
+        return [{"processingtype": "new"} if k in self.unknown else {} for k in rows["key"]]
+
+
+def features_of(ids: list[int]) -> pd.DataFrame:
+    """Submission features indexed by jeditaskid: only the fake's ``key``."""
+    return pd.DataFrame({"key": ids}, index=pd.Index(ids, name="jeditaskid"))

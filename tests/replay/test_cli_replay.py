@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import STRATEGY_NAMES, get_settings
 
 runner = CliRunner()
 SCHEMA = {
@@ -43,15 +45,52 @@ def test_replay_writes_the_schema_for_every_strategy(small):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     document = json.loads((out / "replay.json").read_text())
-    assert set(document["strategies"]) == {"scouts", "predicted", "hybrid"}
+    assert list(document["strategies"]) == list(STRATEGY_NAMES)  # bayes read the truth
+    assert document["skipped"] == {}
     for entry in document["strategies"].values():
         assert set(entry) >= SCHEMA
         assert set(entry["time_to_first_job_s"]) == {"p50", "p90"}
         assert entry["used_core_hours"] > 0
-    assert document["config"]["policy"] == "risk" and document["config"]["alpha"] == 0.05
-    predicted = document["strategies"]["predicted"]["time_to_first_job_s"]["p50"]
-    assert predicted < document["strategies"]["scouts"]["time_to_first_job_s"]["p50"]
-    assert "first production job" in result.output
+    assert document["config"]["policy"] == "cost" and document["config"]["alpha"] == 0.05
+    strategies = document["strategies"]
+    predicted = strategies["predicted"]["time_to_first_job_s"]["p50"]
+    assert predicted < strategies["scouts"]["time_to_first_job_s"]["p50"]
+    choice = strategies["selective"]["scout_choice"]
+    assert 0 <= choice["scouted_tasks"] <= choice["tasks"] == document["workload"]["tasks"]
+    assert set(document["checks"]) == {
+        "hybrid_vs_scouts", "gap_closed", "predicted_vs_bayes", "first_job",
+    }  # fmt: skip
+    assert "first production job" in result.output and "hybrid vs scouts" in result.output
+
+
+def test_without_synthetic_truth_bayes_is_skipped_and_says_why(small, tmp_path):
+    _, url = small
+    from scoutless.replay.runner import replay_history
+    from scoutless.replay.tables import headline_line
+
+    settings = get_settings()
+    cfg = settings.replay.model_copy(update={"strategies": ["scouts", "bayes", "oracle"]})
+    settings = settings.model_copy(update={"replay": cfg})
+    document = replay_history(url, None, tmp_path, settings, n_tasks=40)
+    assert list(document["strategies"]) == ["scouts", "oracle"]
+    assert "synthetic truth" in document["skipped"]["bayes"]
+    assert "bayes not run" in headline_line(document)
+
+
+def test_the_truth_reader_aligns_the_generators_distributions_to_the_ids(small):
+    from scoutless.cli.data import synthetic_values
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.synthetic import read_truth
+
+    _, url = small
+    frame = read_truth(make_engine(url, create_dirs=False))
+    ids = frame.index.to_numpy()[[5, 0, 3]]
+    values = synthetic_values(url, [*ids, 10**9])  # the last has no truth row
+    memory = values["memory"]
+    assert np.allclose(memory.mu[:3], frame.loc[ids, "memory_mu"])
+    assert np.allclose(memory.offset[:3], frame.loc[ids, "memory_offset"])
+    assert np.isnan(memory.mu[3])
+    assert set(values) >= {"memory", "cputime", "walltime"}
 
 
 def test_scouts_alone_need_no_bundle_and_a_sample_is_seeded(small):
@@ -68,7 +107,7 @@ def test_scouts_alone_need_no_bundle_and_a_sample_is_seeded(small):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--strategies", "scouts,oracle"], "strategies"),
+        (["--strategies", "scouts,guess"], "strategies"),
         (["--strategies", "hybrid"], "need --bundle"),
         (["--policy", "greedy"], "--policy"),
     ],
@@ -121,5 +160,8 @@ def test_a_swf_trace_replays_its_test_jobs_with_the_request_as_incumbent(tmp_pat
     request = document["strategies"]["request"]
     assert set(request) >= SCHEMA and request["n_jobs"] == document["workload"]["jobs"] > 0
     assert document["config"]["incumbent"] == "request"
+    assert list(document["strategies"]) == ["request", "oracle"]  # no bundle: no prediction
+    oracle = document["strategies"]["oracle"]
+    assert oracle["memory_kills"] == oracle["walltime_kills"] == 0
     both = runner.invoke(app, ["replay", "--trace", str(table), "--db", "sqlite://", "--out", "x"])
     assert both.exit_code == 1 and "one of --db" in both.output

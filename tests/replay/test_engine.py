@@ -108,16 +108,18 @@ def test_the_hybrid_does_not_lower_cputime_from_its_short_first_jobs():
 
 def test_strategies_in_parallel_processes_give_the_same_replay():
     from scoutless.replay.runner import run_strategies
+    from scoutless.replay.submission import Submission
 
     settings = settings_with(resource_types={"SCORE": {"cores": 3}})
     jobs = jobs_frame(
         1, [1.0 + i / 10 for i in range(14)], [900 + 300 * i for i in range(14)], scouts=10
     )
     work = build_workload(jobs, tasks_frame([1]), settings)
-    predicted = {"memory": np.array([1500.0]), "cputime": np.array([np.nan])}
-    serial = run_strategies(work, settings.replay, settings, predicted)
+    predicted = {"model": Submission.of({"memory": [1500.0], "cputime": [np.nan]})}
+    names = ["scouts", "predicted", "hybrid"]
+    serial = run_strategies(work, settings.replay, settings, predicted, names=names)
     parallel_cfg = settings.replay.model_copy(update={"workers": 2})
-    parallel = run_strategies(work, parallel_cfg, settings, predicted)
+    parallel = run_strategies(work, parallel_cfg, settings, predicted, names=names)
     for name, result in serial.items():
         assert np.array_equal(result.attempts, parallel[name].attempts)
         assert np.array_equal(result.completion_s, parallel[name].completion_s, equal_nan=True)

@@ -16,8 +16,11 @@ from scoutless.cli import scale
 from scoutless.config import get_settings
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sqlalchemy import Engine
 
+    from scoutless.allocation.values import ValueDistribution
     from scoutless.history.build import LatentTruth
 
 app = typer.Typer(no_args_is_help=True)
@@ -81,6 +84,30 @@ def synthetic_truth(engine: Engine, ids: list[int]) -> LatentTruth | None:
 
     frame = read_truth(engine, ids=ids)
     return None if frame is None else LatentTruth(frame, bayes_probabilities)
+
+
+def synthetic_values(url: str, ids: Sequence[int]) -> dict[str, ValueDistribution] | None:
+    """The generator's true distribution of each task's value per target (``offset +
+    exp(N(mu, sigma))``, rows in ``ids`` order; NaN for a task it has no row of), or None
+    when the history is not synthetic: the replay's bayes strategy reads nothing else."""
+    from scoutless.allocation.values import ValueDistribution
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.synthetic import read_truth
+    from scoutless.targets.spec import TARGET_NAMES
+
+    engine = make_engine(url, create_dirs=False)
+    try:
+        frame = read_truth(engine, ids=[int(i) for i in ids])
+    finally:
+        engine.dispose()
+    if frame is None:
+        return None
+    frame = frame.reindex([int(i) for i in ids])
+    return {
+        t: ValueDistribution.of(frame[f"{t}_offset"], frame[f"{t}_mu"], frame[f"{t}_sigma"])
+        for t in TARGET_NAMES
+        if f"{t}_mu" in frame.columns
+    }
 
 
 @app.command("build")

@@ -1,8 +1,8 @@
 """``scoutless demo``: the whole story on the embedded default, end to end.
 
 generate a history (SQLite) → build the training table → train every model family →
-evaluate against the baselines → replay the test tasks through scouts, predicted and hybrid
-scheduling → metrics.json, replay.json, report.html and a servable bundle.
+evaluate against the baselines → replay the test tasks through every strategy (scouts,
+predicted, hybrid, selective, bayes, oracle; docs/how-to/replay.md) → metrics.json, replay.json, report.html and a servable bundle.
 Each artefact is written to a temporary name and renamed when complete, so an interrupted
 demo leaves the previous run's files intact.
 """
@@ -125,18 +125,20 @@ def _replay(
 ) -> None:
     """Step 5: replay.json of the table's test tasks (the bundle never trained on them),
     printed, and the report rewritten with its replay section."""
+    from scoutless.cli.data import synthetic_values
     from scoutless.config import get_settings
     from scoutless.evaluation.report import write_report
     from scoutless.replay.report import replay_section
     from scoutless.replay.runner import replay_history
     from scoutless.replay.tables import headline_line, replay_table
 
-    _step(5, STEPS, f"replay the test tasks: scouts vs predicted vs hybrid → {workdir}")
+    _step(5, STEPS, f"replay the test tasks through every strategy → {workdir}")
     _, test = table.split(table.default_split)
     with console.status("replaying") as status:
         document = replay_history(
             f"sqlite:///{db_path.resolve()}", predictor, workdir, get_settings(),
-            seed=seed, only=test["jeditaskid"].to_numpy(), on_step=status.update,
+            seed=seed, only=test["jeditaskid"].to_numpy(), read_truth=synthetic_values,
+            on_step=status.update,
         )  # fmt: skip
     console.print(replay_table(document))
     console.print(headline_line(document))

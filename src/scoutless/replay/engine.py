@@ -38,11 +38,13 @@ class StrategyPlan:
     name: str
     ram: np.ndarray  # ramCount per task at submission, MB/core
     cputime: np.ndarray  # cpuTime per task at submission, HS06·s/event (NaN: queue maxtime)
-    use_scouts: bool
+    #: scouts first, for every task or per task (selective: an (n_tasks,) bool array)
+    use_scouts: bool | np.ndarray
     retune: bool
     #: whether a re-tuning may lower cpuTime; the first jobs to finish are the short ones,
-    #: so an estimate from them is biased low (JEDI lowers anyway; the hybrid does not)
-    retune_lowers_cputime: bool = True
+    #: so an estimate from them is biased low (JEDI lowers anyway; the hybrid does not);
+    #: for every task or per task
+    retune_lowers_cputime: bool | np.ndarray = True
     #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
     walltime: np.ndarray | None = None
 
@@ -105,10 +107,13 @@ class Replay:
         self.base_ram = work.base_ram_mb.tolist()
         self.base_wall = work.base_walltime_s.tolist()
         self.eff = work.cpu_efficiency.tolist()
-        scout = work.is_scout if plan.use_scouts else np.zeros(n_j, dtype=bool)
+        scouted = np.broadcast_to(np.asarray(plan.use_scouts, dtype=bool), (n_t,))
+        scout = work.is_scout & scouted[work.task]
         self.is_scout = scout.tolist()
         self.priority = self._priorities(scout).tolist()
-        self.n_scouts = (work.n_scouts if plan.use_scouts else np.zeros(n_t, np.int64)).tolist()
+        self.n_scouts = np.where(scouted, work.n_scouts, 0).astype(np.int64).tolist()
+        lowers = np.asarray(plan.retune_lowers_cputime, dtype=bool)
+        self.lowers = np.broadcast_to(lowers, (n_t,)).tolist()
         # per unit
         self.job_ram: list[float | None] = [None] * n_j
         self.job_wall_limit: list[float | None] = [None] * n_j
@@ -377,7 +382,7 @@ class Replay:
             self.avalanche(t, ram.get(t, math.nan), cpu.get(t, math.nan))
         for t in retune:
             cputime = cpu.get(t, math.nan)
-            if not self.plan.retune_lowers_cputime and cputime < self.task_cpu[t]:
+            if not self.lowers[t] and cputime < self.task_cpu[t]:
                 cputime = math.nan  # keep the higher value
             self.apply(t, ram.get(t, math.nan), cputime)
         if self.watch_scouting or self.watch_retune:

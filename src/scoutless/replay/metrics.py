@@ -84,6 +84,7 @@ def strategy_metrics(
     out["cdf"] = {
         "time_to_first_job_s": _cdf(result.first_production_s, cdf_points),
         "task_completion_s": _cdf(result.completion_s, cdf_points),
+        "memory_slack_gb_hours": _cdf(result.slack_mb_s / 1024.0 / HOUR, cdf_points),
     }
     out["by_class"] = {
         target: {

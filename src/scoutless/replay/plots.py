@@ -9,25 +9,35 @@ from matplotlib.figure import Figure
 
 from scoutless.evaluation.plots import to_base64_png
 
-STRATEGY_COLOURS = {"scouts": "#d62728", "predicted": "#1f77b4", "hybrid": "#2ca02c"}
-HOUR = 3600.0
+STRATEGY_COLOURS = {
+    "scouts": "#d62728", "predicted": "#1f77b4", "hybrid": "#2ca02c", "selective": "#9467bd",
+    "bayes": "#7f7f7f", "oracle": "#000000", "request": "#d62728",
+}  # fmt: skip
+#: replay.json's per-task CDFs: (key, title, unit divisor, axis label)
+CDF_PANELS = (
+    ("time_to_first_job_s", "submission → first production job", 3600.0, "hours (log)"),
+    ("task_completion_s", "submission → task completion", 3600.0, "hours (log)"),
+    ("memory_slack_gb_hours", "memory slack per task", 1.0, "GB·hours (log)"),
+)
 
 
 def cdfs(document: dict[str, Any]) -> str:
-    """CDFs of time to the first production job and of task completion, per strategy."""
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
-    panels = (("time_to_first_job_s", "submission → first production job"),
-              ("task_completion_s", "submission → task completion"))  # fmt: skip
-    for k, (key, title) in enumerate(panels):
-        ax = fig.add_subplot(1, 2, k + 1)
-        for name, entry in document["strategies"].items():
-            points = np.asarray(entry.get("cdf", {}).get(key, []), dtype=float) / HOUR
+    """CDFs of time to the first production job, task completion and memory slack, per
+    strategy (a panel whose CDF no strategy has is left out)."""
+    strategies = document["strategies"]
+    panels = [p for p in CDF_PANELS
+              if any(e.get("cdf", {}).get(p[0]) for e in strategies.values())]  # fmt: skip
+    fig = Figure(figsize=(5 * max(len(panels), 1), 3.4), layout="constrained")
+    for k, (key, title, unit, label) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), k + 1)
+        for name, entry in strategies.items():
+            points = np.asarray(entry.get("cdf", {}).get(key, []), dtype=float) / unit
             if points.size:
                 share = np.linspace(0, 1, points.size)
                 ax.step(np.maximum(points, 1e-3), share, where="post", label=name,
                         color=STRATEGY_COLOURS.get(name))  # fmt: skip
         ax.set_xscale("log")
-        ax.set_xlabel("hours (log)")
+        ax.set_xlabel(label)
         ax.set_ylabel("share of tasks")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)

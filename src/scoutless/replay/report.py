@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scoutless.replay.plots import replay_figures
-from scoutless.replay.tables import ROWS, cell
+from scoutless.replay.tables import ROWS, cell, check_lines
 
 
 def replay_section(document: dict[str, Any]) -> dict[str, Any]:
@@ -18,6 +18,7 @@ def replay_section(document: dict[str, Any]) -> dict[str, Any]:
             for label, path, digits in ROWS
         ],
         "figures": replay_figures(document),
+        "checks": check_lines(document, markup=False),
         "config": document.get("config", {}),
         "workload": document.get("workload", {}),
     }

@@ -1,12 +1,14 @@
-"""Wiring: history → workload → predictions → each strategy's replay → replay.json.
+"""Wiring: history → workload → allocations → each strategy's replay → replay.json.
 
 ``replay.json``::
 
-    {"strategies": {"scouts"|"predicted"|"hybrid": {"time_to_first_job_s": {"p50", "p90"},
-      "task_completion_s": {"p50", "p90"}, "first_attempt_success", "memory_kills",
-      "walltime_kills", "retries_per_job", "wasted_core_hours", "used_core_hours",
-      "memory_slack_gb_hours", "tasks_broken", "tasks_exhausted", ... "by_class", "by_kind",
-      "cdf"}}, "config": {...}, "workload": {...}}
+    {"strategies": {"scouts"|"predicted"|"hybrid"|"selective"|"bayes"|"oracle": {
+      "time_to_first_job_s": {"p50", "p90"}, "task_completion_s": {"p50", "p90"},
+      "first_attempt_success", "memory_kills", "walltime_kills", "retries_per_job",
+      "wasted_core_hours", "used_core_hours", "memory_slack_gb_hours", "tasks_broken",
+      "tasks_exhausted", ... "by_class", "by_kind", "cdf"}},
+     "checks": {...} (replay/checks.py), "skipped": {strategy: why},
+     "config": {...}, "workload": {...}}
 
 It is written to a temporary file and renamed, so an interrupted replay leaves no partial
 file (and any previous one intact).
@@ -23,33 +25,88 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from scoutless.atomic import atomic_write_text
 from scoutless.config import Settings
+from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool, pool_cores
-from scoutless.replay.strategies import make_plans
+from scoutless.replay.strategies import SOURCE_OF, make_plans
+from scoutless.replay.submission import (
+    ALLOCATED_TARGETS,
+    VALUE_POLICIES,
+    Submission,
+    choice_summary,
+    measured_values,
+    model_submission,
+    oracle_submission,
+    truth_submission,
+)
 from scoutless.replay.workload import TaskEstimator, Workload
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import value_col
 
 if TYPE_CHECKING:
+    from scoutless.allocation.allocate import ScoutChoice
+    from scoutless.allocation.values import ValueDistribution
     from scoutless.bundle import Predictor
 
 REPLAY_JSON = "replay.json"
+
+
+#: the generator's true value distribution per target of some task ids (rows in that
+#: order), or None when the history holds no synthetic truth; the CLI supplies it
+TruthReader = Callable[[str, np.ndarray], "Mapping[str, ValueDistribution] | None"]
 
 
 def run_strategies(
     work: Workload,
     cfg: ReplaySettings,
     settings: Settings,
-    predicted: Mapping[str, np.ndarray] | None,
+    submissions: Mapping[str, Submission],
     on_done: Callable[[str, float], None] | None = None,
+    names: list[str] | None = None,
 ) -> dict[str, ReplayResult]:
-    """Replay every configured strategy on the same workload and pool size."""
-    return run_plans(work, make_plans(work, cfg, predicted), cfg, settings, on_done)
+    """Replay every configured strategy (or ``names``) on the same workload and pool size."""
+    return run_plans(work, make_plans(work, cfg, submissions, names), cfg, settings, on_done)
+
+
+def submissions_for(
+    names: list[str],
+    work: Workload,
+    settings: Settings,
+    *,
+    predictor: Predictor | None,
+    features: pd.DataFrame | None,
+    truth: Mapping[str, ValueDistribution] | None,
+    policy: str,
+    alpha: float,
+) -> tuple[dict[str, Submission], dict[str, str]]:
+    """The submissions the strategies ``names`` allocate from, and why any is skipped."""
+    sources = {SOURCE_OF[n] for n in names if n in SOURCE_OF}
+    out: dict[str, Submission] = {}
+    skipped: dict[str, str] = {}
+    if "model" in sources and predictor is not None and features is not None:
+        valued = all(predictor.has_values(t) for t in ALLOCATED_TARGETS)
+        if "selective" in names and not valued:
+            skipped["selective"] = f"bundle {predictor.version} has no value models to price with"
+        out["model"] = model_submission(
+            predictor, features, work, settings, policy=policy, alpha=alpha,
+            choose_scouts="selective" in names and valued,
+        )  # fmt: skip
+    if "bayes" in sources:
+        if truth is None:
+            skipped["bayes"] = "the history holds no synthetic truth (bayes needs the generator's)"
+        elif policy not in VALUE_POLICIES:
+            skipped["bayes"] = f"policy {policy!r} chooses a class; bayes needs cost or value"
+        else:
+            out["bayes"] = truth_submission(truth, work, settings, policy=policy, alpha=alpha)
+    if "oracle" in sources:
+        out["oracle"] = oracle_submission(work, settings)
+    return out, skipped
 
 
 def run_plans(
@@ -98,15 +155,13 @@ def true_classes(
     work: Workload, settings: Settings, bins: Mapping[str, TargetBins]
 ) -> dict[str, np.ndarray]:
     """Each task's class label per allocated target, from all its units (the target code)."""
-    ram, cpu = TaskEstimator(work, settings)(np.arange(work.n_jobs))
     out = {}
-    for target, values in (("memory", ram), ("cputime", cpu)):
+    for target, values in measured_values(work, settings).items():
         if target not in bins:
             continue
         b = bins[target]
-        v = np.array([values.get(t, np.nan) for t in range(work.n_tasks)])
         labels = np.array([*b.labels, "unknown"], dtype=object)
-        out[target] = labels[b.classify(v)]  # -1 (no value) picks "unknown"
+        out[target] = labels[b.classify(values)]  # -1 (no value) picks "unknown"
     return out
 
 
@@ -116,12 +171,21 @@ def replay_document(
     classes: Mapping[str, np.ndarray],
     cfg: ReplaySettings,
     meta: Mapping[str, Any],
+    *,
+    skipped: Mapping[str, str] | None = None,
+    choice: ScoutChoice | None = None,
 ) -> dict[str, Any]:
+    """replay.json: every strategy's metrics, the checks between them, config, workload."""
+    strategies = {
+        name: strategy_metrics(result, work, classes, cfg.cdf_points)
+        for name, result in results.items()
+    }
+    if choice is not None and "selective" in strategies:
+        strategies["selective"]["scout_choice"] = choice_summary(choice)
     return {
-        "strategies": {
-            name: strategy_metrics(result, work, classes, cfg.cdf_points)
-            for name, result in results.items()
-        },
+        "strategies": strategies,
+        "checks": replay_checks(strategies),
+        "skipped": dict(skipped or {}),
         "config": {**cfg.model_dump(), **meta, "pool_cores": pool_cores(work, cfg)},
         "workload": {
             "tasks": work.n_tasks,
@@ -142,39 +206,49 @@ def replay_history(
     out: Path,
     settings: Settings,
     *,
-    policy: str = "risk",
-    alpha: float = 0.05,
+    policy: str | None = None,
+    alpha: float | None = None,
     n_tasks: int | None = None,
     seed: int = 42,
     only: np.ndarray | None = None,
+    read_truth: TruthReader | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The whole replay of a history database: returns replay.json's document, written to
-    ``out/replay.json`` atomically."""
+    ``out/replay.json`` atomically. ``read_truth`` (the CLI's, on a synthetic history)
+    feeds the bayes strategy; without it bayes is skipped, and replay.json says why."""
     from scoutless.replay.history import workload_from_db
-    from scoutless.replay.strategies import predicted_values
     from scoutless.targets.bins import load_bins
 
     cfg = settings.replay
+    policy, alpha = policy or cfg.policy, alpha or cfg.alpha or settings.allocation.alpha
     say = on_step or (lambda _text: None)
     say("read the history")
     work, features = workload_from_db(db_url, settings, n_tasks=n_tasks, seed=seed, only=only)
     say(f"{work.n_tasks:,} tasks, {work.n_jobs:,} jobs")
-    predicted = None
-    if predictor is not None and set(cfg.strategies) - {"scouts"}:
-        say(f"predict {work.n_tasks:,} tasks ({policy} policy, alpha={alpha})")
-        predicted = predicted_values(predictor, features, work.task_ids, policy=policy, alpha=alpha)
+    truth = None
+    if read_truth is not None and "bayes" in cfg.strategies:
+        truth = read_truth(db_url, work.task_ids)
+    say(f"allocate {work.n_tasks:,} tasks ({policy} policy, alpha={alpha})")
+    subs, skipped = submissions_for(
+        list(cfg.strategies), work, settings, predictor=predictor, features=features,
+        truth=truth, policy=policy, alpha=alpha,
+    )  # fmt: skip
+    for name, why in skipped.items():
+        say(f"{name} skipped: {why}")
+    names = [n for n in cfg.strategies if n not in skipped]
     results = run_strategies(
-        work, cfg, settings, predicted, on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s")
-    )
+        work, cfg, settings, subs, names=names,
+        on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s"),
+    )  # fmt: skip
     bins = predictor.bins if predictor is not None else load_bins(settings.bins_file)
-    meta = {
-        "policy": policy,
-        "alpha": alpha,
-        "bundle": getattr(predictor, "version", None),
-        "seed": seed,
-    }
-    document = replay_document(results, work, true_classes(work, settings, bins), cfg, meta)
+    meta = {"policy": policy, "alpha": alpha, "bundle": getattr(predictor, "version", None),
+            "seed": seed}  # fmt: skip
+    choice = subs["model"].choice if "model" in subs else None
+    document = replay_document(
+        results, work, true_classes(work, settings, bins), cfg, meta,
+        skipped=skipped, choice=choice,
+    )  # fmt: skip
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document
 
@@ -185,21 +259,23 @@ def replay_trace(
     out: Path,
     settings: Settings,
     *,
-    policy: str = "risk",
-    alpha: float = 0.05,
+    policy: str | None = None,
+    alpha: float | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The replay of an imported trace's test rows (request vs predicted): replay.json."""
+    """The replay of an imported trace's test rows (request, predicted, selective, oracle):
+    replay.json."""
     from scoutless.history.table import TrainingTable
     from scoutless.replay.traces import trace_plans, trace_rows, trace_workload
 
+    cfg = settings.replay
+    policy, alpha = policy or cfg.policy, alpha or cfg.alpha or settings.allocation.alpha
     say = on_step or (lambda _text: None)
     table = TrainingTable.load(table_path)
     rows = trace_rows(table)
     work = trace_workload(rows, settings)
     say(f"{work.n_tasks:,} trace jobs (the table's test rows)")
-    plans = trace_plans(rows, settings, predictor, policy=policy, alpha=alpha)
-    cfg = settings.replay
+    plans, notes = trace_plans(rows, settings, predictor, policy=policy, alpha=alpha, work=work)
     results = run_plans(
         work, plans, cfg, settings, on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s")
     )
@@ -213,5 +289,7 @@ def replay_trace(
     meta = {"policy": policy, "alpha": alpha, "bundle": getattr(predictor, "version", None),
             "source": table.source, "incumbent": "request"}  # fmt: skip
     document = replay_document(results, work, classes, cfg, meta)
+    if "selective" in document["strategies"] and notes:
+        document["strategies"]["selective"].update(notes)
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document

@@ -1,82 +1,84 @@
-"""The three strategies as plans (the pool they run on: :mod:`scoutless.replay.pool`).
+"""The strategies as plans (the pool they run on: :mod:`scoutless.replay.pool`).
 
 - **scouts**: the task starts with what was requested at submission (ramCount, cpuTime;
   PanDA's defaults where none), runs its scouts, and takes the scouts' values at the
   avalanche; re-tuned when ``retune_done_jobs`` of its jobs finished (5 and 100).
-- **predicted**: the bundle's recommended value of the class the policy chooses, for every
-  job, released at once; never changed (only PanDA's retry rules act).
+- **predicted**: the model's allocation (``replay.policy``, cost-aware by default) for
+  every job, released at once; never changed (only PanDA's retry rules act).
 - **hybrid**: predicted at submission, then re-tuned from the task's first finished jobs,
   as JEDI re-tunes after its scouts, so a wrong prediction heals without a scout wait.
   The re-tuning may raise cpuTime but not lower it: the first jobs to finish are the
   short ones, so their cpuTime is biased low (measured: lowering it doubled walltime kills).
+- **selective**: scouts the tasks that ``allocation.selective`` finds cheaper to scout
+  (a distribution too wide, or categories the model never saw), exactly as the scouts
+  strategy does; every other task as the hybrid (the re-tuning is what makes the hybrid
+  at least as good as the scouts, so a task not scouted keeps that safety net).
+- **bayes**: the predicted strategy's decision rule fed the generator's true distribution
+  of each task's value (synthetic histories only): the best any submission-time predictor
+  can do with that rule.
+- **oracle**: each task's own target values (from all its jobs) at submission, no scouts:
+  perfect foresight.
 
-Predictions for all tasks are made in one batch up front (one call per target).
+Allocations for all tasks are made in one batch up front (``replay/submission.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from scoutless.allocation.policies import make_policy
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import StrategyPlan
+from scoutless.replay.submission import Submission
 from scoutless.replay.workload import Workload
 
-if TYPE_CHECKING:
-    from scoutless.bundle import Predictor
+#: strategy -> the submission it allocates from ("model": the bundle's, "bayes": the
+#: generator's truth, "oracle": the measured values); scouts need none
+SOURCE_OF: dict[str, str] = {
+    "predicted": "model", "hybrid": "model", "selective": "model",
+    "bayes": "bayes", "oracle": "oracle",
+}  # fmt: skip
 
-#: the targets a replay allocates from: ramCount (memory) and cpuTime (→ job walltime)
-ALLOCATED_TARGETS: tuple[str, ...] = ("memory", "cputime")
+
+def requested(work: Workload, cfg: ReplaySettings) -> tuple[np.ndarray, np.ndarray]:
+    """ramCount (the replay's default where none) and cpuTime as submitted."""
+    ram = np.where(np.isnan(work.request_ram), cfg.default_ram_mb_per_core, work.request_ram)
+    return ram, work.request_cputime.copy()
 
 
-def predicted_values(
-    predictor: Predictor,
-    features: pd.DataFrame,
-    task_ids: np.ndarray,
-    *,
-    policy: str = "risk",
-    alpha: float = 0.05,
-    recall: float = 0.9,
-) -> dict[str, np.ndarray]:
-    """Recommended value per task (aligned to ``task_ids``) of the policy's class, per target."""
-    missing = np.setdiff1d(task_ids, features.index.to_numpy())
-    if missing.size:
-        raise ValueError(f"no submission features for {missing.size} tasks, e.g. {missing[0]}")
-    rows = features.loc[task_ids, [f.name for f in predictor.feature_specs]]
-    out: dict[str, np.ndarray] = {}
-    for target in ALLOCATED_TARGETS:
-        if target not in predictor.targets:
-            raise ValueError(f"bundle {predictor.version} does not predict {target!r}")
-        calibration = () if policy == "argmax" else predictor.calibration(target)
-        chosen = make_policy(policy, *calibration, alpha=alpha, recall=recall).choose(
-            predictor.predict_proba(rows, targets=[target])[target]
-        )
-        out[target] = np.asarray(predictor.bins[target].recommended, dtype=float)[chosen]
-    return out
+def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> StrategyPlan:
+    ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
+    cpu = np.asarray(sub.cputime, dtype=float).copy()
+    if name == "selective":
+        if sub.choice is None:
+            raise ValueError("strategy 'selective' needs the model's scout choice")
+        scout = sub.choice.scout
+        request_ram, request_cpu = requested(work, cfg)
+        return StrategyPlan(
+            name, np.where(scout, request_ram, ram), np.where(scout, request_cpu, cpu),
+            use_scouts=scout.copy(), retune=True, retune_lowers_cputime=scout.copy(),
+        )  # fmt: skip
+    hybrid = name == "hybrid"
+    return StrategyPlan(name, ram, cpu, False, retune=hybrid, retune_lowers_cputime=not hybrid)
 
 
 def make_plans(
-    work: Workload, cfg: ReplaySettings, predicted: Mapping[str, np.ndarray] | None
+    work: Workload,
+    cfg: ReplaySettings,
+    submissions: Mapping[str, Submission],
+    names: list[str] | None = None,
 ) -> list[StrategyPlan]:
-    """The configured strategies' plans (predicted/hybrid need ``predicted``)."""
+    """Plans of ``names`` (default: the configured strategies), from the submissions by
+    source (:data:`SOURCE_OF`)."""
     plans = []
-    for name in cfg.strategies:
+    for name in names or cfg.strategies:
         if name == "scouts":
-            ram = np.where(
-                np.isnan(work.request_ram), cfg.default_ram_mb_per_core, work.request_ram
-            )
-            plans.append(StrategyPlan(name, ram, work.request_cputime.copy(), True, True))
+            plans.append(StrategyPlan(name, *requested(work, cfg), True, True))
             continue
-        if predicted is None:
-            raise ValueError(f"strategy {name!r} needs a bundle's predictions")
-        plans.append(
-            StrategyPlan(
-                name, predicted["memory"].copy(), predicted["cputime"].copy(), False,
-                retune=name == "hybrid", retune_lowers_cputime=False,
-            )
-        )  # fmt: skip
+        source = SOURCE_OF[name]
+        if source not in submissions:
+            need = {"model": "a bundle's predictions", "bayes": "a synthetic history's truth"}
+            raise ValueError(f"strategy {name!r} needs {need.get(source, source)}")
+        plans.append(_plan(name, work, cfg, submissions[source]))
     return plans

@@ -8,6 +8,7 @@ from rich import box
 from rich.table import Table
 
 from scoutless.evaluation.tables import fmt
+from scoutless.replay.checks import replay_checks, value_at
 
 #: (label, how to read it from a strategy's entry, digits)
 ROWS: tuple[tuple[str, str, int], ...] = (
@@ -22,14 +23,11 @@ ROWS: tuple[tuple[str, str, int], ...] = (
     ("wasted core-hours", "wasted_core_hours", 0),
     ("wasted share", "wasted_share", 3),
     ("memory slack (GB·h)", "memory_slack_gb_hours", 0),
+    ("memory slack, relative", "memory_slack_relative", 3),
+    ("walltime slack (core·h)", "walltime_slack_core_hours", 0),
+    ("walltime slack, relative", "walltime_slack_relative", 3),
     ("tasks broken / exhausted", "tasks_broken", 0),
 )
-
-
-def value_at(entry: dict[str, Any], path: str) -> Any:
-    for key in path.split("."):
-        entry = entry.get(key) if isinstance(entry, dict) else None
-    return entry
 
 
 def cell(entry: dict[str, Any], path: str, digits: int) -> str:
@@ -54,32 +52,55 @@ def replay_table(document: dict[str, Any]) -> Table:
     return table
 
 
-def replay_goals(
-    document: dict[str, Any],
-) -> list[tuple[str, float | None, float | None, bool | None]]:
-    """Issue 10's goals: (what, measured, bound, met) — None where a strategy is missing."""
-    s = document["strategies"]
-    scouts, predicted, hybrid = (s.get(n) for n in ("scouts", "predicted", "hybrid"))
-    goals: list[tuple[str, float | None, float | None, bool | None]] = []
-    if scouts and predicted:
-        wait = value_at(scouts, "time_to_first_job_s.p50")
-        got = value_at(predicted, "time_to_first_job_s.p50")
-        bound = None if wait is None else 0.01 * wait
-        ok = None if got is None or bound is None else got <= bound
-        goals.append(("predicted P50 first production job ≤ 1 % of scouts' (s)", got, bound, ok))
-    if scouts and hybrid:
-        got, bound = hybrid["wasted_core_hours"], scouts["wasted_core_hours"]
-        goals.append(("hybrid wasted core-hours ≤ scouts'", got, bound, got <= bound))
-        got, bound = hybrid["first_attempt_success"], scouts["first_attempt_success"]
-        ok = None if got is None or bound is None else got >= bound
-        goals.append(("hybrid first-attempt success ≥ scouts'", got, bound, ok))
-    return goals
+#: check group -> how its headline lines begin
+CHECK_TITLES = {
+    "first_job": "first production job",
+    "hybrid_vs_scouts": "hybrid vs scouts",
+    "gap_closed": "hybrid vs the scouts' gap to oracle",
+    "predicted_vs_bayes": "predicted vs bayes",
+    "selective_vs_request": "selective vs the users' requests",
+}
+
+
+def figure(value: float | None) -> str:
+    """A check's figure: whole numbers and anything above 100 with thousands apart, three
+    decimals otherwise (shares)."""
+    if value is None:
+        return "–"
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:.3f}"
+
+
+def check_line(group: str, row: dict[str, Any], markup: bool = True) -> str:
+    """One check: each side's figure, then the goal, then the verdict."""
+    parts = [", ".join(f"{name} {figure(v)}" for name, v in row["figures"].items())]
+    if row.get("closed") is not None:
+        parts.append(f"closes {row['closed']:.0%} of the gap")
+    if row.get("relative_difference") is not None:
+        parts.append(f"{row['relative_difference']:+.1%}")
+    bound = row.get("bound")
+    parts.append(f"goal: {row['goal']}" + (f" (≤ {figure(bound)})" if bound is not None else ""))
+    ok = row["met"]
+    met, missed = ("[green]met[/]", "[red]missed[/]") if markup else ("met", "missed")
+    mark = met if ok else missed if ok is False else row.get("note", "–")
+    return f"{CHECK_TITLES.get(group, group)}, {row['metric']}: {'; '.join(parts)} → {mark}"
+
+
+def check_lines(document: dict[str, Any], markup: bool = True) -> list[str]:
+    """The replay's checks one line each (from replay.json's ``checks``, computed again for
+    a document written before they were kept), then what was not measured or not run."""
+    checks = document.get("checks") or replay_checks(document["strategies"])
+    lines = [check_line(group, row, markup) for group in CHECK_TITLES
+             for row in checks.get(group, {}).get("rows", [])]  # fmt: skip
+    missing = checks.get("hybrid_vs_scouts", {}).get("not_measured", [])
+    if missing:
+        lines.append(f"not measured by this replay: {', '.join(missing)}")
+    for name, why in document.get("skipped", {}).items():
+        lines.append(f"{name} not run: {why}")
+    return lines
 
 
 def headline_line(document: dict[str, Any]) -> str:
-    """The replay's goals in one line each, for the demo's headline."""
-    lines = []
-    for what, got, bound, ok in replay_goals(document):
-        mark = "[green]met[/]" if ok else "[red]missed[/]" if ok is False else "–"
-        lines.append(f"{what}: {fmt(got)} vs {fmt(bound)} → {mark}")
-    return "\n".join(lines)
+    """The replay's checks for the demo's headline."""
+    return "\n".join(check_lines(document))

@@ -1,0 +1,161 @@
+"""The checks between strategies as computed figures: replay.json's ``checks``.
+
+- ``hybrid_vs_scouts``: the hybrid at least as good as the scouts on every metric;
+- ``gap_closed``: on completion P90, wasted core-hours and memory slack, wherever the
+  scouts trail the oracle, the share of that gap the hybrid closes (goal ≥ 75 %);
+- ``predicted_vs_bayes``: predicted within 10 % of bayes on wasted core-hours and memory
+  slack (|predicted − bayes| ≤ 10 % of bayes);
+- ``first_job``: predicted's P50 time to the first production job ≤ 1 % of the scouts';
+- ``selective_vs_request`` (traces): the cost-aware strategy wastes no more core-hours and
+  holds no more memory slack than the users' requests, with first-attempt success at
+  least theirs.
+
+Every row carries each side's figure, the goal, and whether it is met (None where a figure
+is missing or the check does not apply), so a reader sees both numbers, never only a
+bound derived from one of them. A check whose strategies did not run is left out; a metric
+the replay does not measure is listed under ``not_measured``. The goals are read, never
+tuned to: the replay's rules and prices do not look at them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: (label, path in a strategy's replay.json entry, which way is better)
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("time to first job P50 (s)", "time_to_first_job_s.p50", "lower"),
+    ("time to first job P90 (s)", "time_to_first_job_s.p90", "lower"),
+    ("completion P50 (s)", "task_completion_s.p50", "lower"),
+    ("completion P90 (s)", "task_completion_s.p90", "lower"),
+    ("first-attempt success", "first_attempt_success", "higher"),
+    ("memory kills", "memory_kills", "lower"),
+    ("walltime kills", "walltime_kills", "lower"),
+    ("wasted core-hours", "wasted_core_hours", "lower"),
+    ("memory slack (GB·h)", "memory_slack_gb_hours", "lower"),
+    ("memory slack, relative", "memory_slack_relative", "lower"),
+    ("walltime slack (core·h)", "walltime_slack_core_hours", "lower"),
+    ("walltime slack, relative", "walltime_slack_relative", "lower"),
+)
+#: a trace's goal: the cost-aware strategy against the users' own requests
+TRACE_METRICS: tuple[tuple[str, str, str], ...] = tuple(
+    m for m in METRICS
+    if m[1] in ("wasted_core_hours", "memory_slack_gb_hours", "first_attempt_success")
+)  # fmt: skip
+GAP_METRICS: tuple[str, ...] = (
+    "task_completion_s.p90", "wasted_core_hours", "memory_slack_gb_hours",
+)  # fmt: skip
+GAP_GOAL = 0.75
+BAYES_METRICS: tuple[str, ...] = ("wasted_core_hours", "memory_slack_gb_hours")
+BAYES_TOLERANCE = 0.10
+FIRST_JOB_SHARE = 0.01
+_LABEL = {path: label for label, path, _ in METRICS}
+
+
+def value_at(entry: Mapping[str, Any] | None, path: str) -> Any:
+    """A dotted path's value in a strategy's entry (None where absent)."""
+    value: Any = entry
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _number(entry: Mapping[str, Any] | None, path: str) -> float | None:
+    value = value_at(entry, path)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _all_met(rows: list[dict[str, Any]]) -> bool | None:
+    """Every decided row met (None: no row could be decided)."""
+    decided = [r["met"] for r in rows if r["met"] is not None]
+    return all(decided) if decided else None
+
+
+def at_least_as_good(
+    strategies: Mapping[str, Mapping[str, Any]],
+    name: str,
+    incumbent: str,
+    metrics: tuple[tuple[str, str, str], ...] = METRICS,
+) -> dict[str, Any]:
+    """``name`` at least as good as ``incumbent`` on each metric (its figure ≤ or ≥)."""
+    ours, theirs = strategies[name], strategies[incumbent]
+    rows, missing = [], []
+    for label, path, better in metrics:
+        key = path.split(".")[0]
+        if key not in ours and key not in theirs:
+            missing.append(label)
+            continue
+        a, b = _number(ours, path), _number(theirs, path)
+        met = None if a is None or b is None else (a <= b if better == "lower" else a >= b)
+        sign = "≤" if better == "lower" else "≥"
+        rows.append({"metric": label, "figures": {name: a, incumbent: b},
+                     "goal": f"{name} {sign} {incumbent}", "met": met})  # fmt: skip
+    return {"rows": rows, "all_met": _all_met(rows), "not_measured": missing}
+
+
+def gap_closed(
+    hybrid: Mapping[str, Any], scouts: Mapping[str, Any], oracle: Mapping[str, Any]
+) -> dict[str, Any]:
+    rows = []
+    for path in GAP_METRICS:
+        h, s, o = (_number(e, path) for e in (hybrid, scouts, oracle))
+        row: dict[str, Any] = {
+            "metric": _LABEL[path], "figures": {"hybrid": h, "scouts": s, "oracle": o},
+            "goal": f"hybrid closes ≥ {GAP_GOAL:.0%} of the scouts' gap to oracle",
+            "closed": None, "met": None,
+        }  # fmt: skip
+        if h is not None and s is not None and o is not None:
+            if s > o:
+                row["closed"] = (s - h) / (s - o)
+                row["met"] = row["closed"] >= GAP_GOAL
+            else:
+                row["note"] = "the scouts do not trail oracle here"
+        rows.append(row)
+    return {"rows": rows, "all_met": _all_met(rows)}
+
+
+def predicted_vs_bayes(predicted: Mapping[str, Any], bayes: Mapping[str, Any]) -> dict[str, Any]:
+    rows = []
+    for path in BAYES_METRICS:
+        p, b = _number(predicted, path), _number(bayes, path)
+        diff = None if p is None or b is None or b == 0 else (p - b) / b
+        met = None if diff is None else abs(diff) <= BAYES_TOLERANCE
+        if p is not None and b == 0:
+            met = p == 0
+        rows.append({"metric": _LABEL[path], "figures": {"predicted": p, "bayes": b},
+                     "relative_difference": diff,
+                     "goal": f"|predicted − bayes| ≤ {BAYES_TOLERANCE:.0%} of bayes",
+                     "met": met})  # fmt: skip
+    return {"rows": rows, "all_met": _all_met(rows)}
+
+
+def first_job(predicted: Mapping[str, Any], scouts: Mapping[str, Any]) -> dict[str, Any]:
+    path = "time_to_first_job_s.p50"
+    p, s = _number(predicted, path), _number(scouts, path)
+    bound = None if s is None else FIRST_JOB_SHARE * s
+    met = None if p is None or bound is None else p <= bound
+    row = {"metric": _LABEL[path], "figures": {"predicted": p, "scouts": s},
+           "goal": f"predicted ≤ {FIRST_JOB_SHARE:.0%} of scouts'", "bound": bound,
+           "met": met}  # fmt: skip
+    return {"rows": [row], "all_met": met}
+
+
+def replay_checks(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Every check whose strategies are in ``strategies`` (replay.json's entries)."""
+    s = strategies.get
+    out: dict[str, Any] = {}
+    if s("hybrid") and s("scouts"):
+        out["hybrid_vs_scouts"] = at_least_as_good(strategies, "hybrid", "scouts")
+    if s("selective") and s("request"):
+        out["selective_vs_request"] = at_least_as_good(
+            strategies, "selective", "request", TRACE_METRICS
+        )
+    if s("hybrid") and s("scouts") and s("oracle"):
+        out["gap_closed"] = gap_closed(
+            strategies["hybrid"], strategies["scouts"], strategies["oracle"]
+        )
+    if s("predicted") and s("bayes"):
+        out["predicted_vs_bayes"] = predicted_vs_bayes(strategies["predicted"], strategies["bayes"])
+    if s("predicted") and s("scouts"):
+        out["first_job"] = first_job(strategies["predicted"], strategies["scouts"])
+    return out
