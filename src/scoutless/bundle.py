@@ -51,6 +51,8 @@ MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
 FORMAT_VERSION = 1
+#: the kind of conformal score a bundle's value calibration holds (allocation.values)
+VALUE_SCORE = "standardised-residual"
 #: Pseudo-model name of the guarded champion (:mod:`scoutless.models.guard`).
 SERVED = "served"
 
@@ -89,7 +91,10 @@ def _write_values(folder: Path, contents: BundleContents) -> dict[str, dict[str,
         scores = Path("calibration") / target / "value.npz"
         (folder / scores).parent.mkdir(parents=True, exist_ok=True)
         np.savez(folder / scores, scores=contents.value_scores[target])
-        entries[target] = {"folder": rel.as_posix(), "files": files, "scores": scores.as_posix()}
+        entries[target] = {
+            "folder": rel.as_posix(), "files": files, "scores": scores.as_posix(),
+            "score": VALUE_SCORE,
+        }  # fmt: skip
     return entries
 
 
@@ -276,7 +281,13 @@ class Predictor:
         """The target's conformal levels, from the held-out calibration rows' scores."""
         self._value_model(target)
         if target not in self._value_levels:
-            rel = self.manifest["value_models"][target]["scores"]
+            entry = self.manifest["value_models"][target]
+            if entry.get("score") != VALUE_SCORE:
+                raise BundleError(
+                    f"bundle {self.version}: its {target!r} value calibration holds another "
+                    "kind of score than this version reads; retrain the bundle"
+                )
+            rel = entry["scores"]
             with np.load(self.path / rel) as arrays:
                 self._value_levels[target] = ConformalLevels(np.sort(arrays["scores"]))
         return self._value_levels[target]

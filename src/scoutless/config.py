@@ -516,9 +516,11 @@ class Prices(BaseModel):
         description="per hour that a task waits for its scouts before its production jobs go out",
     )
     scout_error_sigma: float = Field(
-        0.15, ge=0, description="spread (log scale) of the scouts' measured value around the "
-        "task's need: ten scouts' P75 is noisy (the replay's scouts sit at a median 1.00x of "
-        "the need, below it on about 30 % of tasks)",
+        0.05,
+        ge=0,
+        description="spread (log scale) of the scouts' measured value around the "
+        "task's need (the replay's scouts sit at a median 1.00x of the need, below it on about "
+        "30 % of tasks, mostly by a little)",
     )
     scout_wait_s: float = Field(
         6000.0,
@@ -539,6 +541,11 @@ class AllocationSettings(BaseModel):
     resource_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     grid_points: int = Field(
         48, ge=8, le=512, description="quantile points of a task's value that price an allocation"
+    )
+    scout_unseen: list[str] = Field(
+        default_factory=lambda: ["processingtype", "transpath"],
+        description="categorical features whose unseen value makes `selective` scout a task "
+        "(a new application); unseen users or releases are common and the models handle them",
     )
 
     @field_validator("resource_prices")

@@ -46,7 +46,7 @@ def coverage_grid(m: int) -> np.ndarray:
     return (np.arange(m) + 0.5) / m
 
 
-def _z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
+def z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
     """The standardised levels that hold the given calibrated coverages (the normal's own
     when the distribution is exact, e.g. the generator's truth)."""
     if levels is None:
@@ -86,11 +86,11 @@ def cost_allocation(
     if target not in COSTS:
         raise ValueError(f"no cost model for target {target!r}; priced: {', '.join(COSTS)}")
     price, candidates_of = COSTS[target]
-    z_grid = _z_grid(coverage_grid(grid_points), levels)
+    zs = z_grid(coverage_grid(grid_points), levels)
     out = {k: np.empty(len(dist)) for k in ("value", "covered", "cost", "scouted")}
     for lo in range(0, len(dist), _CHUNK):
         rows = slice(lo, lo + _CHUNK)
-        needs = dist.take(rows).grid_at_z(z_grid)  # (c, m) equally likely needs
+        needs = dist.take(rows).grid_at_z(zs)  # (c, m) equally likely needs
         chunk_job = job.take(rows)
         candidates = candidates_of(needs, rules)  # (c, k)
         expected = price(candidates[:, :, None], needs[:, None, :], chunk_job, rules, prices)
@@ -132,6 +132,12 @@ class ScoutChoice:
             else:
                 out.append(f"predict: predicting costs {p:.1f} core-hours, scouting {s:.1f}")
         return out
+
+
+def unseen_application(unknown: list[dict[str, str]], features: list[str]) -> np.ndarray:
+    """(n,) whether a task has an unseen value in one of ``features`` (the per-row unknown
+    categories of ``FeatureEncoder.unknown_categories`` / ``InspectedFeatures.unknown``)."""
+    return np.array([any(f in row for f in features) for row in unknown], dtype=bool)
 
 
 def selective(

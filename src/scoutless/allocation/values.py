@@ -21,9 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-#: probability levels are kept inside (0, 1), scores inside ±Z_CAP, so values stay finite
+#: probability levels are kept inside (0, 1) so values stay finite; Z_CAP is the level
+#: given when the calibration rows are too few for an alpha; a value at or below its
+#: offset scores Z_FLOOR (below every real score)
 _LEVEL_EPS = 1e-9
 Z_CAP = 12.0
+Z_FLOOR = -1e6
 
 
 class CalibrationError(ValueError):
@@ -67,12 +70,13 @@ class ValueDistribution:
         return self.offset[:, None] + np.exp(self.mu[:, None] + self.sigma[:, None] * zs)
 
     def z_scores(self, value: np.ndarray) -> np.ndarray:
-        """(n,) the standardised residual of each task's ``value`` (-Z_CAP at or below the
-        offset), the conformal score."""
+        """(n,) the standardised residual of each task's ``value`` (Z_FLOOR at or below the
+        offset), the conformal score: never clipped above, so a badly wrong model's scores
+        keep their order (a clip would tie them and break the bound)."""
         above = np.asarray(value, dtype=float) - self.offset
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
-        return np.clip(np.nan_to_num(z, nan=-Z_CAP), -Z_CAP, Z_CAP)
+        return np.nan_to_num(z, nan=Z_FLOOR, neginf=Z_FLOOR)
 
     def cdf(self, value: float | np.ndarray) -> np.ndarray:
         """(n,) P(task value <= value)."""
@@ -90,7 +94,7 @@ class ConformalLevels:
     """The calibration rows' sorted scores (standardised residuals); ``z_at(alpha)`` is the
     conformal level."""
 
-    scores: np.ndarray  # sorted, in [-Z_CAP, Z_CAP]
+    scores: np.ndarray  # sorted
 
     @classmethod
     def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:

@@ -31,6 +31,7 @@ from scoutless.allocation.allocate import (
     ScoutChoice,
     cost_allocation,
     selective,
+    unseen_application,
     value_allocation,
 )
 from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
@@ -284,7 +285,8 @@ def model_submission(
             if policy == "cost"
             else cost_allocations(dists, levels, job, settings, rules)
         )
-        unknown = np.array([bool(u) for u in predictor.unknown_categories(rows)], dtype=bool)
+        unseen = settings.allocation.scout_unseen
+        unknown = unseen_application(predictor.unknown_categories(rows), unseen)
         choice = scout_choice(priced, job, settings, unknown)
     return Submission(values["memory"], values["cputime"], allocations, choice)
 

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.allocate import (
-    _z_grid,
     cost_allocation,
     coverage_grid,
     value_allocation,
+    z_grid,
 )
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
@@ -125,9 +125,9 @@ def expected_cost(
     grid_points: int,
 ) -> np.ndarray:
     """(n,) expected cost per job of allocating ``alloc`` (one value per task), over the
-    same calibrated grid as ``allocation.cost_allocation`` (its ``_z_grid``: one grid for
+    same calibrated grid as ``allocation.cost_allocation`` (its ``z_grid``: one grid for
     both; this function belongs beside it in allocation/allocate.py)."""
-    needs = dist.grid_at_z(_z_grid(coverage_grid(grid_points), levels))
+    needs = dist.grid_at_z(z_grid(coverage_grid(grid_points), levels))
     price = COSTS[target][0]
     return price(np.asarray(alloc, float)[:, None, None], needs[:, None, :], job, rules, prices
                  ).mean(axis=2)[:, 0]  # fmt: skip

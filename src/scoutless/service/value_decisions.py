@@ -14,9 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from scoutless.allocation.allocate import Allocation, cost_allocation, selective, value_allocation
+from scoutless.allocation.allocate import (
+    Allocation,
+    cost_allocation,
+    selective,
+    unseen_application,
+    value_allocation,
+)
 from scoutless.allocation.context import job_context
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.config import get_settings
@@ -82,8 +86,9 @@ def value_answer(
     if policy != "cost":
         return ValueAnswer(allocations, None)
     priced = {t: a for t, a in allocations.items() if t in COSTS}
-    unknown = np.array([bool(u) for u in features.unknown], dtype=bool)
-    choice = selective(priced, job, get_settings().allocation.prices, unknown)
+    settings = get_settings().allocation
+    unknown = unseen_application(features.unknown, settings.scout_unseen)
+    choice = selective(priced, job, settings.prices, unknown)
     scouting = [
         {"scout": bool(s), "reason": r, "predict_cost": float(p), "scout_cost": float(c)}
         for s, r, p, c in zip(
