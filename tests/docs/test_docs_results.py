@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,9 @@ def _same(text: str, value) -> bool:
 
 
 def _markdown_rows(page: str) -> list[list[str]]:
+    """Pipe-table rows as cell texts (an escaped pipe inside a cell read back as a pipe)."""
     return [
-        [c.strip() for c in line.strip("|").split(" | ")]
+        [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\) \| ", line[2:-2])]
         for line in page.splitlines()
         if line.startswith("| ")
     ]
