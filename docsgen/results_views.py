@@ -192,6 +192,32 @@ def _xgb_inference(doc: dict[str, Any]) -> list[Table]:
     ]
 
 
+def _canary(doc: dict[str, Any]) -> list[Table]:
+    """The checks, then per figure the canary − control difference at both sizes with the
+    interval widths and how much they narrowed."""
+    sizes = sorted(at(doc, ("runs",)) or {}, key=int)
+    checks = grid(doc, ("checks",), ("equal_within_rounding", "narrows_as_sqrt_n"),
+                  ("value", "goal", "met"), "The checks", "check")  # fmt: skip
+    rows = []
+    for name in at(doc, ("width_ratio_by_figure",)) or {}:
+        cells = [label(name)]
+        for size in sizes:
+            base = ("runs", size, "differences", name)
+            cells += [figure(doc, (*base, "value")), figure(doc, (*base, "width"))]
+        rows.append([*cells, figure(doc, ("width_ratio_by_figure", name))])
+    headers = ["figure"]
+    for size in sizes:
+        headers += [f"canary − control, {size} tasks", f"interval width, {size}"]
+    widths = Table(
+        "Canary − control and its bootstrap interval",
+        [*headers, "width ratio"],
+        rows,
+        "width ratio: the small replay's interval width over the large one's; √(n ratio) "
+        "expected (`width_ratio_expected`).",
+    )
+    return [checks, widths, every_figure(doc, "Every figure", skip=("runs",))]
+
+
 METRIC_TITLES = {"macro_f1": "Macro-F1", "accuracy": "Accuracy"}
 REAL_TRACE_MODELS = ("user_request", "last2", "scouts", "xgb", "dnn", "served")
 
@@ -339,6 +365,16 @@ BENCHMARKS: list[Benchmark] = [
         "under-allocation per group, the groups `monitor promise` flags, and the next "
         "window with the calibration refitted on the first.",
         "python benchmarks/promise.py --tasks 8000 --out results/promise.json",
+    ),
+    Benchmark(
+        "canary",
+        "A rollout rehearsed on the replay",
+        "The replay's canary (share 0.5) written as PanDA's records with `replay "
+        "--write-history` and read back by `monitor impact`, at two sizes: the largest "
+        "relative gap between the impact's per-arm figures and the replay's own, and how "
+        "the bootstrap intervals of canary − control narrow with 4x the tasks.",
+        "python benchmarks/canary.py --tasks 2000 8000 --out results/canary.json",
+        _canary,
     ),
     Benchmark(
         "generate",

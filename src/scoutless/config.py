@@ -309,6 +309,9 @@ class DistributedSettings(BaseModel):
 
 #: every strategy a history replay runs on the same jobs (docs/how-to/replay.md says what each is)
 STRATEGY_NAMES: tuple[str, ...] = ("scouts", "predicted", "hybrid", "selective", "bayes", "oracle")
+#: strategies a replay may also run on request: ``canary`` (a rollout rehearsed, a share of
+#: the tasks skipping their scouts, the rest as the scouts strategy, in one pool)
+EXTRA_STRATEGY_NAMES: tuple[str, ...] = ("canary",)
 #: how predicted, hybrid, selective and bayes turn a prediction into an allocation:
 #: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy
 REPLAY_POLICIES: tuple[str, ...] = ("cost", "value", "risk", "safe", "argmax")
@@ -339,6 +342,19 @@ def _panda_resource_types() -> dict[str, ResourceType]:
         "SCORE_HIMEM": ResourceType(mb_per_core=3000, multicore=False),
         "MCORE_HIMEM": ResourceType(mb_per_core=3000, multicore=True),
     }
+
+
+class CanaryHarm(BaseModel):
+    """A harm injected into a replayed canary (a fire drill for the guard rail): the
+    canary's allocation scaled for some task families."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cputime_factor: float = Field(1.0, gt=0, description="the canary's cpuTime times this")
+    memory_factor: float = Field(1.0, gt=0, description="the canary's ramCount times this")
+    processingtypes: list[str] = Field(
+        default_factory=list, description="the harmed families (processingtype); empty: all"
+    )
 
 
 class ReplaySettings(BaseModel):
@@ -427,15 +443,29 @@ class ReplaySettings(BaseModel):
     )
     cdf_points: int = Field(101, ge=2, description="quantiles kept per CDF in replay.json")
     workers: int = Field(1, ge=1, description="strategies replayed in parallel processes")
+    # the canary strategy: a rollout rehearsed (docs/how-to/rollout.md)
+    canary_share: float = Field(
+        0.5, gt=0, le=1, description="canary: share of the eligible tasks that skip their scouts"
+    )
+    canary_seed: int | None = Field(
+        None, description="canary: the arms' seed; None: rollout.seed (the listener's)"
+    )
+    canary_arm: Literal["selective", "hybrid"] = Field(
+        "selective",
+        description="canary: what a drawn task runs; selective: tasks the allocation would "
+        "scout are ineligible (they keep their scouts), as the listener decides",
+    )
+    canary_harm: CanaryHarm | None = Field(
+        None, description="canary: a harm injected into the canary arm (guard rail drills)"
+    )
 
     @field_validator("strategies")
     @classmethod
     def _known_strategies(cls, value: list[str]) -> list[str]:
-        unknown = [s for s in value if s not in STRATEGY_NAMES]
+        known = STRATEGY_NAMES + EXTRA_STRATEGY_NAMES
+        unknown = [s for s in value if s not in known]
         if unknown:
-            raise ValueError(
-                f"unknown strategy {unknown[0]!r}; expected {', '.join(STRATEGY_NAMES)}"
-            )
+            raise ValueError(f"unknown strategy {unknown[0]!r}; expected {', '.join(known)}")
         if not value:
             raise ValueError("at least one strategy is needed")
         return list(dict.fromkeys(value))

@@ -92,11 +92,13 @@ def test_per_arm_figures_equal_the_hand_computed_ones(history) -> None:  # type:
     assert got["control", "first_attempt_success"] == pytest.approx(3 / 4)
     assert got["control", "memory_kills"] == pytest.approx(1 / 4)
     assert got["control", "first_prod_job_h"] == pytest.approx((2.0 + 4.0) / 2)
-    # memory slack: each finished job (31, 32, 42, 43) 2000 MB allowed, 1000 used, 1 h
+    # memory slack: every attempt; 31, 32, 42, 43 had 2000 MB, used 1000 for 1 h; 41 used
+    # more than it had (2500 MB: no slack, not a negative one)
     assert got["control", "memory_slack_gb_hours"] == pytest.approx(4 * 1000 / 1024 / 2)
     assert got["canary", "memory_slack_rel"] == pytest.approx(0.5)
-    # walltime slack: 2 h limits; finished jobs ran 1 h -> 1 h slack each, relative 1/2
-    assert got["canary", "walltime_slack_h"] == pytest.approx(1.0)
+    # walltime slack: 2 h limits; the four finished jobs ran 1 h -> 1 core-hour each, over
+    # two tasks; relative 1/2 (Autopilot's, time-weighted)
+    assert got["canary", "walltime_slack_core_hours"] == pytest.approx(4 / 2)
     assert got["canary", "walltime_slack_rel"] == pytest.approx(0.5)
     # the prediction would have set 1500 MB and 1 h against the scouts' 2000 MB and 2 h
     assert got["control", "memory_vs_scouts"] == pytest.approx(0.75)

@@ -16,14 +16,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from panda_world import CLI, ROOT, World, applied_counts, wait_for
 from sqlalchemy import text
 
-from scoutless.history.panda_db import bulk_insert, make_engine
+from scoutless.history.panda_db import make_engine
 from scoutless.ops.rollout import assign, read_rollout, set_rollout
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -81,46 +81,64 @@ def test_canary_arms_survive_sigkill_and_message_order(world: World, rollout) ->
     assert all(r.arm_reason for r in logged)
 
 
-def _jobs(task_ids: list[int], harmed: set[int]) -> pd.DataFrame:
-    """Six jobs per task; a harmed task's first three attempts hit the walltime limit
-    (pilot 1213: its cpuTime, and so its walltime, a quarter of what it needed)."""
-    rows, now = [], datetime(2026, 3, 1, 12)
-    for tid in task_ids:
-        for k in range(6):
-            killed = tid in harmed and k < 3
-            start = now + timedelta(minutes=10 * k)
-            for attempt, failed in ((1, killed), (2, False)) if killed else ((1, False),):
-                end = start + timedelta(hours=1 if failed else 4)
-                rows.append({
-                    "pandaid": tid * 100 + k * 2 + attempt, "modificationtime": end,
-                    "jeditaskid": tid, "jobstatus": "failed" if failed else "finished",
-                    "attemptnr": attempt, "piloterrorcode": 1213 if failed else 0,
-                    "creationtime": start, "starttime": start, "endtime": end, "corecount": 1,
-                    "maxpss": 1_500_000, "cpuconsumptiontime": 3600, "nevents": 100,
-                    "minramcount": 2000, "maxwalltime": 3600 if failed else 6 * 3600,
-                    "maxcpucount": 3600 if failed else 6 * 3600,
-                })  # fmt: skip
-                start = end
-    return pd.DataFrame(rows)
+def _rehearse_a_harmed_canary(world: World, tmp: Path, bundle: Path, seed: int) -> str:
+    """A canary replayed on a history of its own (ids from 900,000: no clash with the
+    world's), its cpuTime cut for one task family so that its jobs hit the
+    walltime limit, written into the world's database as PanDA's records; returns the
+    family. The cut is 1/50, not the issue's 1/4: the cost-aware cpuTime is several times a
+    job's need (walltime slack is cheap, a kill is not), and a quarter of it still covered
+    nearly every job (in one family, first-attempt success 0.997 -> 0.989; 1/20: 0.36)."""
+    from scoutless.bundle import load_bundle
+    from scoutless.config import CanaryHarm, get_settings
+    from scoutless.history.synthetic import generate_history
+    from scoutless.ops.rehearsal import write_rehearsal
+    from scoutless.replay.runner import replay_history
+
+    source = f"sqlite:///{tmp / 'source.sqlite'}"
+    engine = make_engine(source)
+    generate_history(engine, 500, seed=13, first_task_id=900_000, progress=False)
+    engine.dispose()
+    settings = get_settings()
+    predictor = load_bundle(bundle)
+
+    def replayed(harm: CanaryHarm | None):  # type: ignore[no-untyped-def]
+        cfg = settings.replay.model_copy(update={
+            "strategies": ["canary"], "canary_share": 0.5, "canary_seed": seed,
+            "canary_harm": harm})  # fmt: skip
+        kept: list = []  # type: ignore[type-arg]
+        document = replay_history(source, predictor, tmp / "replay", settings.model_copy(
+            update={"replay": cfg}), rehearse=kept.append)  # fmt: skip
+        success = document["strategies"]["canary"]["arms"]["canary"]["figures"]
+        return kept[0], success["first_attempt_success"]
+
+    plain, _ = replayed(None)
+    canary_jobs = (plain.arms == "canary")[plain.work.task]
+    kinds = pd.Series(plain.work.kind[plain.work.task][canary_jobs]).value_counts()
+    # the family the cut bites hardest among the three with the most canary jobs (a
+    # family of short or event-less jobs runs on baseWalltime or the queue's maxtime)
+    drills = {str(k): replayed(CanaryHarm(cputime_factor=0.02, processingtypes=[str(k)]))
+              for k in kinds.index[:3]}  # fmt: skip
+    family = min(drills, key=lambda k: drills[k][1])
+    harmed = drills[family][0]
+    written = write_rehearsal(harmed, source, world.db, settings, bins=predictor.bins)
+    assert written.rollout.startswith("left the rollout in force (canary")
+    return family
 
 
 def test_an_injected_harm_trips_the_guard_rail_and_nothing_skips_after(
-    world: World, rollout
+    world: World, rollout, panda_bundle, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     set_rollout(rollout, "canary", share=0.5, seed=6, reason="e2e harm")
     ids = world.jedi.insert(80)
     _trickle(world, ids, pause=0).join()
     messages = world.settle(ids)
     canary = {t for t, m in messages.items() if m["arm"] == "canary"}
-    bulk_insert(rollout, "jobsarchived4", _jobs(ids, harmed=canary))
-    with rollout.begin() as conn:
-        conn.execute(text("UPDATE jedi_tasks SET status = 'done' WHERE jeditaskid = ANY(:i)"),
-                     {"i": ids})  # fmt: skip
+    family = _rehearse_a_harmed_canary(world, tmp_path, panda_bundle, seed=6)
     done = subprocess.run(
-        [sys.executable, "-c", CLI, "monitor", "impact", "--db", world.db, "--guard", "--days", "2"],
+        [sys.executable, "-c", CLI, "monitor", "impact", "--db", world.db, "--guard",
+         "--days", "800"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "SCOUTLESS_ROLLOUT__GUARD_MIN_TASKS": "10",
-             "COLUMNS": "200"},
+        env={**os.environ, "SCOUTLESS_ROLLOUT__GUARD_MIN_TASKS": "10", "COLUMNS": "200"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     state = read_rollout(rollout)
@@ -129,7 +147,12 @@ def test_an_injected_harm_trips_the_guard_rail_and_nothing_skips_after(
     with rollout.connect() as conn:
         alert = conn.execute(text("SELECT message FROM scoutless_alerts WHERE rule = "
                                   "'rollout-guard' ORDER BY id DESC")).scalar()  # fmt: skip
+        kills = conn.execute(text(
+            "SELECT COUNT(*) FROM jobsarchived4 j JOIN jedi_tasks t USING (jeditaskid) "
+            "WHERE t.processingtype = :f AND j.piloterrorcode = 1213 AND j.jeditaskid >= 900000"),
+            {"f": family}).scalar()  # fmt: skip
     assert "canary" in alert and "first_attempt_success" in alert and "tasks" in alert
+    assert kills > 0  # the harmed family's jobs hit the walltime limit
 
     after = world.jedi.insert(10)  # the listener follows without a restart
     _trickle(world, after, pause=0).join()

@@ -19,24 +19,6 @@ SCHEMA = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    from scoutless.history.build import build_table_from_db
-    from scoutless.history.panda_db import make_engine
-    from scoutless.history.synthetic import generate_history
-    from scoutless.training import train_bundle
-
-    folder = tmp_path_factory.mktemp("replay")
-    url = f"sqlite:///{folder / 'history.sqlite'}"
-    engine = make_engine(url)
-    generate_history(engine, 300, seed=3, progress=False)
-    table, _ = build_table_from_db(engine)
-    engine.dispose()
-    table.save(folder / "table.parquet")
-    train_bundle(table, folder / "bundle", models=("xgb",), trials=0, seed=3, progress=False)
-    return folder, url
-
-
 def test_replay_writes_the_schema_for_every_strategy(small):
     folder, url = small
     out = folder / "out"

@@ -1,6 +1,7 @@
 """``scoutless replay``: the same history through every strategy (scouts, predicted, hybrid,
-selective, bayes, oracle), or an imported trace through request, predicted, selective and
-oracle (docs/how-to/replay.md)."""
+selective, bayes, oracle; a ``canary`` on request), or an imported trace through request,
+predicted, selective and oracle (docs/how-to/replay.md); ``--write-history`` writes the
+replayed canary as PanDA's records for ``monitor impact`` (docs/how-to/rollout.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
     from scoutless.config import Settings
 
 console = Console()
+ShareOpt = Annotated[
+    float | None, typer.Option(help="canary: share of the eligible tasks that skip scouts (0.5).")
+]
+WriteHistoryOpt = Annotated[
+    str | None,
+    typer.Option(help="Write the replayed canary as PanDA's records to this new database."),
+]
 
 
 def _test_task_ids(table: Path) -> object:
@@ -57,34 +65,47 @@ def replay(
     table: Annotated[
         Path | None, typer.Option(help="Replay only this training table's test tasks.")
     ] = None,
+    canary_share: ShareOpt = None,
+    write_history: WriteHistoryOpt = None,
 ) -> None:
     """Replay the history on a simulated clock; write replay.json and print the comparison."""
-    from scoutless.bundle import BundleError, load_bundle
-    from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.history.table import TableError
+    from scoutless.bundle import load_bundle
     from scoutless.replay.config import ReplayConfigError
-    from scoutless.replay.pool import PoolError
     from scoutless.replay.runner import REPLAY_JSON
     from scoutless.replay.tables import headline_line, replay_table
-    from scoutless.replay.workload import WorkloadError
 
     try:
         if (db is None) == (trace is None):
             raise ReplayConfigError("give one of --db (a PanDA history) or --trace (a table)")
-        settings = _settings(policy, strategies, config)
+        if write_history is not None and db is None:
+            raise ReplayConfigError("--write-history writes a history replay's canary: give --db")
+        settings = _settings(policy, strategies, config, canary_share)
         _check_bundle(settings, bundle is not None or trace is not None)
         predictor = load_bundle(bundle) if bundle is not None else None
         only = _test_task_ids(table) if table is not None else None
-        document = _run(db, trace, predictor, out, settings, policy, alpha, tasks, seed, only)
-    except (
-        ReplayConfigError, WorkloadError, PoolError, BundleError, TableError,
-        DatabaseUnavailable, FileNotFoundError, ValueError,
-    ) as exc:  # fmt: skip
+        rehearse = _writer(db, write_history, settings, predictor)
+        document = _run(
+            db, trace, predictor, out, settings, policy, alpha, tasks, seed, only, rehearse
+        )
+    except _reported() as exc:
         console.print(f"[red]replay: {exc}[/red]")
         raise typer.Exit(code=1) from exc
     console.print(replay_table(document))
     console.print(headline_line(document))
     console.print(f"wrote {out / REPLAY_JSON}")
+
+
+def _reported() -> tuple[type[BaseException], ...]:
+    """What ``replay`` reports in one red line (exit 1) instead of a traceback."""
+    from scoutless.bundle import BundleError
+    from scoutless.history.panda_db import DatabaseUnavailable
+    from scoutless.history.table import TableError
+    from scoutless.replay.config import ReplayConfigError
+    from scoutless.replay.pool import PoolError
+    from scoutless.replay.workload import WorkloadError
+
+    return (ReplayConfigError, WorkloadError, PoolError, BundleError, TableError,
+            DatabaseUnavailable, FileNotFoundError, ValueError)  # fmt: skip
 
 
 def _check_bundle(settings: Settings, has_bundle: bool) -> None:
@@ -97,7 +118,25 @@ def _check_bundle(settings: Settings, has_bundle: bool) -> None:
         raise ReplayConfigError(f"strategies {'/'.join(modelled)} need --bundle")
 
 
-def _settings(policy: str | None, strategies: str | None, config: Path | None) -> Settings:
+def _writer(db: str | None, url: str | None, settings: Settings, predictor: object) -> object:
+    """The callback writing the replayed canary into ``url`` (None without one)."""
+    if db is None or url is None:
+        return None
+    from scoutless.ops.rehearsal import write_rehearsal
+
+    def write(rehearsal: object) -> None:
+        bins = getattr(predictor, "bins", None)
+        done = write_rehearsal(rehearsal, db, url, settings, bins=bins)  # type: ignore[arg-type]
+        console.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
+                      f"{done.predictions:,} predictions to {url}; {done.rollout}")  # fmt: skip
+        console.print(f"read it: scoutless monitor impact --db {url} --days {done.span_days}")
+
+    return write
+
+
+def _settings(
+    policy: str | None, strategies: str | None, config: Path | None, share: float | None = None
+) -> Settings:
     """The settings with the replay's file and options applied; errors name the key."""
     from scoutless.config import REPLAY_POLICIES, get_settings
     from scoutless.replay.config import ReplayConfigError, replay_settings
@@ -108,7 +147,9 @@ def _settings(policy: str | None, strategies: str | None, config: Path | None) -
         )
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     settings = get_settings()
-    cfg = replay_settings(settings.replay, config, strategies=names, policy=policy)
+    cfg = replay_settings(
+        settings.replay, config, strategies=names, policy=policy, canary_share=share
+    )
     return settings.model_copy(update={"replay": cfg})
 
 
@@ -123,6 +164,7 @@ def _run(
     n_tasks: int | None,
     seed: int,
     only: object,
+    rehearse: object = None,
 ) -> dict:
     """The replay of a history database or of an imported trace, with a status line."""
     from scoutless.cli.data import synthetic_values
@@ -136,7 +178,7 @@ def _run(
             )
         return replay_history(
             db, predictor, out, settings, policy=policy, alpha=alpha, n_tasks=n_tasks,
-            seed=seed, only=only, read_truth=synthetic_values, on_step=step,
+            seed=seed, only=only, read_truth=synthetic_values, on_step=step, rehearse=rehearse,
         )  # fmt: skip
 
 

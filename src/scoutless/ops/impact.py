@@ -2,21 +2,24 @@
 
 Every figure is a ratio of sums over tasks (``num`` / ``den`` per task), so the figure of
 an arm, its window's figure and each bootstrap resample over tasks are computed the same
-way. Per task (docs/how-to/rollout.md has the table):
+way. Per task (docs/how-to/rollout.md has the table; a replayed canary computes the same
+figures from its own accumulators, ``replay/canary.py``, and a test holds the two equal):
 
 * ``first_prod_job_h``: task creation → the first production (non-scout) job's start;
-* ``completion_h``: task creation → its last job's end (final tasks);
+* ``completion_h``: task creation → its last job's end (tasks that completed: done,
+  finished, failed);
 * ``first_attempt_success``: first attempts that finished ÷ first attempts;
 * ``memory_kills`` / ``walltime_kills``: attempts failed with a memory / walltime pilot
   error code (``Settings.rollout``) ÷ jobs; ``retries_per_job``: attempts − jobs ÷ jobs;
 * ``wasted_core_hours``: failed attempts' wall × cores, per task;
-* ``memory_slack_gb_hours``: Σ (minramcount − maxPSS) × wall over finished jobs, per task
-  (the replay's memory slack); ``memory_slack_rel``: Σ wall·(limit − used) ÷ Σ wall·limit;
-* ``walltime_slack_h``: (maxwalltime − wall) per finished job; ``walltime_slack_rel``:
-  Σ (limit − wall) ÷ Σ limit;
-* ``memory_vs_scouts`` / ``walltime_vs_scouts``: the prediction's value ÷ what the task
-  ran with after scouting (jedi_tasks' ramcount, walltime): in the shadow and control arms,
-  the would-have-been allocation against the scouts'.
+* ``memory_slack_gb_hours``: Σ (minramcount − maxPSS)⁺ × wall over every attempt, per
+  task; ``memory_slack_rel``: Autopilot's Σ wall·(limit − used)⁺/limit ÷ Σ wall;
+* ``walltime_slack_core_hours``: Σ cores × (maxwalltime − wall)⁺ over finished jobs, per
+  task; ``walltime_slack_rel``: Σ wall·(limit − wall)⁺/limit ÷ Σ wall, finished jobs;
+* ``memory_vs_scouts`` / ``cputime_vs_scouts`` / ``walltime_vs_scouts``: the prediction's
+  value ÷ what the task ran with after scouting (jedi_tasks' ramcount, cputime,
+  walltime): in the shadow and control arms, the would-have-been allocation against the
+  scouts'.
 
 Differences between two arms (canary − control) carry a percentile bootstrap interval
 over tasks. No I/O here except :func:`impact_report`, which reads the collected tables.
@@ -36,15 +39,14 @@ from scoutless.config import RolloutSettings, get_settings
 from scoutless.ops.impact_store import ImpactError, read_impact
 from scoutless.ops.monitoring import window_start
 from scoutless.ops.prediction_log import PredictionLog
+from scoutless.replay.canary import IMPACT_FIGURES
 
 __all__ = ["ImpactError", "ImpactReport", "arm_difference", "impact_report", "task_figures"]
 
-FIGURES = (
-    "first_prod_job_h", "completion_h", "first_attempt_success", "memory_kills",
-    "walltime_kills", "retries_per_job", "wasted_core_hours", "memory_slack_gb_hours",
-    "memory_slack_rel", "walltime_slack_h", "walltime_slack_rel", "memory_vs_scouts",
-    "walltime_vs_scouts",
-)  # fmt: skip
+FIGURES = IMPACT_FIGURES
+#: task statuses whose tasks ran to their end (completion time); broken and exhausted
+#: tasks stopped before their production jobs ran
+COMPLETED_STATUSES = frozenset({"done", "finished", "failed"})
 #: figures where more is better (the guard rail reads a drop of these as harm)
 HIGHER_IS_BETTER = frozenset({"first_attempt_success"})
 _EPOCH_END = pd.Timestamp("1970-01-02")  # PanDA's DEFAULT for a time never set is 1970-01-01
@@ -67,21 +69,23 @@ def _job_parts(jobs: pd.DataFrame, s: RolloutSettings) -> pd.DataFrame:
     code = jobs["piloterrorcode"].fillna(0).astype(int)
     ram = jobs["minramcount"].astype(float).where(lambda v: v > 0)
     used = jobs["maxpss"].astype(float) / 1024.0
-    mem_ok = finished & ram.notna() & used.notna()
+    mem_ok = ram.notna() & used.notna() & start.notna()
+    spare_mb = (ram - used).clip(lower=0)
     wlimit = jobs["maxwalltime"].astype(float).where(lambda v: v > 0)
     wall_ok = finished & wlimit.notna() & start.notna()
+    spare_s = (wlimit - wall).clip(lower=0)
     return pd.DataFrame({
         "jeditaskid": jobs["jeditaskid"].astype(np.int64),
         "first": first, "first_ok": first & finished, "rows": 1.0,
         "memory_kill": failed & code.isin(s.memory_kill_codes),
         "walltime_kill": failed & code.isin(s.walltime_kill_codes),
         "wasted": np.where(failed, wall * cores / HOUR, 0.0),
-        "mem_slack_gbh": np.where(mem_ok, (ram - used) / 1024.0 * wall / HOUR, 0.0),
-        "mem_slack_w": np.where(mem_ok, wall * (ram - used), 0.0),
-        "mem_limit_w": np.where(mem_ok, wall * ram, 0.0),
-        "wall_slack": np.where(wall_ok, wlimit - wall, 0.0),
-        "wall_limit": np.where(wall_ok, wlimit, 0.0),
-        "wall_jobs": wall_ok.astype(float),
+        "mem_slack_gbh": np.where(mem_ok, spare_mb / 1024.0 * wall / HOUR, 0.0),
+        "mem_slack_w": np.where(mem_ok, wall * spare_mb / ram, 0.0),
+        "mem_w": np.where(mem_ok, wall, 0.0),
+        "wall_slack_ch": np.where(wall_ok, cores * spare_s / HOUR, 0.0),
+        "wall_slack_w": np.where(wall_ok, wall * spare_s / wlimit, 0.0),
+        "wall_w": np.where(wall_ok, wall, 0.0),
         "prod_start": start.where(~jobs["is_scout"].astype(bool)),
         "end": end,
     })  # fmt: skip
@@ -98,8 +102,8 @@ def task_figures(
     parts = _job_parts(jobs, s)
     g = parts.groupby("jeditaskid")
     sums = g[["first", "first_ok", "rows", "memory_kill", "walltime_kill", "wasted",
-              "mem_slack_gbh", "mem_slack_w", "mem_limit_w", "wall_slack", "wall_limit",
-              "wall_jobs"]].sum()  # fmt: skip
+              "mem_slack_gbh", "mem_slack_w", "mem_w", "wall_slack_ch", "wall_slack_w",
+              "wall_w"]].sum()  # fmt: skip
     t = tasks.set_index("jeditaskid")
     created = _times(t, "creationdate")
     first_prod = g["prod_start"].min().reindex(t.index)
@@ -119,21 +123,35 @@ def task_figures(
     to_prod = (first_prod - created).dt.total_seconds() / HOUR
     put("first_prod_job_h", to_prod, to_prod.notna())
     done = (last_end - created).dt.total_seconds() / HOUR
-    put("completion_h", done, t["final"].astype(bool) & done.notna())
+    completed = t["final"].astype(bool) & t["status"].astype(str).str.lower().isin(
+        COMPLETED_STATUSES
+    )
+    put("completion_h", done, completed & done.notna())
     put("first_attempt_success", sums["first_ok"], n)
     put("memory_kills", sums["memory_kill"], n)
     put("walltime_kills", sums["walltime_kill"], n)
     put("retries_per_job", sums["rows"] - n, n)
-    put("wasted_core_hours", sums["wasted"], n > 0)
-    put("memory_slack_gb_hours", sums["mem_slack_gbh"], sums["wall_jobs"] > 0)
-    put("memory_slack_rel", sums["mem_slack_w"], sums["mem_limit_w"])
-    put("walltime_slack_h", sums["wall_slack"] / HOUR, sums["wall_jobs"])
-    put("walltime_slack_rel", sums["wall_slack"], sums["wall_limit"])
+    has_jobs = n > 0
+    put("wasted_core_hours", sums["wasted"], has_jobs)
+    put("memory_slack_gb_hours", sums["mem_slack_gbh"], has_jobs)
+    put("memory_slack_rel", sums["mem_slack_w"], sums["mem_w"])
+    put("walltime_slack_core_hours", sums["wall_slack_ch"], has_jobs)
+    put("walltime_slack_rel", sums["wall_slack_w"], sums["wall_w"])
     pred = (predicted if predicted is not None else pd.DataFrame()).reindex(t.index)
-    for target, column in (("memory", "ramcount"), ("walltime", "walltime")):
+    for target, scouts in (("memory", t["ramcount"]), ("cputime", _cputime(t)),
+                           ("walltime", t["walltime"])):  # fmt: skip
         value = pred[target] if target in pred else pd.Series(np.nan, index=t.index)
-        put(f"{target}_vs_scouts", value, t[column].astype(float))
+        put(f"{target}_vs_scouts", value, scouts.astype(float))
     return out
+
+
+def _cputime(tasks: pd.DataFrame) -> pd.Series:
+    """jedi_tasks' cputime in HS06·s/event (``cputimeunit`` mHS06sPerEvent: thousandths)."""
+    if "cputime" not in tasks:
+        return pd.Series(np.nan, index=tasks.index)
+    unit = tasks.get("cputimeunit", pd.Series("", index=tasks.index)).fillna("").astype(str)
+    scale = np.where(unit.str.startswith("m"), 1e-3, 1.0)
+    return tasks["cputime"].astype(float) * scale
 
 
 def figure_values(figures: pd.DataFrame) -> dict[str, float]:
@@ -244,14 +262,15 @@ def logged_arms(
     log = log.dropna(subset=["jeditaskid"])
     if log.empty:
         empty = pd.DataFrame(columns=["arm", "created_at"])
-        return empty, pd.DataFrame(columns=["memory", "walltime"])
+        return empty, pd.DataFrame(columns=["memory", "cputime", "walltime"])
     log["jeditaskid"] = log["jeditaskid"].astype(np.int64)
     latest = log.sort_values(["created_at", "id"]).drop_duplicates(
         ["jeditaskid", "target"], keep="last"
     )
     arms = latest.drop_duplicates("jeditaskid", keep="last").set_index("jeditaskid")
     values = latest.pivot(index="jeditaskid", columns="target", values="recommended_value")
-    return arms[["arm", "created_at"]], values.reindex(columns=["memory", "walltime"]).astype(float)
+    targets = ["memory", "cputime", "walltime"]
+    return arms[["arm", "created_at"]], values.reindex(columns=targets).astype(float)
 
 
 def impact_report(

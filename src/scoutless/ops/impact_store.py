@@ -30,6 +30,7 @@ from sqlalchemy import (
     String,
     Table,
     delete,
+    inspect,
     select,
 )
 from sqlalchemy.exc import SQLAlchemyError
@@ -47,7 +48,7 @@ IMPACT_JOB_COLUMNS = (
 #: jedi_tasks' columns: creation, status, the groups a canary is scoped by, what scouts set
 IMPACT_TASK_COLUMNS = (
     "jeditaskid", "status", "creationdate", "modificationtime", "gshare", "processingtype",
-    "workqueue_id", "ramcount", "walltime",
+    "workqueue_id", "ramcount", "cputime", "cputimeunit", "walltime",
 )  # fmt: skip
 _CHUNK = 900
 
@@ -86,7 +87,12 @@ impact_tasks = Table(
     Column("walltime", Float),
     Column("final", Boolean, nullable=False),
     Column("collected_at", DateTime, nullable=False),
+    # added later (ALTER TABLE on an older store)
+    Column("cputime", Float),
+    Column("cputimeunit", String(32)),
 )
+#: columns added after the store's first layout: nullable, added on start
+ADDED_TASK_COLUMNS = ("cputime", "cputimeunit")
 
 JOB_FIELDS = [c.name for c in impact_jobs.columns]
 TASK_FIELDS = [c.name for c in impact_tasks.columns]
@@ -107,6 +113,11 @@ class ImpactCollect:
 def create_impact_tables(engine: Engine) -> None:
     try:
         impact_metadata.create_all(engine)
+        present = {c["name"] for c in inspect(engine).get_columns(impact_tasks.name)}
+        for name in [c for c in ADDED_TASK_COLUMNS if c not in present]:
+            kind = impact_tasks.c[name].type.compile(dialect=engine.dialect)
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {impact_tasks.name} ADD COLUMN {name} {kind}")
     except SQLAlchemyError as exc:
         raise DatabaseUnavailable(f"cannot create the impact tables: {exc}") from exc
 

@@ -47,6 +47,30 @@ class StrategyPlan:
     retune_lowers_cputime: bool | np.ndarray = True
     #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
     walltime: np.ndarray | None = None
+    #: the rollout arm of each task (canary: ``allocation.arms``), carried into the result
+    arms: np.ndarray | None = None
+    #: keep every attempt (:class:`AttemptLog`): what ``replay --write-history`` writes
+    record: bool = False
+
+
+@dataclass(frozen=True)
+class AttemptLog:
+    """Every attempt a replay ran, in the order they ended (replay clock seconds, MB)."""
+
+    unit: np.ndarray
+    attempt: np.ndarray  # 1 for a first attempt
+    queued_s: np.ndarray  # released to the pool (PanDA's creationtime)
+    start_s: np.ndarray
+    end_s: np.ndarray
+    outcome: np.ndarray  # rules.SUCCESS, MEMORY_KILL, WALLTIME_KILL
+    alloc_mb: np.ndarray  # the job's memory allocation (minramcount)
+    limit_s: np.ndarray  # its walltime limit (maxwalltime)
+
+    @staticmethod
+    def of(rows: list[tuple[int, int, float, float, float, int, float, float]]) -> AttemptLog:
+        cols = list(zip(*rows, strict=True)) if rows else [()] * 8
+        kinds = (np.int64, np.int64, float, float, float, np.int64, float, float)
+        return AttemptLog(*(np.asarray(c, dtype=k) for c, k in zip(cols, kinds, strict=True)))
 
 
 @dataclass
@@ -75,6 +99,11 @@ class ReplayResult:
     ok_run_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # successes' seconds
     walltime_slack_rel_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     walltime_slack_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # per task: ramCount and cpuTime the task ended with (what JEDI's task row holds)
+    final_ram: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    final_cputime: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    arms: np.ndarray | None = None  # the plan's, per task
+    attempt_log: AttemptLog | None = None  # plan.record only
 
 
 class Replay:
@@ -122,6 +151,10 @@ class Replay:
         self.failed = [False] * n_j
         # unit -> (start, outcome, allocation MB, walltime limit s)
         self.running: dict[int, tuple[float, int, float, float]] = {}
+        self.log: list[tuple[int, int, float, float, float, int, float, float]] | None = (
+            [] if plan.record else None
+        )
+        self.queued_at = [0.0] * n_j if plan.record else []
         self.queued_limit: dict[int, tuple[float, int]] = {}  # unit -> (limit, task version)
         self._task_state(n_t)
         self.submit = work.submit_s.tolist()
@@ -201,6 +234,8 @@ class Replay:
         """Queue units (first attempts or retries) in the pool of their resource type, on
         the long queue where their walltime limit needs it."""
         for j in units:
+            if self.log is not None:
+                self.queued_at[j] = self.now
             t = self.unit_task[j]
             ram = self.job_ram[j]
             if ram is None:
@@ -260,6 +295,10 @@ class Replay:
         started, outcome, alloc, limit = self.running.pop(j)
         t = self.unit_task[j]
         runtime = self.now - started
+        if self.log is not None:
+            self.log.append(
+                (j, self.attempts[j], self.queued_at[j], started, self.now, outcome, alloc, limit)
+            )
         core_s = self.cores[j] * runtime
         self.used[t] += core_s
         self.account_slack(j, t, runtime, alloc, limit if outcome == rules.SUCCESS else None)
@@ -454,4 +493,8 @@ class Replay:
             ok_run_s=arr(self.ok_run_s),
             walltime_slack_rel_s=arr(self.wall_rel),
             walltime_slack_core_s=arr(self.wall_spare),
+            final_ram=arr(self.task_ram, dtype=float),
+            final_cputime=arr(self.task_cpu, dtype=float),
+            arms=self.plan.arms,
+            attempt_log=None if self.log is None else AttemptLog.of(self.log),
         )

@@ -21,6 +21,7 @@ import multiprocessing
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +30,13 @@ import pandas as pd
 
 from scoutless.atomic import atomic_write_text
 from scoutless.config import Settings
+from scoutless.replay.canary import Rehearsal, arm_figures
 from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool, pool_cores
-from scoutless.replay.strategies import SOURCE_OF, make_plans
+from scoutless.replay.strategies import SOURCE_OF, canary_arms, canary_values, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,
     VALUE_POLICIES,
@@ -69,9 +71,33 @@ def run_strategies(
     submissions: Mapping[str, Submission],
     on_done: Callable[[str, float], None] | None = None,
     names: list[str] | None = None,
+    record: bool = False,
 ) -> dict[str, ReplayResult]:
-    """Replay every configured strategy (or ``names``) on the same workload and pool size."""
-    return run_plans(work, make_plans(work, cfg, submissions, names), cfg, settings, on_done)
+    """Replay every configured strategy (or ``names``) on the same workload and pool size;
+    ``record``: the canary keeps every attempt (for ``--write-history``)."""
+    plans = make_plans(work, cfg, submissions, names, canary_seed=settings.rollout.seed)
+    plans = [replace(p, record=record and p.name == "canary") for p in plans]
+    return run_plans(work, plans, cfg, settings, on_done)
+
+
+def rehearsal_of(
+    result: ReplayResult,
+    work: Workload,
+    settings: Settings,
+    sub: Submission,
+    meta: Mapping[str, Any],
+) -> Rehearsal:
+    """The replayed canary with its arms' reasons and the predictions its log holds."""
+    cfg = settings.replay
+    arms = np.asarray(result.arms, dtype=object)
+    seed = settings.rollout.seed if cfg.canary_seed is None else cfg.canary_seed
+    _, reasons = canary_arms(work, cfg.canary_share, seed, arms != "ineligible")
+    ram, cpu = canary_values(work, cfg, sub, arms)
+    harm = None if cfg.canary_harm is None else cfg.canary_harm.model_dump()
+    return Rehearsal(
+        work, result, arms, reasons, ram, cpu,
+        {**meta, "share": cfg.canary_share, "seed": seed, "arm": cfg.canary_arm, "harm": harm},
+    )  # fmt: skip
 
 
 def submissions_for(
@@ -91,11 +117,13 @@ def submissions_for(
     skipped: dict[str, str] = {}
     if "model" in sources and predictor is not None and features is not None:
         valued = all(predictor.has_values(t) for t in ALLOCATED_TARGETS)
-        if "selective" in names and not valued:
-            skipped["selective"] = f"bundle {predictor.version} has no value models to price with"
+        choosers = [n for n in names if n == "selective"
+                    or (n == "canary" and settings.replay.canary_arm == "selective")]  # fmt: skip
+        for name in choosers if not valued else []:
+            skipped[name] = f"bundle {predictor.version} has no value models to price with"
         out["model"] = model_submission(
             predictor, features, work, settings, policy=policy, alpha=alpha,
-            choose_scouts="selective" in names and valued,
+            choose_scouts=bool(choosers) and valued,
         )  # fmt: skip
     if "bayes" in sources:
         if truth is None:
@@ -174,14 +202,21 @@ def replay_document(
     *,
     skipped: Mapping[str, str] | None = None,
     choice: ScoutChoice | None = None,
+    rehearsal: Rehearsal | None = None,
 ) -> dict[str, Any]:
-    """replay.json: every strategy's metrics, the checks between them, config, workload."""
+    """replay.json: every strategy's metrics, the checks between them, config, workload;
+    a canary's per-arm figures in the impact's definitions (``replay/canary.py``)."""
     strategies = {
         name: strategy_metrics(result, work, classes, cfg.cdf_points)
         for name, result in results.items()
     }
     if choice is not None and "selective" in strategies:
         strategies["selective"]["scout_choice"] = choice_summary(choice)
+    if rehearsal is not None and "canary" in strategies:
+        strategies["canary"]["arms"] = arm_figures(rehearsal)
+        strategies["canary"]["rollout"] = {
+            k: rehearsal.meta[k] for k in ("share", "seed", "arm", "harm")
+        }
     return {
         "strategies": strategies,
         "checks": replay_checks(strategies),
@@ -213,12 +248,13 @@ def replay_history(
     only: np.ndarray | None = None,
     read_truth: TruthReader | None = None,
     on_step: Callable[[str], None] | None = None,
+    rehearse: Callable[[Rehearsal], None] | None = None,
 ) -> dict[str, Any]:
     """The whole replay of a history database: returns replay.json's document, written to
     ``out/replay.json`` atomically. ``read_truth`` (the CLI's, on a synthetic history)
-    feeds the bayes strategy; without it bayes is skipped, and replay.json says why."""
+    feeds the bayes strategy; without it bayes is skipped, and replay.json says why.
+    ``rehearse`` receives the replayed canary with every attempt (``--write-history``)."""
     from scoutless.replay.history import workload_from_db
-    from scoutless.targets.bins import load_bins
 
     cfg = settings.replay
     policy, alpha = policy or cfg.policy, alpha or cfg.alpha or settings.allocation.alpha
@@ -237,20 +273,47 @@ def replay_history(
     for name, why in skipped.items():
         say(f"{name} skipped: {why}")
     names = [n for n in cfg.strategies if n not in skipped]
+    if rehearse is not None and "canary" not in names:
+        why = f" (skipped: {skipped['canary']})" if "canary" in skipped else ""
+        raise ValueError(
+            f"--write-history writes the canary's replay: add 'canary' to the strategies{why}"
+        )
     results = run_strategies(
-        work, cfg, settings, subs, names=names,
+        work, cfg, settings, subs, names=names, record=rehearse is not None,
         on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s"),
     )  # fmt: skip
-    bins = predictor.bins if predictor is not None else load_bins(settings.bins_file)
     meta = {"policy": policy, "alpha": alpha, "bundle": getattr(predictor, "version", None),
             "seed": seed}  # fmt: skip
-    choice = subs["model"].choice if "model" in subs else None
-    document = replay_document(
-        results, work, true_classes(work, settings, bins), cfg, meta,
-        skipped=skipped, choice=choice,
-    )  # fmt: skip
+    document, rehearsal = _document(results, work, settings, predictor, subs, skipped, meta)
+    if rehearse is not None and rehearsal is not None:
+        say("write the canary's history")
+        rehearse(rehearsal)
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document
+
+
+def _document(
+    results: Mapping[str, ReplayResult],
+    work: Workload,
+    settings: Settings,
+    predictor: Predictor | None,
+    subs: Mapping[str, Submission],
+    skipped: Mapping[str, str],
+    meta: Mapping[str, Any],
+) -> tuple[dict[str, Any], Rehearsal | None]:
+    """replay.json's document of a history replay, and its canary when one ran."""
+    from scoutless.targets.bins import load_bins
+
+    bins = predictor.bins if predictor is not None else load_bins(settings.bins_file)
+    choice = subs["model"].choice if "model" in subs else None
+    rehearsal = None
+    if "canary" in results:
+        rehearsal = rehearsal_of(results["canary"], work, settings, subs["model"], meta)
+    document = replay_document(
+        results, work, true_classes(work, settings, bins), settings.replay, meta,
+        skipped=skipped, choice=choice, rehearsal=rehearsal,
+    )  # fmt: skip
+    return document, rehearsal
 
 
 def replay_trace(

@@ -18,6 +18,12 @@
   can do with that rule.
 - **oracle**: each task's own target values (from all its jobs) at submission, no scouts:
   perfect foresight.
+- **canary** (on request): a rollout rehearsed in one pool, as production runs it. Each
+  task gets the arm the listener would give it (``allocation.arms.assign``: seed, share,
+  its jediTaskID); ``canary`` tasks run as ``replay.canary_arm`` (selective's hybrid
+  branch), ``control`` and ``ineligible`` ones (the allocation would scout them) as the
+  scouts strategy. ``replay.canary_harm`` scales the canary's allocation for some task
+  families: a drill for the guard rail.
 
 Allocations for all tasks are made in one batch up front (``replay/submission.py``).
 """
@@ -28,6 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from scoutless.allocation.arms import RolloutState, assign, task_key
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import StrategyPlan
 from scoutless.replay.submission import Submission
@@ -37,7 +44,7 @@ from scoutless.replay.workload import Workload
 #: generator's truth, "oracle": the measured values); scouts need none
 SOURCE_OF: dict[str, str] = {
     "predicted": "model", "hybrid": "model", "selective": "model",
-    "bayes": "bayes", "oracle": "oracle",
+    "bayes": "bayes", "oracle": "oracle", "canary": "model",
 }  # fmt: skip
 
 
@@ -63,14 +70,66 @@ def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> St
     return StrategyPlan(name, ram, cpu, False, retune=hybrid, retune_lowers_cputime=not hybrid)
 
 
+def canary_arms(
+    work: Workload, share: float, seed: int, eligible: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's rollout arm and its reason, as the listener assigns them."""
+    state = RolloutState("canary", share, seed, reason="replay")
+    decided = [
+        assign(state, task_key(int(tid), None), bool(ok))
+        for tid, ok in zip(work.task_ids.tolist(), eligible.tolist(), strict=True)
+    ]
+    arms = np.array([a.arm for a in decided], dtype=object)
+    return arms, np.array([a.reason for a in decided], dtype=object)
+
+
+def canary_values(
+    work: Workload, cfg: ReplaySettings, sub: Submission, arms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The model's ramCount and cpuTime per task, the injected harm applied to the canary's
+    harmed families: what each task's prediction says (and what the canary runs with)."""
+    ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
+    cpu = np.asarray(sub.cputime, dtype=float).copy()
+    harm = cfg.canary_harm
+    if harm is None:
+        return ram, cpu
+    hit = arms == "canary"
+    if harm.processingtypes:
+        hit &= np.isin(work.kind.astype(str), harm.processingtypes)
+    return np.where(hit, ram * harm.memory_factor, ram), np.where(
+        hit, cpu * harm.cputime_factor, cpu
+    )
+
+
+def _canary_plan(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int) -> StrategyPlan:
+    if cfg.canary_arm == "selective":
+        if sub.choice is None:
+            raise ValueError(
+                "strategy 'canary' (canary_arm selective) needs the model's scout choice"
+            )
+        eligible = ~sub.choice.scout
+    else:
+        eligible = np.ones(work.n_tasks, dtype=bool)
+    arms, _ = canary_arms(work, cfg.canary_share, seed, eligible)
+    ram, cpu = canary_values(work, cfg, sub, arms)
+    request_ram, request_cpu = requested(work, cfg)
+    canary = arms == "canary"
+    return StrategyPlan(
+        "canary", np.where(canary, ram, request_ram), np.where(canary, cpu, request_cpu),
+        use_scouts=~canary, retune=True, retune_lowers_cputime=~canary, arms=arms,
+    )  # fmt: skip
+
+
 def make_plans(
     work: Workload,
     cfg: ReplaySettings,
     submissions: Mapping[str, Submission],
     names: list[str] | None = None,
+    canary_seed: int = 0,
 ) -> list[StrategyPlan]:
     """Plans of ``names`` (default: the configured strategies), from the submissions by
-    source (:data:`SOURCE_OF`)."""
+    source (:data:`SOURCE_OF`); the canary's arms drawn with ``replay.canary_seed`` or else
+    ``canary_seed`` (the rollout's)."""
     plans = []
     for name in names or cfg.strategies:
         if name == "scouts":
@@ -80,5 +139,9 @@ def make_plans(
         if source not in submissions:
             need = {"model": "a bundle's predictions", "bayes": "a synthetic history's truth"}
             raise ValueError(f"strategy {name!r} needs {need.get(source, source)}")
+        if name == "canary":
+            seed = canary_seed if cfg.canary_seed is None else cfg.canary_seed
+            plans.append(_canary_plan(work, cfg, submissions[source], seed))
+            continue
         plans.append(_plan(name, work, cfg, submissions[source]))
     return plans
