@@ -196,24 +196,26 @@ def _canary(doc: dict[str, Any]) -> list[Table]:
     """The checks, then per figure the canary − control difference at both sizes with the
     interval widths and how much they narrowed."""
     sizes = sorted(at(doc, ("runs",)) or {}, key=int)
-    checks = grid(doc, ("checks",), ("equal_within_rounding", "narrows_as_sqrt_n"),
-                  ("value", "goal", "met"), "The checks", "check")  # fmt: skip
+    names = ("equal_within_rounding", "narrows_as_sqrt_n", "narrows_as_sqrt_effective_n")
+    checks = grid(doc, ("checks",), names, ("value", "goal", "met"), "The checks", "check")
     rows = []
     for name in at(doc, ("width_ratio_by_figure",)) or {}:
         cells = [label(name)]
         for size in sizes:
             base = ("runs", size, "differences", name)
             cells += [figure(doc, (*base, "value")), figure(doc, (*base, "width"))]
-        rows.append([*cells, figure(doc, ("width_ratio_by_figure", name))])
+        rows.append([*cells, figure(doc, ("width_ratio_by_figure", name)),
+                     figure(doc, ("width_ratio_over_sqrt_effective_n", name))])  # fmt: skip
     headers = ["figure"]
     for size in sizes:
         headers += [f"canary − control, {size} tasks", f"interval width, {size}"]
     widths = Table(
         "Canary − control and its bootstrap interval",
-        [*headers, "width ratio"],
+        [*headers, "width ratio", "÷ √(effective n ratio)"],
         rows,
         "width ratio: the small replay's interval width over the large one's; √(n ratio) "
-        "expected (`width_ratio_expected`).",
+        "expected (`width_ratio_expected`) where tasks weigh alike, √ of the effective "
+        "tasks' ratio (Kish) for a ratio of sums: 1 in the last column is exact.",
     )
     return [checks, widths, every_figure(doc, "Every figure", skip=("runs",))]
 

@@ -116,6 +116,18 @@ def test_every_statement_of_reader_store_and_log_compiles_for_oracle(tmp_path, m
     assert locks == [f"LOCK TABLE {store.LEGACY_TABLE} IN EXCLUSIVE MODE"]
 
 
+def test_the_ops_tables_number_their_rows_through_a_sequence_on_oracle():
+    """Oracle has no autoincrement without a sequence: alerts and rollout rows name one."""
+    from scoutless.ops.alerts import alerts_table
+    from scoutless.ops.rollout import rollout_table
+
+    for table, sequence in ((alerts_table, "scoutless_alerts_seq"),
+                            (rollout_table, "scoutless_rollout_seq")):  # fmt: skip
+        columns = [c.name for c in table.columns if c.name != "id"]
+        sql = str(table.insert().compile(dialect=ORACLE, column_keys=columns))
+        assert f"{sequence}.nextval" in sql, sql
+
+
 def test_a_limited_read_becomes_fetch_first():
     from sqlalchemy import select
 

@@ -78,7 +78,7 @@ def partition_bounds(n_items: int, per_partition: int) -> list[tuple[int, int]]:
 @functools.lru_cache(maxsize=4)
 def _engine(url: str) -> Engine:
     """One engine per worker process and URL (engines do not travel between processes)."""
-    return make_engine(url, create_dirs=False)
+    return make_engine(url, read_only=True)
 
 
 def read_db_part(url: str, ids: list[int], read_truth: TruthReader | None) -> HistoryPart:
@@ -100,7 +100,7 @@ def db_partitions(
     synthetic history, as in :func:`~scoutless.history.build.build_table_from_db`."""
     from dask import delayed
 
-    engine = make_engine(url, create_dirs=False)
+    engine = make_engine(url, read_only=True)
     ids = task_ids(engine, since=since)
     if not ids:
         raise BadRowsError(f"no tasks in jedi_tasks{f' created since {since}' if since else ''}")

@@ -44,6 +44,7 @@ from sqlalchemy import (
     UniqueConstraint,
     select,
 )
+from sqlalchemy import Sequence as DbSequence
 
 logger = logging.getLogger("scoutless.alerts")
 
@@ -168,7 +169,14 @@ alerts_metadata = MetaData()
 alerts_table = Table(
     ALERTS_TABLE,
     alerts_metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    # Oracle numbers ids only through a sequence (optional: SQLite and PostgreSQL keep theirs)
+    Column(
+        "id",
+        Integer,
+        DbSequence("scoutless_alerts_seq", optional=True),
+        primary_key=True,
+        autoincrement=True,
+    ),
     Column("rule", String(64), nullable=False),
     Column("metric", String(32), nullable=False),
     Column("scope", String(128), nullable=False),

@@ -34,6 +34,7 @@ from sqlalchemy import (
     inspect,
     select,
 )
+from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.allocation.arms import (
@@ -66,7 +67,14 @@ rollout_metadata = MetaData()
 rollout_table = Table(
     ROLLOUT_TABLE,
     rollout_metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    # Oracle numbers ids only through a sequence (optional: SQLite and PostgreSQL keep theirs)
+    Column(
+        "id",
+        Integer,
+        DbSequence("scoutless_rollout_seq", optional=True),
+        primary_key=True,
+        autoincrement=True,
+    ),
     Column("mode", String(16), nullable=False),
     Column("share", Float),  # canary only
     Column("seed", Integer, nullable=False),
