@@ -15,6 +15,7 @@ from scoutless.models.guard import (
     baseline_classes,
     baseline_feature_columns,
     fit_guard,
+    macro_f1,
 )
 
 
@@ -22,6 +23,16 @@ def _scores(y: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     from sklearn.metrics import f1_score
 
     return float(f1_score(y, pred, average="macro")), float(np.mean(y == pred))
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 6)), min_size=1, max_size=60))
+def test_macro_f1_is_sklearns_to_the_bit(pairs) -> None:
+    """The guard's own macro-F1 (labels absent on one side, -1 for no class) is sklearn's."""
+    from sklearn.metrics import f1_score
+
+    y, pred = (np.array(side) for side in zip(*pairs, strict=True))
+    assert macro_f1(y, pred) == f1_score(y, pred, average="macro", zero_division=0)
 
 
 def _noisy_proba(y: np.ndarray, n_classes: int, right: float, rng) -> np.ndarray:

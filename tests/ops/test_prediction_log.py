@@ -146,26 +146,29 @@ def test_writer_turn_is_exclusive_across_processes(tmp_path) -> None:
     os.close(other)
 
 
-def _create_together(url: str, barrier) -> None:  # type: ignore[no-untyped-def]
-    barrier.wait(60)
-    PredictionLog(url)
+def _create_together(urls: list[str], barrier) -> None:  # type: ignore[no-untyped-def]
+    for url in urls:  # one fresh log per round, every worker released at once
+        barrier.wait(60)
+        PredictionLog(url)
 
 
 def test_workers_creating_a_fresh_log_at_once_all_start(tmp_path) -> None:
     """Service workers start together on a fresh log: the losers of the check-then-create
-    race must find the table, not fail their startup (which stopped the whole service)."""
+    race must find the table, not fail their startup (which stopped the whole service).
+    Three rounds, each on a fresh file; the same six processes race in each (a spawned
+    process costs seconds to start: the race is in the creating, not the importing)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    for trial in range(3):
-        url = f"sqlite:///{tmp_path / f'log{trial}.sqlite'}"
-        barrier = context.Barrier(6)
-        creators = [context.Process(target=_create_together, args=(url, barrier)) for _ in range(6)]
-        for process in creators:
-            process.start()
-        for process in creators:
-            process.join(120)
-        assert [p.exitcode for p in creators] == [0] * 6
+    urls = [f"sqlite:///{tmp_path / f'log{trial}.sqlite'}" for trial in range(3)]
+    barrier = context.Barrier(6)
+    creators = [context.Process(target=_create_together, args=(urls, barrier)) for _ in range(6)]
+    for process in creators:
+        process.start()
+    for process in creators:
+        process.join(120)
+    assert [p.exitcode for p in creators] == [0] * 6
+    for url in urls:
         assert PredictionLog(url).count() == 0
 
 

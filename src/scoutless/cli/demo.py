@@ -95,7 +95,8 @@ def demo(
 
     _step(4, STEPS, f"evaluate against the baselines → {workdir}")
     predictor = load_bundle(bundle_path)
-    metrics = evaluate_bundle(predictor, table, workdir, progress=True)
+    # report.html is drawn once, in step 5, with the replay section in it
+    metrics = evaluate_bundle(predictor, table, workdir, progress=True, report=False)
     console.print(headline_table(metrics))
     allocations = allocation_table(metrics)
     if allocations is not None:

@@ -26,9 +26,6 @@ from scoutless.evaluation.tables import (
 )
 from scoutless.history.table import TableError, TrainingTable
 from scoutless.ops.registry import RegistryError
-from scoutless.training import TrainingError, check_model_names
-from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
-from scoutless.training.walk_forward import walk_forward as run_walk_forward
 
 WalkForwardOpt = Annotated[
     str | None,
@@ -124,6 +121,12 @@ def _walk_forward(
     retrain_every: str | None = None,
 ) -> None:
     """``--walk-forward``: per-period and pooled tables, ``walk_forward.json`` in ``out``."""
+    # here, not at the top: training imports torch, which every other verb (serve, listen)
+    # would pay for at start-up through cli.main
+    from scoutless.training import TrainingError, check_model_names
+    from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
+    from scoutless.training.walk_forward import walk_forward as run_walk_forward
+
     console = Console()
     try:
         names = check_model_names(models.split(","))

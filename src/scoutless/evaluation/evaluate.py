@@ -235,8 +235,10 @@ def evaluate_bundle(
     alpha: float = 0.05,
     recall: float = 0.9,
     progress: bool = True,
+    report: bool = True,
 ) -> dict[str, Any]:
-    """Score ``predictor`` on the table's ``split`` test rows; write metrics.json, report.html.
+    """Score ``predictor`` on the table's ``split`` test rows; write metrics.json, report.html
+    (not with ``report=False``: for a caller that writes the report itself, with more in it).
 
     Returns the metrics dict::
 
@@ -281,7 +283,7 @@ def evaluate_bundle(
             "targets": metrics_targets,
             "pipeline": _pipeline(runs, len(test), champions),
         }
-        write_outputs(metrics, Path(out))
+        (write_outputs if report else write_metrics)(metrics, Path(out))
     return metrics
 
 
@@ -330,10 +332,14 @@ def _policy_figures(
     }  # fmt: skip
 
 
-def write_outputs(metrics: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """metrics.json (strict JSON: no NaN/Infinity) and the self-contained report.html."""
+def write_metrics(metrics: dict[str, Any], out: Path) -> Path:
+    """metrics.json (strict JSON: no NaN/Infinity)."""
     out.mkdir(parents=True, exist_ok=True)
     metrics_path = out / METRICS_FILE
     metrics_path.write_text(json.dumps(jsonable(metrics), indent=2, allow_nan=False) + "\n")
-    report_path = write_report(metrics, out / REPORT_FILE)
-    return metrics_path, report_path
+    return metrics_path
+
+
+def write_outputs(metrics: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """metrics.json and the self-contained report.html."""
+    return write_metrics(metrics, out), write_report(metrics, out / REPORT_FILE)

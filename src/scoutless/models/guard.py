@@ -33,7 +33,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
 from scoutless.models.paired_bootstrap import margin_lower_bounds
@@ -100,9 +99,24 @@ def baseline_classes(
     return lookup[encoded.codes[:, encoder.categorical.index(column)]]
 
 
+def macro_f1(y: np.ndarray, predicted: np.ndarray) -> float:
+    """``sklearn.metrics.f1_score(y, predicted, average="macro", zero_division=0)`` to the
+    bit: the mean, over every label in ``y`` or ``predicted``, of 2 tp / (n true + n
+    predicted). Tuning the offsets scores hundreds of candidates per target, and sklearn's
+    input checks cost 50x this arithmetic."""
+    y, predicted = np.asarray(y), np.asarray(predicted)
+    if not len(y) or len(y) != len(predicted):
+        raise ValueError(f"macro_f1: {len(y)} labels and {len(predicted)} predictions")
+    labels, index = np.unique(np.concatenate([y, predicted]), return_inverse=True)
+    truth, guess, n = index[: len(y)], index[len(y) :], len(labels)
+    tp = np.bincount(truth[truth == guess], minlength=n).astype(float)
+    either = np.bincount(truth, minlength=n) + np.bincount(guess, minlength=n)
+    return float(np.mean(2.0 * tp / either.astype(float)))
+
+
 def _scores(y: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     return {
-        "macro_f1": float(f1_score(y, predicted, average="macro", zero_division=0)),
+        "macro_f1": macro_f1(y, predicted),
         "accuracy": float(np.mean(y == predicted)) if len(y) else float("nan"),
     }
 
