@@ -118,3 +118,36 @@ def test_distance_to_the_bayes_limit_per_target_and_class(evaluated):
         "models": {k: v for k, v in models.items() if k != "bayes"},
     }
     assert bayes_distance(real) is None  # real data: no limit, no view
+
+
+def test_a_failed_report_keeps_the_previous_page(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The page is renamed into place once complete: a failure half way leaves the old one
+    and no temporary file."""
+    import scoutless.atomic as atomic
+    import scoutless.evaluation.report as report
+
+    path = tmp_path / "report.html"
+    path.write_text("<p>yesterday</p>")
+
+    real_fdopen = atomic.os.fdopen
+
+    class Failing:
+        def __init__(self, fh):  # type: ignore[no-untyped-def]
+            self.fh = fh
+
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            return self
+
+        def __exit__(self, *exc):  # type: ignore[no-untyped-def]
+            self.fh.close()
+
+        def write(self, text: str) -> None:
+            self.fh.write(text[: len(text) // 2])
+            raise OSError("disk full")
+
+    monkeypatch.setattr(atomic.os, "fdopen", lambda *a, **k: Failing(real_fdopen(*a, **k)))
+    monkeypatch.setattr(report, "render_report", lambda metrics, replay=None: "<p>today</p>" * 100)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_report({}, path)
+    assert path.read_text() == "<p>yesterday</p>"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]

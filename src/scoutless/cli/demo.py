@@ -3,7 +3,8 @@
 generate a history (SQLite) → build the training table → train every model family →
 evaluate against the baselines → replay the test tasks through every strategy (scouts,
 predicted, hybrid, selective, bayes, oracle; docs/how-to/replay.md) → metrics.json, replay.json, report.html and a servable bundle.
-Each artefact is written to a temporary name and renamed when complete, so an interrupted
+Each artefact is written to a temporary name and renamed when complete (the history, the
+table, the bundle, metrics.json, replay.json and report.html), so an interrupted
 demo leaves the previous run's files intact.
 """
 

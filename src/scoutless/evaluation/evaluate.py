@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from scoutless.atomic import atomic_write_text
 from scoutless.evaluation.allocations import allocation_figures
 from scoutless.evaluation.baselines import (
     HistoryLookup,
@@ -333,11 +334,10 @@ def _policy_figures(
 
 
 def write_metrics(metrics: dict[str, Any], out: Path) -> Path:
-    """metrics.json (strict JSON: no NaN/Infinity)."""
+    """metrics.json (strict JSON: no NaN/Infinity), renamed into place once complete."""
     out.mkdir(parents=True, exist_ok=True)
-    metrics_path = out / METRICS_FILE
-    metrics_path.write_text(json.dumps(jsonable(metrics), indent=2, allow_nan=False) + "\n")
-    return metrics_path
+    text = json.dumps(jsonable(metrics), indent=2, allow_nan=False) + "\n"
+    return atomic_write_text(out / METRICS_FILE, text)
 
 
 def write_outputs(metrics: dict[str, Any], out: Path) -> tuple[Path, Path]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from scoutless.atomic import atomic_write_text
 from scoutless.evaluation import plots
 from scoutless.evaluation.bayes_gap import bayes_distance
 from scoutless.evaluation.tables import best_model, fmt, headline_columns, headline_rows
@@ -73,7 +74,8 @@ def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None)
 
 
 def write_report(metrics: dict[str, Any], path: Path, replay: dict[str, Any] | None = None) -> Path:
+    """The self-contained report.html, renamed into place once complete (an interrupted run
+    keeps the previous page)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(metrics, replay), encoding="utf-8")
-    return path
+    return atomic_write_text(path, render_report(metrics, replay))
