@@ -201,3 +201,21 @@ def test_promotion_to_full_shows_the_evidence_and_gauges_hold_the_figures(histor
     assert result.exit_code == 0, result.output
     assert "canary − control" in result.output and "first_attempt_success" in result.output
     assert read_rollout(history).mode == "full"
+
+
+def test_the_terminal_shows_the_latest_windows_and_says_how_many_there_are() -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from scoutless.cli.impact_tables import MAX_WINDOWS, print_per_window
+
+    starts = pd.date_range("2026-01-01", periods=MAX_WINDOWS + 5, freq="D")
+    rows = [{"window_start": s, "arm": arm, "figure": "first_attempt_success", "value": 0.9,
+             "n_tasks": 3} for s in starts for arm in ("canary", "control")]  # fmt: skip
+    console = Console(record=True, width=160)
+    print_per_window(console, SimpleNamespace(per_window=pd.DataFrame(rows)))
+    text = console.export_text()
+    assert f"the last {MAX_WINDOWS} of {MAX_WINDOWS + 5} windows" in text
+    assert f"{starts[-1]:%Y-%m-%d}" in text and f"{starts[4]:%Y-%m-%d}" not in text
+    assert f"{starts[5]:%Y-%m-%d}" in text

@@ -10,6 +10,8 @@ from rich.table import Table
 
 #: figures shown per window (the rest are in the per-arm table and the HTML page)
 WINDOW_FIGURES = ("first_attempt_success", "walltime_kills", "memory_kills", "first_prod_job_h")
+#: windows the terminal shows, the latest ones (the HTML page plots every window)
+MAX_WINDOWS = 20
 
 
 def _num(value: float) -> str:
@@ -43,7 +45,12 @@ def print_per_window(console: Console, report: Any) -> None:
     if frame.empty:
         return
     wide = frame.pivot_table(index=["window_start", "arm"], columns="figure", values="value")
-    table = Table(title="impact per window and arm")
+    starts = sorted(wide.index.get_level_values("window_start").unique())
+    title = "impact per window and arm"
+    if len(starts) > MAX_WINDOWS:
+        wide = wide[wide.index.get_level_values("window_start") >= starts[-MAX_WINDOWS]]
+        title += f" (the last {MAX_WINDOWS} of {len(starts)} windows; --html plots them all)"
+    table = Table(title=title)
     for name in ("window", "arm", *[f for f in WINDOW_FIGURES if f in wide.columns]):
         table.add_column(name, justify="left" if name in ("window", "arm") else "right")
     for (start, arm), row in wide.iterrows():
