@@ -85,3 +85,20 @@ def test_prediction_log_batches_go_through_copy_on_postgres(pg_engine):
     assert len(back) == 3 + BULK_MIN_ROWS
     assert back["jeditaskid"].isna().sum() == 3 and (back["jeditaskid"] == 7).sum() == BULK_MIN_ROWS
     assert back["created_at"].notna().all()
+
+
+def test_rows_read_back_from_sqlite_copy_into_postgres(pg_engine, sqlite_engine, history_frames):
+    """A table read back with a missing value holds its integers as floats (600.0); COPY
+    into an integer column takes them as the integers they are."""
+    from sqlalchemy import text
+
+    from scoutless.history.panda_db import bulk_insert, read_history
+
+    load_into(sqlite_engine, history_frames)
+    tasks = read_history(sqlite_engine, with_jobs=False).tasks.head(5).copy()
+    tasks["basewalltime"] = [600.0, None, 600.0, 1200.0, None]
+    metadata.create_all(pg_engine)
+    assert bulk_insert(pg_engine, "jedi_tasks", tasks) == 5
+    with pg_engine.connect() as conn:
+        got = conn.execute(text("SELECT basewalltime FROM jedi_tasks ORDER BY jeditaskid"))
+        assert [r[0] for r in got] == [600, None, 600, 1200, None]

@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from sqlalchemy import DateTime, Engine, Table, create_engine, event, inspect, select
+from sqlalchemy import DateTime, Engine, Integer, Table, create_engine, event, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -240,7 +241,7 @@ def create_schema(engine: Engine) -> None:
     metadata.create_all(engine, tables=list(PANDA_TABLES))
 
 
-def _chunks(ids: Sequence[int], size: int = _ID_CHUNK) -> Iterator[list[int]]:
+def id_chunks(ids: Sequence[int], size: int = _ID_CHUNK) -> Iterator[list[int]]:
     for start in range(0, len(ids), size):
         yield [int(i) for i in ids[start : start + size]]
 
@@ -287,7 +288,7 @@ def read_history(
     if ids is None:
         ids = task_ids(engine, since=since)
     parts: dict[str, list[pd.DataFrame]] = {"tasks": [], "params": [], "datasets": [], "jobs": []}
-    for chunk in _chunks(list(ids), size=_ID_CHUNK):
+    for chunk in id_chunks(list(ids), size=_ID_CHUNK):
         parts["tasks"].append(_read_for_tasks(engine, jedi_tasks, TASK_COLUMNS, chunk))
         parts["params"].append(
             _read_for_tasks(engine, jedi_taskparams, ["jeditaskid", "taskparams"], chunk)
@@ -399,13 +400,26 @@ def _dbapi_errors(engine: Engine) -> tuple[type[BaseException], ...]:
     return (error,) if isinstance(error, type) else ()
 
 
+def _integers_as_integers(frame: pd.DataFrame, table: Table) -> pd.DataFrame:
+    """Float columns holding whole numbers, for integer columns, as integers: rows read back
+    with a missing value come as floats (600.0), which PostgreSQL's COPY refuses."""
+    cast = {}
+    for name in frame.columns:
+        values = frame[name]
+        if isinstance(table.c[name].type, Integer) and pd.api.types.is_float_dtype(values):
+            known = values.dropna().to_numpy()
+            if np.array_equal(known, np.round(known)):
+                cast[name] = values.round().astype("Int64")
+    return frame.assign(**cast) if cast else frame
+
+
 def _bulk_insert(engine: Engine, table: Table, frame: pd.DataFrame) -> int:
     table_name = table.name
     cols = [c.name for c in table.columns if c.name in frame.columns]
     if frame.empty or not cols:
         return 0
     backend = engine.dialect.name
-    frame = frame[cols]
+    frame = _integers_as_integers(frame[cols], table)
     if backend == "sqlite":
         rows = dbapi_rows(frame, datetime_text=True)
         return _sqlite_insert(engine, table_name, cols, rows, len(frame))

@@ -23,7 +23,7 @@ import xgboost as xgb
 from scoutless.allocation.values import ValueDistribution
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.base import check_fitted
-from scoutless.models.xgb import tree_matrix
+from scoutless.models.xgb import booster_params, tree_matrix
 
 #: E[log |Z|] for Z ~ N(0, 1): -(Euler's gamma + log 2) / 2
 _LOG_ABS_NORMAL = -0.6351814227
@@ -55,11 +55,9 @@ class LogValueModel:
         self.seed = seed
 
     def _params(self, base: dict[str, Any]) -> dict[str, Any]:
-        params = {**base, "objective": "reg:squarederror", "tree_method": "hist"}
-        params.update(seed=self.seed, verbosity=0)
-        if self.n_jobs:
-            params["nthread"] = self.n_jobs
-        return params
+        return booster_params(
+            base, seed=self.seed, n_jobs=self.n_jobs, objective="reg:squarederror"
+        )
 
     def fit(
         self,

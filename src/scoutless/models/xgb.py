@@ -54,6 +54,17 @@ def tree_matrix(X: EncodedFeatures, *, sentinel: bool = True) -> np.ndarray:
     return matrix
 
 
+def booster_params(
+    base: dict[str, Any], *, seed: int, n_jobs: int | None, **objective: Any
+) -> dict[str, Any]:
+    """XGBoost parameters: ``base`` with the objective, the hist method, the seed, quiet,
+    and ``nthread`` where ``n_jobs`` is given (every booster of the project is built here)."""
+    params = {**base, **objective, "tree_method": "hist", "seed": seed, "verbosity": 0}
+    if n_jobs:
+        params["nthread"] = n_jobs
+    return params
+
+
 class _XGBModel:
     """Shared fit/predict/save for both encodings of the categoricals."""
 
@@ -91,18 +102,10 @@ class _XGBModel:
         return ["c"] * X.codes.shape[1] + ["q"] * X.numeric.shape[1]
 
     def _booster_params(self) -> dict[str, Any]:
-        params = {**DEFAULT_PARAMS, **self.params}
-        params.update(
-            objective="multi:softprob",
-            num_class=self.n_classes,
-            eval_metric="mlogloss",
-            tree_method="hist",
-            seed=self.seed,
-            verbosity=0,
-        )
-        if self.n_jobs:
-            params["nthread"] = self.n_jobs
-        return params
+        return booster_params(
+            {**DEFAULT_PARAMS, **self.params}, seed=self.seed, n_jobs=self.n_jobs,
+            objective="multi:softprob", num_class=self.n_classes, eval_metric="mlogloss",
+        )  # fmt: skip
 
     def fit(
         self,

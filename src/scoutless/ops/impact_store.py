@@ -35,7 +35,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.history.panda_db import DatabaseUnavailable, OutdatedSchema, read_history
+from scoutless.history.panda_db import (
+    DatabaseUnavailable,
+    OutdatedSchema,
+    id_chunks,
+    read_history,
+)
 from scoutless.ops.actuals import FINISHED_STATUSES
 from scoutless.ops.prediction_log import PredictionLog, utcnow
 
@@ -50,7 +55,6 @@ IMPACT_TASK_COLUMNS = (
     "jeditaskid", "status", "creationdate", "modificationtime", "gshare", "processingtype",
     "workqueue_id", "ramcount", "cputime", "cputimeunit", "walltime",
 )  # fmt: skip
-_CHUNK = 900
 
 impact_metadata = MetaData()
 
@@ -171,8 +175,8 @@ def _replace(engine: Engine, table: Table, key: str, frame: pd.DataFrame) -> Non
     keys = [int(r[key]) for r in records]
     try:
         with engine.begin() as conn:
-            for start in range(0, len(keys), _CHUNK):
-                conn.execute(delete(table).where(table.c[key].in_(keys[start : start + _CHUNK])))
+            for chunk in id_chunks(keys):
+                conn.execute(delete(table).where(table.c[key].in_(chunk)))
             conn.execute(table.insert(), records)
     except SQLAlchemyError as exc:
         raise DatabaseUnavailable(

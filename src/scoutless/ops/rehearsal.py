@@ -31,16 +31,17 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, Integer, Table, func, select
+from sqlalchemy import Engine, func, select
 
 from scoutless.config import Settings
 from scoutless.history.panda_db import (
     bulk_insert,
     create_schema,
+    id_chunks,
     make_engine,
     read_history,
 )
-from scoutless.history.schema import jedi_datasets, jedi_tasks, jobsarchived4
+from scoutless.history.schema import jedi_tasks, jobsarchived4
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.rollout import peek_mode, set_rollout
 from scoutless.replay import rules
@@ -92,14 +93,14 @@ def write_rehearsal(
         zero = moment - pd.to_timedelta(round(last), unit="s")
         shift = zero - origin
         tasks = _task_rows(history.tasks, rehearsal, zero)
-        bulk_insert(target, "jedi_tasks", _as_schema(tasks, jedi_tasks))
+        bulk_insert(target, "jedi_tasks", tasks)
         bulk_insert(
             target, "jedi_taskparams", history.taskparams.rename("taskparams").reset_index()
         )
         datasets = history.datasets.copy()
         for column in ("creationtime", "modificationtime"):
             datasets[column] = pd.to_datetime(datasets[column]) + shift
-        bulk_insert(target, "jedi_datasets", _as_schema(datasets, jedi_datasets))
+        bulk_insert(target, "jedi_datasets", datasets)
         jobs = _job_rows(rehearsal, zero, _next_pandaid(target), settings)
         bulk_insert(target, "jobsarchived4", jobs)
         logged = PredictionLog(target).write(_log_rows(rehearsal, tasks, bins))
@@ -113,8 +114,7 @@ def write_rehearsal(
 def _refuse_overlap(engine: Engine, ids: list[int]) -> None:
     held = 0
     with engine.connect() as conn:
-        for start in range(0, len(ids), 900):
-            chunk = ids[start : start + 900]
+        for chunk in id_chunks(ids):
             stmt = select(func.count()).where(jedi_tasks.c.jeditaskid.in_(chunk))
             held += int(conn.execute(stmt.select_from(jedi_tasks)).scalar() or 0)
     if held:
@@ -139,17 +139,6 @@ def _status(rehearsal: Rehearsal) -> np.ndarray:
     status = np.where(failed == 0, "done", np.where(failed < work.n_units, "finished", "failed"))
     status = np.where(result.status == BROKEN, "broken", status)
     return np.where(result.status == EXHAUSTED, "exhausted", status).astype(object)
-
-
-def _as_schema(frame: pd.DataFrame, table: Table) -> pd.DataFrame:
-    """Integer columns as integers: rows read back with a missing value come as floats
-    (600.0), which PostgreSQL's COPY refuses for an integer column."""
-    out = frame.copy()
-    for column in table.columns:
-        if column.name in out and isinstance(column.type, Integer):
-            values = pd.to_numeric(out[column.name], errors="coerce").to_numpy(dtype=float)
-            out[column.name] = _integers(values)
-    return out
 
 
 def _integers(values: np.ndarray) -> pd.array:
