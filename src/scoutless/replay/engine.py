@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.pool import SlotPool
 from scoutless.replay.workload import TaskEstimator, Workload
+
+if TYPE_CHECKING:
+    from scoutless.replay.strategies import CanaryDraw
 
 SUBMIT, END, TICK = 0, 1, 2
 SCOUTING, RUNNING, BROKEN, EXHAUSTED = 0, 1, 2, 3
@@ -47,8 +51,9 @@ class StrategyPlan:
     retune_lowers_cputime: bool | np.ndarray = True
     #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
     walltime: np.ndarray | None = None
-    #: the rollout arm of each task (canary: ``allocation.arms``), carried into the result
-    arms: np.ndarray | None = None
+    #: the canary's arms and predictions per task (``strategies.canary_draw``), carried
+    #: into the result
+    canary: CanaryDraw | None = None
     #: keep every attempt (:class:`AttemptLog`): what ``replay --write-history`` writes
     record: bool = False
 
@@ -102,7 +107,7 @@ class ReplayResult:
     # per task: ramCount and cpuTime the task ended with (what JEDI's task row holds)
     final_ram: np.ndarray = field(default_factory=lambda: np.zeros(0))
     final_cputime: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    arms: np.ndarray | None = None  # the plan's, per task
+    canary: CanaryDraw | None = None  # the plan's
     attempt_log: AttemptLog | None = None  # plan.record only
 
 
@@ -495,6 +500,6 @@ class Replay:
             walltime_slack_core_s=arr(self.wall_spare),
             final_ram=arr(self.task_ram, dtype=float),
             final_cputime=arr(self.task_cpu, dtype=float),
-            arms=self.plan.arms,
+            canary=self.plan.canary,
             attempt_log=None if self.log is None else AttemptLog.of(self.log),
         )

@@ -36,7 +36,7 @@ from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool, pool_cores
-from scoutless.replay.strategies import SOURCE_OF, canary_arms, canary_values, make_plans
+from scoutless.replay.strategies import SOURCE_OF, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,
     VALUE_POLICIES,
@@ -80,23 +80,17 @@ def run_strategies(
     return run_plans(work, plans, cfg, settings, on_done)
 
 
-def rehearsal_of(
-    result: ReplayResult,
-    work: Workload,
-    settings: Settings,
-    sub: Submission,
-    meta: Mapping[str, Any],
-) -> Rehearsal:
-    """The replayed canary with its arms' reasons and the predictions its log holds."""
-    cfg = settings.replay
-    arms = np.asarray(result.arms, dtype=object)
-    seed = settings.rollout.seed if cfg.canary_seed is None else cfg.canary_seed
-    _, reasons = canary_arms(work, cfg.canary_share, seed, arms != "ineligible")
-    ram, cpu = canary_values(work, cfg, sub, arms)
+def rehearsal_of(result: ReplayResult, work: Workload, settings: Settings,
+                 meta: Mapping[str, Any]) -> Rehearsal:  # fmt: skip
+    """The replayed canary with its arms, their reasons and the predictions its log holds."""
+    cfg, draw = settings.replay, result.canary
+    if draw is None:
+        raise ValueError(f"strategy {result.name!r} is not a canary")
     harm = None if cfg.canary_harm is None else cfg.canary_harm.model_dump()
     return Rehearsal(
-        work, result, arms, reasons, ram, cpu,
-        {**meta, "share": cfg.canary_share, "seed": seed, "arm": cfg.canary_arm, "harm": harm},
+        work, result, draw.arms, draw.reasons, draw.ram, draw.cputime,
+        {**meta, "share": cfg.canary_share, "seed": draw.seed, "arm": cfg.canary_arm,
+         "harm": harm},
     )  # fmt: skip
 
 
@@ -308,7 +302,7 @@ def _document(
     choice = subs["model"].choice if "model" in subs else None
     rehearsal = None
     if "canary" in results:
-        rehearsal = rehearsal_of(results["canary"], work, settings, subs["model"], meta)
+        rehearsal = rehearsal_of(results["canary"], work, settings, meta)
     document = replay_document(
         results, work, true_classes(work, settings, bins), settings.replay, meta,
         skipped=skipped, choice=choice, rehearsal=rehearsal,

@@ -31,6 +31,7 @@ Allocations for all tasks are made in one batch up front (``replay/submission.py
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,38 +71,22 @@ def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> St
     return StrategyPlan(name, ram, cpu, False, retune=hybrid, retune_lowers_cputime=not hybrid)
 
 
-def canary_arms(
-    work: Workload, share: float, seed: int, eligible: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each task's rollout arm and its reason, as the listener assigns them."""
-    state = RolloutState("canary", share, seed, reason="replay")
-    decided = [
-        assign(state, task_key(int(tid), None), bool(ok))
-        for tid, ok in zip(work.task_ids.tolist(), eligible.tolist(), strict=True)
-    ]
-    arms = np.array([a.arm for a in decided], dtype=object)
-    return arms, np.array([a.reason for a in decided], dtype=object)
+@dataclass(frozen=True)
+class CanaryDraw:
+    """A replayed canary's decisions per task: the arm the listener would give it, with
+    the reason it logs, and what the task's prediction says (the injected harm included)."""
+
+    seed: int
+    arms: np.ndarray
+    reasons: np.ndarray
+    ram: np.ndarray  # MB/core
+    cputime: np.ndarray  # HS06·s/event
 
 
-def canary_values(
-    work: Workload, cfg: ReplaySettings, sub: Submission, arms: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The model's ramCount and cpuTime per task, the injected harm applied to the canary's
-    harmed families: what each task's prediction says (and what the canary runs with)."""
-    ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
-    cpu = np.asarray(sub.cputime, dtype=float).copy()
-    harm = cfg.canary_harm
-    if harm is None:
-        return ram, cpu
-    hit = arms == "canary"
-    if harm.processingtypes:
-        hit &= np.isin(work.kind.astype(str), harm.processingtypes)
-    return np.where(hit, ram * harm.memory_factor, ram), np.where(
-        hit, cpu * harm.cputime_factor, cpu
-    )
-
-
-def _canary_plan(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int) -> StrategyPlan:
+def canary_draw(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int) -> CanaryDraw:
+    """Each task's arm as the listener assigns it (eligible: the allocation would not scout
+    it, under ``canary_arm`` selective), and the model's ramCount and cpuTime with
+    ``canary_harm`` applied to the canary's harmed families."""
     if cfg.canary_arm == "selective":
         if sub.choice is None:
             raise ValueError(
@@ -110,13 +95,32 @@ def _canary_plan(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int
         eligible = ~sub.choice.scout
     else:
         eligible = np.ones(work.n_tasks, dtype=bool)
-    arms, _ = canary_arms(work, cfg.canary_share, seed, eligible)
-    ram, cpu = canary_values(work, cfg, sub, arms)
+    state = RolloutState("canary", cfg.canary_share, seed, reason="replay")
+    decided = [
+        assign(state, task_key(int(tid), None), bool(ok))
+        for tid, ok in zip(work.task_ids.tolist(), eligible.tolist(), strict=True)
+    ]
+    arms = np.array([a.arm for a in decided], dtype=object)
+    ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
+    cpu = np.asarray(sub.cputime, dtype=float).copy()
+    harm = cfg.canary_harm
+    if harm is not None:
+        hit = arms == "canary"
+        if harm.processingtypes:
+            hit &= np.isin(work.kind.astype(str), harm.processingtypes)
+        ram = np.where(hit, ram * harm.memory_factor, ram)
+        cpu = np.where(hit, cpu * harm.cputime_factor, cpu)
+    reasons = np.array([a.reason for a in decided], dtype=object)
+    return CanaryDraw(seed, arms, reasons, ram, cpu)
+
+
+def _canary_plan(work: Workload, cfg: ReplaySettings, draw: CanaryDraw) -> StrategyPlan:
     request_ram, request_cpu = requested(work, cfg)
-    canary = arms == "canary"
+    canary = draw.arms == "canary"
     return StrategyPlan(
-        "canary", np.where(canary, ram, request_ram), np.where(canary, cpu, request_cpu),
-        use_scouts=~canary, retune=True, retune_lowers_cputime=~canary, arms=arms,
+        "canary", np.where(canary, draw.ram, request_ram),
+        np.where(canary, draw.cputime, request_cpu), use_scouts=~canary, retune=True,
+        retune_lowers_cputime=~canary, canary=draw,
     )  # fmt: skip
 
 
@@ -141,7 +145,8 @@ def make_plans(
             raise ValueError(f"strategy {name!r} needs {need.get(source, source)}")
         if name == "canary":
             seed = canary_seed if cfg.canary_seed is None else cfg.canary_seed
-            plans.append(_canary_plan(work, cfg, submissions[source], seed))
+            draw = canary_draw(work, cfg, submissions[source], seed)
+            plans.append(_canary_plan(work, cfg, draw))
             continue
         plans.append(_plan(name, work, cfg, submissions[source]))
     return plans
