@@ -228,7 +228,14 @@ class ListenerSettings(BaseModel):
     """The PanDA listener (``scoutless listen``): JEDI's task-status messages in,
     scout_prediction messages out (README: PanDA integration)."""
 
-    broker: str = Field("stomp://127.0.0.1:61613", description="stomp://HOST:PORT")
+    broker: str = Field(
+        "stomp://127.0.0.1:61613", description="stomp://HOST:PORT, or stomp+ssl://HOST:PORT (TLS)"
+    )
+    tls_ca_file: str | None = Field(
+        None, description="stomp+ssl: CA certificates to verify the broker by (None: system's)"
+    )
+    tls_cert_file: str | None = Field(None, description="stomp+ssl: client certificate (mTLS)")
+    tls_key_file: str | None = Field(None, description="stomp+ssl: the client certificate's key")
     username: str | None = None
     passcode: str | None = None
     vhost: str | None = Field(
@@ -237,6 +244,16 @@ class ListenerSettings(BaseModel):
     subscribe: str = "/queue/jedi_jobtaskstatus"
     publish: str = "/queue/jedi_scout_prediction"
     max_age_s: float = Field(600.0, gt=0, description="older task_status messages are ignored")
+    max_clock_skew_s: float = Field(
+        300.0, ge=0, description="a message stamped further ahead of our clock is malformed"
+    )
+    dead_letter_after: int = Field(
+        3, ge=1, description="failed attempts before a message goes to the dead letter"
+    )
+    dead_letter_destination: str | None = Field(
+        "/queue/scoutless_dead_letters",
+        description="where dead letters are also published (None: only the table)",
+    )
     policy: str = "risk"
     alpha: float = Field(0.05, gt=0, lt=1)
     skip_scout_policies: list[str] = Field(
@@ -249,7 +266,9 @@ class ListenerSettings(BaseModel):
     reconnect_max_s: float = Field(10.0, gt=0)
     heartbeat_ms: int = Field(10_000, ge=0)
     receipt_timeout_s: float = Field(10.0, gt=0)
-    health_port: int | None = Field(9466, ge=0, le=65535, description="/healthz, /metrics")
+    health_port: int | None = Field(
+        9466, ge=0, le=65535, description="/healthz, /metrics, on 127.0.0.1 only (no token)"
+    )
 
 
 class RolloutSettings(BaseModel):

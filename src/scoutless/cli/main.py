@@ -35,6 +35,7 @@ app.add_typer(registry.app, name="registry", help="Model versions and the champi
 app.command("replay")(replay.replay)
 app.command("demo")(demo.demo)
 app.command("listen")(panda.listen)
+app.command("dead-letters")(panda.dead_letters)
 app.command("taskparams")(panda.taskparams)
 app.add_typer(rollout.app, name="rollout", help="Shadow, canary or full: who skips scouts.")
 
