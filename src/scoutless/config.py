@@ -272,13 +272,10 @@ class ListenerSettings(BaseModel):
 
 
 class RolloutSettings(BaseModel):
-    """From shadow to rollout (docs/how-to/rollout.md): the listener's mode when no
-    ``scoutless rollout set`` has been made, the canary's seed, the impact figures and the
-    guard rail that moves a harmful canary back to shadow."""
+    """From shadow to rollout (docs/how-to/rollout.md): the canary's seed, the impact
+    figures, the guard rail that moves a harmful canary back to shadow and the evidence
+    ``rollout set full`` asks for. With no ``scoutless rollout set`` yet the mode is shadow."""
 
-    default_mode: Literal["shadow", "canary", "full"] = Field(
-        "full", description="mode while the rollout table holds no row (full: today's rule)"
-    )
     seed: int = Field(0, description="canary assignment seed (reproducible, stable per task)")
     memory_kill_codes: list[int] = Field(
         [1212, 1235], description="pilot error codes of a memory kill (PanDA's pilot)"
@@ -295,6 +292,9 @@ class RolloutSettings(BaseModel):
         0.02, ge=0, description="canary below control by more than this (interval < 0) trips it"
     )
     guard_min_tasks: int = Field(30, ge=1, description="tasks per arm before the rail judges")
+    evidence_days: float = Field(
+        14.0, gt=0, description="rollout set full: the window (days) its impact evidence is from"
+    )
     promise_z: float = Field(
         2.33, gt=0, description="under-allocation above alpha by this many binomial sds alerts"
     )

@@ -156,7 +156,8 @@ def test_the_run_loop_survives_a_poison_message(make_listener):  # type: ignore[
     stop.set()
     thread.join(10)
     assert {f.headers["message-id"] for f in broker.acked} == {"m-7", "m-8", "m-9"}
-    assert lis.metrics.value("dead_letter") == 2 and lis.metrics.value("predicted") == 1
+    assert lis.metrics.value("malformed") == 2 and lis.metrics.value("predicted") == 1
+    assert lis.metrics.dead_letters.labels("malformed")._value.get() == 2
 
 
 def test_a_real_outage_still_keeps_the_batch(make_listener, monkeypatch):  # type: ignore[no-untyped-def]

@@ -60,7 +60,13 @@ def test_bad_messages_are_logged_counted_and_acked(world: World) -> None:
     counts = {k: world.metric(f'scoutless_listener_messages_total{{outcome="{k}"}}')
               for k in ("malformed", "ignored_type", "unknown_task", "stale", "ignored_status")}  # fmt: skip
     assert all(v >= 1 for v in counts.values()), counts
+    assert world.metric('scoutless_listener_dead_letters_total{kind="malformed"}') >= 1
     assert not world.outbox([old, other]) and world.healthy()
+    with world.jedi.engine.connect() as conn:  # the malformed one is kept, with why
+        reason = conn.execute(text(
+            "SELECT reason FROM scoutless_dead_letters WHERE body = 'this is not json'"
+        )).scalar()  # fmt: skip
+    assert reason is not None and reason.startswith("malformed: not JSON")
 
 
 def test_database_outage_keeps_messages_until_it_ends(world: World) -> None:

@@ -317,7 +317,7 @@ class TaskListener:
             )  # fmt: skip
         log.error("dead letter (%s, %d attempts, message %s): %s",
                   kind, attempts, frame.headers.get("message-id"), reason)  # fmt: skip
-        self.metrics.count("dead_letter")
+        self.metrics.count("malformed" if kind == "malformed" else "dead_letter")
         self.metrics.dead_letters.labels(kind).inc()
 
     def _finish(self, batch: Batch, sent: dict[int, str]) -> None:
