@@ -36,10 +36,10 @@ def db(tmp_path) -> str:  # type: ignore[no-untyped-def]
     return f"sqlite:///{tmp_path / 'ops.sqlite'}"
 
 
-def _harm():  # type: ignore[no-untyped-def]
-    """A canary whose first attempts succeed at 0.6 against the control's 0.9."""
+def _harm(p_canary: float = 0.6):  # type: ignore[no-untyped-def]
+    """A canary whose first attempts succeed at ``p_canary`` against the control's 0.9."""
     rng = np.random.default_rng(0)
-    ok = np.concatenate([rng.binomial(10, 0.6, 40), rng.binomial(10, 0.9, 40)])
+    ok = np.concatenate([rng.binomial(10, p_canary, 40), rng.binomial(10, 0.9, 40)])
     ids = np.arange(80)
     figures = pd.DataFrame({f"{f}_{k}": 0.0 for f in FIGURES for k in ("num", "den")}, index=ids)
     figures["first_attempt_success_num"], figures["first_attempt_success_den"] = ok, 10.0
@@ -145,3 +145,19 @@ def test_reasons_are_one_line_of_plain_text(db: str) -> None:
     assert shown.exit_code == 0
     assert "ok [bold red]#99 full by root: approved[/bold red]" in shown.output
     assert not any(line.lstrip().startswith("#99") for line in shown.output.splitlines())
+
+
+def test_set_full_goes_through_with_evidence_and_not_against_it(db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from scoutless.ops import impact
+
+    engine = make_engine(db)
+    set_rollout(engine, "canary", share=0.5, reason="try")
+    monkeypatch.setattr(guard_rail, "get_settings", lambda: type("S", (), {"rollout": SETTINGS}))
+    monkeypatch.setattr(impact, "impact_report", lambda *a, **k: _harm(0.6))
+    harm = CliRunner().invoke(app, ["rollout", "set", "full", "--db", db])
+    assert harm.exit_code == 2 and "says harm" in harm.output
+    monkeypatch.setattr(impact, "impact_report", lambda *a, **k: _harm(0.9))
+    held = CliRunner().invoke(app, ["rollout", "set", "full", "--reason", "held", "--db", db])
+    assert held.exit_code == 0, held.output
+    assert "evidence in the last 14 days holds" in held.output
+    assert read_rollout(engine).mode == "full" and read_rollout(engine).reason == "held"

@@ -32,6 +32,9 @@ RESOURCE_TARGETS = ("memory", "cputime", "io", "walltime")
 BOUNDED_TARGETS = ("memory", "cputime")
 #: ids and counts are stored in PanDA's NUMBER / BIGINT columns: int64 at most
 INT64_MAX = 2**63 - 1
+#: jedi_tasks' resource columns (ramcount, cputime, walltime, iointensity) are PostgreSQL
+#: ``integer`` in PanDA's DDL
+INT32_MAX = 2**31 - 1
 #: a message's timestamp may run this far ahead of our clock (seconds), no further
 MAX_CLOCK_SKEW_S = 300.0
 #: outbox and log columns: model_version String(128), policy String(32)
@@ -194,7 +197,7 @@ def parse_scout_prediction(
     for key, (attr, kind) in _RESOURCE_KEYS.items():
         value = msg.get(key)
         if kind is int:
-            value = _int_field(msg, key)
+            value = _int_field(msg, key, hi=INT32_MAX)
         elif not isinstance(value, str) or not value or len(value) > 32:
             raise MalformedMessage(f"{key}: expected a unit, got {_short(value)}")
         fields[attr] = value
