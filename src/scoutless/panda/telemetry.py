@@ -69,7 +69,7 @@ class HealthServer:
     loopback only: they carry no token, so a scraper elsewhere goes through a proxy."""
 
     def __init__(self, port: int, metrics: ListenerMetrics, healthy: Any, host: str = "127.0.0.1"):
-        if not ipaddress.ip_address(host).is_loopback:
+        if not _loopback(host):
             raise ValueError(
                 f"listener health server: host {host!r} is not loopback; /metrics and "
                 "/healthz carry no token and stay on 127.0.0.1"
@@ -108,3 +108,12 @@ class HealthServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost: it may resolve anywhere
+        return False
