@@ -190,6 +190,8 @@ def test_data_fault_tells_refused_values_from_outages(tmp_path: Path) -> None:
 
 def test_dead_letters_verb_lists_them(make_listener) -> None:  # type: ignore[no-untyped-def]
     lis, _, _ = make_listener()
+    stored_at_start = lis.metrics.dead_letters_stored.labels("malformed")._value.get()
+    assert stored_at_start == dead_letters.counts(lis.engine)["malformed"] >= 1
     dead_letters.record(lis.engine, kind="malformed", reason="[red]x[/red]\nforged line",
                         body="{}", attempts=1, message_id="m-cli")  # fmt: skip
     url = lis.engine.url.render_as_string(hide_password=False)

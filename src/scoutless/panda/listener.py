@@ -111,6 +111,8 @@ class TaskListener:
         self.attempts: dict[str, int] = {}
         outbox.create_outbox(engine)
         dead_letters.create_dead_letter_table(engine)
+        for kind, n in dead_letters.counts(engine).items():
+            self.metrics.dead_letters_stored.labels(kind).set(n)
         from scoutless.ops.prediction_log import PredictionLog
 
         PredictionLog(engine)  # creates scoutless_task_predictions where missing
@@ -319,6 +321,7 @@ class TaskListener:
                   kind, attempts, frame.headers.get("message-id"), reason)  # fmt: skip
         self.metrics.count("malformed" if kind == "malformed" else "dead_letter")
         self.metrics.dead_letters.labels(kind).inc()
+        self.metrics.dead_letters_stored.labels(kind).inc()
 
     def _finish(self, batch: Batch, sent: dict[int, str]) -> None:
         now = time.time()

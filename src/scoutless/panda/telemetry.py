@@ -33,6 +33,11 @@ class ListenerMetrics:
             "(malformed: at once; failed: after dead_letter_after attempts)",
             ["kind"], registry=self.registry,
         )  # fmt: skip
+        self.dead_letters_stored = Gauge(
+            "scoutless_listener_dead_letters_stored",
+            "rows in scoutless_dead_letters by kind (read at start, then kept up to date)",
+            ["kind"], registry=self.registry,
+        )  # fmt: skip
         self.reconnects = Counter(
             "scoutless_listener_reconnects", "broker reconnections", registry=self.registry
         )
