@@ -208,3 +208,42 @@ def test_the_health_port_stays_on_loopback() -> None:
     server = HealthServer(0, ListenerMetrics(), lambda: True)
     assert server.server.server_address[0] == "127.0.0.1"
     server.server.server_close()
+
+
+def redelivered(f: Frame) -> Frame:
+    return Frame(f.body, {**f.headers, "redelivered": "true"}, f.generation)
+
+
+def test_a_message_the_listener_dies_on_reaches_the_dead_letter(make_listener, monkeypatch):  # type: ignore[no-untyped-def]
+    """A crash no exception reports (the process killed while it holds the message) cannot
+    be counted in memory: redeliveries are counted in the database, so the listener does
+    not die on the same message at every restart."""
+    lis, broker, good = make_listener()
+    crasher = redelivered(frame(good, 11, timestamp=time.time() - 1))
+    digest = listener._digest(crasher)
+    for _ in range(2):  # two listeners died with it: the broker delivered it again each time
+        dead_letters.count_delivery(lis.engine, digest)
+
+    def never(batch):  # type: ignore[no-untyped-def]
+        raise AssertionError("a message that killed the listener twice is not tried again")
+
+    monkeypatch.setattr(lis, "process", never)
+    assert lis.handle([crasher]) == []
+    (row,) = stored(lis.engine, ["m-11"])
+    assert row["kind"] == "failed" and row["attempts"] == 3 and "died on it" in row["reason"]
+    assert row["jeditaskid"] == good and broker.acked == [crasher]
+    t = dead_letters.deliveries_table
+    with lis.engine.connect() as conn:
+        assert conn.execute(t.select().where(t.c.digest == digest)).first() is None
+
+
+def test_a_redelivered_good_message_is_answered_and_forgotten(make_listener):  # type: ignore[no-untyped-def]
+    lis, broker, good = make_listener()
+    again = redelivered(frame(good, 12))
+    fresh = frame(good + 1, 13)
+    assert lis.handle([again, fresh]) == []
+    assert sorted(p["task_id"] for p in broker.published(lis.settings.publish)) == [good, good + 1]
+    assert {f.headers["message-id"] for f in broker.acked} == {"m-12", "m-13"}
+    t = dead_letters.deliveries_table
+    with lis.engine.connect() as conn:
+        assert conn.execute(t.select().where(t.c.digest == listener._digest(again))).first() is None

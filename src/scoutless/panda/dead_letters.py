@@ -6,6 +6,10 @@ times for a reason that is the message's, not an outage's. The row is committed,
 is published to the broker's dead-letter destination where one is configured, then the
 message is acked: it never comes back into the loop. ``scoutless dead-letters`` lists them.
 
+A message that kills the listener raises nothing to count: its redeliveries are counted in
+``scoutless_listener_deliveries`` (:func:`count_delivery`, committed before it is
+processed), so it reaches the dead letter too instead of a crash at every restart.
+
 :func:`data_fault` tells the two kinds of database error apart: a value the database
 refuses (PostgreSQL SQLSTATE class 22 "data exception" such as ``bigint out of range``,
 class 23 "integrity constraint violation", SQLAlchemy's ``DataError``/``IntegrityError``,
@@ -30,8 +34,10 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    delete,
     func,
     select,
+    update,
 )
 from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
@@ -67,6 +73,17 @@ dead_letter_table = Table(
     Column("message_id", String(256)),  # the broker's message-id header
     Column("destination", String(256)),  # where it came from
     Column("body", Text, nullable=False),  # as received, cut at MAX_BODY_CHARS
+)
+
+
+#: redeliveries of a message not answered yet, by its body's SHA-256 (a listener that
+#: died on a message cannot count it in memory)
+deliveries_table = Table(
+    "scoutless_listener_deliveries",
+    dead_letter_metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("deliveries", Integer, nullable=False),
+    Column("last_at", DateTime, nullable=False),  # UTC, naive
 )
 
 
@@ -117,9 +134,35 @@ def outage(exc: BaseException) -> bool:
 
 def create_dead_letter_table(engine: Engine) -> None:
     try:
-        dead_letter_metadata.create_all(engine, tables=[dead_letter_table])
+        dead_letter_metadata.create_all(engine, tables=[dead_letter_table, deliveries_table])
     except SQLAlchemyError as exc:
         raise DatabaseUnavailable(f"cannot create {DEAD_LETTER_TABLE}: {exc}") from exc
+
+
+def count_delivery(engine: Engine, digest: str) -> int:
+    """One more redelivery of the message ``digest``, committed; how many so far."""
+    t = deliveries_table
+    try:
+        with engine.begin() as conn:
+            bumped = conn.execute(
+                update(t).where(t.c.digest == digest)
+                .values(deliveries=t.c.deliveries + 1, last_at=utcnow())
+            ).rowcount  # fmt: skip
+            if not bumped:
+                conn.execute(t.insert(), {"digest": digest, "deliveries": 1, "last_at": utcnow()})
+            return int(conn.execute(select(t.c.deliveries).where(t.c.digest == digest)).scalar())
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(f"cannot count a delivery in {t.name}: {exc}") from exc
+
+
+def clear_deliveries(engine: Engine, digests: list[str]) -> None:
+    """Forget the redeliveries of messages now answered (or dead-lettered)."""
+    t = deliveries_table
+    try:
+        with engine.begin() as conn:
+            conn.execute(delete(t).where(t.c.digest.in_(digests)))
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(f"cannot clear {t.name}: {exc}") from exc
 
 
 def record(

@@ -228,7 +228,26 @@ class TaskListener:
     def handle(self, frames: Sequence[Frame]) -> list[Frame]:
         """Handle one batch; returns the frames to retry with the next batch (a failure that
         was the messages'). Raises DatabaseUnavailable / BrokerUnavailable (an outage:
-        nothing acked)."""
+        nothing acked). Frames the broker delivers again go one at a time (see
+        :meth:`_handle_redelivered`); every ack waits for the end."""
+        again = [f for f in frames if f.headers.get("redelivered") == "true"]
+        finished: list[tuple[Batch, dict[int, str]]] = []
+        fresh = [f for f in frames if f.headers.get("redelivered") != "true"]
+        retry = self._handle_batch(fresh, finished)
+        for frame in again:
+            retry += self._handle_redelivered(frame, finished)
+        settled = {_digest(f) for f in again} - {_digest(f) for f in retry}
+        if settled:  # before the acks: a failure here leaves everything to retry
+            dead_letters.clear_deliveries(self.engine, sorted(settled))
+        for batch, sent in finished:
+            self._finish(batch, sent)
+        return retry
+
+    def _handle_batch(
+        self, frames: Sequence[Frame], finished: list[tuple[Batch, dict[int, str]]]
+    ) -> list[Frame]:
+        if not frames:
+            return []
         batch = self.triage(frames, time.time())
         try:
             sent = self.process(batch)
@@ -239,8 +258,23 @@ class TaskListener:
                         len(batch.tasks), dead_letters.one_line(repr(exc), 300))  # fmt: skip
             sent = self._one_at_a_time(batch)
         retry = self._settle_failures(batch)
-        self._finish(batch, sent)
+        finished.append((batch, sent))
         return retry
+
+    def _handle_redelivered(
+        self, frame: Frame, finished: list[tuple[Batch, dict[int, str]]]
+    ) -> list[Frame]:
+        """A message delivered again: the listener that had it may have died on it (a crash
+        no exception reports). Its redeliveries are counted in the database before it is
+        processed, alone; at ``dead_letter_after`` it goes to the dead letter instead of
+        taking the listener down once more."""
+        n = dead_letters.count_delivery(self.engine, _digest(frame))
+        if n < self.settings.dead_letter_after:
+            return self._handle_batch([frame], finished)
+        why = f"{n} deliveries ended without an answer: the listener may have died on it"
+        self._dead_letter(frame, "failed", why, attempts=n, task_id=_task_id(frame))
+        finished.append((Batch(done=[frame]), {}))
+        return []
 
     def process(self, batch: Batch) -> dict[int, str]:
         """Predict, record and publish the batch's tasks; the messages sent, by task."""
@@ -396,6 +430,13 @@ class TaskListener:
 
     def healthy(self) -> bool:
         return self.alive.is_set() and self.broker.connected.is_set()
+
+
+def _task_id(frame: Frame) -> int | None:
+    try:
+        return parse_task_status(frame.body).task_id
+    except Exception:
+        return None
 
 
 def _digest(frame: Frame) -> str:
