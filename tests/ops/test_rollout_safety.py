@@ -161,3 +161,14 @@ def test_set_full_goes_through_with_evidence_and_not_against_it(db, monkeypatch)
     assert held.exit_code == 0, held.output
     assert "evidence in the last 14 days holds" in held.output
     assert read_rollout(engine).mode == "full" and read_rollout(engine).reason == "held"
+
+
+def test_set_if_version_writes_only_over_the_version_seen(db: str) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(app, ["rollout", "set", "shadow", "--reason", "a", "--db", db,
+                             "--if-version", "0"])  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    late = runner.invoke(app, ["rollout", "set", "canary", "--share", "0.1", "--db", db,
+                               "--if-version", "0"])  # fmt: skip
+    assert late.exit_code == 2 and "changed since version 0" in late.output
+    assert read_rollout(make_engine(db)).version == 1

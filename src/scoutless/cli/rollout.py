@@ -56,6 +56,10 @@ def set_mode(
     force: Annotated[
         bool, typer.Option(help="full: promote without impact evidence (needs --reason)")
     ] = False,
+    if_version: Annotated[
+        int | None,
+        typer.Option(help="write only if the rollout is still this version (rollout show's #)"),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Switch the listener's rollout mode; it takes effect from the listener's next batch.
@@ -78,7 +82,8 @@ def set_mode(
             reason = _full_reason(engine, before.mode, reason, force)
         state = set_rollout(
             engine, mode, share=share, seed=seed, scope=parse_scope(scope or []),
-            reason=reason, changed_by=os_identity(), expected_version=before.version,
+            reason=reason, changed_by=os_identity(),
+            expected_version=before.version if if_version is None else if_version,
         )  # fmt: skip
         kept = already_skipped(engine) if mode == "shadow" else []
     except RolloutError as exc:
