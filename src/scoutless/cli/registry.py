@@ -74,7 +74,7 @@ def add(
 def promote(
     registry: RegistryArg,
     version: Annotated[str, typer.Argument(help="version id (see registry list)")],
-    reason: Annotated[str, typer.Option(help="recorded in history.jsonl")] = "manual",
+    reason: Annotated[str, typer.Option(help="kept in registry.json's history")] = "manual",
 ) -> None:
     """Make a version the champion (refused unless it is a complete, loadable bundle)."""
     try:
@@ -88,7 +88,7 @@ def promote(
 @app.command("rollback")
 def rollback(
     registry: RegistryArg,
-    reason: Annotated[str, typer.Option(help="recorded in history.jsonl")] = "manual",
+    reason: Annotated[str, typer.Option(help="kept in registry.json's history")] = "manual",
 ) -> None:
     """Return to the champion the current one replaced."""
     try:
