@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up, start the test services (PostgreSQL with PanDA's schema, RabbitMQ/STOMP, Chromium),
-# lint, build the docs strictly, run the whole test suite in random order (pytest-randomly
+# lint, check the install a user gets (scripts/wheel_check.sh: build the wheel and the sdist,
+# install the wheel into a fresh venv, `scoutless --version` and a small demo from it),
+# build the docs strictly, run the whole test suite in random order (pytest-randomly
 # prints the seed it used in the header: `Using --randomly-seed=N`).
 #
 #   bash scripts/test.sh                        # once, as CI does
@@ -19,6 +21,7 @@ bash scripts/setup.sh
 services=$(bash scripts/services.sh)  # NAME=value lines
 while IFS= read -r line; do if [[ $line == *=* ]]; then export "$line"; fi; done <<<"$services"
 .venv/bin/ruff check src tests benchmarks docsgen
+bash scripts/wheel_check.sh
 bash scripts/docs.sh
 export SCOUTLESS_DOCS_SITE=$PWD/site  # the tests read this build instead of making their own
 for run in $(seq 1 "$repeat"); do

@@ -1,9 +1,9 @@
 """One typed settings object: every default scoutless uses lives here.
 
 Values come from (highest first) explicit arguments, ``SCOUTLESS_*`` environment variables
-(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY=80``), the settings file named by
-``SCOUTLESS_CONFIG`` (``scoutless --config FILE`` sets it: a ``scoutless.toml`` with the same
-names, ``[panda] cpu_efficiency = 80``), then these defaults.
+(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY_PERCENT=80``), the settings file
+that ``SCOUTLESS_CONFIG`` names (``scoutless --config FILE`` sets it: a ``scoutless.toml``
+with the same names, ``[panda] cpu_efficiency_percent = 80``), then these defaults.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class PandaDefaults(BaseModel):
 
 
 class TargetSettings(BaseModel):
-    """How the per-job values of a task are reduced to one robust task value (DESIGN.md §2)."""
+    """How the per-job values of a task are reduced to one robust task value, by PanDA's own rules."""
 
     memory_percentile: float = Field(75.0, gt=0, le=100)
     memory_margin: float = Field(1.10, ge=1.0)

@@ -92,10 +92,18 @@ def _use_config(value: Path | None) -> Path | None:
     """Runs while the options are parsed, before any verb is imported: every setting read
     from here on (also by worker processes, which inherit the variable) sees the file."""
     if value is not None:
-        from scoutless.config import CONFIG_ENV, get_settings
+        from pydantic import ValidationError
+
+        from scoutless.config import CONFIG_ENV, SettingsFileError, get_settings
 
         os.environ[CONFIG_ENV] = str(value.resolve())
         get_settings.cache_clear()
+        try:  # read once here, so that a wrong key or value stops the command in one line
+            get_settings()
+        except SettingsFileError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        except ValidationError as exc:
+            raise typer.BadParameter(f"{value}: {exc}") from exc
     return value
 
 
