@@ -168,5 +168,5 @@ def test_an_oracle_url_without_its_driver_names_the_extra(monkeypatch, tmp_path)
     result = CliRunner().invoke(app, ["data", "build", "--db", url, "--out", str(tmp_path / "t")])
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "needs the oracledb driver" in said and "pip install 'scoutless[oracle]'" in said
+    assert "needs the oracledb driver" in said and "pip install oracledb" in said
     assert "thin mode needs no Oracle client" in said
