@@ -34,6 +34,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(CONFIG_ENV, raising=False)
     get_settings.cache_clear()
     yield
+    os.environ.pop(CONFIG_ENV, None)  # `--config` sets it itself, outside monkeypatch's undo
     get_settings.cache_clear()
 
 
@@ -81,9 +82,7 @@ def test_a_missing_or_broken_file_is_refused_naming_it(
         Settings()
 
 
-def test_the_global_option_reaches_the_settings_a_verb_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_global_option_reaches_the_settings_a_verb_reads(tmp_path: Path) -> None:
     """``scoutless --config FILE VERB``: the file is in force before the verb is imported
     (and in the environment of the processes it starts)."""
     path = _file(tmp_path, EXAMPLE)
@@ -91,7 +90,6 @@ def test_the_global_option_reaches_the_settings_a_verb_reads(
     assert os.environ[CONFIG_ENV] == str(path.resolve())
     assert get_settings().service.port == 9123
     assert "does not exist" not in result.output
-    monkeypatch.delenv(CONFIG_ENV)
 
 
 def test_the_command_refuses_a_wrong_file_in_one_message(tmp_path: Path) -> None:
@@ -99,4 +97,3 @@ def test_the_command_refuses_a_wrong_file_in_one_message(tmp_path: Path) -> None
     result = CliRunner().invoke(app, ["--config", str(path), "rollout", "--help"])
     said = " ".join(result.output.replace("│", " ").split())
     assert result.exit_code == 2 and "unknown setting(s) service.prot" in said
-    os.environ.pop(CONFIG_ENV, None)
