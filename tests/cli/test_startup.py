@@ -93,3 +93,15 @@ def test_a_wrong_path_is_refused_at_once_naming_it() -> None:
     for argv, said in zip(lines, seen["said"], strict=True):
         assert "does not exist" in said and "/nonexistent/" in said, (argv, said)
     assert not set(seen["all"]) & set(HEAVY), sorted(set(seen["all"]) & set(HEAVY))
+
+
+def test_help_lists_every_verb_with_its_line_and_the_global_options() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["--help"])
+    said = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 0 and "Usage: scoutless [OPTIONS] COMMAND [ARGS]..." in said
+    for name, verb in VERBS.items():
+        assert f"{name} {' '.join(verb.help.split()[:3])}" in said, name
+    for option in ("--version", "--config", "--help"):
+        assert option in said

@@ -108,8 +108,33 @@ class _LazyGroup(TyperGroup):
             commands.summaries_only = False
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        """``scoutless --help`` drawn with rich's tables directly: Typer's own help module
+        imports a Markdown parser and takes longer to load than Typer itself."""
+        from rich.console import Console
+        from rich.panel import Panel
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(highlight=False)
+        usage = " ".join(self.collect_usage_pieces(ctx))
+        console.print(f"\n [yellow]Usage:[/] [bold]{ctx.command_path}[/] {usage}\n")
+        console.print(Text(f" {self.help}\n"))
+        for title, rows in (("Options", self._option_rows(ctx)), ("Commands", self._verb_rows())):
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(style="bold cyan", no_wrap=True)
+            grid.add_column()
+            for name, text in rows:  # as text: a help's "[...]" is not rich markup
+                grid.add_row(Text(name), Text(text))
+            console.print(Panel(grid, title=title, title_align="left", border_style="dim"))
+
+    def _option_rows(self, ctx: Any) -> list[tuple[str, str]]:
+        records = (param.get_help_record(ctx) for param in self.get_params(ctx))
+        return [(names, text) for names, text in filter(None, records)]
+
+    def _verb_rows(self) -> list[tuple[str, str]]:
         with self._summaries():
-            super().format_help(ctx, formatter)
+            listed = [(name, self.commands[name]) for name in self.commands]
+        return [(name, cmd.short_help or cmd.help or "") for name, cmd in listed if not cmd.hidden]
 
 
 def lazy_group(verbs: dict[str, Verb]) -> type[TyperGroup]:
