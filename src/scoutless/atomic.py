@@ -161,12 +161,34 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` would, for a moment,
+    for every thread): Linux reports it in /proc/self/status; elsewhere 0o022."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def sibling_temp_file(path: Path) -> tuple[int, str]:
+    """A hidden temporary file beside ``path`` (``mkstemp``), opened, with the mode a file
+    created in place would get (0666 less the umask): ``mkstemp`` makes it 0600, and the
+    rename would carry that over, so a report or table would be private to its writer
+    while the bundle beside it is not."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~current_umask())
+    return fd, tmp
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     """Write ``text`` to a hidden sibling, flush it, then rename it over ``path``: readers
     see the old file or the new one, never a partial one, even after a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = sibling_temp_file(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

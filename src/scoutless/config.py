@@ -1,18 +1,30 @@
 """One typed settings object: every default scoutless uses lives here.
 
 Values come from (highest first) explicit arguments, ``SCOUTLESS_*`` environment variables
-(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY=80``), then these defaults.
+(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY_PERCENT=80``), the settings file
+that ``SCOUTLESS_CONFIG`` names (``scoutless --config FILE`` sets it: a ``scoutless.toml``
+with the same names, ``[panda] cpu_efficiency_percent = 80``), then these defaults.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+#: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
+CONFIG_ENV = "SCOUTLESS_CONFIG"
 
 
 class PandaDefaults(BaseModel):
@@ -29,7 +41,7 @@ class PandaDefaults(BaseModel):
 
 
 class TargetSettings(BaseModel):
-    """How the per-job values of a task are reduced to one robust task value (DESIGN.md §2)."""
+    """How the per-job values of a task are reduced to one robust task value, by PanDA's own rules."""
 
     memory_percentile: float = Field(75.0, gt=0, le=100)
     memory_margin: float = Field(1.10, ge=1.0)
@@ -650,6 +662,22 @@ class Settings(BaseSettings):
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment, then the settings file, then the defaults."""
+        path = settings_file()
+        if path is None:
+            return init_settings, env_settings, dotenv_settings, file_secret_settings
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+        return init_settings, env_settings, toml, dotenv_settings, file_secret_settings
+
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""
         if self.db_url:
@@ -660,3 +688,45 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+class SettingsFileError(ValueError):
+    """The settings file cannot be used; the message names the file and the key."""
+
+
+def settings_file() -> Path | None:
+    """The file ``SCOUTLESS_CONFIG`` names, checked: it exists, is TOML, and every key in it
+    is a setting (a misspelt key would otherwise be ignored without a word)."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file():
+        raise SettingsFileError(f"{CONFIG_ENV}={raw}: the settings file does not exist")
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsFileError(f"{path}: not a readable TOML settings file: {exc}") from exc
+    unknown = _unknown_keys(values, Settings)
+    if unknown:
+        raise SettingsFileError(
+            f"{path}: unknown setting(s) {', '.join(unknown)} "
+            "(the settings reference lists every name)"
+        )
+    return path
+
+
+def _unknown_keys(values: dict, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted keys of ``values`` that ``model`` has no field for; tables of a sub-model are
+    checked inside it, the values of a dict-typed field (e.g. prices) are not."""
+    unknown = []
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(f"{prefix}{key}")
+            continue
+        sub = field.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            unknown += _unknown_keys(value, sub, f"{prefix}{key}.")
+    return unknown
+

@@ -40,7 +40,9 @@ def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-un
 
 
 def listen(
-    bundle: Annotated[Path, typer.Option(help="bundle folder, or registry folder (champion)")],
+    bundle: Annotated[
+        Path, typer.Option(exists=True, help="bundle folder, or registry folder (champion)")
+    ],
     db: Annotated[str | None, typer.Option(help="PanDA database URL (default: settings)")] = None,
     broker: Annotated[str | None, typer.Option(help="stomp://HOST:PORT")] = None,
     subscribe: Annotated[str | None, typer.Option(help="task_status destination")] = None,
@@ -135,8 +137,13 @@ def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
 
 
 def taskparams(
-    file: Annotated[Path, typer.Argument(help="task-parameter JSON, as given to panda-client")],
-    bundle: Annotated[Path | None, typer.Option(help="predict with this bundle")] = None,
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, help="task-parameter JSON, as given to panda-client"),
+    ],
+    bundle: Annotated[
+        Path | None, typer.Option(exists=True, help="predict with this bundle")
+    ] = None,
     service: Annotated[str | None, typer.Option(help="or ask this service (http://…)")] = None,
     policy: PolicyOption = None,
     alpha: AlphaOption = None,
