@@ -17,6 +17,11 @@ from scoutless.features.encoders import EncodedFeatures, FeatureEncoder, Inspect
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.targets.bins import load_bins
 
+#: a token with the predict and read roles (the tests' default caller, tests/service/conftest)
+TOKEN = "tester-token-0123456789"
+#: where TestClient's requests come from when a test wants a loopback caller
+LOOPBACK = ("127.0.0.1", 50000)
+
 PROCESSING_TYPES = ["evgen", "simul", "reco", "deriv", "merge"]
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pandas as pd
 from fastapi.testclient import TestClient
-from service_fakes import FakePredictor, task
+from service_fakes import TOKEN, FakePredictor, task
 
 from scoutless.history.panda_db import create_schema, make_engine, write_frame
 from scoutless.service.app import create_app
@@ -59,17 +59,18 @@ def test_unknown_task_is_404(client, db_url) -> None:
     _store_task(db_url, 1)
     r = client.get("/v1/tasks/999/prediction")
     assert r.status_code == 404
-    assert "999" in r.json()["detail"]["msg"]
+    assert "999" in r.json()["detail"][0]["msg"]
 
 
 def test_database_down_is_503_on_db_endpoint_only(tmp_path, settings) -> None:
     down = f"sqlite:///{tmp_path / 'no-such-dir' / 'panda.sqlite'}"
     log_db = f"sqlite:///{tmp_path / 'log.sqlite'}"
     app = create_app(predictor=FakePredictor(), db_url=down, log_db_url=log_db, settings=settings)
-    with TestClient(app) as client:
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         r = client.get("/v1/tasks/1/prediction")
         assert r.status_code == 503
-        assert r.json()["detail"]["kind"] == "database_unavailable"
+        assert r.json()["detail"][0]["type"] == "database_unavailable"
+        assert r.json()["error_id"] in r.json()["detail"][0]["msg"]
         assert client.post("/v1/predict", json={"task": task()}).status_code == 200
         assert client.get("/readyz").status_code == 200
         assert client.get("/v1/model").status_code == 200
