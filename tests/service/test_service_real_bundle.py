@@ -245,3 +245,26 @@ def test_model_endpoint_shows_a_bundle_trained_under_other_library_versions(
     ) as client:
         warning = client.get("/v1/model").json()["library_warning"]
     assert warning.startswith("trained with torch 1.13.1 (now ")
+
+
+def test_the_readme_tour_works_with_a_predict_token(real_bundle, tmp_path) -> None:
+    """The README's requests, on a service with tokens configured: 401 without the token,
+    200 with a ``predict`` token (``-H "Authorization: Bearer $TOKEN"`` is all that changes)."""
+    from service_fakes import TOKEN, store_task
+
+    from scoutless.config import Settings
+
+    db_url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    store_task(db_url, 123)
+    settings = Settings(service={"tokens": f"jedi predict {TOKEN}"})
+    tour = [
+        "/v1/tasks/123/prediction?policy=value&alpha=0.05",
+        "/v1/tasks/123/prediction?policy=cost",
+    ]
+    with TestClient(create_app(real_bundle, db_url=db_url, settings=settings)) as client:
+        for url in tour:
+            assert client.get(url).status_code == 401
+            answer = client.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["tasks"][0]["jeditaskid"] == 123
+    assert PredictionLog(db_url).count() == 2

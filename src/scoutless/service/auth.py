@@ -177,6 +177,6 @@ def refuse_exposed_bind(host: str, settings: ServiceSettings) -> str | None:
     if settings.tokens_file or settings.tokens or settings.admin_token or settings.jwks_file:
         return None
     return (
-        f"refusing to listen on {host}: no tokens are configured, so anyone who can reach "
+        f"cannot serve on {host}: no tokens are configured, so anyone who can reach "
         f"the port could write to the prediction log. Listen on 127.0.0.1, or {HOW_TO}"
     )
