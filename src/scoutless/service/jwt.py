@@ -101,9 +101,11 @@ def verify(
     alg = header.get("alg")
     if alg not in ALGORITHMS:
         raise TokenInvalid(f"algorithm {alg!r} not accepted ({', '.join(ALGORITHMS)})")
-    keys = [jwks.keys[header["kid"]]] if header.get("kid") in jwks.keys else []
-    if not keys and "kid" not in header:
+    kid = header.get("kid")
+    if kid is None:
         keys = list(jwks.keys.values())
+    else:
+        keys = [jwks.keys[kid]] if isinstance(kid, str) and kid in jwks.keys else []
     signed = f"{parts[0]}.{parts[1]}".encode()
     if not any(_signature_ok(k, alg, signed, _b64(parts[2])) for k in keys):
         raise TokenInvalid("signature does not verify with the configured keys")
