@@ -227,6 +227,12 @@ class ServiceSettings(BaseModel):
     max_body_mb: float = Field(64.0, gt=0, description="larger bodies: 413, before read whole")
     body_timeout_s: float = Field(30.0, gt=0, description="a body slower than this: 408")
     max_concurrent: int = Field(64, ge=1, description="requests in progress per worker; more: 503")
+    log_synchronous: Literal["NORMAL", "FULL"] = Field(
+        "NORMAL",
+        description="SQLite prediction log: NORMAL loses no answer to a crash of the service, "
+        "may lose the last commits to a power loss; FULL survives that too at ~5x the latency "
+        "(an fsync per commit)",
+    )
     remote_timeout_s: float = Field(2.0, gt=0)
     remote_token: str | None = Field(
         None, description="gateway mode: the bearer token sent to the per-target services"

@@ -1,5 +1,5 @@
 """Group commit isolates callers: a request whose rows the database refuses fails alone,
-its neighbours in the same transaction are committed; the SQLite log commits durably."""
+its neighbours in the same transaction are committed; the SQLite log's durability level."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def test_a_refused_row_fails_its_request_only(tmp_path) -> None:
     assert log.count() == 7
 
 
-def test_the_sqlite_log_commits_with_synchronous_full(tmp_path) -> None:
-    log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
-    with log.engine.connect() as conn:
-        assert conn.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL
+def test_the_sqlite_log_commits_at_the_chosen_level(tmp_path) -> None:
+    default = PredictionLog(f"sqlite:///{tmp_path / 'a.sqlite'}")
+    full = PredictionLog(f"sqlite:///{tmp_path / 'b.sqlite'}", synchronous="FULL")
+    for log, level in ((default, 1), (full, 2)):  # NORMAL, FULL
+        with log.engine.connect() as conn:
+            assert conn.execute(text("PRAGMA synchronous")).scalar() == level

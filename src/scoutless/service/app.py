@@ -189,7 +189,8 @@ async def _start_local(
         await asyncio.to_thread(holder.load)
     local.reader = TaskReader(make_engine(history_url, create_dirs=False, for_reads=True))
     if log_url is not None:
-        local.log = await asyncio.to_thread(PredictionLog, log_url)
+        synchronous = state.settings.service.log_synchronous
+        local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)
         local.writer = GroupCommitWriter(local.log)
     return local
 
