@@ -136,7 +136,7 @@ def _serve(doc: dict[str, Any]) -> list[Table]:
 def _vs_bare(doc: dict[str, Any]) -> list[Table]:
     """The service against a bare FastAPI app under the same client (medians, ratios)."""
     rows = [
-        [backend, cell,
+        [label(backend), label(cell),
          figure(doc, ("results", "vs_bare", backend, cell, "service", "requests_per_s")),
          figure(doc, ("results", "vs_bare", backend, cell, "bare", "requests_per_s")),
          figure(doc, ("results", "vs_bare", backend, cell, "throughput_ratio")),
