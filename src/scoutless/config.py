@@ -702,6 +702,19 @@ def with_password(url: str, password_file: Path | None, password: str | None) ->
     return parsed.set(password=secret).render_as_string(hide_password=False)
 
 
+def masked_url(text: str) -> str:
+    """``text`` as shown to a user: a database URL with its password as ``***``."""
+    if "://" not in text or "@" not in text:
+        return text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except ArgumentError:
+        return text
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()

@@ -98,3 +98,17 @@ def test_the_database_password_comes_from_a_file(tmp_path) -> None:
     assert make_url(settings.resolved_db_url()).password == "S3cr3t/Pw@x"
     given = Settings(db_url="postgresql://scout:other@db/panda", db_password_file=secret)
     assert make_url(given.resolved_db_url()).password == "other"  # the URL's own wins
+
+
+def test_urls_are_shown_without_their_password() -> None:
+    from scoutless.config import masked_url
+
+    assert (
+        masked_url("postgresql://scout:S3cr3t@db:5432/panda")
+        == "postgresql://scout:***@db:5432/panda"
+    )
+    assert (
+        masked_url("sqlite:///scoutless-work/history.sqlite")
+        == "sqlite:///scoutless-work/history.sqlite"
+    )
+    assert masked_url("not a url @ all") == "not a url @ all"

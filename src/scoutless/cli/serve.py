@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from scoutless.config import Settings, get_settings, with_password
+from scoutless.config import Settings, get_settings, masked_url, with_password
 
 console = Console(stderr=True)
 
@@ -135,20 +135,6 @@ def _with_password(url: str | None, settings: Settings) -> str | None:
     return with_password(url, settings.db_password_file, settings.db_password)
 
 
-def masked(value: object) -> str:
-    """A setting as shown: database URLs with their password as ``***``."""
-    text = str(value)
-    if "://" in text and "@" in text:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
-        try:
-            return make_url(text).render_as_string(hide_password=True)
-        except ArgumentError:
-            return text
-    return text
-
-
 def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:
     table = Table(title="scoutless serve", show_header=False)
     table.add_column("setting", style="bold")
@@ -157,5 +143,5 @@ def _print_plan(options: dict[str, object], host: str, port: int, workers: int) 
     table.add_row("workers", str(workers))
     for key, value in options.items():
         if value is not None:
-            table.add_row(key, Text(masked(value)))
+            table.add_row(key, Text(masked_url(str(value))))
     console.print(table)
