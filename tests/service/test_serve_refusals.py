@@ -85,6 +85,7 @@ def test_passwords_are_masked_and_tokens_open_other_addresses(tmp_path, monkeypa
     assert started and started[0]["host"] == "0.0.0.0"
     assert "S3cr3tPw" not in result.output and "***" in result.output
     assert "password on the command line" in result.output
+    assert "bearer tokens: jedi" in result.output and "0123456789abcdef" not in result.output
 
 
 def test_the_database_password_comes_from_a_file(tmp_path) -> None:

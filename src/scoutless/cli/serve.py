@@ -61,7 +61,7 @@ def serve(
         "poll_s": poll,
     }
     _refuse_before_start(bundle, [db or settings.resolved_db_url(), log_db])
-    _print_plan(options, host, port, workers)
+    _print_plan(options, host, port, workers, _who(settings))
     common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
     if workers == 1:
         uvicorn.run(create_app(**options), **common)  # type: ignore[arg-type]
@@ -135,11 +135,24 @@ def _with_password(url: str | None, settings: Settings) -> str | None:
     return with_password(url, settings.db_password_file, settings.db_password)
 
 
-def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:
+def _who(settings: Settings) -> str:
+    """Who may call, in a few words (no secret)."""
+    from scoutless.service.auth import Authenticator
+
+    auth = Authenticator(settings.service)
+    if auth.open_to_loopback:
+        return "loopback callers only (no token configured)"
+    named = sorted({p.name for p in auth.tokens.values()})
+    oidc = ", OIDC tokens" if auth.jwks is not None else ""
+    return f"bearer tokens: {', '.join(named) or 'none'}{oidc}"
+
+
+def _print_plan(options: dict[str, object], host: str, port: int, workers: int, who: str) -> None:
     table = Table(title="scoutless serve", show_header=False)
     table.add_column("setting", style="bold")
     table.add_column("value")
     table.add_row("listen", f"http://{host}:{port}")
+    table.add_row("callers", Text(who))
     table.add_row("workers", str(workers))
     for key, value in options.items():
         if value is not None:
