@@ -224,3 +224,21 @@ def test_openapi_has_an_example_for_every_status_of_every_route(client) -> None:
             assert any("example" in c or "examples" in c for c in content.values()), (path, status)
     body = paths["/v1/predict"]["post"]["requestBody"]["content"]["application/json"]
     assert {"taskparams", "features"} <= set(body["examples"])
+
+
+def test_a_gateway_sends_its_token_to_the_remotes(tmp_path, servers) -> None:
+    from service_procs import ServerProcess
+
+    (tmp_path / "b1").mkdir()
+    remote = ServerProcess(
+        {"bundle": str(tmp_path / "b1"), "fake": True, "db_url": f"sqlite:///{tmp_path}/r.sqlite"},
+        env={"SCOUTLESS_SERVICE__TOKENS": f"gateway predict,read {TOKEN}"},
+    )
+    servers.append(remote)
+    remote.wait_ready()
+    spec = {"memory": remote.url}
+    for token, status in ((TOKEN, 200), (None, 401)):
+        settings = Settings(service={"remote_token": token})
+        with TestClient(create_app(remote=spec, settings=settings), client=LOOPBACK) as gateway:
+            r = gateway.post("/v1/predict", json={"task": task(), "targets": ["memory"]})
+            assert r.status_code == status, r.text
