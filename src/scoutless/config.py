@@ -572,6 +572,24 @@ class AllocationSettings(BaseModel):
     grid_points: int = Field(
         48, ge=8, le=512, description="quantile points of a task's value that price an allocation"
     )
+    max_kill_probability: float = Field(
+        0.25,
+        gt=0,
+        lt=1,
+        description="the cost-aware allocation keeps each target's predicted kill probability "
+        "per job at most this (a constraint, not a price; docs/concepts/allocation.md says why "
+        "0.25)",
+    )
+    guaranteed_memory_grace: float = Field(
+        1.0,
+        ge=1,
+        description="memory above the allocation the site guarantees a job survives, as a "
+        "factor (1: none assumed); only above 1 does the decision consider ramCount below the "
+        "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
+    )
+    job_spread_points: int = Field(
+        8, ge=1, le=64, description="factors of a task's jobs around its value priced per task"
+    )
     scout_unseen: list[str] = Field(
         default_factory=lambda: ["processingtype", "transpath"],
         description="categorical features whose unseen value makes `selective` scout a task "

@@ -40,7 +40,7 @@ def test_replay_writes_the_schema_for_every_strategy(small):
     choice = strategies["selective"]["scout_choice"]
     assert 0 <= choice["scouted_tasks"] <= choice["tasks"] == document["workload"]["tasks"]
     assert set(document["checks"]) == {
-        "hybrid_vs_scouts", "gap_closed", "predicted_vs_bayes", "first_job",
+        "hybrid_vs_scouts", "gap_closed", "predicted_vs_bayes", "first_job", "bounds",
     }  # fmt: skip
     assert "first production job" in result.output and "hybrid vs scouts" in result.output
 

@@ -129,3 +129,50 @@ class ConformalLevels:
 
     def to_dict(self) -> dict[str, list[float]]:
         return {"scores": self.scores.tolist()}
+
+
+@dataclass(frozen=True)
+class JobSpread:
+    """Per task, ``s`` equally likely factors of one of its jobs' need over the task's value
+    (n, s): a job of a task whose value is v needs v × factor. Learnt from a history's jobs
+    (each job's own value over its task's, pooled by task kind: :meth:`pooled`); ``none``:
+    every job needs the task's value."""
+
+    factors: np.ndarray
+
+    @classmethod
+    def none(cls, n: int) -> JobSpread:
+        return cls(np.ones((n, 1)))
+
+    def __len__(self) -> int:
+        return len(self.factors)
+
+    def take(self, rows: np.ndarray | slice) -> JobSpread:
+        return JobSpread(self.factors[rows])
+
+    @classmethod
+    def pooled(
+        cls,
+        ratios: np.ndarray,
+        job_kind: np.ndarray,
+        task_kind: np.ndarray,
+        points: int = 8,
+        min_jobs: int = 50,
+    ) -> JobSpread:
+        """From jobs' ``ratios`` (a job's value ÷ its task's; NaN: not measured) and each
+        job's and task's kind: ``points`` equal-probability quantiles of a kind's ratios
+        (jobs weigh alike: the cost is per job); a kind with fewer than ``min_jobs``
+        measured jobs takes every kind's."""
+        if points < 1:
+            raise ValueError(f"{points=} must be positive")
+        ratios = np.asarray(ratios, dtype=float)
+        ok = np.isfinite(ratios) & (ratios > 0)
+        levels = (np.arange(points) + 0.5) / points
+        overall = np.quantile(ratios[ok], levels) if ok.any() else np.ones(points)
+        factors = np.tile(overall, (len(task_kind), 1))
+        job_kind, task_kind = np.asarray(job_kind), np.asarray(task_kind)
+        for kind in np.unique(task_kind):
+            mine = ok & (job_kind == kind)
+            if mine.sum() >= min_jobs:
+                factors[task_kind == kind] = np.quantile(ratios[mine], levels)
+        return cls(factors)
