@@ -12,8 +12,9 @@ from a history's jobs; without one every job needs the task's value). A killed a
 costs the core-hours it ran plus ``kill_overhead`` times the job's full core-hours (the
 retry waits and runs again: the task is late by a job); a need above the allocation but
 within the grace pays for the memory it takes from other jobs; slack is what the slot
-holds above the larger of the need and the standard slot's share (a slot gives its type's
-MB a core whatever is asked). HIMEM and long-queue core-hours pay their premium times
+holds above what the slot the need itself requires would hold (a slot gives its type's MB
+a core whatever is asked); a need above the standard slot's share takes HIMEM-class memory
+whichever slot it sits in. HIMEM and long-queue core-hours pay their premium times
 :func:`congestion` of the load the caps carry (``SiteRules.himem_load``/``long_load``):
 the scarcer the room, the dearer a core-hour there. The replay's realised priced total
 (``replay/priced.py``) sums the same components from what its jobs did.
@@ -133,13 +134,15 @@ def memory_cost(
     killed = need > limit
     ran = np.where(killed, np.minimum(1.0, limit / np.maximum(need, 1e-9)), 1.0)
     kill = np.where(killed, (ran + prices.kill_overhead) * cores * hours, 0.0)
-    slack_gb = np.maximum(held - np.maximum(need, rules.standard_mb_per_core), 0.0) / 1024.0
+    # slack: above what the slot the need itself requires holds anyway
+    slack_gb = np.maximum(held - rules.slot_mb(need), 0.0) / 1024.0
     slack = np.where(killed, 0.0, prices.memory_gb_hour * slack_gb * cores * hours)
     over_gb = np.where(killed, 0.0, np.maximum(need - held, 0.0) / 1024.0)
     overuse = prices.memory_overuse_gb_hour * over_gb * cores * hours
-    # the slot it runs in: the allocation's, or after a kill the retry's, raised to the need
+    # HIMEM-class memory: the allocation's slot, or the need's (after a kill the retry is
+    # raised to it; within a grace the job holds it in a standard slot all the same)
     himem_border = rules.standard_mb_per_core / rules.memory_compensation
-    himem_slot = np.where(killed, need, alloc) > himem_border
+    himem_slot = np.maximum(need, alloc) > himem_border
     himem_price = prices.himem_core_hour * congestion(rules.himem_load)
     himem = np.where(himem_slot, himem_price * cores * hours, 0.0)
     return kill + slack + overuse + himem

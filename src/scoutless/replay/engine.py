@@ -118,9 +118,10 @@ class ReplayResult:
     canary: CanaryDraw | None = None  # the plan's
     attempt_log: AttemptLog | None = None  # plan.record only
     #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
-    #: full length (core·s), memory held above max(need, the standard slot's share) and
-    #: used above the allocation by surviving attempts (MB·s), core·s in HIMEM slots and
-    #: on the long queue, and the wait for the scouts (submission → avalanche, s)
+    #: full length (core·s), memory held above max(need, the share of the slot its need
+    #: requires) and used above the allocation by surviving attempts (MB·s), core·s in
+    #: HIMEM slots or of HIMEM-class needs and on the long queue, and the wait for the
+    #: scouts (submission → avalanche, s)
     killed_job_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     priced_slack_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     overuse_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -179,7 +180,14 @@ class Replay:
         self.failed = [False] * n_j
         # unit -> (start, outcome, allocation MB, walltime limit s, slot MB/core, long queue)
         self.running: dict[int, tuple[float, int, float, float, float, bool]] = {}
+        # per unit, the slot its own need requires: a share no allocation is blamed for,
+        # and whether the job takes HIMEM-class memory (in a HIMEM slot or above the
+        # standard share within the pilot's grace)
+        slot_mb = rules.need_slot_mb(work.need_mb, work.base_ram_mb[work.task], work.cores,
+                                     pool.types)  # fmt: skip
         self.standard_mb = min(t.mb_per_core for t in cfg.resource_types.values())
+        self.need_share = (work.base_ram_mb[work.task] + work.cores * slot_mb).tolist()
+        self.need_himem = (slot_mb > self.standard_mb).tolist()
         self.log: list[tuple[int, int, float, float, float, int, float, float]] | None = (
             [] if plan.record else None
         )
@@ -363,15 +371,15 @@ class Replay:
         """What the priced total prices of one attempt (``ReplayResult.priced_*``)."""
         core_s = self.cores[j] * runtime
         priced = self.priced
-        if slot_mb > self.standard_mb:
+        if slot_mb > self.standard_mb or self.need_himem[j]:
             priced["himem_core_s"][t] += core_s
         if on_long:
             priced["long_core_s"][t] += core_s
         if killed:
             priced["killed_job_core_s"][t] += self.cores[j] * self.wall[j]
             return
-        share = self.base_ram[t] + self.cores[j] * self.standard_mb
-        priced["priced_slack_mb_s"][t] += max(alloc - max(self.need[j], share), 0.0) * runtime
+        held_anyway = max(self.need[j], self.need_share[j])
+        priced["priced_slack_mb_s"][t] += max(alloc - held_anyway, 0.0) * runtime
         priced["overuse_mb_s"][t] += max(self.need[j] - alloc, 0.0) * runtime
 
     def on_success(self, j: int, t: int) -> None:

@@ -41,6 +41,7 @@ import numpy as np
 from scoutless.allocation.arms import RolloutState, assign, task_key
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import StrategyPlan
+from scoutless.replay.rules import need_ram_per_core
 from scoutless.replay.submission import Submission
 from scoutless.replay.workload import Workload
 
@@ -78,10 +79,8 @@ def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> St
 
 
 def oracle_unit_ram(work: Workload) -> np.ndarray:
-    """Per unit, the ramCount (MB/core) whose allocation is exactly its maxPSS: baseRamCount
-    + cores × ramCount = need (``rules.allocation_mb``), at least 1 MB a core."""
-    base = work.base_ram_mb[work.task]
-    return np.maximum((work.need_mb - base) / np.maximum(work.cores, 1.0), 1.0)
+    """Per unit, the ramCount (MB/core) whose allocation is exactly its maxPSS."""
+    return need_ram_per_core(work.need_mb, work.base_ram_mb[work.task], work.cores)
 
 
 @dataclass(frozen=True)
