@@ -180,14 +180,7 @@ class Replay:
         self.failed = [False] * n_j
         # unit -> (start, outcome, allocation MB, walltime limit s, slot MB/core, long queue)
         self.running: dict[int, tuple[float, int, float, float, float, bool]] = {}
-        # per unit, the slot its own need requires: a share no allocation is blamed for,
-        # and whether the job takes HIMEM-class memory (in a HIMEM slot or above the
-        # standard share within the pilot's grace)
-        slot_mb = rules.need_slot_mb(work.need_mb, work.base_ram_mb[work.task], work.cores,
-                                     pool.types)  # fmt: skip
-        self.standard_mb = min(t.mb_per_core for t in cfg.resource_types.values())
-        self.need_share = (work.base_ram_mb[work.task] + work.cores * slot_mb).tolist()
-        self.need_himem = (slot_mb > self.standard_mb).tolist()
+        self._need_slots()
         self.log: list[tuple[int, int, float, float, float, int, float, float]] | None = (
             [] if plan.record else None
         )
@@ -203,6 +196,17 @@ class Replay:
         self.watch_retune: set[int] = set()
         self.tick_at: float | None = None
         self.n_events = 0
+
+    def _need_slots(self) -> None:
+        """Per unit, the slot its own need requires: a share no allocation is blamed for,
+        and whether the job takes HIMEM-class memory (in a HIMEM slot, or above the
+        standard share within the pilot's grace)."""
+        work = self.w
+        base = work.base_ram_mb[work.task]
+        slot_mb = rules.need_slot_mb(work.need_mb, base, work.cores, self.pool.types)
+        self.standard_mb = min(t.mb_per_core for t in self.cfg.resource_types.values())
+        self.need_share = (base + work.cores * slot_mb).tolist()
+        self.need_himem = (slot_mb > self.standard_mb).tolist()
 
     def _priorities(self, scout: np.ndarray) -> np.ndarray:
         """Each unit's currentPriority under this plan: JobGenerator's scout boost for the
