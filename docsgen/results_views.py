@@ -287,8 +287,45 @@ def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:
     return None
 
 
+def _mean_sd(value: Any) -> str:
+    """A figure over seeds, ``{"mean", "sd"}``, as "mean ± sd"."""
+    if not isinstance(value, dict) or value.get("mean") is None:
+        return "–"
+    mean, sd = float(value["mean"]), float(value.get("sd") or 0.0)
+    digits = 0 if abs(mean) >= 100 else 3
+    return f"{mean:,.{digits}f} ± {sd:,.{digits}f}"
+
+
+def _replay_sizes(doc: dict[str, Any]) -> list[Table]:
+    """``replay.py --sizes``: per size, the strategies by their mean priced total (± the
+    seeds' standard deviation) and every check with both sides' figures, the goal and the
+    verdict."""
+    tables = []
+    for size, summary in (doc.get("sizes") or {}).items():
+        names = summary.get("ranking", [])
+        paths = list(summary["spread"][names[0]]) if names else []
+        rows = [
+            [label(path), *(_mean_sd({"mean": at(summary, ("strategies", n, *path.split("."))),
+                                      "sd": summary["spread"][n][path]}) for n in names)]
+            for path in paths
+        ]  # fmt: skip
+        title = f"{size} tasks: strategies, least priced total first ({summary['seeds']} seeds)"
+        tables.append(Table(title, ["metric", *names], rows, "mean ± standard deviation"))
+        checks = [
+            [group, row["metric"], "; ".join(f"{k} {_mean_sd(v)}" for k, v in row["figures"].items()),
+             row["goal"], row.get("seeds_met", ""), "met" if row["met"] else "missed"]
+            for group, check in summary.get("checks", {}).items() for row in check["rows"]
+        ]  # fmt: skip
+        tables.append(Table(f"{size} tasks: the checks",
+                            ["check", "metric", "figures", "goal", "seeds", "verdict"], checks))  # fmt: skip
+    return tables
+
+
 def _replay(doc: dict[str, Any]) -> list[Table]:
-    """The strategies side by side (one row per metric), then every other figure of the run."""
+    """The strategies side by side (one row per metric), then every other figure of the run;
+    a ``--sizes`` run: per size its strategies and checks (:func:`_replay_sizes`)."""
+    if "sizes" in doc and "runs" in doc:
+        return _replay_sizes(doc)
     base = strategies_at(doc)
     if base is None:
         return []

@@ -580,6 +580,11 @@ class AllocationSettings(BaseModel):
         "per job at most this (a constraint, not a price; docs/concepts/allocation.md says why "
         "0.25)",
     )
+    kill_probability_by_target: dict[str, float] = Field(
+        default_factory=dict,
+        description="target -> its own kill cap where it differs from max_kill_probability "
+        "(e.g. memory, planned without the pilot's grace, against cputime's walltime kills)",
+    )
     guaranteed_memory_grace: float = Field(
         1.0,
         ge=1,
@@ -607,6 +612,18 @@ class AllocationSettings(BaseModel):
                 key = ".".join(str(p) for p in err["loc"])
                 raise ValueError(f"{rtype}.{key}: {err['msg']}") from None
         return value
+
+    @field_validator("kill_probability_by_target")
+    @classmethod
+    def _caps_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for target, cap in value.items():
+            if not 0 < cap < 1:
+                raise ValueError(f"{target}: a kill cap must be in (0, 1), got {cap}")
+        return value
+
+    def kill_cap(self, target: str) -> float:
+        """The kill-probability cap of one target's cost-aware allocation."""
+        return self.kill_probability_by_target.get(target, self.max_kill_probability)
 
     def prices_for(self, resource_type: str | None) -> Prices:
         """The global prices with one resource type's overrides."""

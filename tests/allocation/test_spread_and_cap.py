@@ -31,7 +31,7 @@ def _job(n: int = 1, wall_h: float = 20.0) -> JobContext:
 #: one task of 1,000 MB/core known almost exactly
 EXACT = ValueDistribution.of(0.0, np.log([1000.0]), [1e-3])
 #: its jobs: a quarter each at 0.8, 0.9, 1.0 and 1.3 times the task's value
-SPREAD = JobSpread(np.array([[0.8, 0.9, 1.0, 1.3]]))
+SPREAD = JobSpread.equal(np.array([[0.8, 0.9, 1.0, 1.3]]))
 
 
 def test_a_spread_of_the_jobs_moves_the_choice_up():
@@ -51,7 +51,7 @@ def test_the_kill_cap_binds_where_kills_are_cheap():
     # cheapest is to allocate nothing and let every job die; the cap forbids it
     prices = Prices(kill_overhead=0.0, memory_gb_hour=2.0, himem_core_hour=0.0)
     free = cost_allocation("memory", EXACT, None, _job(), TIGHT, prices, spread=SPREAD)
-    assert free.kill_probability[0] == 1.0
+    assert free.kill_probability[0] == pytest.approx(1.0)
     # 0.3 allows the 1.3x quarter to die: 1,000; 0.2 does not: 1,300
     for cap, value in ((0.3, 1000.0), (0.2, 1300.0)):
         capped = cost_allocation("memory", EXACT, None, _job(), TIGHT, prices, spread=SPREAD,
@@ -84,18 +84,21 @@ def test_only_a_guaranteed_grace_allows_allocations_below_the_need():
     rules = SiteRules.of(ReplaySettings())  # the pilot kills at 2 x
     deciding = rules.deciding(AllocationSettings())
     assert rules.memory_kill_factor == 2.0 and deciding.memory_kill_factor == 1.0
-    # memory used above the allocation free: only the grace decides what survives
+    # a wide task (sigma 0.5); slack dear, memory used above the allocation free: without
+    # a grace, a 5 % cap means the 95th percentile (6,000 x e^0.82); with a guaranteed 2x
+    # grace, half of it survives as well and holds less
     prices = Prices(kill_overhead=0.0, memory_gb_hour=2.0, memory_overuse_gb_hour=0.0,
                     himem_core_hour=0.0)  # fmt: skip
-    big = ValueDistribution.of(0.0, np.log([6000.0]), [1e-3])
+    wide = ValueDistribution.of(0.0, np.log([6000.0]), [0.5])
     cap = 0.05
-    planned = cost_allocation("memory", big, None, _job(), deciding, prices,
+    planned = cost_allocation("memory", wide, None, _job(), deciding, prices,
                               max_kill_probability=cap)  # fmt: skip
-    assert planned.value[0] >= 6000.0 * 0.99  # no need / 2 without a guarantee
+    assert planned.value[0] >= wide.quantile(0.94)[0]
     graced = rules.deciding(AllocationSettings(guaranteed_memory_grace=2.0))
-    halved = cost_allocation("memory", big, None, _job(), graced, prices,
+    halved = cost_allocation("memory", wide, None, _job(), graced, prices,
                              max_kill_probability=cap)  # fmt: skip
-    assert halved.value[0] < 6000.0 * 0.6
+    assert halved.value[0] <= planned.value[0] * 0.55
+    assert halved.kill_probability[0] <= cap
 
 
 def test_the_cap_holds_on_held_out_tasks_within_its_binomial_spread():

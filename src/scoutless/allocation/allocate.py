@@ -115,7 +115,7 @@ def cost_allocation(
     for lo in range(0, len(dist), chunk):
         rows = slice(lo, lo + chunk)
         part = _priced_chunk(
-            COSTS[target], dist.take(rows).grid_at_z(zs), spread.factors[rows], job.take(rows),
+            COSTS[target], dist.take(rows).grid_at_z(zs), spread.take(rows), job.take(rows),
             rules, prices, job_levels, max_kill_probability,
         )  # fmt: skip
         for key, values in part.items():
@@ -130,37 +130,48 @@ def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) 
     return np.unique(np.r_[coverages, extra])
 
 
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """(c, l) per row of ``values`` (c, p) with probabilities ``weights`` (p,), the least
+    value at or below which at least ``level`` of the probability lies: a candidate is a
+    need itself, so at most 1 - level of the needs lie above it."""
+    order = np.argsort(values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)
+    cumulative = np.cumsum(weights[order], axis=1)
+    at = np.stack([(cumulative < lv - 1e-12).sum(axis=1) for lv in levels], axis=1)
+    return np.take_along_axis(ranked, np.minimum(at, values.shape[1] - 1), axis=1)
+
+
 def _priced_chunk(
     model: CostModel,
     task_needs: np.ndarray,
-    factors: np.ndarray,
+    spread: JobSpread,
     job: JobContext,
     rules: SiteRules,
     prices: Prices,
     job_levels: np.ndarray,
     cap: float | None,
 ) -> dict[str, np.ndarray]:
-    """One chunk's choice: ``task_needs`` (c, m) equally likely values, ``factors`` (c, s)
-    equally likely job factors, so (c, m·s) equally likely job needs."""
-    job_needs = (task_needs[:, :, None] * factors[:, None, :]).reshape(len(task_needs), -1)
-    # "higher": a candidate is a need itself, so at most the cap's share of needs lies above
-    quantiles = np.quantile(job_needs, job_levels, axis=1, method="higher").T
-    candidates = model.candidates(quantiles, rules)  # (c, k)
+    """One chunk's choice: ``task_needs`` (c, m) equally likely values times ``spread``'s
+    (c, s) factors: (c, m·s) job needs, each with its probability."""
+    c, m = task_needs.shape
+    per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+    job_needs = per_job.reshape(c, -1)
+    weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
+    candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
     alloc, need = candidates[:, :, None], job_needs[:, None, :]
-    expected = model.cost(alloc, need, job, rules, prices).mean(axis=2)  # (c, k)
-    p_kill = model.killed(alloc, need, job, rules).mean(axis=2)
+    expected = model.cost(alloc, need, job, rules, prices) @ weights  # (c, k)
+    p_kill = model.killed(alloc, need, job, rules) @ weights
     best = choose(candidates, expected, p_kill, cap)
     rows = np.arange(len(best))
     chosen = candidates[rows, best]
     errors = _scout_errors(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
-    scouted = model.cost(measured, (task_needs[:, :, None] * factors[:, None, :])[:, :, None, :],
-                         job, rules, prices)  # fmt: skip
+    scouted = model.cost(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
     return {
         "value": chosen,
         "covered": (task_needs <= chosen[:, None]).mean(axis=1),
         "cost": expected[rows, best],
-        "scouted": scouted.mean(axis=(1, 2, 3)),
+        "scouted": scouted.mean(axis=(1, 2)),
         "kill": p_kill[rows, best],
     }
 

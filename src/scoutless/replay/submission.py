@@ -202,7 +202,7 @@ def cost_allocations(
                 target, dists[target].take(rows), levels.get(target), job.take(rows), rules,
                 alloc.prices_for(name), alloc.grid_points,
                 spread=None if spread is None else spread.take(rows),
-                max_kill_probability=alloc.max_kill_probability,
+                max_kill_probability=alloc.kill_cap(target),
             )  # fmt: skip
             parts.append((rows, part))
         out[target] = stitch(parts, len(job))

@@ -67,7 +67,7 @@ def _allocations(
         if policy == "cost" and t in COSTS:
             prices = settings.allocation.prices
             grid = settings.allocation.grid_points
-            cap = settings.allocation.max_kill_probability
+            cap = settings.allocation.kill_cap(t)
             out[t] = cost_allocation(t, dist, levels, job, rules, prices, grid,
                                      max_kill_probability=cap)  # fmt: skip
         else:
