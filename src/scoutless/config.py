@@ -577,8 +577,9 @@ class AllocationSettings(BaseModel):
         gt=0,
         lt=1,
         description="the cost-aware allocation keeps each target's predicted kill probability "
-        "per job at most this (a constraint, not a price; docs/concepts/allocation.md says why "
-        "0.25)",
+        "per job at most this, assuming only the guaranteed memory grace (a constraint, not a "
+        "price; 0.25: PanDA's own P75 x 1.10 ramCount leaves a quarter of a task's jobs above "
+        "it; docs/concepts/allocation.md has the measurements)",
     )
     kill_probability_by_target: dict[str, float] = Field(
         default_factory=dict,
