@@ -279,7 +279,7 @@ def sizes_report(
     """``runs[size][seed]`` and ``sizes[size]`` (module docstring)."""
     runs: dict[str, dict[str, Any]] = {}
     summary: dict[str, Any] = {}
-    for size in sizes:
+    for size in sorted(sizes, reverse=True):  # the largest first: the headline's figures
         folder = demo_folder(size, workdir, demo_seed)
         runs[str(size)] = {str(s): one_run(folder, settings, s, share) for s in range(seeds)}
         summary[str(size)] = size_summary(list(runs[str(size)].values()))

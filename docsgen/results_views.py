@@ -287,37 +287,31 @@ def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:
     return None
 
 
-def _mean_sd(value: Any) -> str:
-    """A figure over seeds, ``{"mean", "sd"}``, as "mean ± sd"."""
-    if not isinstance(value, dict) or value.get("mean") is None:
-        return "–"
-    mean, sd = float(value["mean"]), float(value.get("sd") or 0.0)
-    digits = 0 if abs(mean) >= 100 else 3
-    return f"{mean:,.{digits}f} ± {sd:,.{digits}f}"
-
-
 def _replay_sizes(doc: dict[str, Any]) -> list[Table]:
-    """``replay.py --sizes``: per size, the strategies by their mean priced total (± the
-    seeds' standard deviation) and every check with both sides' figures, the goal and the
-    verdict."""
+    """``replay.py --sizes``: per size, the strategies' mean figures (least mean priced
+    total first) and their spread over the seeds, then every check with both sides' means,
+    the goal, the seeds it held in and the verdict."""
     tables = []
     for size, summary in (doc.get("sizes") or {}).items():
+        base = ("sizes", size)
         names = summary.get("ranking", [])
         paths = list(summary["spread"][names[0]]) if names else []
-        rows = [
-            [label(path), *(_mean_sd({"mean": at(summary, ("strategies", n, *path.split("."))),
-                                      "sd": summary["spread"][n][path]}) for n in names)]
-            for path in paths
-        ]  # fmt: skip
-        title = f"{size} tasks: strategies, least priced total first ({summary['seeds']} seeds)"
-        tables.append(Table(title, ["metric", *names], rows, "mean ± standard deviation"))
-        checks = [
-            [group, row["metric"], "; ".join(f"{k} {_mean_sd(v)}" for k, v in row["figures"].items()),
-             row["goal"], row.get("seeds_met", ""), "met" if row["met"] else "missed"]
-            for group, check in summary.get("checks", {}).items() for row in check["rows"]
-        ]  # fmt: skip
-        tables.append(Table(f"{size} tasks: the checks",
-                            ["check", "metric", "figures", "goal", "seeds", "verdict"], checks))  # fmt: skip
+        for title, key, split in (("mean", "strategies", True), ("standard deviation", "spread", False)):
+            rows = [[label(path), *(figure(doc, (*base, key, n, *(path.split(".") if split else [path])))
+                                    for n in names)] for path in paths]  # fmt: skip
+            tables.append(Table(f"{size} tasks, {summary['seeds']} seeds: {title}",
+                                ["metric", *names], rows))  # fmt: skip
+        rows = []
+        for group, check in summary.get("checks", {}).items():
+            for i, row in enumerate(check["rows"]):
+                at_row = (*base, "checks", group, "rows", i)
+                sides = [figure(doc, (*at_row, "figures", n, "mean")) for n in row["figures"]]
+                rows.append([label(group), label(row["metric"]),
+                             label(" vs ".join(row["figures"])), *sides, label(row["goal"]),
+                             label(row.get("seeds_met", "")), figure(doc, (*at_row, "met"))])  # fmt: skip
+        tables.append(Table(f"{size} tasks: the checks (means over the seeds)",
+                            ["check", "metric", "sides", "first", "second", "goal", "seeds", "met"],
+                            rows))  # fmt: skip
     return tables
 
 
@@ -363,10 +357,14 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark(
         "replay",
         "Replay: scouts against predictions, on the clock",
-        "The same history through the scouts, predicted and hybrid strategies on a "
-        "simulated clock under PanDA's rules: time to the first production job, "
-        "completion, kills, wasted core-hours; and the replay's own speed.",
-        "python benchmarks/replay.py --tasks 100000 --out results/replay.json",
+        "The same history through the scouts, predicted, hybrid, selective, bayes and "
+        "oracle strategies on a simulated clock under PanDA's rules, per demo size and "
+        "replay seed: time to the first production job, completion, kills, wasted "
+        "core-hours, slack, and each strategy's priced total (the strategies ranked by "
+        "it); the checks: the hybrid against the scouts on every metric, oracle and bayes "
+        "bounding on the priced total. (`--tasks` without `--sizes`: the replay's own speed.)",
+        "python benchmarks/replay.py --sizes 20000,5000 --seeds 3 --workdir scoutless-work/bench "
+        "--out results/replay.json",
         _replay,
     ),
     Benchmark(
