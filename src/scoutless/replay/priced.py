@@ -11,7 +11,7 @@ from what the replay's attempts did rather than expected, in core-hours:
   ``memory_overuse_gb_hour``;
 - ``himem`` / ``long_queue``: core-hours run in HIMEM slots / on the long queue × their
   premium × :func:`~scoutless.allocation.costs.congestion` of the load that strategy put
-  on those caps (their core-hours over the caps' cores × the replay's span);
+  on that width's caps (their core-hours over the caps' cores × the replay's span);
 - ``walltime_slack``: core-hours of walltime limit successful attempts did not use ×
   ``walltime_slack_core_hour``;
 - ``scout_wait``: hours from a task's submission to its scouts' avalanche ×
@@ -38,6 +38,8 @@ from scoutless.replay.pool import LONG, standard_types
 from scoutless.replay.workload import Workload
 
 HOUR = 3600.0
+#: realised loads' keys per width
+WIDTHS = {False: "single", True: "multi"}
 GB_HOUR = 1024.0 * HOUR
 #: priced_components' keys, in the order the tables show them
 COMPONENTS: tuple[str, ...] = (
@@ -57,8 +59,7 @@ def task_prices(
     work: Workload, cfg: ReplaySettings, allocation: AllocationSettings
 ) -> dict[str, np.ndarray]:
     """Per task, each Prices field (the overrides of its width's standard resource type)."""
-    first = np.minimum(work.first_unit, max(work.n_jobs - 1, 0))
-    multicore = work.cores[first] > 1 if work.n_jobs else np.zeros(work.n_tasks, bool)
+    multicore = task_widths(work)
     standard = standard_types(cfg.resource_types)
     out = {field: np.zeros(work.n_tasks) for field in PRICE_OF.values()}
     for is_multi in (False, True):
@@ -82,17 +83,30 @@ def span_s(result: ReplayResult, work: Workload) -> float:
 
 def realised_loads(
     result: ReplayResult, work: Workload, cfg: ReplaySettings, cores: Mapping[str, int]
-) -> dict[str, float]:
-    """Mean busy share of the long queue's and HIMEM's caps over the replay's span."""
+) -> dict[str, dict[str, float]]:
+    """Per width (``single``/``multi``), the mean busy share of its long queue's and
+    HIMEM's caps over the replay's span."""
     span = span_s(result, work)
-    standard = set(standard_types(cfg.resource_types).values())
-    long_cap = sum(v for k, v in cores.items() if k.endswith(LONG))
-    himem_cap = sum(v for k, v in cores.items() if k in cfg.resource_types and k not in standard)
-    share = lambda busy, cap: float(busy / (cap * span)) if cap > 0 else 0.0  # noqa: E731
-    return {
-        "long_queue": share(result.long_core_s.sum(), long_cap),
-        "himem": share(result.himem_core_s.sum(), himem_cap),
-    }
+    multicore = task_widths(work)
+    out = {}
+    for is_multi, name in standard_types(cfg.resource_types).items():
+        rows = multicore == is_multi
+        himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
+                        if t.multicore == is_multi and k != name)  # fmt: skip
+        long_cap = cores.get(name + LONG, 0)
+        share = lambda busy, cap: float(busy / (cap * span)) if cap > 0 else 0.0  # noqa: E731
+        out[WIDTHS[is_multi]] = {
+            "long_queue": share(result.long_core_s[rows].sum(), long_cap),
+            "himem": share(result.himem_core_s[rows].sum(), himem_cap),
+        }
+    return out
+
+
+def task_widths(work: Workload) -> np.ndarray:
+    """(n_tasks,) whether each task is multi-core (its first unit's cores)."""
+    if not work.n_jobs:
+        return np.zeros(work.n_tasks, bool)
+    return work.cores[np.minimum(work.first_unit, work.n_jobs - 1)] > 1
 
 
 def priced_total(
@@ -106,14 +120,17 @@ def priced_total(
     HIMEM and long-queue premiums were taken at (``priced_loads``)."""
     p = task_prices(work, cfg, allocation)
     loads = realised_loads(result, work, cfg, cores)
+    multi = task_widths(work)
+    factor = {room: np.where(multi, congestion(loads["multi"].get(room, 0.0)),
+                             congestion(loads["single"].get(room, 0.0)))
+              for room in ("himem", "long_queue")}  # fmt: skip
     wasted_h = result.wasted_core_s / HOUR
     components = {
         "kills": wasted_h + p["kill_overhead"] * result.killed_job_core_s / HOUR,
         "memory_slack": p["memory_gb_hour"] * result.priced_slack_mb_s / GB_HOUR,
         "memory_overuse": p["memory_overuse_gb_hour"] * result.overuse_mb_s / GB_HOUR,
-        "himem": p["himem_core_hour"] * congestion(loads["himem"]) * result.himem_core_s / HOUR,
-        "long_queue": p["long_queue_core_hour"] * congestion(loads["long_queue"])
-        * result.long_core_s / HOUR,
+        "himem": p["himem_core_hour"] * factor["himem"] * result.himem_core_s / HOUR,
+        "long_queue": p["long_queue_core_hour"] * factor["long_queue"] * result.long_core_s / HOUR,
         "walltime_slack": p["walltime_slack_core_hour"] * result.walltime_slack_core_s / HOUR,
         "scout_wait": p["scout_delay_hour"] * result.scout_wait_s / HOUR,
     }

@@ -125,30 +125,50 @@ def site_rules(work: Workload, cfg: ReplaySettings) -> SiteRules:
     return dataclasses.replace(rules, max_maxtime_s=max(cfg.queue_maxtime_s or 0.0, longest))
 
 
-def decision_rules(work: Workload, settings: Settings) -> SiteRules:
-    """The rules a decision assumes on this workload: the site's, with the memory grace
-    the site guarantees (``allocation.guaranteed_memory_grace``) and the load that the
-    jobs which need HIMEM or the long queue put on those caps (:func:`site_load`)."""
+#: the rules a decision assumes per width (multicore or not): the loads differ
+WidthRules = Mapping[bool, SiteRules]
+
+
+def decision_rules(work: Workload, settings: Settings) -> dict[bool, SiteRules]:
+    """Per width (multicore or not), the rules a decision assumes on this workload: the
+    site's, with the memory grace the site guarantees
+    (``allocation.guaranteed_memory_grace``) and the load that the jobs which need that
+    width's HIMEM or long queue put on its caps (:func:`site_load`)."""
     rules = site_rules(work, settings.replay).deciding(settings.allocation)
-    long_load, himem_load = site_load(work, settings.replay, rules)
-    return dataclasses.replace(rules, long_load=long_load, himem_load=himem_load)
+    return {
+        multicore: dataclasses.replace(rules, long_load=long_load, himem_load=himem_load)
+        for multicore, (long_load, himem_load) in site_load(work, settings.replay, rules).items()
+    }
 
 
-def site_load(work: Workload, cfg: ReplaySettings, rules: SiteRules) -> tuple[float, float]:
-    """(long queue, HIMEM) mean busy share of their caps if every job went where its own
-    need sends it (a run above the short maxtime, a need above the standard slot): the
-    load the site carries whatever a strategy asks, in the pool's own terms
+def site_load(
+    work: Workload, cfg: ReplaySettings, rules: SiteRules
+) -> dict[bool, tuple[float, float]]:
+    """Per width, the (long queue, HIMEM) mean busy share of its caps if every job went
+    where its own need sends it (a run above the short maxtime, a need above the standard
+    slot): the load the site carries whatever a strategy asks, in the pool's own terms
     (``pool_cores``: the caps, the history's span)."""
     cores = pool_cores(work, cfg)
     span = float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
     busy = work.cores * work.wall_s
-    long_cap = sum(v for k, v in cores.items() if k.endswith(LONG))
-    long_busy = busy[work.wall_s > rules.short_maxtime_s].sum() if rules.short_maxtime_s else 0.0
-    standard = set(standard_types(cfg.resource_types).values())
-    himem_cap = sum(v for k, v in cores.items() if k in cfg.resource_types and k not in standard)
+    short = rules.short_maxtime_s
+    long = work.wall_s > short if short is not None else np.zeros(work.n_jobs, bool)
     per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
-    himem_busy = busy[per_core * rules.memory_compensation > rules.standard_mb_per_core].sum()
-    return _share(long_busy, long_cap, span), _share(himem_busy, himem_cap, span)
+    himem = per_core * rules.memory_compensation > rules.standard_mb_per_core
+    standard = standard_types(cfg.resource_types)
+    out = {}
+    for multicore, name in standard.items():
+        width = (work.cores > 1) == multicore
+        himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
+                        if t.multicore == multicore and k != name)  # fmt: skip
+        out[multicore] = (_share(busy[width & long].sum(), cores.get(name + LONG, 0), span),
+                          _share(busy[width & himem].sum(), himem_cap, span))  # fmt: skip
+    return out
+
+
+def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
+    """One width's rules (the same rules for both where one is given)."""
+    return rules if isinstance(rules, SiteRules) else rules[multicore]
 
 
 def _share(busy: float, cap: float, span: float) -> float:
@@ -187,19 +207,20 @@ def cost_allocations(
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
-    rules: SiteRules,
+    rules: SiteRules | WidthRules,
     spreads: Mapping[str, JobSpread] | None = None,
 ) -> dict[str, Allocation]:
-    """The cost-aware allocation of every allocated target, priced per resource type,
-    under the kill cap (``allocation.max_kill_probability``)."""
+    """The cost-aware allocation of every allocated target, priced per resource type
+    (its prices, its width's rules), under the kill cap (``allocation.kill_cap``)."""
     alloc = settings.allocation
     out = {}
     for target in ALLOCATED_TARGETS:
         spread = (spreads or {}).get(target)
         parts = []
         for name, rows in price_groups(job.cores, settings.replay):
+            width = rules_of(rules, settings.replay.resource_types[name].multicore)
             part = cost_allocation(
-                target, dists[target].take(rows), levels.get(target), job.take(rows), rules,
+                target, dists[target].take(rows), levels.get(target), job.take(rows), width,
                 alloc.prices_for(name), alloc.grid_points,
                 spread=None if spread is None else spread.take(rows),
                 max_kill_probability=alloc.kill_cap(target),
@@ -237,7 +258,7 @@ def decide(
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
-    rules: SiteRules,
+    rules: SiteRules | WidthRules,
     policy: str,
     alpha: float,
     spreads: Mapping[str, JobSpread] | None = None,
