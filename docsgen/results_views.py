@@ -363,7 +363,7 @@ BENCHMARKS: list[Benchmark] = [
         "core-hours, slack, and each strategy's priced total (the strategies ranked by "
         "it); the checks: the hybrid against the scouts on every metric, oracle and bayes "
         "bounding on the priced total. (`--tasks` without `--sizes`: the replay's own speed.)",
-        "python benchmarks/replay.py --sizes 20000,5000 --seeds 3 --workdir scoutless-work/bench "
+        "python benchmarks/replay.py --sizes 50000,20000,5000 --seeds 3 --workdir scoutless-work/bench "
         "--out results/replay.json",
         _replay,
     ),
