@@ -309,8 +309,39 @@ def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:
     return None
 
 
+def _replay_sizes(doc: dict[str, Any]) -> list[Table]:
+    """``replay.py --sizes``: per size, the strategies' mean figures (least mean priced
+    total first) and their spread over the seeds, then every check with both sides' means,
+    the goal, the seeds it held in and the verdict."""
+    tables = []
+    for size, summary in (doc.get("sizes") or {}).items():
+        base = ("sizes", size)
+        names = summary.get("ranking", [])
+        paths = list(summary["spread"][names[0]]) if names else []
+        for title, key, split in (("mean", "strategies", True), ("standard deviation", "spread", False)):
+            rows = [[label(path), *(figure(doc, (*base, key, n, *(path.split(".") if split else [path])))
+                                    for n in names)] for path in paths]  # fmt: skip
+            tables.append(Table(f"{size} tasks, {summary['seeds']} seeds: {title}",
+                                ["metric", *names], rows))  # fmt: skip
+        rows = []
+        for group, check in summary.get("checks", {}).items():
+            for i, row in enumerate(check["rows"]):
+                at_row = (*base, "checks", group, "rows", i)
+                sides = [figure(doc, (*at_row, "figures", n, "mean")) for n in row["figures"]]
+                rows.append([label(group), label(row["metric"]),
+                             label(" vs ".join(row["figures"])), *sides, label(row["goal"]),
+                             label(row.get("seeds_met", "")), figure(doc, (*at_row, "met"))])  # fmt: skip
+        tables.append(Table(f"{size} tasks: the checks (means over the seeds)",
+                            ["check", "metric", "sides", "first", "second", "goal", "seeds", "met"],
+                            rows))  # fmt: skip
+    return tables
+
+
 def _replay(doc: dict[str, Any]) -> list[Table]:
-    """The strategies side by side (one row per metric), then every other figure of the run."""
+    """The strategies side by side (one row per metric), then every other figure of the run;
+    a ``--sizes`` run: per size its strategies and checks (:func:`_replay_sizes`)."""
+    if "sizes" in doc and "runs" in doc:
+        return _replay_sizes(doc)
     base = strategies_at(doc)
     if base is None:
         return []
@@ -348,10 +379,14 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark(
         "replay",
         "Replay: scouts against predictions, on the clock",
-        "The same history through the scouts, predicted and hybrid strategies on a "
-        "simulated clock under PanDA's rules: time to the first production job, "
-        "completion, kills, wasted core-hours; and the replay's own speed.",
-        "python benchmarks/replay.py --tasks 100000 --out results/replay.json",
+        "The same history through the scouts, predicted, hybrid, selective, bayes and "
+        "oracle strategies on a simulated clock under PanDA's rules, per demo size and "
+        "replay seed: time to the first production job, completion, kills, wasted "
+        "core-hours, slack, and each strategy's priced total (the strategies ranked by "
+        "it); the checks: the hybrid against the scouts on every metric, oracle and bayes "
+        "bounding on the priced total. (`--tasks` without `--sizes`: the replay's own speed.)",
+        "python benchmarks/replay.py --sizes 50000,20000,5000 --seeds 3 --workdir scoutless-work/bench "
+        "--out results/replay.json",
         _replay,
     ),
     Benchmark(

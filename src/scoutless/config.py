@@ -647,6 +647,30 @@ class AllocationSettings(BaseModel):
     grid_points: int = Field(
         48, ge=8, le=512, description="quantile points of a task's value that price an allocation"
     )
+    max_kill_probability: float = Field(
+        0.25,
+        gt=0,
+        lt=1,
+        description="the cost-aware allocation keeps each target's predicted kill probability "
+        "per job at most this, assuming only the guaranteed memory grace (a constraint, not a "
+        "price; 0.25: PanDA's own P75 x 1.10 ramCount leaves a quarter of a task's jobs above "
+        "it; docs/concepts/allocation.md has the measurements)",
+    )
+    kill_probability_by_target: dict[str, float] = Field(
+        default_factory=dict,
+        description="target -> its own kill cap where it differs from max_kill_probability "
+        "(e.g. memory, planned without the pilot's grace, against cputime's walltime kills)",
+    )
+    guaranteed_memory_grace: float = Field(
+        1.0,
+        ge=1,
+        description="memory above the allocation the site guarantees a job survives, as a "
+        "factor (1: none assumed); only above 1 does the decision consider ramCount below the "
+        "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
+    )
+    job_spread_points: int = Field(
+        8, ge=1, le=64, description="factors of a task's jobs around its value priced per task"
+    )
     scout_unseen: list[str] = Field(
         default_factory=lambda: ["processingtype", "transpath"],
         description="categorical features whose unseen value makes `selective` scout a task "
@@ -664,6 +688,18 @@ class AllocationSettings(BaseModel):
                 key = ".".join(str(p) for p in err["loc"])
                 raise ValueError(f"{rtype}.{key}: {err['msg']}") from None
         return value
+
+    @field_validator("kill_probability_by_target")
+    @classmethod
+    def _caps_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for target, cap in value.items():
+            if not 0 < cap < 1:
+                raise ValueError(f"{target}: a kill cap must be in (0, 1), got {cap}")
+        return value
+
+    def kill_cap(self, target: str) -> float:
+        """The kill-probability cap of one target's cost-aware allocation."""
+        return self.kill_probability_by_target.get(target, self.max_kill_probability)
 
     def prices_for(self, resource_type: str | None) -> Prices:
         """The global prices with one resource type's overrides."""
