@@ -600,6 +600,53 @@ class AllocationSettings(BaseModel):
         )
 
 
+class SizingSettings(BaseModel):
+    """Online per-instance sizing (``scoutless.sizing``, ``scoutless size``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grid_points: int = Field(
+        48, ge=8, le=512, description="quantile points of an instance's need an allocation is priced on"
+    )
+    prior_weight: float = Field(
+        4.0, ge=0, description="pseudo-instances of the other task types' residual shape a type "
+        "starts with (fades as its own instances come)"
+    )
+    kernel_nodes: int = Field(
+        5, ge=1, le=15, description="nodes of the Gaussian kernel that smooths the residuals"
+    )
+    runtime_weighted: bool = Field(
+        True, description="weight residuals by their instance's runtime (long instances cost more)"
+    )
+    failure_penalty: float = Field(
+        0.25, ge=0, description="extra cost of a failed attempt (a restart's overhead), in units "
+        "of max(the median need, penalty_floor_bytes) × runtime; 0: the protocol's prices only"
+    )
+    penalty_floor_bytes: float = Field(
+        2e9, ge=0, description="the least memory a failure's overhead is priced at (a slot)"
+    )
+    refit_every: int = Field(
+        16, ge=1, description="instances between refits of a type's model choice"
+    )
+    min_rows_linear: int = Field(
+        8, ge=3, description="fewer rows: a type's need is not regressed on its input size"
+    )
+    shadow_choice: bool = Field(
+        True, description="re-choose a type's model by what each candidate's plan would have cost"
+    )
+    fallback_growth: float = Field(
+        2.0, gt=1, description="a retry past every need the model knows multiplies by this"
+    )
+    fields: list[str] = Field(
+        default_factory=lambda: [
+            "process", "cpus", "rchar", "rss", "peak_rss", "memory", "realtime",
+            "status", "exit", "attempt",
+        ],
+        description="Nextflow trace columns the importer takes (process, realtime and a "
+        "memory measure are required; the others are taken when present)",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
@@ -630,6 +677,7 @@ class Settings(BaseSettings):
     distributed: DistributedSettings = DistributedSettings()
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
+    sizing: SizingSettings = SizingSettings()
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 
 from scoutless.sizing import baselines as b
-from scoutless.sizing.protocol import GBH, Sizer, Tally, TaskType, task_types, walk
+from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.protocol import (
+    GBH, Instances, Sizer, Tally, TaskType, task_types, walk,
+)  # fmt: skip
 
 #: the baselines, in the reference code's order per type (std, Tovar, percentile,
 #: std-under share one list: the as-coded look-ahead), then the rest
@@ -64,7 +67,9 @@ def run_types(types: Sequence[TaskType], sizers: Sequence[Sizer]) -> dict[str, d
 
 
 def run_workflow(
-    frame: pd.DataFrame, seed: int, workflow: str,
+    frame: pd.DataFrame,
+    seed: int,
+    workflow: str,
     extra: Callable[[list[TaskType]], Sequence[Sizer]] | None = None,
 ) -> dict[str, dict]:
     """The protocol on one workflow's instance table: the baselines and ``extra`` sizers
@@ -76,3 +81,40 @@ def run_workflow(
 
 def gbh(bytes_ms: float) -> float:
     return bytes_ms * GBH
+
+
+def features(inst: Instances, i: int) -> Features:
+    return Features(
+        input_size=float(inst.rchar[i]), cpus=float(inst.cpus[i]), request=float(inst.request[i])
+    )
+
+
+class EngineSizer:
+    """scoutless's engine under the peers' protocol: every type's history is known up front
+    (the protocol allows it), each online outcome is learnt as it comes."""
+
+    def __init__(
+        self, types: Sequence[TaskType], engine: Engine | None = None, name: str = "scoutless"
+    ):
+        self.name = name
+        self.engine = engine or Engine()
+        for task in types:
+            hist = task.history
+            self.engine.start_type(
+                task.name, [features(hist, j) for j in range(len(hist))], hist.need, hist.runtime
+            )
+
+    def begin(self, task: TaskType) -> None:
+        pass
+
+    def first(self, task: TaskType, i: int) -> float:
+        a = self.engine.allocate(task.name, features(task.online, i))
+        return a if np.isfinite(a) else float(task.online.request[i])
+
+    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+        return self.engine.retry(task.name, features(task.online, i), failed)
+
+    def learn(self, task: TaskType, i: int, need: float) -> None:
+        self.engine.observe(
+            task.name, features(task.online, i), need, float(task.online.runtime[i])
+        )

@@ -1,0 +1,238 @@
+"""The online sizing engine: instances of task types allocated in order from what was
+known before each, every outcome learnt as it comes (no retrain from scratch).
+
+Per task type it keeps the observed (log input size, log need) pairs and, for each
+location model of `models.CANDIDATES` (the mean, a line in the input size, the nearest
+neighbours in it), that model's out-of-sample residuals — each with its instance's runtime
+and whether it was censored (an attempt killed below its need: a lower bound). A
+candidate's need distribution for an instance is its location plus its residuals —
+censored ones re-weighted (Kaplan–Meier), smoothed by a Gaussian kernel and mixed with the
+residual shape of the other task types (standardised, worth `prior_weight` instances: what
+a type with ten instances cannot know of its own tail it borrows from the types before).
+The allocation and every retry are `distribution.plan`'s: the least expected cost, a retry
+on the distribution conditional on the need exceeding the failed allocation. After each
+outcome every candidate is charged what its plan would have cost on that instance; the
+type sizes with the cheapest so far (its history's leave-one-out error decides first).
+
+Nothing here knows Nextflow: a task type is a key, an instance its features."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scoutless.config import SizingSettings, get_settings
+from scoutless.sizing.distribution import (
+    bandwidth, censored_weights, plan, smooth, weighted_quantiles,
+)  # fmt: skip
+from scoutless.sizing.models import CANDIDATES
+
+#: the least residual spread (log scale) a type is standardised with
+MIN_SCALE = 0.01
+#: points a residual sample is compressed to (weighted quantiles) before smoothing
+SAMPLE_POINTS = 256
+
+
+@dataclass(frozen=True)
+class Features:
+    """What is known of an instance at submission: input size (bytes), cores, the user's
+    request (bytes; NaN when none)."""
+
+    input_size: float = np.nan
+    cpus: float = 1.0
+    request: float = np.nan
+
+    def log_input(self) -> float:
+        x = self.input_size
+        return float(np.log1p(x)) if np.isfinite(x) and x >= 0 else np.nan
+
+
+@dataclass
+class TypeState:
+    """One task type's running state (see the module's docstring)."""
+
+    xs: list[float] = field(default_factory=list)
+    ys: list[float] = field(default_factory=list)
+    resid: dict[str, list[float]] = field(default_factory=dict)
+    censored: list[bool] = field(default_factory=list)
+    runtime: list[float] = field(default_factory=list)
+    shadow: dict[str, float] = field(default_factory=dict)
+    choice: str = CANDIDATES[0].name
+
+    def location(self, name: str, x: float) -> float:
+        model = next(m for m in CANDIDATES if m.name == name)
+        return model.predict(np.asarray(self.xs), np.asarray(self.ys), x)
+
+
+def standardise(resid: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Residuals as (r − median) / scale, with the median and the robust scale (MAD)."""
+    if not len(resid):
+        return resid, 0.0, MIN_SCALE
+    med = float(np.median(resid))
+    scale = max(1.4826 * float(np.median(np.abs(resid - med))), MIN_SCALE)
+    return (resid - med) / scale, med, scale
+
+
+def compress(values: np.ndarray, weights: np.ndarray, points: int) -> tuple:
+    """A weighted sample as at most ``points`` equal-weight quantiles (same total weight)."""
+    if len(values) <= points:
+        return values, weights
+    levels = (np.arange(points) + 0.5) / points
+    return weighted_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
+
+
+class Engine:
+    """Online sizing over task types (see the module's docstring)."""
+
+    def __init__(self, settings: SizingSettings | None = None):
+        self.settings = settings or get_settings().sizing
+        self.types: dict[Hashable, TypeState] = {}
+        self._current: tuple | None = None  # (key, features, values, weights) being sized
+        self._observed = 0  # outcomes learnt, all types
+        self._priors: dict[Hashable, tuple[int, np.ndarray]] = {}  # key -> (others' outcomes, z)
+
+    # ------------------------------------------------------------------ learning
+    def start_type(
+        self,
+        key: Hashable,
+        features: Sequence[Features],
+        needs: Sequence[float],
+        runtimes: Sequence[float],
+    ) -> None:
+        """A type's history (known before its first instance): pairs, leave-one-out
+        residuals of every candidate, and the candidate with the least of them."""
+        state = TypeState(xs=[f.log_input() for f in features])
+        state.ys = list(np.log(np.asarray(needs, dtype=float)))
+        xs, ys = np.asarray(state.xs), np.asarray(state.ys)
+        for model in CANDIDATES:
+            state.resid[model.name] = list(model.loo(xs, ys)) if len(ys) > 1 else []
+            state.shadow[model.name] = 0.0
+        state.censored = [False] * len(state.ys)
+        state.runtime = list(map(float, runtimes))
+        if len(ys) > 1:
+            errors = {m.name: float(np.mean(np.abs(state.resid[m.name]))) for m in CANDIDATES}
+            state.choice = min(errors, key=errors.get)
+        old = self.types.get(key)
+        self._observed += len(state.censored) - (len(old.censored) if old else 0)
+        self.types[key] = state
+
+    def observe(self, key: Hashable, f: Features, need: float, runtime: float) -> None:
+        """An instance's need, known after it fitted: every candidate's residual and what
+        its plan would have cost; the cheapest so far sizes the type's next instance."""
+        state = self._state(key)
+        x, y = f.log_input(), float(np.log(need))
+        if self.settings.shadow_choice and len(state.ys) > 1:
+            for model in CANDIDATES:
+                state.shadow[model.name] += self._plan_cost(key, model.name, f, need)
+            state.choice = min(state.shadow, key=state.shadow.get)
+        for model in CANDIDATES:
+            state.resid[model.name].append(y - state.location(model.name, x))
+        state.censored.append(False)
+        state.runtime.append(float(runtime))
+        self._observed += 1
+        state.xs.append(x)
+        state.ys.append(y)
+
+    def observe_kill(self, key: Hashable, f: Features, bound: float, runtime: float) -> None:
+        """An attempt killed at ``bound``: the need lies above it (a censored residual)."""
+        state = self._state(key)
+        for model in CANDIDATES:
+            state.resid[model.name].append(
+                float(np.log(bound)) - state.location(model.name, f.log_input())
+            )
+        state.censored.append(True)
+        state.runtime.append(float(runtime))
+        self._observed += 1
+
+    def _state(self, key: Hashable) -> TypeState:
+        if key not in self.types:
+            self.start_type(key, [], [], [])
+        return self.types[key]
+
+    def _plan_cost(self, key: Hashable, name: str, f: Features, need: float) -> float:
+        """What sizing this instance with candidate ``name`` would have cost (per unit of
+        runtime: the failed allocations, the excess of the one that fits, the penalties)."""
+        values, weights = self.distribution(key, f, name)
+        cost, failed = 0.0, -np.inf
+        for _ in range(16):
+            a = self._next(values, weights, failed, key)
+            if a >= need:
+                return cost + a - need
+            cost += a + self._penalty(values)
+            failed = a
+        return cost
+
+    # ------------------------------------------------------------------ sizing
+    def distribution(
+        self, key: Hashable, f: Features, name: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """An instance's need as a weighted sample (bytes, weights) under candidate
+        ``name`` (default: the type's choice)."""
+        state = self._state(key)
+        name = name or state.choice
+        resid = np.asarray(state.resid[name], dtype=float)
+        cens = np.asarray(state.censored, dtype=bool)
+        rt = np.asarray(state.runtime, dtype=float)
+        use_rt = self.settings.runtime_weighted and len(rt) and rt.mean() > 0
+        w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
+        resid, w = compress(resid, w, SAMPLE_POINTS)
+        _, med, scale = standardise(np.asarray(state.resid[name])[~cens])
+        prior = self._prior_for(key)
+        if len(prior) and self.settings.prior_weight > 0:
+            resid = np.concatenate((resid, med + prior * scale))
+            w = np.concatenate((w, np.full(len(prior), self.settings.prior_weight / len(prior))))
+        if not len(resid) or w.sum() <= 0:
+            return np.zeros(0), np.zeros(0)
+        vals, w = smooth(resid, w, bandwidth(resid, w), self.settings.kernel_nodes)
+        return np.exp(state.location(name, f.log_input()) + vals), w
+
+    def _prior_for(self, key: Hashable) -> np.ndarray:
+        """The other types' standardised residuals (of each one's chosen candidate), kept
+        until another type learns something."""
+        others_seen = self._observed - len(self._state(key).censored)
+        cached = self._priors.get(key)
+        if cached is not None and cached[0] == others_seen:
+            return cached[1]
+        others = [
+            standardise(np.asarray(s.resid[s.choice])[~np.asarray(s.censored, dtype=bool)])[0]
+            for k, s in self.types.items() if k != key and len(s.ys) > 1
+        ]  # fmt: skip
+        if not others:
+            return np.zeros(0)
+        pooled = np.concatenate(others)
+        prior = compress(pooled, np.ones(len(pooled)), SAMPLE_POINTS)[0]
+        self._priors[key] = (others_seen, prior)
+        return prior
+
+    def _penalty(self, values: np.ndarray) -> float:
+        if not len(values):
+            return 0.0
+        scale = max(float(np.median(values)), self.settings.penalty_floor_bytes)
+        return self.settings.failure_penalty * scale
+
+    def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable) -> float:
+        best = plan(values, weights, above=failed, grid=self.settings.grid_points,
+                    failure_cost=self._penalty(values))  # fmt: skip
+        if best is not None:
+            return best
+        ys = self._state(key).ys
+        seen = float(np.exp(max(ys))) if ys else 0.0
+        if not np.isfinite(failed):
+            return seen if seen > 0 else np.nan
+        return max(failed * self.settings.fallback_growth, seen if seen > failed else 0.0)
+
+    def allocate(self, key: Hashable, f: Features) -> float:
+        """The first attempt's allocation (NaN when the type has nothing to go on)."""
+        values, weights = self.distribution(key, f)
+        self._current = (key, f, values, weights)
+        return self._next(values, weights, -np.inf, key)
+
+    def retry(self, key: Hashable, f: Features, failed: float) -> float:
+        """The next attempt after one failed at ``failed``: the plan on the distribution
+        conditional on need > failed; past everything it knows, grow by `fallback_growth`
+        (or jump to the largest need seen, when that is larger)."""
+        if self._current is None or self._current[:2] != (key, f):
+            self._current = (key, f, *self.distribution(key, f))
+        return self._next(self._current[2], self._current[3], failed, key)
