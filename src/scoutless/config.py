@@ -606,11 +606,16 @@ class SizingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     grid_points: int = Field(
-        48, ge=8, le=512, description="quantile points of an instance's need an allocation is priced on"
+        48,
+        ge=8,
+        le=512,
+        description="quantile points of an instance's need an allocation is priced on",
     )
     prior_weight: float = Field(
-        4.0, ge=0, description="pseudo-instances of the other task types' residual shape a type "
-        "starts with (fades as its own instances come)"
+        4.0,
+        ge=0,
+        description="pseudo-instances of the other task types' residual shape a type "
+        "starts with (fades as its own instances come)",
     )
     kernel_nodes: int = Field(
         5, ge=1, le=15, description="nodes of the Gaussian kernel that smooths the residuals"
@@ -619,8 +624,10 @@ class SizingSettings(BaseModel):
         True, description="weight residuals by their instance's runtime (long instances cost more)"
     )
     failure_penalty: float = Field(
-        0.25, ge=0, description="extra cost of a failed attempt (a restart's overhead), in units "
-        "of max(the median need, penalty_floor_bytes) × runtime; 0: the protocol's prices only"
+        0.25,
+        ge=0,
+        description="extra cost of a failed attempt (a restart's overhead), in units "
+        "of max(the median need, penalty_floor_bytes) × runtime; 0: the protocol's prices only",
     )
     penalty_floor_bytes: float = Field(
         2e9, ge=0, description="the least memory a failure's overhead is priced at (a slot)"
@@ -639,8 +646,16 @@ class SizingSettings(BaseModel):
     )
     fields: list[str] = Field(
         default_factory=lambda: [
-            "process", "cpus", "rchar", "rss", "peak_rss", "memory", "realtime",
-            "status", "exit", "attempt",
+            "process",
+            "cpus",
+            "rchar",
+            "rss",
+            "peak_rss",
+            "memory",
+            "realtime",
+            "status",
+            "exit",
+            "attempt",
         ],
         description="Nextflow trace columns the importer takes (process, realtime and a "
         "memory measure are required; the others are taken when present)",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scoutless.config import get_settings
+from scoutless.sizing.models import line_fit
 from scoutless.sizing.protocol import TaskType
 
 #: Tovar's retry when the failed allocation was already the largest seen (a 128 GB node)
@@ -50,18 +51,9 @@ class ErrorList:
     values: list[float] = field(default_factory=list)
 
 
-def ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Intercept and slope of the least-squares line (slope 0 when x is constant); the
-    peers fit it on MinMax-scaled values, which gives the same line."""
-    xm, ym = x.mean(), y.mean()
-    dx = x - xm
-    sxx = float(dx @ dx)
-    slope = float(dx @ (y - ym)) / sxx if sxx > 0 else 0.0
-    return float(ym - slope * xm), slope
-
-
 class WittLR(_SeenNeeds):
-    """Witt et al.'s feedback regression: raw = linear regression of need on input size,
+    """Witt et al.'s feedback regression: raw = linear regression of need on input size
+    (the peers fit it on MinMax-scaled values, which gives the same line),
     refit on all history after every instance; allocation raw × (1 + offset), offset the
     std (ddof 0) of the earlier relative errors (``under``: of the positive ones only);
     a failure doubles, or takes the largest need seen when the allocation was negative."""
@@ -74,7 +66,7 @@ class WittLR(_SeenNeeds):
     def begin(self, task: TaskType) -> None:
         super().begin(task)
         self.x = list(map(float, task.history.rchar))
-        self.intercept, self.slope = ols(np.array(self.x), np.array(self.needs))
+        self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
     def _offset(self) -> float:
         errs = np.asarray(self.errors.values)
@@ -93,7 +85,7 @@ class WittLR(_SeenNeeds):
         self.errors.values.append((need - self.raw) / need)
         super().learn(task, i, need)
         self.x.append(float(task.online.rchar[i]))
-        self.intercept, self.slope = ols(np.array(self.x), np.array(self.needs))
+        self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
 
 class Tovar:

@@ -25,7 +25,11 @@ import numpy as np
 
 from scoutless.config import SizingSettings, get_settings
 from scoutless.sizing.distribution import (
-    bandwidth, censored_weights, plan, smooth, weighted_quantiles,
+    bandwidth,
+    censored_weights,
+    plan,
+    smooth,
+    weighted_quantiles,
 )  # fmt: skip
 from scoutless.sizing.models import CANDIDATES
 

@@ -12,7 +12,13 @@ import pandas as pd
 from scoutless.sizing import baselines as b
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sizing.protocol import (
-    GBH, Instances, Sizer, Tally, TaskType, task_types, walk,
+    GBH,
+    Instances,
+    Sizer,
+    Tally,
+    TaskType,
+    task_types,
+    walk,
 )  # fmt: skip
 
 #: the baselines, in the reference code's order per type (std, Tovar, percentile,
