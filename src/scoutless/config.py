@@ -660,6 +660,21 @@ class SizingSettings(BaseModel):
         description="Nextflow trace columns the importer takes (process, realtime and a "
         "memory measure are required; the others are taken when present)",
     )
+    oom_exits: list[int] = Field(
+        default_factory=lambda: [137], description="exit codes of a kill that may be the OOM killer"
+    )
+    oom_near_share: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="a kill with peak_rss at least this share of the request censors memory",
+    )
+    scheduler_oom_exits: list[int] = Field(
+        default_factory=list, description="exit codes a scheduler gives an out-of-memory kill"
+    )
+    walltime_exits: list[int] = Field(
+        default_factory=lambda: [140], description="exit codes of a run-time limit"
+    )
 
 
 class Settings(BaseSettings):

@@ -10,8 +10,10 @@ import pandas as pd
 #: the instance table's columns, in order (``attempt`` counts from 1)
 INSTANCE_COLUMNS: tuple[str, ...] = (
     "workflow", "process", "cpus", "rchar", "rss", "peak_rss", "memory", "realtime",
-    "status", "exit", "attempt", "censored",
+    "status", "exit", "attempt", "censors",
 )  # fmt: skip
+#: what a failed attempt's ``censors`` column may say ("" for an attempt that completed)
+CENSORS: tuple[str, ...] = ("memory", "walltime", "unknown")
 #: numeric columns, coerced on reading (a bad value becomes NaN and is dropped where needed)
 NUMERIC_COLUMNS: tuple[str, ...] = (
     "cpus", "rchar", "rss", "peak_rss", "memory", "realtime", "exit", "attempt",
