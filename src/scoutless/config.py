@@ -641,6 +641,10 @@ class SizingSettings(BaseModel):
     shadow_choice: bool = Field(
         True, description="re-choose a type's model by what each candidate's plan would have cost"
     )
+    shadow_runtime: bool = Field(
+        True,
+        description="charge a candidate's shadow cost × the instance's runtime (what the protocol charges)",
+    )
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"
     )

@@ -129,7 +129,10 @@ class Engine:
         x, y = f.log_input(), float(np.log(need))
         if self.settings.shadow_choice and len(state.ys) > 1:
             for model in CANDIDATES:
-                state.shadow[model.name] += self._plan_cost(key, model.name, f, need)
+                cost = self._plan_cost(key, model.name, f, need)
+                state.shadow[model.name] += cost * (
+                    float(runtime) if self.settings.shadow_runtime else 1.0
+                )
             state.choice = min(state.shadow, key=state.shadow.get)
         for model in CANDIDATES:
             state.resid[model.name].append(y - state.location(model.name, x))
@@ -221,11 +224,24 @@ class Engine:
                     failure_cost=self._penalty(values))  # fmt: skip
         if best is not None:
             return best
-        ys = self._state(key).ys
-        seen = float(np.exp(max(ys))) if ys else 0.0
+        state = self._state(key)
+        seen = float(np.exp(max(state.ys))) if state.ys else 0.0
         if not np.isfinite(failed):
             return seen if seen > 0 else np.nan
-        return max(failed * self.settings.fallback_growth, seen if seen > failed else 0.0)
+        if seen > failed:
+            return seen
+        return failed * self._growth(values, failed)
+
+    def _growth(self, values: np.ndarray, failed: float) -> float:
+        """Past everything the distribution holds: an exponential search, the first step
+        the distribution's spread (at least 5 %), each next step's exponent doubled, at most
+        `fallback_growth`; the steps taken so far are read off how far ``failed`` lies past
+        the distribution's top."""
+        spread = max(float(np.std(np.log(values))) if len(values) > 1 else 0.0, 0.05)
+        top = float(values.max()) if len(values) else failed
+        past = np.log(max(failed, top) / top) / spread  # 0, 1, 3, 7 … after 0, 1, 2, 3 steps
+        steps = int(np.floor(np.log2(past + 1.0) + 1e-9))
+        return float(min(np.exp(spread * 2.0**steps), self.settings.fallback_growth))
 
     def allocate(self, key: Hashable, f: Features) -> float:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
@@ -235,8 +251,8 @@ class Engine:
 
     def retry(self, key: Hashable, f: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
-        conditional on need > failed; past everything it knows, grow by `fallback_growth`
-        (or jump to the largest need seen, when that is larger)."""
+        conditional on need > failed; past everything it knows, the largest need seen
+        when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, f):
             self._current = (key, f, *self.distribution(key, f))
         return self._next(self._current[2], self._current[3], failed, key)
