@@ -645,6 +645,12 @@ class SizingSettings(BaseModel):
         True,
         description="charge a candidate's shadow cost × the instance's runtime (what the protocol charges)",
     )
+    own_replaces_borrowed: int = Field(
+        5,
+        ge=1,
+        description="outcomes of its own after which a type sized cold forgets the "
+        "instances borrowed from other workflows",
+    )
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"
     )

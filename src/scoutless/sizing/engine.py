@@ -35,6 +35,13 @@ from scoutless.sizing.models import CANDIDATES
 
 #: the least residual spread (log scale) a type is standardised with
 MIN_SCALE = 0.01
+#: a borrowed standardised residual is held within ± this many scales (a type whose
+#: needs sit on a plateau has a tiny scale and outliers hundreds of scales out)
+PRIOR_Z = 8.0
+#: a retry grows the failed allocation by at least this factor
+MIN_STEP = 1.01
+#: fewer residuals of its own: a type's spread is taken from the other types
+MIN_OWN = 3
 #: points a residual sample is compressed to (weighted quantiles) before smoothing
 SAMPLE_POINTS = 256
 
@@ -59,10 +66,12 @@ class TypeState:
 
     xs: list[float] = field(default_factory=list)
     ys: list[float] = field(default_factory=list)
+    log_request: list[float] = field(default_factory=list)  # beside ys (NaN: none)
     resid: dict[str, list[float]] = field(default_factory=dict)
     censored: list[bool] = field(default_factory=list)
     runtime: list[float] = field(default_factory=list)
     shadow: dict[str, float] = field(default_factory=dict)
+    borrowed: int = 0  # leading instances taken from other workflows (cold start)
     choice: str = CANDIDATES[0].name
 
     def location(self, name: str, x: float) -> float:
@@ -87,6 +96,16 @@ def compress(values: np.ndarray, weights: np.ndarray, points: int) -> tuple:
     return weighted_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
 
 
+def _log(value: float) -> float:
+    return float(np.log(value)) if np.isfinite(value) and value > 0 else np.nan
+
+
+def _observed(resid: list[float], censored: list[bool]) -> np.ndarray:
+    """The finite, uncensored residuals."""
+    r = np.asarray(resid, dtype=float)
+    return r[np.isfinite(r) & ~np.asarray(censored, dtype=bool)]
+
+
 class Engine:
     """Online sizing over task types (see the module's docstring)."""
 
@@ -104,23 +123,43 @@ class Engine:
         features: Sequence[Features],
         needs: Sequence[float],
         runtimes: Sequence[float],
+        *,
+        borrowed: bool = False,
     ) -> None:
         """A type's history (known before its first instance): pairs, leave-one-out
-        residuals of every candidate, and the candidate with the least of them."""
-        state = TypeState(xs=[f.log_input() for f in features])
-        state.ys = list(np.log(np.asarray(needs, dtype=float)))
-        xs, ys = np.asarray(state.xs), np.asarray(state.ys)
+        residuals of every candidate, and the candidate with the least of them.
+        ``borrowed``: instances of the same type in other workflows, used until the type
+        has `own_replaces_borrowed` outcomes of its own."""
+        self._install(
+            key, [f.log_input() for f in features], list(np.log(np.asarray(needs, dtype=float))),
+            [_log(f.request) for f in features], list(map(float, runtimes)),
+        )  # fmt: skip
+        self.types[key].borrowed = len(needs) if borrowed else 0
+
+    def _install(self, key: Hashable, xs: list, ys: list, log_request: list, rt: list) -> None:
+        state = TypeState(xs=xs, ys=ys, log_request=log_request, runtime=rt)
+        x, y = np.asarray(xs), np.asarray(ys)
         for model in CANDIDATES:
-            state.resid[model.name] = list(model.loo(xs, ys)) if len(ys) > 1 else []
+            state.resid[model.name] = list(model.loo(x, y)) if len(y) > 1 else [np.nan] * len(y)
             state.shadow[model.name] = 0.0
-        state.censored = [False] * len(state.ys)
-        state.runtime = list(map(float, runtimes))
-        if len(ys) > 1:
+        state.censored = [False] * len(ys)
+        if len(y) > 1:
             errors = {m.name: float(np.mean(np.abs(state.resid[m.name]))) for m in CANDIDATES}
             state.choice = min(errors, key=errors.get)
         old = self.types.get(key)
         self._observed += len(state.censored) - (len(old.censored) if old else 0)
         self.types[key] = state
+
+    def _drop_borrowed(self, key: Hashable, state: TypeState) -> None:
+        """Enough outcomes of its own: the type forgets the borrowed instances (its own
+        kills, if any, are forgotten with them: they stay out of the refit pairs)."""
+        n = state.borrowed
+        own = [i for i in range(len(state.censored)) if i >= n and not state.censored[i]]
+        k = len(state.ys) - n
+        self._install(
+            key, state.xs[-k:], state.ys[-k:], state.log_request[-k:],
+            [state.runtime[i] for i in own],
+        )  # fmt: skip
 
     def observe(self, key: Hashable, f: Features, need: float, runtime: float) -> None:
         """An instance's need, known after it fitted: every candidate's residual and what
@@ -134,21 +173,24 @@ class Engine:
                     float(runtime) if self.settings.shadow_runtime else 1.0
                 )
             state.choice = min(state.shadow, key=state.shadow.get)
-        for model in CANDIDATES:
-            state.resid[model.name].append(y - state.location(model.name, x))
+        for model in CANDIDATES:  # NaN: no location yet (a type's first instance, cold)
+            loc = state.location(model.name, x) if state.ys else np.nan
+            state.resid[model.name].append(y - loc)
         state.censored.append(False)
         state.runtime.append(float(runtime))
         self._observed += 1
         state.xs.append(x)
         state.ys.append(y)
+        state.log_request.append(_log(f.request))
+        if state.borrowed and len(state.ys) - state.borrowed >= self.settings.own_replaces_borrowed:
+            self._drop_borrowed(key, state)
 
     def observe_kill(self, key: Hashable, f: Features, bound: float, runtime: float) -> None:
         """An attempt killed at ``bound``: the need lies above it (a censored residual)."""
         state = self._state(key)
         for model in CANDIDATES:
-            state.resid[model.name].append(
-                float(np.log(bound)) - state.location(model.name, f.log_input())
-            )
+            loc = state.location(model.name, f.log_input()) if state.ys else np.nan
+            state.resid[model.name].append(float(np.log(bound)) - loc)
         state.censored.append(True)
         state.runtime.append(float(runtime))
         self._observed += 1
@@ -178,14 +220,17 @@ class Engine:
         """An instance's need as a weighted sample (bytes, weights) under candidate
         ``name`` (default: the type's choice)."""
         state = self._state(key)
+        if not state.ys:
+            return self._from_request(key, f)
         name = name or state.choice
         resid = np.asarray(state.resid[name], dtype=float)
-        cens = np.asarray(state.censored, dtype=bool)
-        rt = np.asarray(state.runtime, dtype=float)
+        known = np.isfinite(resid)
+        resid, cens = resid[known], np.asarray(state.censored, dtype=bool)[known]
+        rt = np.asarray(state.runtime, dtype=float)[known]
         use_rt = self.settings.runtime_weighted and len(rt) and rt.mean() > 0
         w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
+        _, med, scale = self._scale(key, resid[~cens])
         resid, w = compress(resid, w, SAMPLE_POINTS)
-        _, med, scale = standardise(np.asarray(state.resid[name])[~cens])
         prior = self._prior_for(key)
         if len(prior) and self.settings.prior_weight > 0:
             resid = np.concatenate((resid, med + prior * scale))
@@ -195,6 +240,35 @@ class Engine:
         vals, w = smooth(resid, w, bandwidth(resid, w), self.settings.kernel_nodes)
         return np.exp(state.location(name, f.log_input()) + vals), w
 
+    def _from_request(self, key: Hashable, f: Features) -> tuple[np.ndarray, np.ndarray]:
+        """A type never seen: the user's request times how need related to request in
+        the other types (log need − log request over their instances); none without a
+        request."""
+        log_req = _log(f.request)
+        ratios = [
+            np.asarray(s.ys) - np.asarray(s.log_request)
+            for k, s in self.types.items() if k != key and len(s.ys)
+        ]  # fmt: skip
+        ratios = np.concatenate(ratios) if ratios else np.zeros(0)
+        ratios = ratios[np.isfinite(ratios)]
+        if not np.isfinite(log_req) or not len(ratios):
+            return np.zeros(0), np.zeros(0)
+        vals, w = compress(ratios, np.ones(len(ratios)), SAMPLE_POINTS)
+        vals, w = smooth(vals, w, bandwidth(vals, w), self.settings.kernel_nodes)
+        return np.exp(log_req + vals), w
+
+    def _scale(self, key: Hashable, resid: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """A type's residual median and scale; with fewer than `MIN_OWN` residuals of its
+        own (a type sized cold), the median scale of the other types."""
+        z, med, scale = standardise(resid)
+        if len(resid) >= MIN_OWN:
+            return z, med, scale
+        others = [
+            standardise(_observed(s.resid[s.choice], s.censored))[2]
+            for k, s in self.types.items() if k != key and len(s.ys) > MIN_OWN
+        ]  # fmt: skip
+        return z, med, float(np.median(others)) if others else scale
+
     def _prior_for(self, key: Hashable) -> np.ndarray:
         """The other types' standardised residuals (of each one's chosen candidate), kept
         until another type learns something."""
@@ -203,12 +277,12 @@ class Engine:
         if cached is not None and cached[0] == others_seen:
             return cached[1]
         others = [
-            standardise(np.asarray(s.resid[s.choice])[~np.asarray(s.censored, dtype=bool)])[0]
-            for k, s in self.types.items() if k != key and len(s.ys) > 1
+            standardise(_observed(s.resid[s.choice], s.censored))[0]
+            for k, s in self.types.items() if k != key and len(s.ys) > MIN_OWN
         ]  # fmt: skip
         if not others:
             return np.zeros(0)
-        pooled = np.concatenate(others)
+        pooled = np.clip(np.concatenate(others), -PRIOR_Z, PRIOR_Z)
         prior = compress(pooled, np.ones(len(pooled)), SAMPLE_POINTS)[0]
         self._priors[key] = (others_seen, prior)
         return prior
@@ -223,7 +297,7 @@ class Engine:
         best = plan(values, weights, above=failed, grid=self.settings.grid_points,
                     failure_cost=self._penalty(values))  # fmt: skip
         if best is not None:
-            return best
+            return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         state = self._state(key)
         seen = float(np.exp(max(state.ys))) if state.ys else 0.0
         if not np.isfinite(failed):

@@ -177,11 +177,11 @@ def walk(sizer: Sizer, task: TaskType, *, keep_attempts: bool = False) -> Tally:
     for i in range(len(task.online)):
         need = float(task.online.need[i])
         allocs = [float(sizer.first(task, i))]
-        while allocs[-1] < need:
-            if len(allocs) >= MAX_ATTEMPTS:
+        while allocs[-1] < need or not np.isfinite(allocs[-1]):
+            if len(allocs) >= MAX_ATTEMPTS or not np.isfinite(allocs[-1]):
                 raise RuntimeError(
                     f"{sizer.name}: {task.workflow}/{task.name} instance {i}: "
-                    f"{len(allocs)} attempts below the need {need:.4g}"
+                    f"{len(allocs)} attempts below the need {need:.4g} (last {allocs[-1]:.4g})"
                 )
             allocs.append(float(sizer.retry(task, i, allocs[-1], len(allocs))))
         total.add(charge(need, float(task.online.runtime[i]), allocs))

@@ -4,7 +4,7 @@ as-coded Witt-LR pair shares one error list), and the results in the issue's sha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ from scoutless.sizing.protocol import (
     Sizer,
     Tally,
     TaskType,
+    eligible_types,
     task_types,
     walk,
 )  # fmt: skip
@@ -96,19 +97,13 @@ def features(inst: Instances, i: int) -> Features:
 
 
 class EngineSizer:
-    """scoutless's engine under the peers' protocol: every type's history is known up front
-    (the protocol allows it), each online outcome is learnt as it comes."""
+    """scoutless's engine under the peers' protocol: each online outcome learnt as it
+    comes; an instance the engine knows nothing of (a type sized cold, before its first
+    outcome) gets the user's request."""
 
-    def __init__(
-        self, types: Sequence[TaskType], engine: Engine | None = None, name: str = "scoutless"
-    ):
+    def __init__(self, engine: Engine, name: str = "scoutless"):
         self.name = name
-        self.engine = engine or Engine()
-        for task in types:
-            hist = task.history
-            self.engine.start_type(
-                task.name, [features(hist, j) for j in range(len(hist))], hist.need, hist.runtime
-            )
+        self.engine = engine
 
     def begin(self, task: TaskType) -> None:
         pass
@@ -121,6 +116,43 @@ class EngineSizer:
         return self.engine.retry(task.name, features(task.online, i), failed)
 
     def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.engine.observe(
-            task.name, features(task.online, i), need, float(task.online.runtime[i])
-        )
+        on = task.online
+        self.engine.observe(task.name, features(on, i), need, float(on.runtime[i]))
+
+
+def _start(engine: Engine, key: Hashable, inst: Instances, borrowed: bool = False) -> None:
+    feats = [features(inst, j) for j in range(len(inst))]
+    engine.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
+
+
+def warm_sizer(types: Sequence[TaskType]) -> EngineSizer:
+    """The engine knowing every type's history up front (the protocol allows it)."""
+    engine = Engine()
+    for task in types:
+        _start(engine, task.name, task.history)
+    return EngineSizer(engine)
+
+
+def type_key(process: str) -> str:
+    """A task type's name across workflows: the last part of Nextflow's qualified process
+    name, lower-cased (``NFCORE_RNASEQ:RNASEQ:FASTQC`` → ``fastqc``)."""
+    return str(process).split(":")[-1].strip().lower()
+
+
+def cold_sizer(types: Sequence[TaskType], histories: Sequence[pd.DataFrame]) -> EngineSizer:
+    """The engine with none of the workflow's own history: a type whose name recurs in the
+    other workflows' tables starts from their instances; every other workflow's type
+    shapes the residual prior; a type seen nowhere starts from the user's request."""
+    pooled: dict[str, list[Instances]] = {}
+    for frame in histories:
+        for name, inst in eligible_types(frame):
+            pooled.setdefault(type_key(name), []).append(inst)
+    engine, used = Engine(), set()
+    for task in types:
+        if type_key(task.name) in pooled:
+            _start(engine, task.name, Instances.concat(pooled[type_key(task.name)]), True)
+            used.add(type_key(task.name))
+    for key, parts in pooled.items():
+        if key not in used:
+            _start(engine, ("history", key), Instances.concat(parts))
+    return EngineSizer(engine, name="scoutless_cold")
