@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from scoutless.cli.sizing import import_nextflow
 from scoutless.features.history import history_keys
 from scoutless.history.panda_db import make_engine
 from scoutless.history.store import update_store
@@ -42,7 +43,7 @@ def _summary(table: TrainingTable, out: Path) -> Table:
 
 
 def import_trace(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join(FORMATS))],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join([*FORMATS, "nextflow"]))],
     files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="trace file(s); gzip ok")],
     out: Annotated[Path, typer.Option("--out", "-o", help="training table to write")] = Path(
         "table.parquet"
@@ -59,6 +60,10 @@ def import_trace(
     history: Annotated[
         bool, typer.Option(help="add the user's recent finished jobs as features")
     ] = True,
+    workflow: Annotated[
+        str | None,
+        typer.Option(help="nextflow: the workflow's name (default: the file's stem, no trace_)"),
+    ] = None,
     history_db: Annotated[
         str | None,
         typer.Option(
@@ -67,7 +72,10 @@ def import_trace(
         ),
     ] = None,
 ) -> None:
-    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table)."""
+    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table); a
+    Nextflow trace becomes a raw instance table for `scoutless size`."""
+    if fmt == "nextflow":
+        return import_nextflow(files, workflow, out, skip_bad)
     if fmt not in FORMATS:
         console.print(f"[red]unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         raise typer.Exit(code=2)

@@ -15,6 +15,7 @@ from scoutless.cli import (
     replay,
     rollout,
     serve,
+    sizing,
     train,
 )
 
@@ -29,6 +30,7 @@ app.command("train")(train.train)
 app.command("evaluate")(evaluate.evaluate)
 app.command("serve")(serve.serve)
 app.command("import")(importer.import_trace)
+app.command("size")(sizing.size)
 app.add_typer(monitor.app, name="monitor", help="Compare predictions with actuals, drift, alerts.")
 app.command("retrain")(monitor.retrain)
 app.add_typer(registry.app, name="registry", help="Model versions and the champion pointer.")
