@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scoutless.cli.sizing import import_nextflow
+from scoutless.cli.sizing import WorkflowOption, import_nextflow
 from scoutless.features.history import history_keys
 from scoutless.history.panda_db import make_engine
 from scoutless.history.store import update_store
@@ -60,10 +60,7 @@ def import_trace(
     history: Annotated[
         bool, typer.Option(help="add the user's recent finished jobs as features")
     ] = True,
-    workflow: Annotated[
-        str | None,
-        typer.Option(help="nextflow: the workflow's name (default: the file's stem, no trace_)"),
-    ] = None,
+    workflow: WorkflowOption = None,
     history_db: Annotated[
         str | None,
         typer.Option(
@@ -72,8 +69,7 @@ def import_trace(
         ),
     ] = None,
 ) -> None:
-    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table); a
-    Nextflow trace becomes a raw instance table for `scoutless size`."""
+    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, Nextflow, any table)."""
     if fmt == "nextflow":
         return import_nextflow(files, workflow, out, skip_bad)
     if fmt not in FORMATS:
@@ -104,8 +100,12 @@ def import_trace(
         if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:
             console.print("use --skip-bad to skip malformed lines")
         raise typer.Exit(code=1) from exc
-    for err in jobs.bad_lines[:10]:
+    _report(jobs.bad_lines, _summary(table, out))
+
+
+def _report(bad_lines: list, summary: Table) -> None:
+    for err in bad_lines[:10]:
         console.print(f"[yellow]skipped {err}")
-    if len(jobs.bad_lines) > 10:
-        console.print(f"[yellow]… {len(jobs.bad_lines) - 10} more malformed lines skipped")
-    console.print(_summary(table, out))
+    if len(bad_lines) > 10:
+        console.print(f"[yellow]… {len(bad_lines) - 10} more malformed lines skipped")
+    console.print(summary)

@@ -21,6 +21,11 @@ from scoutless.sources.nextflow import read_nextflow
 
 console = Console()
 PROTOCOLS = ("peers",)
+#: `scoutless import nextflow --workflow NAME`
+WorkflowOption = Annotated[
+    str | None,
+    typer.Option(help="nextflow: the workflow's name (default: the file's stem, no trace_)"),
+]
 
 
 def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad: bool) -> None:

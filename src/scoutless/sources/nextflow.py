@@ -39,17 +39,24 @@ TEXT_COLUMNS = frozenset({"process", "status", "name", "tag", "hash"})
 MISSING = frozenset({"", "-", "null", "NA"})
 
 
+def _plain(text: str) -> tuple[str, float | None]:
+    """The stripped text and its value when it is missing (NaN) or a raw number."""
+    s = text.strip()
+    if s in MISSING:
+        return s, math.nan
+    try:
+        return s, float(s)
+    except ValueError:
+        return s, None
+
+
 def parse_size(text: str) -> float:
     """Bytes in a Nextflow size: raw bytes ("1288490188") or "1.2 GB"; NaN for "-".
 
     Raises ValueError naming the text otherwise."""
-    s = text.strip()
-    if s in MISSING:
-        return math.nan
-    try:
-        return float(s)
-    except ValueError:
-        pass
+    s, value = _plain(text)
+    if value is not None:
+        return value
     m = _SIZE.match(s)
     if not m:
         raise ValueError(f"not a size: {text!r}")
@@ -60,13 +67,9 @@ def parse_duration(text: str) -> float:
     """Milliseconds in a Nextflow duration: raw ms ("182000") or "3m 2s", "1h 5m", "250ms".
 
     Raises ValueError naming the text otherwise."""
-    s = text.strip()
-    if s in MISSING:
-        return math.nan
-    try:
-        return float(s)
-    except ValueError:
-        pass
+    s, value = _plain(text)
+    if value is not None:
+        return value
     parts = _DURATION_PART.findall(s)
     if not parts or _DURATION_PART.sub("", s).strip():
         raise ValueError(f"not a duration: {text!r}")
