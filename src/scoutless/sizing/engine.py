@@ -1,18 +1,26 @@
 """The online sizing engine: instances of task types allocated in order from what was
-known before each, every outcome learnt as it comes (no retrain from scratch).
+known before each, every outcome learnt as it comes (appended to the type's state; no
+model is retrained from scratch — each location model is a closed form or a neighbour
+look-up over the type's pairs, evaluated when an instance is sized).
 
 Per task type it keeps the observed (log input size, log need) pairs and, for each
 location model of `models.CANDIDATES` (the mean, a line in the input size, the nearest
 neighbours in it), that model's out-of-sample residuals — each with its instance's runtime
 and whether it was censored (an attempt killed below its need: a lower bound). A
 candidate's need distribution for an instance is its location plus its residuals —
-censored ones re-weighted (Kaplan–Meier), smoothed by a Gaussian kernel and mixed with the
-residual shape of the other task types (standardised, worth `prior_weight` instances: what
-a type with ten instances cannot know of its own tail it borrows from the types before).
-The allocation and every retry are `distribution.plan`'s: the least expected cost, a retry
-on the distribution conditional on the need exceeding the failed allocation. After each
-outcome every candidate is charged what its plan would have cost on that instance; the
-type sizes with the cheapest so far (its history's leave-one-out error decides first).
+runtime-weighted, censored ones re-weighted (Kaplan–Meier), smoothed by a Gaussian kernel
+and mixed with the residual shape of the other task types (standardised, worth
+`prior_weight` instances: what a type with ten instances cannot know of its own tail it
+borrows from the types before). The allocation and every retry are `distribution.plan`'s:
+the least expected cost, a retry on the distribution conditional on the need exceeding
+the failed allocation. After each outcome every candidate is charged what its plan would
+have cost on that instance (× its runtime); the type sizes with the cheapest so far (its
+history's leave-one-out error decides first).
+
+A type with no history (sized cold) starts from instances borrowed from other workflows
+until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request
+times the other types' need/request ratios. The cores are carried with an instance but
+not modelled yet (within a Nextflow process they rarely vary).
 
 Nothing here knows Nextflow: a task type is a key, an instance its features."""
 
