@@ -4,8 +4,8 @@ model is retrained from scratch — each location model is a closed form or a ne
 look-up over the type's pairs, evaluated when an instance is sized).
 
 Per task type it keeps the observed (log input size, log need) pairs and, for each
-location model of `models.CANDIDATES` (the mean, a line in the input size, the nearest
-neighbours in it), that model's out-of-sample residuals — each with its instance's runtime
+location model of `models.CANDIDATES` (the mean, a line in the log input size, the
+nearest neighbours in it, a line in bytes), that model's out-of-sample residuals — each with its instance's runtime
 and whether it was censored (an attempt killed below its need: a lower bound). A
 candidate's need distribution for an instance is its location plus its residuals —
 runtime-weighted, censored ones re-weighted (Kaplan–Meier), smoothed by a Gaussian kernel

@@ -76,6 +76,23 @@ class Neighbours(Location):
         return float(ys[near].mean())
 
 
+class Affine(Location):
+    """Least squares of need on input size in bytes (Witt et al.'s line: a need that is a
+    fixed base plus a share of the input), as a log location; the input held to the range
+    seen and the line floored at the least need seen."""
+
+    name = "affine"
+
+    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+        ok = np.isfinite(xs)
+        if ok.sum() < 3 or not np.isfinite(x):
+            return Mean().predict(xs, ys, x)
+        raw_x, need = np.expm1(xs[ok]), np.exp(ys[ok])
+        icpt, slope = line_fit(raw_x, need)
+        x = min(max(np.expm1(x), raw_x.min()), raw_x.max())
+        return float(np.log(max(icpt + slope * x, need.min())))
+
+
 def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
     """Intercept and slope of least squares (slope 0 when x is constant)."""
     dx = xs - xs.mean()
@@ -85,4 +102,4 @@ def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
 
 
 #: the candidates, in the order a tie is broken
-CANDIDATES: tuple[Location, ...] = (Mean(), Line(), Neighbours())
+CANDIDATES: tuple[Location, ...] = (Mean(), Line(), Neighbours(), Affine())
