@@ -14,6 +14,7 @@ from docsgen.results_pages import (
     at,
     every_figure,
     figure,
+    fmt,
     grid,
     label,
     leaves,
@@ -337,7 +338,7 @@ def _sizing(doc: dict[str, Any]) -> list[Table]:
             ]
             for wf in names
         ]
-        note = "median ratio: " + str(at(run, ("summary", "median_ratio")))
+        note = "median ratio: " + fmt(at(run, ("summary", "median_ratio")))
         tables.append(Table(
             f"Seed {seed}: scoutless against the best published baseline",
             ["workflow", "GB·h", "failures", *goal_cols], rows,
