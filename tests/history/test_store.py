@@ -30,15 +30,14 @@ from scoutless.history.store import (
     LEGACY_TABLE,
     apply_jobs,
     create_history_table,
-    features_from_states,
     key_states,
     migrate_legacy,
     pack_state,
     read_states,
-    state_features,
     states_of_key,
     update_store,
 )
+from scoutless.history.store_reader import features_from_states, state_features
 
 CFG = HistorySettings(last_k=4, ewm_halflife_jobs=2.0)
 KEYS = history_keys(["user", "executable", "walltime_request"])

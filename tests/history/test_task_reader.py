@@ -31,9 +31,9 @@ from scoutless.history.store import (
     key_states,
     migrate_legacy,
     read_states,
-    states_from_row,
     update_store,
 )
+from scoutless.history.store_reader import states_from_row
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, BadTaskRecord, TaskReader
 from scoutless.targets.estimators import compute_task_targets
 from scoutless.targets.spec import TARGET_NAMES

@@ -36,13 +36,15 @@ from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
 from scoutless.history.store import (
     HISTORY_TABLE,
     LEGACY_TABLE,
-    SUBMITTED,
     StateKey,
     create_history_table,
+    read_states,
+)
+from scoutless.history.store_reader import (
+    SUBMITTED,
     join_states,
     key_pairs,
     layout_keys,
-    read_states,
     records_history,
 )
 

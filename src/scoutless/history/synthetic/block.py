@@ -18,6 +18,7 @@ from scoutless.history.synthetic.attempts import (
     draw_failures,
     timeline,
 )
+from scoutless.history.synthetic.calibration import World
 from scoutless.history.synthetic.jobs import (
     N_SCOUTS,
     Sites,
@@ -28,7 +29,7 @@ from scoutless.history.synthetic.jobs import (
     reference_targets,
     scale_walltime,
 )
-from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
+from scoutless.history.synthetic.latent import TaskDraw, draw_tasks
 from scoutless.history.synthetic.priorities import job_priorities, task_priorities
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
 from scoutless.targets.spec import TARGET_NAMES
