@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import scoutless
@@ -201,3 +202,11 @@ def test_functions_fit_on_a_screen():
     offenders = {k: v for k, v in _long_functions().items() if k not in KNOWN_LONG}
     listing = "\n".join(f"  {k} ({v} lines)" for k, v in sorted(offenders.items()))
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines — split them:\n{listing}"
+
+
+def test_the_architecture_map_names_only_modules_that_exist():
+    """Every ``folder/module.py`` docs/architecture.md names is there: a move updates the map."""
+    root = Path(__file__).resolve().parents[1]
+    named = re.findall(r"`([\w/]+/\w+\.py)`", (root / "docs" / "architecture.md").read_text())
+    gone = sorted({p for p in named if not (SRC / p).exists() and not (root / p).exists()})
+    assert not gone, f"docs/architecture.md names modules that are not there: {gone}"

@@ -16,15 +16,15 @@ from sqlalchemy import create_engine, func, inspect, select
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import (
-    EW_EMPTY,
     TEMPLATE_COLUMN,
-    KeyState,
     history_features,
     history_keys,
     history_specs,
     seconds,
     template_labels,
 )
+from scoutless.features.key_state import KeyState
+from scoutless.features.running_stats import EW_EMPTY
 from scoutless.history.panda_db import make_engine
 from scoutless.history.store import (
     LEGACY_TABLE,

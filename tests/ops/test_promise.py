@@ -124,7 +124,8 @@ def test_monitor_promise_cli_alerts_and_registers_a_refit(tmp_path, monkeypatch)
 
     from scoutless.cli import monitor
     from scoutless.cli.main import app
-    from scoutless.history.panda_db import create_schema, make_engine, write_frame
+    from scoutless.history.db_write import write_frame
+    from scoutless.history.panda_db import create_schema, make_engine
     from scoutless.ops.alerts import read_alerts
     from scoutless.ops.prediction_log import PredictionLog
 

@@ -9,7 +9,8 @@ import pandas as pd
 from fastapi.testclient import TestClient
 from service_fakes import FakePredictor, task
 
-from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.service.app import create_app
 
 

@@ -1,7 +1,7 @@
 """The online history-feature store: one table of per-key summaries, updated incrementally.
 
 Each row is one key (``user`` = alice, ``app`` = Sim_tf.py …) with a
-:class:`~scoutless.features.history.KeyState` per target (``""``: the key's activity) in
+:class:`~scoutless.features.key_state.KeyState` per target (``""``: the key's activity) in
 one JSON column: a served task joins three rows, not one per key and target (15 joins and
 240 columns took ~0.1 ms of a request's read). Import and ``monitor collect`` feed it
 finished jobs/tasks in end-time order; the service reads the rows of a request's keys
@@ -39,12 +39,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.config import HistorySettings, get_settings
-from scoutless.features.history import (
-    EW_EMPTY,
-    KeyState,
-    seconds,
-    with_derived_keys,
-)
+from scoutless.features.history import seconds, with_derived_keys
+from scoutless.features.key_state import KeyState
+from scoutless.features.running_stats import EW_EMPTY
 
 HISTORY_TABLE = "scoutless_history_keys"
 #: The store's first layout, one row per key and target; a writer or a service that finds it

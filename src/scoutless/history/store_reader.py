@@ -23,12 +23,12 @@ from sqlalchemy import (
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.history import (
     HistoryLayout,
-    KeyState,
     feature_name,
     seconds,
     target_stats,
     with_derived_keys,
 )
+from scoutless.features.key_state import KeyState
 from scoutless.history.store import ACTIVITY, StateKey, key_states, states_of_key
 
 

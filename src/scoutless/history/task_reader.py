@@ -29,7 +29,8 @@ from scoutless.features.extract import (
     features_of,
     parse_taskparams,
 )
-from scoutless.features.history import HistoryLayout, KeyState, history_keys
+from scoutless.features.history import HistoryLayout, history_keys
+from scoutless.features.key_state import KeyState
 from scoutless.features.normalise import category_text
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks

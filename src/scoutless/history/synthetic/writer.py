@@ -16,7 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from sqlalchemy import Engine
 
 from scoutless.config import WithinTaskSettings, get_settings
-from scoutless.history.panda_db import bulk_insert, create_schema
+from scoutless.history.db_write import bulk_insert
+from scoutless.history.panda_db import create_schema
 from scoutless.history.staging import load_staged, stage_frames
 from scoutless.history.synthetic.block import BLOCK_TASKS, BlockSpec, Frames, build_block
 from scoutless.history.synthetic.builders import build_in_processes
