@@ -43,11 +43,7 @@ KNOWN_LONG: dict[str, str] = {}
 KNOWN_UPWARD: dict[str, str] = {}
 #: import circles tolerated for now ("a.py <-> b.py", the circle's modules sorted), each with
 #: what removes it; the test fails once a listed circle is gone, so the list only shrinks
-KNOWN_CYCLES: dict[str, str] = {
-    "replay/engine.py <-> replay/strategies.py": "to be removed when replay/ is free to move "
-    "(issue 40, phase 2): CanaryDraw (engine, under TYPE_CHECKING in strategies) and "
-    "StrategyPlan (strategies, in engine) get one home below both",
-}
+KNOWN_CYCLES: dict[str, str] = {}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -10,7 +10,8 @@ import pandas as pd
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Settings, get_settings
 from scoutless.replay.config import ReplaySettings, replay_settings
-from scoutless.replay.engine import Replay, StrategyPlan
+from scoutless.replay.engine import Replay
+from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import SlotPool, pool_cores
 from scoutless.replay.workload import TaskEstimator, Workload
 

@@ -11,8 +11,9 @@ from replay_helpers import jobs_frame, replay, settings_with, tasks_frame
 from scoutless.config import ResourceType
 from scoutless.jedi.priorities import job_priority
 from scoutless.replay.config import ReplayConfigError, ReplaySettings, replay_settings
-from scoutless.replay.engine import Replay, StrategyPlan
+from scoutless.replay.engine import Replay
 from scoutless.replay.metrics import summary
+from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import PoolError, SlotPool, pool_cores
 from scoutless.replay.workload import TaskEstimator, build_workload
 

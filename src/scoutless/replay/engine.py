@@ -25,11 +25,12 @@ import numpy as np
 from scoutless.jedi.priorities import job_priority
 from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings
+from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import SlotPool
 from scoutless.replay.workload import TaskEstimator, Workload
 
 if TYPE_CHECKING:
-    from scoutless.replay.strategies import CanaryDraw
+    from scoutless.replay.plan import CanaryDraw
 
 SUBMIT, END, TICK = 0, 1, 2
 #: ReplayResult's per-task arrays that the priced total reads
@@ -38,32 +39,6 @@ PRICED_FIELDS = (
     "scout_wait_s",
 )  # fmt: skip
 SCOUTING, RUNNING, BROKEN, EXHAUSTED = 0, 1, 2, 3
-
-
-@dataclass(frozen=True)
-class StrategyPlan:
-    """What a strategy knows at submission and what it does afterwards."""
-
-    name: str
-    ram: np.ndarray  # ramCount per task at submission, MB/core
-    cputime: np.ndarray  # cpuTime per task at submission, HS06·s/event (NaN: queue maxtime)
-    #: scouts first, for every task or per task (selective: an (n_tasks,) bool array)
-    use_scouts: bool | np.ndarray
-    retune: bool
-    #: whether a re-tuning may lower cpuTime; the first jobs to finish are the short ones,
-    #: so an estimate from them is biased low (JEDI lowers anyway; the hybrid does not);
-    #: for every task or per task
-    retune_lowers_cputime: bool | np.ndarray = True
-    #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
-    walltime: np.ndarray | None = None
-    #: the canary's arms and predictions per task (``strategies.canary_draw``), carried
-    #: into the result
-    canary: CanaryDraw | None = None
-    #: keep every attempt (:class:`AttemptLog`): what ``replay --write-history`` writes
-    record: bool = False
-    #: per unit, ramCount (MB/core) and walltime limit (s) instead of the task's (oracle)
-    unit_ram: np.ndarray | None = None
-    unit_walltime: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -34,13 +34,12 @@ Allocations for all tasks are made in one batch up front (``replay/submission.py
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from scoutless.allocation.arms import RolloutState, assign, task_key
 from scoutless.replay.config import ReplaySettings
-from scoutless.replay.engine import StrategyPlan
+from scoutless.replay.plan import CanaryDraw, StrategyPlan
 from scoutless.replay.rules import need_ram_per_core
 from scoutless.replay.submission import Submission
 from scoutless.replay.workload import Workload
@@ -81,18 +80,6 @@ def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> St
 def oracle_unit_ram(work: Workload) -> np.ndarray:
     """Per unit, the ramCount (MB/core) whose allocation is exactly its maxPSS."""
     return need_ram_per_core(work.need_mb, work.base_ram_mb[work.task], work.cores)
-
-
-@dataclass(frozen=True)
-class CanaryDraw:
-    """A replayed canary's decisions per task: the arm the listener would give it, with
-    the reason it logs, and what the task's prediction says (the injected harm included)."""
-
-    seed: int
-    arms: np.ndarray
-    reasons: np.ndarray
-    ram: np.ndarray  # MB/core
-    cputime: np.ndarray  # HS06·s/event
 
 
 def canary_draw(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int) -> CanaryDraw:

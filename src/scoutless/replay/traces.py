@@ -37,7 +37,7 @@ from scoutless.allocation.allocate import (
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
-from scoutless.replay.engine import StrategyPlan
+from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.submission import VALUE_POLICIES, class_values, site_rules
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sources.assemble import request_col

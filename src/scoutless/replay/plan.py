@@ -1,0 +1,47 @@
+"""What a strategy hands the replay's engine: its plan (what it allocates at submission,
+whether it scouts and re-tunes) and, for a canary, the arms it drew. One home below both
+the engine, which runs a plan, and the strategies, which make one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CanaryDraw:
+    """A replayed canary's decisions per task: the arm the listener would give it, with
+    the reason it logs, and what the task's prediction says (the injected harm included)."""
+
+    seed: int
+    arms: np.ndarray
+    reasons: np.ndarray
+    ram: np.ndarray  # MB/core
+    cputime: np.ndarray  # HS06·s/event
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """What a strategy knows at submission and what it does afterwards."""
+
+    name: str
+    ram: np.ndarray  # ramCount per task at submission, MB/core
+    cputime: np.ndarray  # cpuTime per task at submission, HS06·s/event (NaN: queue maxtime)
+    #: scouts first, for every task or per task (selective: an (n_tasks,) bool array)
+    use_scouts: bool | np.ndarray
+    retune: bool
+    #: whether a re-tuning may lower cpuTime; the first jobs to finish are the short ones,
+    #: so an estimate from them is biased low (JEDI lowers anyway; the hybrid does not);
+    #: for every task or per task
+    retune_lowers_cputime: bool | np.ndarray = True
+    #: walltime per task in seconds, used instead of cpuTime × events (traces: the request)
+    walltime: np.ndarray | None = None
+    #: the canary's arms and predictions per task (``strategies.canary_draw``), carried
+    #: into the result
+    canary: CanaryDraw | None = None
+    #: keep every attempt (:class:`AttemptLog`): what ``replay --write-history`` writes
+    record: bool = False
+    #: per unit, ramCount (MB/core) and walltime limit (s) instead of the task's (oracle)
+    unit_ram: np.ndarray | None = None
+    unit_walltime: np.ndarray | None = None
