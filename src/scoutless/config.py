@@ -518,6 +518,11 @@ class ReplaySettings(BaseModel):
     )
     cdf_points: int = Field(101, ge=2, description="quantiles kept per CDF in replay.json")
     workers: int = Field(1, ge=1, description="strategies replayed in parallel processes")
+    trace_type_columns: list[str] = Field(
+        ["executable", "user"],
+        description="a trace's columns whose values make a job's task type (the online "
+        "strategy's sizing engine learns per type)",
+    )
     # the canary strategy: a rollout rehearsed (docs/how-to/rollout.md)
     canary_share: float = Field(
         0.5, gt=0, le=1, description="canary: share of the eligible tasks that skip their scouts"

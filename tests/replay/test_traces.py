@@ -57,10 +57,10 @@ def test_a_trace_runs_request_predicted_selective_and_oracle():
     assert results["predicted"].walltime_kills.sum() == 0  # the need sits well inside
 
 
-def test_without_a_bundle_a_trace_still_runs_request_and_oracle():
+def test_without_a_bundle_a_trace_still_runs_request_online_and_oracle():
     settings = settings_with()
     plans, notes = trace_plans(_rows(), settings, None)
-    assert [p.name for p in plans] == ["request", "oracle"] and notes == {}
+    assert [p.name for p in plans] == ["request", "online", "oracle"] and notes == {}
 
 
 def test_on_a_trace_selective_weighs_costs_whatever_the_policy():
@@ -71,3 +71,47 @@ def test_on_a_trace_selective_weighs_costs_whatever_the_policy():
     value, _ = trace_plans(rows, settings, _predictor(), policy="value", alpha=0.05, work=work)
     assert np.array_equal(cost[2].walltime, value[2].walltime)  # selective: the same
     assert not np.array_equal(value[1].walltime, cost[1].walltime)  # predicted: the policy's
+
+
+def _drifting(n_history: int = 12, n_before: int = 8, n_after: int = 24) -> tuple:
+    """One task type (executable "a"): one-core jobs of 30 min submitted an hour apart (each
+    ends before the next is sized), users asking 32 GB; the history and the first jobs need
+    ~4,000 MB, the later ones ~6,000 MB (the type drifts)."""
+    rng = np.random.default_rng(7)
+    need = 4000.0 * np.exp(rng.normal(0.0, 0.08, n_history + n_before + n_after))
+    need[n_history + n_before :] *= 1.5
+
+    def frame(values: np.ndarray, start: int) -> pd.DataFrame:
+        n = len(values)
+        return pd.DataFrame({
+            "jeditaskid": np.arange(start, start + n), "executable": "a", "user": "u",
+            "memory_value": values, "walltime_value": 0.5 * H,
+            "memory_request": 32000.0, "walltime_request": 4 * H, "requested_processors": 1,
+            "creationdate": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(n), "h"),
+        })  # fmt: skip
+
+    return frame(need[:n_history], 0), frame(need[n_history:], n_history)
+
+
+def test_online_sizes_with_the_engine_learning_each_outcome_kills_censored():
+    from dataclasses import replace
+
+    settings = settings_with(queue_maxtime_s=72 * H, memory_kill_factor=1.0)
+    history, rows = _drifting()
+    work = trace_workload(rows, settings)
+    plans, _ = trace_plans(rows, settings, None, work=work, history=history)
+    online = replace(next(p for p in plans if p.name == "online"), record=True)
+    result = run_plans(work, [online], settings.replay, settings)["online"]
+    log, need = result.attempt_log, rows["memory_value"].to_numpy()
+    first = log.alloc_mb[log.attempt == 1][np.argsort(log.unit[log.attempt == 1])]
+    # sized from the history, far below the users' 32 GB, fitting the jobs before the drift
+    assert np.all(first[:8] < 2 * need[:8]) and result.first_ok[:8].mean() >= 0.75
+    # the drift kills; each kill is learnt as a censored bound and retried by the engine
+    kills = int(result.memory_kills.sum())
+    assert kills > 0 and not result.failed.any()
+    sizing = result.sizing
+    assert sizing["censored"] == sizing["retries"] == kills and sizing["history"] == 12
+    assert sizing["learnt"] == len(rows) + kills and sizing["sized"] == len(rows)
+    # the later allocations move to the new needs: the last jobs fit at the first attempt
+    assert result.first_ok[-8:].all() and np.all(first[-8:] < 2 * need[-8:])
+    assert result.first_ok[8:16].mean() < result.first_ok[-8:].mean()

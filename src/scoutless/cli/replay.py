@@ -1,7 +1,8 @@
 """``scoutless replay``: the same history through every strategy (scouts, predicted, hybrid,
 selective, bayes, oracle; a ``canary`` on request), or an imported trace through request,
-predicted, selective and oracle (docs/how-to/replay.md); ``--write-history`` writes the
-replayed canary as PanDA's records for ``monitor impact`` (docs/how-to/rollout.md)."""
+predicted, selective, online (the sizing engine) and oracle (docs/how-to/replay.md);
+``--write-history`` writes the replayed canary as PanDA's records for ``monitor impact``
+(docs/how-to/rollout.md)."""
 
 from __future__ import annotations
 

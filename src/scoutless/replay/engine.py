@@ -92,6 +92,7 @@ class ReplayResult:
     final_cputime: np.ndarray = field(default_factory=lambda: np.zeros(0))
     canary: CanaryDraw | None = None  # the plan's
     attempt_log: AttemptLog | None = None  # plan.record only
+    sizing: dict[str, float] = field(default_factory=dict)  # plan.sizer's summary
     #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
     #: full length (core·s), memory held above max(need, the share of the slot its need
     #: requires) and used above the allocation by surviving attempts (MB·s), core·s in
@@ -254,6 +255,9 @@ class Replay:
             if self.log is not None:
                 self.queued_at[j] = self.now
             t = self.unit_task[j]
+            if self.plan.sizer is not None and self.attempts[j] == 0 and self.job_ram[j] is None:
+                sized = self.plan.sizer.first(j)
+                self.job_ram[j] = sized if sized == sized else None  # NaN: the task's
             ram = self.job_ram[j]
             if ram is None:
                 ram = self.task_ram[t]
@@ -320,12 +324,16 @@ class Replay:
         self.used[t] += core_s
         self.account_slack(j, t, runtime, alloc, limit if outcome == rules.SUCCESS else None)
         self.account_priced(j, t, runtime, alloc, slot_mb, on_long, outcome != rules.SUCCESS)
+        if self.plan.sizer is not None and outcome != rules.WALLTIME_KILL:
+            killed = outcome == rules.MEMORY_KILL
+            bound = self.cfg.memory_kill_factor * alloc  # a kill: the need lies above it
+            self.plan.sizer.learn(j, bound if killed else self.need[j], runtime, killed)
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
             self.on_success(j, t)
         else:
-            self.on_kill(j, t, outcome, core_s)
+            self.on_kill(j, t, outcome, core_s, alloc)
 
     def account_slack(
         self, j: int, t: int, runtime: float, alloc: float, limit: float | None
@@ -379,13 +387,13 @@ class Replay:
             self.schedule_tick()
         self.resolve(t)
 
-    def on_kill(self, j: int, t: int, outcome: int, core_s: float) -> None:
+    def on_kill(self, j: int, t: int, outcome: int, core_s: float, alloc: float) -> None:
         self.waste[t] += core_s
         if self.is_scout[j]:
             self.scouts_failed[t] += 1
         if outcome == rules.MEMORY_KILL:
             self.mem_kills[t] += 1
-            self.increase_memory(j, t)
+            self.increase_memory(j, t, self.cfg.memory_kill_factor * alloc)
         else:
             self.wall_kills[t] += 1
             self.job_wall_limit[j] = self.maxtime  # increase_cputime
@@ -400,10 +408,15 @@ class Replay:
         else:
             self.release([j])
 
-    def increase_memory(self, j: int, t: int) -> None:
+    def increase_memory(self, j: int, t: int, failed_mb: float) -> None:
         current = self.job_ram[j]
         if current is None:
             current = self.task_ram[t]
+        if self.plan.sizer is not None:  # its conditional retry; past its knowledge, the ladder
+            sized = self.plan.sizer.retry(j, failed_mb)
+            if sized == sized and sized > current:
+                self.job_ram[j] = sized
+                return
         step = rules.next_ram_step(current, self.cfg.ram_ladder_mb_per_core)
         if step is None:
             return
@@ -534,5 +547,6 @@ class Replay:
             final_cputime=arr(self.task_cpu, dtype=float),
             canary=self.plan.canary,
             attempt_log=None if self.log is None else AttemptLog.of(self.log),
+            sizing={} if self.plan.sizer is None else self.plan.sizer.summary(),
             **{key: arr(values, dtype=float) for key, values in self.priced.items()},
         )

@@ -5,8 +5,30 @@ the engine, which runs a plan, and the strategies, which make one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+
+
+class UnitSizer(Protocol):
+    """A strategy that sizes each unit's memory online (the traces' ``online``): asked when
+    the unit is released, told every outcome as it ends on the replay's clock."""
+
+    def first(self, unit: int) -> float:
+        """The first attempt's ramCount (MB/core); NaN: the plan's."""
+        ...
+
+    def retry(self, unit: int, failed_mb: float) -> float:
+        """The ramCount after a memory kill above ``failed_mb`` (MB); NaN: PanDA's ladder."""
+        ...
+
+    def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
+        """An attempt's outcome: its need (MB), or a lower bound on it when ``censored``."""
+        ...
+
+    def summary(self) -> dict[str, float]:
+        """What replay.json reports of it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -45,3 +67,5 @@ class StrategyPlan:
     #: per unit, ramCount (MB/core) and walltime limit (s) instead of the task's (oracle)
     unit_ram: np.ndarray | None = None
     unit_walltime: np.ndarray | None = None
+    #: sizes each unit's memory as it is released, learning every outcome (``UnitSizer``)
+    sizer: UnitSizer | None = None

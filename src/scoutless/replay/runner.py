@@ -340,10 +340,10 @@ def replay_trace(
     alpha: float | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The replay of an imported trace's test rows (request, predicted, selective, oracle):
-    replay.json."""
+    """The replay of an imported trace's test rows (request, predicted, selective, online,
+    oracle): replay.json."""
     from scoutless.history.table import TrainingTable
-    from scoutless.replay.traces import trace_plans, trace_rows, trace_workload
+    from scoutless.replay.traces import trace_history, trace_plans, trace_rows, trace_workload
 
     cfg = settings.replay
     policy, alpha = policy or cfg.policy, alpha or cfg.alpha or settings.allocation.alpha
@@ -352,7 +352,8 @@ def replay_trace(
     rows = trace_rows(table)
     work = trace_workload(rows, settings)
     say(f"{work.n_tasks:,} trace jobs (the table's test rows)")
-    plans, notes = trace_plans(rows, settings, predictor, policy=policy, alpha=alpha, work=work)
+    plans, notes = trace_plans(rows, settings, predictor, policy=policy, alpha=alpha, work=work,
+                               history=trace_history(table))  # fmt: skip
     results = run_plans(
         work, plans, cfg, settings, on_done=lambda name, s: say(f"{name} replayed in {s:.1f} s")
     )
@@ -369,5 +370,7 @@ def replay_trace(
                                allocation=settings.allocation)  # fmt: skip
     if "selective" in document["strategies"] and notes:
         document["strategies"]["selective"].update(notes)
+    if "online" in results:
+        document["strategies"]["online"]["sizing"] = results["online"].sizing
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document

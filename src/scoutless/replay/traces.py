@@ -11,6 +11,14 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
 - **selective**: per job and target, the user's request wherever its expected cost under
   the model's distribution is lower than the cost-aware value's, the cost-aware value
   elsewhere (a trace has no scouts: the request is the alternative to a prediction);
+- **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
+  the sizing benchmark run) sizes each job's memory when it is released, in submission
+  order, per task type (``replay.trace_type_columns``: SWF's executable and user by
+  default); the table's training rows are each type's history; every outcome is learnt as
+  the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
+  allocation), and a kill's retry is the engine's choice on the need's distribution above
+  that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
+  is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
 
 A trace's walltime is priced as the cost model prices cpuTime, with one event per core,
@@ -23,6 +31,7 @@ replayed: the bundle never trained on them.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +49,7 @@ from scoutless.config import Prices, Settings
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.submission import VALUE_POLICIES, class_values, site_rules
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
+from scoutless.sizing.engine import Engine, Features
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
 
@@ -47,7 +57,9 @@ if TYPE_CHECKING:
     from scoutless.bundle import Predictor
     from scoutless.history.table import TrainingTable
 
-TRACE_STRATEGIES: tuple[str, ...] = ("request", "predicted", "selective", "oracle")
+TRACE_STRATEGIES: tuple[str, ...] = ("request", "predicted", "selective", "online", "oracle")
+#: bytes in the replay's MB (the trace's KB are 1,024 bytes)
+MB = 1024.0 * 1024.0
 
 
 def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -66,6 +78,12 @@ def trace_rows(table: TrainingTable) -> pd.DataFrame:
     if "creationdate" in rows.columns:
         rows = rows.sort_values("creationdate", kind="stable")
     return rows.reset_index(drop=True)
+
+
+def trace_history(table: TrainingTable) -> pd.DataFrame:
+    """The table's training rows: what the online strategy knows before the replay."""
+    train, _ = table.split(table.default_split)
+    return train
 
 
 def trace_workload(rows: pd.DataFrame, settings: Settings) -> Workload:
@@ -175,9 +193,11 @@ def trace_plans(
     policy: str = "cost",
     alpha: float = 0.05,
     work: Workload | None = None,
+    history: pd.DataFrame | None = None,
 ) -> tuple[list[StrategyPlan], dict[str, Any]]:
-    """The request incumbent, the oracle and, with a bundle, predicted and selective; and
-    how often selective kept the request, per target."""
+    """The request incumbent, the oracle, online (the sizing engine; ``history``: the rows
+    it starts from) and, with a bundle, predicted and selective; and how often selective
+    kept the request, per target."""
     cfg = settings.replay
     nan = np.full(len(rows), np.nan)
     ram = _column(rows, request_col("memory"))
@@ -197,8 +217,84 @@ def trace_plans(
         notes["request_kept"] = {
             t: float(np.mean(chosen[t] == _column(rows, request_col(t)))) for t in chosen
         }
+    work = work if work is not None else trace_workload(rows, settings)
+    plans.append(StrategyPlan("online", ram, nan, False, False, walltime=request_wall,
+                              sizer=OnlineMemory(rows, work, settings, history)))  # fmt: skip
     oracle_ram = _column(rows, value_col("memory"))
     oracle_ram = np.where(np.isfinite(oracle_ram) & (oracle_ram > 0), oracle_ram, ram)
     plans.append(StrategyPlan("oracle", oracle_ram, nan, False, False,
                               walltime=_column(rows, value_col("walltime"))))  # fmt: skip
     return plans, notes
+
+
+def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
+    """Each row's task type: its values of ``columns`` that the table has (one type when
+    it has none of them)."""
+    present = [c for c in columns if c in rows.columns]
+    if not present:
+        return ["trace"] * len(rows)
+    values = rows[present].astype("string").fillna("").to_numpy(dtype=object)
+    return [tuple(v) for v in values]
+
+
+class OnlineMemory:
+    """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
+    a unit, its memory sized by the sizing engine (total bytes; ramCount per core)."""
+
+    def __init__(self, rows: pd.DataFrame, work: Workload, settings: Settings,
+                 history: pd.DataFrame | None = None) -> None:  # fmt: skip
+        columns = settings.replay.trace_type_columns
+        self.engine = Engine(settings.sizing)
+        self.keys = type_keys(rows, columns)
+        self.cores = work.cores.astype(float).tolist()
+        request = _column(rows, request_col("memory")) * work.cores * MB
+        self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
+                                                                     strict=True)]  # fmt: skip
+        self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
+                       "history": 0}  # fmt: skip
+        if history is not None and len(history):
+            self._start(history, columns)
+
+    def _start(self, history: pd.DataFrame, columns: list[str]) -> None:
+        """Each type's history: the table's training rows that ran with a measured need."""
+        cores = _column(history, "requested_processors")
+        cores = np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
+        need = _column(history, value_col("memory")) * cores * MB
+        wall = _column(history, value_col("walltime"))
+        request = _column(history, request_col("memory")) * cores * MB
+        ok = np.isfinite(need) & (need > 0) & np.isfinite(wall) & (wall > 0)
+        keys = type_keys(history, columns)
+        for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
+            at = ok & np.fromiter((k == key for k in keys), bool, len(keys))
+            features = [Features(cpus=c, request=r) for c, r in zip(cores[at], request[at],
+                                                                   strict=True)]  # fmt: skip
+            self.engine.start_type(key, features, need[at], wall[at])
+            self.counts["history"] += int(at.sum())
+
+    def _per_core(self, unit: int, total: float) -> float:
+        return total / MB / self.cores[unit] if np.isfinite(total) and total > 0 else np.nan
+
+    def first(self, unit: int) -> float:
+        ram = self._per_core(unit, self.engine.allocate(self.keys[unit], self.features[unit]))
+        self.counts["sized" if ram == ram else "unsized"] += 1
+        return ram
+
+    def retry(self, unit: int, failed_mb: float) -> float:
+        self.counts["retries"] += 1
+        failed = failed_mb * MB
+        return self._per_core(unit, self.engine.retry(self.keys[unit], self.features[unit], failed))
+
+    def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
+        if not need_mb > 0:  # a job without a measured need teaches nothing
+            return
+        key, f = self.keys[unit], self.features[unit]
+        if censored:
+            self.engine.observe_kill(key, f, need_mb * MB, runtime_s)
+        else:
+            self.engine.observe(key, f, need_mb * MB, runtime_s)
+        self.counts["learnt"] += 1
+        self.counts["censored"] += int(censored)
+
+    def summary(self) -> dict[str, float]:
+        return {**{k: float(v) for k, v in self.counts.items()},
+                "task_types": float(len(self.engine.types))}  # fmt: skip
