@@ -83,6 +83,25 @@ def small_bundle(small_table, tmp_path_factory):
     return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)
 
 
+#: the shared demo's size: small enough for CI (~15 s), large enough for test tasks
+DEMO_ARGS = ["--tasks", "600", "--models", "xgb", "--max-epochs", "1", "--seed", "7"]
+
+
+@pytest.fixture(scope="session")
+def demo_workdir(tmp_path_factory):
+    """One small ``scoutless demo`` (history.sqlite, table.parquet, bundle/, metrics.json,
+    report.html, replay.json) shared by the tests that need a whole run: the answers'
+    coherence, the docs' examples."""
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    workdir = tmp_path_factory.mktemp("demo-shared")
+    result = CliRunner().invoke(app, ["demo", "--workdir", str(workdir), *DEMO_ARGS])
+    assert result.exit_code == 0, result.output
+    return workdir
+
+
 def _random_order(config: pytest.Config) -> str | None:
     """How to repeat this run's order (pytest-randomly's seed), or None when it is off."""
     seed = getattr(config.option, "randomly_seed", None)

@@ -24,6 +24,7 @@ import orjson
 import pandas as pd
 
 from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
+from scoutless.allocation.reconcile import sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
@@ -297,12 +298,15 @@ class Pipeline:
             raise InputError(["body", "policy"], str(exc)) from exc
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
-            allocation = answer.allocations[target]
-            chosen = np.maximum(self.predictor.bins[target].classify(allocation.value), 0)
+            allocation, bins = answer.allocations[target], self.predictor.bins[target]
+            chosen = np.maximum(bins.classify(allocation.value), 0)
+            sufficient = sufficient_probability(
+                p, np.asarray(bins.edges), chosen, answer.distributions[target], allocation.value
+            )  # one distribution: the classes' masses, the value model's shape inside
             decisions[target] = Decision(
                 view=self._views[target], classes=chosen.tolist(), probabilities=p.tolist(),
                 confidence=p[np.arange(len(p)), chosen].tolist(),
-                p_sufficient=allocation.p_sufficient.tolist(),
+                p_sufficient=sufficient.tolist(),
                 values=allocation.value.tolist(), alpha=alpha if policy == "value" else None,
             )  # fmt: skip
         return decisions, answer.scouting
