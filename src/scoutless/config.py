@@ -11,7 +11,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -237,7 +245,10 @@ class ListenerSettings(BaseModel):
     subscribe: str = "/queue/jedi_jobtaskstatus"
     publish: str = "/queue/jedi_scout_prediction"
     max_age_s: float = Field(600.0, gt=0, description="older task_status messages are ignored")
-    policy: str = "risk"
+    policy: str = Field(
+        "cost",
+        description="what the listener and taskparams allocate; unset: allocation.default_policy",
+    )
     alpha: float = Field(0.05, gt=0, lt=1)
     skip_scout_policies: list[str] = Field(
         ["risk", "safe", "value", "cost"],
@@ -365,7 +376,9 @@ class ReplaySettings(BaseModel):
     strategies: list[str] = Field(default_factory=lambda: list(STRATEGY_NAMES))
     policy: str = Field(
         "cost",
-        description="what predicted/hybrid/selective/bayes allocate: " + ", ".join(REPLAY_POLICIES),
+        description="what predicted/hybrid/selective/bayes allocate: "
+        + ", ".join(REPLAY_POLICIES)
+        + "; unset: allocation.default_policy",
     )
     alpha: float | None = Field(
         None,
@@ -566,6 +579,11 @@ class AllocationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(0.05, gt=0, lt=1, description="default under-allocation share")
+    default_policy: Literal["argmax", "safe", "risk", "value", "cost"] = Field(
+        "cost",
+        description="the policy of every entry point not told one: the service, the listener, "
+        "taskparams, the client (the server's) and the replay",
+    )
     prices: Prices = Prices()
     #: resource type (e.g. MCORE_HIMEM) -> the prices that differ there
     resource_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -630,6 +648,17 @@ class Settings(BaseSettings):
     distributed: DistributedSettings = DistributedSettings()
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
+
+    @model_validator(mode="after")
+    def _one_default_policy(self) -> Settings:
+        """The listener and the replay allocate ``allocation.default_policy`` unless their
+        own ``policy`` is set: one setting for every entry point."""
+        policy = {"policy": self.allocation.default_policy}
+        if "policy" not in self.listener.model_fields_set:
+            self.listener = self.listener.model_copy(update=policy)
+        if "policy" not in self.replay.model_fields_set:
+            self.replay = self.replay.model_copy(update=policy)
+        return self
 
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""

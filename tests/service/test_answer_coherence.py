@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
+from scoutless.config import AllocationSettings, Settings
 from scoutless.service.app import create_app
 from scoutless.service.schemas import PolicyName
 
@@ -82,3 +83,33 @@ def test_every_answer_agrees_with_its_class_probabilities(demo_client, test_task
         answers += len(task["targets"])
     assert answers >= 8 * len(ids)
     assert len(outside) <= 0.01 * answers, outside[:5]
+
+
+def test_the_shipped_default_policy_answers_and_alpha_needs_a_policy_that_reads_it(
+    demo_workdir, test_tasks
+):
+    """One default for every entry point (``allocation.default_policy``: cost, with its scout
+    choice); ``alpha`` with a policy that ignores it is a 422 naming ``alpha``, by id and posted."""
+    shipped = AllocationSettings.model_fields["default_policy"].default
+    assert shipped == "cost"
+    settings = Settings(allocation={"default_policy": shipped})
+    assert settings.listener.policy == settings.replay.policy == shipped
+    ids, unseen = test_tasks
+    db_url = f"sqlite:///{demo_workdir / 'history.sqlite'}"
+    with TestClient(create_app(demo_workdir / "bundle", db_url=db_url, settings=settings)) as c:
+        task = c.get(f"/v1/tasks/{ids[0]}/prediction").json()["tasks"][0]
+        assert {t["policy"] for t in task["targets"].values()} == {shipped}
+        assert "never seen" not in task["scout"]["reason"]
+        posted = c.post("/v1/predict", json={"taskparams": unseen[:1]}).json()["tasks"][0]
+        assert posted["scout"]["scout"] is True  # a new application is scouted
+        for r, where in (
+            (c.get(f"/v1/tasks/{ids[0]}/prediction", params={"alpha": 0.1}), "query"),
+            (c.post("/v1/predict", json={"taskparams": unseen[:1], "alpha": 0.1}), "body"),
+            (c.post("/v1/predict", json={"taskparams": unseen[:1], "policy": "argmax",
+                                         "alpha": 0.1}), "body"),
+        ):  # fmt: skip
+            assert r.status_code == 422, r.text
+            (error,) = r.json()["detail"]
+            assert error["loc"] == [where, "alpha"] and "alpha=0.1" in error["msg"], error
+        ok = c.post("/v1/predict", json={"taskparams": unseen[:1], "policy": "value", "alpha": 0.1})
+        assert ok.status_code == 200 and ok.json()["tasks"][0]["targets"]["memory"]["alpha"] == 0.1

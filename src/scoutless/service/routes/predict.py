@@ -10,6 +10,8 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from scoutless.allocation.policies import unused_alpha
+from scoutless.config import AllocationSettings
 from scoutless.service.backend import Answer, TaskQuery
 from scoutless.service.deps import backend_of, state_of
 from scoutless.service.pipeline import JSON_OPTS
@@ -49,6 +51,19 @@ def parse_predict_request(body: bytes) -> PredictRequest:
         raise RequestValidationError(errors) from None
 
 
+def resolved_policy(
+    policy: str | None, alpha: float | None, settings: AllocationSettings, where: str
+) -> str:
+    """The policy asked for, else the configured default; 422 naming ``alpha`` when the
+    policy does not read it (one shape with every other validation error)."""
+    chosen = policy or settings.default_policy
+    problem = unused_alpha(chosen, alpha)
+    if problem:
+        error = {"type": "value_error", "loc": (where, "alpha"), "msg": problem, "input": alpha}
+        raise RequestValidationError([error])
+    return chosen
+
+
 _BODY_DOC = {
     "requestBody": {
         "required": True,
@@ -62,6 +77,8 @@ async def predict(request: Request) -> Response:
     """Predict the classes of one or many tasks (features, or PanDA task parameters)."""
     body = parse_predict_request(await request.body())
     state = state_of(request)
+    policy = resolved_policy(body.policy, body.alpha, state.settings.allocation, "body")
+    body = body.model_copy(update={"policy": policy})
     backend, settings = backend_of(state), state.settings.service
     n_tasks = len(body.rows())
     if n_tasks > settings.max_batch:
@@ -76,12 +93,16 @@ async def predict(request: Request) -> Response:
 async def task_prediction(
     jeditaskid: Annotated[int, Path(ge=0)],
     request: Request,
-    policy: PolicyName = "argmax",
-    alpha: Annotated[float | None, Query(gt=0, lt=1)] = None,
+    policy: Annotated[
+        PolicyName | None, Query(description="default: allocation.default_policy ('cost')")
+    ] = None,
+    alpha: Annotated[float | None, Query(gt=0, lt=1, description="risk and value only")] = None,
     targets: Annotated[str | None, Query(description="comma-separated subset")] = None,
 ) -> Response:
     """Read the task's submission-time features from the PanDA database, then predict."""
     wanted = [t for t in (targets or "").split(",") if t] or None
-    query = TaskQuery(policy=policy, alpha=alpha, targets=wanted)
-    backend = backend_of(state_of(request))
+    state = state_of(request)
+    chosen = resolved_policy(policy, alpha, state.settings.allocation, "query")
+    query = TaskQuery(policy=chosen, alpha=alpha, targets=wanted)
+    backend = backend_of(state)
     return json_response(await backend.task_prediction(jeditaskid, query, _request_id(request)))
