@@ -129,9 +129,8 @@ def _writer(db: str | None, url: str | None, settings: Settings, predictor: obje
         done = write_rehearsal(rehearsal, db, url, settings, bins=bins)  # type: ignore[arg-type]
         console.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
                       f"{done.predictions:,} predictions to {url}; {done.rollout}")  # fmt: skip
-        every = "1D" if done.span_days <= 31 else "7D" if done.span_days <= 183 else "30D"
         console.print(f"read it: scoutless monitor impact --db {url} --days {done.span_days} "
-                      f"--every {every} --html impact.html")  # fmt: skip
+                      "--html impact.html")  # fmt: skip
 
     return write
 
