@@ -120,7 +120,7 @@ def substitute(command: str, demo: Path, server: str) -> str:
         (r"scoutless-work/", f"{demo}/"),
         (r"--bundle (bundles/|models/champion)", f"--bundle {demo / 'bundle'}"),
         (r"--table table\.parquet --out replay", f"--table {demo / 'table.parquet'} --out replay"),
-        (r"(http://)?(localhost|scoutless):8000", server),
+        (r"(http://)?(localhost|scoutless|127\.0\.0\.1):8000", server),
         (r"my_bins\.toml", str(ROOT / "src/scoutless/defaults/bins.toml")),
         (r"--tasks \d+", "--tasks 300"),
         (r"--since 2026-01-01", "--since 2020-01-01"),  # the synthetic history's years

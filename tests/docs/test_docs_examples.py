@@ -193,3 +193,31 @@ def curl_request(command: str) -> tuple[str, str, dict[str, str], bytes | None]:
             url = word if "://" in word else f"http://{word}"
         i += 1
     return method, url, headers, data
+
+
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+PYTHON_EXAMPLES = [
+    (str(page.relative_to(ROOT)), code)
+    for page in PAGES
+    for code in PYTHON_BLOCK.findall(page.read_text())
+]
+
+
+@pytest.mark.parametrize("page, code", PYTHON_EXAMPLES, ids=[p for p, _ in PYTHON_EXAMPLES])
+def test_python_example_runs(page: str, code: str, demo_workdir, served) -> None:
+    """Each Python block, against the served demo; the names a block takes as given
+    (``task_params``, ``records``) are the README's task and a few of the demo's tasks."""
+    import pandas as pd
+
+    from scoutless.bundle import load_bundle
+
+    readme_task = next(e for e in EXAMPLES if e.kind == "file" and e.page == "README.md")
+    names = [s.name for s in load_bundle(demo_workdir / "bundle").feature_specs]
+    table = pd.read_parquet(demo_workdir / "table.parquet").head(3)
+    records = [
+        {n: (None if pd.isna(v) else v) for n, v in row.items() if n in names}
+        for row in table.to_dict("records")
+    ]
+    given = {"task_params": json.loads(readme_task.content), "records": records}
+    source = substitute(code, demo_workdir, served).replace("http://http://", "http://")
+    exec(compile(source, f"{page}:python", "exec"), given)  # the page's own example
