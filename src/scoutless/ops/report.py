@@ -51,9 +51,10 @@ img{max-width:100%}.alert{color:#a00}tr.excludes-zero td{font-weight:bold}
 """
 
 
-def _png(fig: plt.Figure) -> str:
+def _png(fig: plt.Figure, tight: bool = True) -> str:
+    """``tight``: crop to the drawing (a figure laid out ``constrained`` needs no crop)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return base64.b64encode(buffer.getvalue()).decode()
 
@@ -257,7 +258,7 @@ def _figure_plot(wide: pd.DataFrame, figure: str) -> str | None:
     ax.tick_params(axis="x", rotation=30, labelsize=7)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return _png(fig)
+    return _png(fig, tight=False)
 
 
 def impact_verdict(report: Any) -> str:
