@@ -101,6 +101,13 @@ def cli_page(app: typer.Typer) -> str:
                 for p in verbs(root)
             ],
         ),
+        "",
+        "## Global options {#global-options}",
+        "",
+        "Before the verb, e.g. `scoutless --config scoutless.toml serve …`.",
+        "",
+        _params_table(root),
+        "",
     ]
     for path in verbs(root):
         command = _lookup(root, path)

@@ -122,6 +122,10 @@ def settings_page(settings_cls: type[BaseModel]) -> str:
         f'`{prefix}REPLAY{delim}STRATEGIES=\'["scouts", "hybrid"]\'`. A value that does not '
         "validate stops the command with an error naming the setting.",
         "",
+        "The same settings can sit in one TOML file, a table per section (`[targets]` "
+        "`memory_percentile = 90`), named by `scoutless --config FILE` or `SCOUTLESS_CONFIG`; "
+        "environment variables override it. [Configure](../how-to/configure.md) has an example.",
+        "",
     ]
     headers = ("setting", "environment variable", "type", "default", "meaning")
     for section, model in _sections(settings_cls):

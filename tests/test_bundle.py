@@ -155,3 +155,73 @@ def test_only_a_major_or_minor_change_of_a_checked_library_counts():
     assert version_mismatch(same_minor, now) is None
     message = version_mismatch({**same_minor, "torch": "2.12.1"}, now)
     assert message is not None and message.startswith("trained with torch 2.12.1 (now 2.13.0+cpu)")
+
+
+# -- crash safety (issue 38): SIGKILL between every pair of the swap's steps ----------------
+SWAP_STEPS = ("folder:written", "folder:synced", "folder:swapped", "folder:durable")
+FALLBACK_STEPS = ("folder:written", "folder:synced", "folder:aside", "folder:swapped")
+
+
+def _write_version(version: str):  # type: ignore[no-untyped-def]
+    def write(folder, contents):  # type: ignore[no-untyped-def]
+        for part in ("manifest.json", "encoder.json", "model.bin"):
+            (folder / part).write_text(f"{version} {part}")
+
+    return write
+
+
+def _state_of(folder) -> str:  # type: ignore[no-untyped-def]
+    """'old' or 'new' when the folder is wholly one of them; anything else names the mess."""
+    parts = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else None
+    texts = {(folder / p).read_text().split()[0] for p in parts or []}
+    if parts == ["encoder.json", "manifest.json", "model.bin"] and len(texts) == 1:
+        return texts.pop()
+    return f"torn: {parts} {texts}"
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["exchange", "two-renames"])
+def test_sigkill_between_the_swaps_steps_leaves_the_old_bundle_or_the_new(tmp_path, fallback):
+    """SIGKILL between the two renames used to leave only ``.bundle.old-*`` and
+    ``.bundle.tmp-*``: no bundle at all."""
+    from crash import run_killed_at
+    from scoutless import atomic
+    from scoutless.bundle import save_bundle
+
+    steps = FALLBACK_STEPS if fallback else SWAP_STEPS
+    for i, step in enumerate((*steps, None)):
+        out = tmp_path / f"case{i}" / "bundle"
+        save_bundle(out, None, write=_write_version("old"))  # type: ignore[arg-type]
+
+        def promote_new(out=out) -> None:  # type: ignore[no-untyped-def]
+            if fallback:
+                atomic._RENAMEAT2 = None  # a system without renameat2's exchange
+            save_bundle(out, None, write=_write_version("new"))  # type: ignore[arg-type]
+
+        killed = run_killed_at(step, promote_new)
+        assert killed == (step is not None)
+        if fallback:
+            atomic.recover_folder(out)  # what the next swap (or a reader) does first
+        state = _state_of(out)
+        assert state in ("old", "new"), f"killed at {step}: {state}"
+        expect_new = step is None or steps.index(step) >= steps.index("folder:swapped")
+        assert state == ("new" if expect_new else "old"), step
+        save_bundle(out, None, write=_write_version("next"))  # type: ignore[arg-type]
+        assert _state_of(out) == "next"  # leftovers never block the next swap
+
+
+def test_the_swap_fsyncs_every_file_before_it(tmp_path, monkeypatch):
+    import os
+
+    from scoutless.bundle import save_bundle
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    save_bundle(tmp_path / "b", None, write=_write_version("v"))  # type: ignore[arg-type]
+    files = [p for p in synced if p.endswith((".json", ".bin"))]
+    assert len(files) == 3 and all(".b.tmp-" in p for p in files)  # in staging, before

@@ -11,8 +11,9 @@ Layout::
     BUNDLE/calibration/<target>/value.npz     its held-out scores (conformal levels)
     BUNDLE/reference.parquet             training feature sample + classes (drift reference)
 
-A bundle is written into a hidden sibling folder and renamed into place at the end, so an
-interrupted run leaves no half bundle and never touches an existing one until it succeeds.
+A bundle is written into a hidden sibling folder, fsynced, and swapped into place in one
+atomic step at the end (``atomic.atomic_folder``), so an interrupted run — an exception, a
+SIGKILL, a power loss — leaves no half bundle and the existing one until it succeeds.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """One typed settings object: every default scoutless uses lives here.
 
 Values come from (highest first) explicit arguments, ``SCOUTLESS_*`` environment variables
-(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY=80``), then these defaults.
+(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY_PERCENT=80``), the settings file
+that ``SCOUTLESS_CONFIG`` names (``scoutless --config FILE`` sets it: a ``scoutless.toml``
+with the same names, ``[panda] cpu_efficiency_percent = 80``), then these defaults.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -20,7 +24,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+#: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
+CONFIG_ENV = "SCOUTLESS_CONFIG"
 
 
 class PandaDefaults(BaseModel):
@@ -37,7 +49,7 @@ class PandaDefaults(BaseModel):
 
 
 class TargetSettings(BaseModel):
-    """How the per-job values of a task are reduced to one robust task value (DESIGN.md §2)."""
+    """How the per-job values of a task are reduced to one robust task value, by PanDA's own rules."""
 
     memory_percentile: float = Field(75.0, gt=0, le=100)
     memory_margin: float = Field(1.10, ge=1.0)
@@ -236,7 +248,14 @@ class ListenerSettings(BaseModel):
     """The PanDA listener (``scoutless listen``): JEDI's task-status messages in,
     scout_prediction messages out (README: PanDA integration)."""
 
-    broker: str = Field("stomp://127.0.0.1:61613", description="stomp://HOST:PORT")
+    broker: str = Field(
+        "stomp://127.0.0.1:61613", description="stomp://HOST:PORT, or stomp+ssl://HOST:PORT (TLS)"
+    )
+    tls_ca_file: str | None = Field(
+        None, description="stomp+ssl: CA certificates to verify the broker by (None: system's)"
+    )
+    tls_cert_file: str | None = Field(None, description="stomp+ssl: client certificate (mTLS)")
+    tls_key_file: str | None = Field(None, description="stomp+ssl: the client certificate's key")
     username: str | None = None
     passcode: str | None = None
     vhost: str | None = Field(
@@ -245,6 +264,16 @@ class ListenerSettings(BaseModel):
     subscribe: str = "/queue/jedi_jobtaskstatus"
     publish: str = "/queue/jedi_scout_prediction"
     max_age_s: float = Field(600.0, gt=0, description="older task_status messages are ignored")
+    max_clock_skew_s: float = Field(
+        300.0, ge=0, description="a message stamped further ahead of our clock is malformed"
+    )
+    dead_letter_after: int = Field(
+        3, ge=1, description="failed attempts before a message goes to the dead letter"
+    )
+    dead_letter_destination: str | None = Field(
+        "/queue/scoutless_dead_letters",
+        description="where dead letters are also published (None: only the table)",
+    )
     policy: str = Field(
         "cost",
         description="what the listener and taskparams allocate; unset: allocation.default_policy",
@@ -260,17 +289,16 @@ class ListenerSettings(BaseModel):
     reconnect_max_s: float = Field(10.0, gt=0)
     heartbeat_ms: int = Field(10_000, ge=0)
     receipt_timeout_s: float = Field(10.0, gt=0)
-    health_port: int | None = Field(9466, ge=0, le=65535, description="/healthz, /metrics")
+    health_port: int | None = Field(
+        9466, ge=0, le=65535, description="/healthz, /metrics, on 127.0.0.1 only (no token)"
+    )
 
 
 class RolloutSettings(BaseModel):
-    """From shadow to rollout (docs/how-to/rollout.md): the listener's mode when no
-    ``scoutless rollout set`` has been made, the canary's seed, the impact figures and the
-    guard rail that moves a harmful canary back to shadow."""
+    """From shadow to rollout (docs/how-to/rollout.md): the canary's seed, the impact
+    figures, the guard rail that moves a harmful canary back to shadow and the evidence
+    ``rollout set full`` asks for. With no ``scoutless rollout set`` yet the mode is shadow."""
 
-    default_mode: Literal["shadow", "canary", "full"] = Field(
-        "full", description="mode while the rollout table holds no row (full: today's rule)"
-    )
     seed: int = Field(0, description="canary assignment seed (reproducible, stable per task)")
     memory_kill_codes: list[int] = Field(
         [1212, 1235], description="pilot error codes of a memory kill (PanDA's pilot)"
@@ -287,6 +315,9 @@ class RolloutSettings(BaseModel):
         0.02, ge=0, description="canary below control by more than this (interval < 0) trips it"
     )
     guard_min_tasks: int = Field(30, ge=1, description="tasks per arm before the rail judges")
+    evidence_days: float = Field(
+        14.0, gt=0, description="rollout set full: the window (days) its impact evidence is from"
+    )
     promise_z: float = Field(
         2.33, gt=0, description="under-allocation above alpha by this many binomial sds alerts"
     )
@@ -660,6 +691,22 @@ class Settings(BaseSettings):
             self.replay = self.replay.model_copy(update=policy)
         return self
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment, then the settings file, then the defaults."""
+        path = settings_file()
+        if path is None:
+            return init_settings, env_settings, dotenv_settings, file_secret_settings
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+        return init_settings, env_settings, toml, dotenv_settings, file_secret_settings
+
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""
         if self.db_url:
@@ -670,3 +717,44 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+class SettingsFileError(ValueError):
+    """The settings file cannot be used; the message names the file and the key."""
+
+
+def settings_file() -> Path | None:
+    """The file ``SCOUTLESS_CONFIG`` names, checked: it exists, is TOML, and every key in it
+    is a setting (a misspelt key would otherwise be ignored without a word)."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file():
+        raise SettingsFileError(f"{CONFIG_ENV}={raw}: the settings file does not exist")
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsFileError(f"{path}: not a readable TOML settings file: {exc}") from exc
+    unknown = _unknown_keys(values, Settings)
+    if unknown:
+        raise SettingsFileError(
+            f"{path}: unknown setting(s) {', '.join(unknown)} "
+            "(the settings reference lists every name)"
+        )
+    return path
+
+
+def _unknown_keys(values: dict, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted keys of ``values`` that ``model`` has no field for; tables of a sub-model are
+    checked inside it, the values of a dict-typed field (e.g. prices) are not."""
+    unknown = []
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(f"{prefix}{key}")
+            continue
+        sub = field.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            unknown += _unknown_keys(value, sub, f"{prefix}{key}.")
+    return unknown

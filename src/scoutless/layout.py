@@ -4,7 +4,10 @@ The lowest layer both :mod:`scoutless.bundle` (loading) and :mod:`scoutless.ops.
 (registering, promoting) build on, so neither has to import the other's layer upwards.
 
 A bundle folder holds ``manifest.json``; a registry folder holds ``versions/<id>/`` (one
-bundle each) and a ``champion`` pointer file naming the version to serve.
+bundle each) and ``registry.json``: the champion (the version to serve) and the history of
+promotions and rollbacks in one file, replaced in one atomic step (ops/registry.py).
+Registries from before it kept a ``champion`` pointer file and ``history.jsonl``: they are
+read where ``registry.json`` does not exist yet, and the first change writes it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST_FILE = "manifest.json"
+#: the champion and the history, one JSON object ({"champion": id, "history": [...]})
+REGISTRY_FILE = "registry.json"
+#: the pointer of registries from before registry.json (read only where it is absent)
 CHAMPION_FILE = "champion"
 VERSIONS_DIR = "versions"
 
@@ -45,11 +51,26 @@ def is_registry(path: str | Path) -> bool:
 
 
 def champion_version(path: str | Path) -> str | None:
-    """The version id the registry's pointer names, or None before the first promotion."""
+    """The version id the registry names as champion, or None before the first promotion."""
+    state = Path(path) / REGISTRY_FILE
+    if state.exists():
+        champion = read_registry_file(state).get("champion")
+        return str(champion) if champion else None
     pointer = Path(path) / CHAMPION_FILE
     if not pointer.exists():
         return None
     return pointer.read_text().strip() or None
+
+
+def read_registry_file(file: Path) -> dict[str, Any]:
+    """``registry.json`` as a dict with a ``history`` list; RegistryError if it is not."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RegistryError(f"{file}: cannot be read as JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("history"), list):
+        raise RegistryError(f"{file}: expected an object with a 'history' list")
+    return data
 
 
 def resolve_champion(path: str | Path) -> Path:

@@ -25,15 +25,21 @@ EXEMPT: dict[str, str] = {
     r"^(\.venv/bin/)?pip install": "pip from an index",
     r"^bash scripts/(setup|test|docs|lock)\.sh": "sets up this machine (CI runs it)",
     r"^bash scripts/demo\.sh": "the demo: the shared fixture runs it, scaled",
-    r"^(source|\.venv/bin/python -m pytest|\.venv/bin/mkdocs)\b": "the contributor's shell",
-    r"^psql ": "an export from the site's own database",
+    r"^(source|export|chgrp|chmod|\.venv/bin/python -m pytest|\.venv/bin/mkdocs)\b": (
+        "the shell: environment, permissions, a contributor's tools"
+    ),
+    r"^(python3 -m (venv|pip|build)\b|\S*/bin/(pip|scoutless --version))": (
+        "the install itself (CI's wheel check, scripts/wheel_check.sh, runs it)"
+    ),
+    r"^psql |^scoutless import table": "an export from a site's own database",
     r"--scheduler (tcp://|local:)": "a Dask cluster (tests/distributed runs one)",
     r"postgresql\+psycopg://postgres@": "PanDA's PostgreSQL (tests/panda runs these)",
     r"^python benchmarks/": "a benchmark: minutes (results/ holds its figures)",
-    r"^scoutless monitor run\b": "a loop (tests/ops runs one cycle)",
-    r"^scoutless import table": "the Galaxy export above",
+    r"^scoutless monitor run\b|scoutless listen\b": "a loop on a broker or a clock (tests/panda "
+    "and tests/ops run them)",
     r"^scoutless replay --trace": "an imported trace (tests/replay runs one)",
-    r"^scoutless serve --bundle models/": "a second server (the README's one is started)",
+    r"^scoutless (--config \S+ )?serve --bundle models/": "a second server (the README's one is "
+    "started)",
     r"^scoutless (train|evaluate) --": "training, evaluating: minutes even at 600 tasks (the demo "
     "fixture runs both)",
 }
@@ -91,7 +97,7 @@ def classify(page: str, command: str, content: str = "") -> Example:
         example.kind, example.detail = "file", HEREDOC.match(command).group(1)  # type: ignore[union-attr]
     elif SYNOPSIS.search(command.replace("$PANDA_DB_URL", "")):
         example.kind = "synopsis"
-    elif command.startswith("scoutless serve"):
+    elif re.match(r"^scoutless (--config \S+ )?serve\b", command):
         example.kind = "serve"
     elif command.startswith(("scoutless ", "curl ")):
         example.kind = command.split()[0].replace("scoutless", "cli")
@@ -113,7 +119,7 @@ def substitute(command: str, demo: Path, server: str) -> str:
     """The command against the demo: its database, bundle and server; sizes scaled down."""
     db = f"sqlite:///{demo / 'history.sqlite'}"
     for pattern, replacement in (
-        (r'"?\$PANDA_DB_URL"?', db),
+        (r'"?\$(PANDA|LAB)_DB_URL"?', db),
         (r"postgresql\+psycopg://user@host/panda", db),
         (r"sqlite:///data/history\.sqlite", db),
         (r"sqlite:///scoutless-work/history\.sqlite", db),

@@ -30,7 +30,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: variables read by the scripts, the tests and the service's workers, not settings
 NOT_SETTINGS = {"SCOUTLESS_TEST_PG_URL", "SCOUTLESS_TEST_STOMP_URL", "SCOUTLESS_BENCH_PG_URL",
                 "SCOUTLESS_PANDA_DB_URL", "SCOUTLESS_SERVE_OPTIONS", "SCOUTLESS_PGPORT",
-                "SCOUTLESS_PGDATA", "SCOUTLESS_DOCS_SITE"}  # fmt: skip
+                "SCOUTLESS_PGDATA", "SCOUTLESS_DOCS_SITE",
+                "SCOUTLESS_CONFIG"}  # fmt: skip
 FENCE = re.compile(r"```(?:bash|sh|console|text)?\n(.*?)```", re.S)
 
 
@@ -44,6 +45,13 @@ def _command_lines(text: str) -> list[str]:
             if line.startswith("scoutless ") and not line.startswith("scoutless-"):
                 lines.append(line)
     return lines + re.findall(r"(?<!`)`(scoutless [a-z][^`]*)`", text)  # inline code too
+
+
+def _after_global_options(words: list[str]) -> list[str]:
+    """The words after ``scoutless --config FILE`` (the options before the verb)."""
+    while words[:1] == ["--config"]:
+        words = words[2:]
+    return words
 
 
 def _verb(root, words: list[str]):
@@ -60,7 +68,9 @@ def test_every_command_line_on_a_page_is_a_real_verb_with_real_options() -> None
     for page in PAGES:
         for line in _command_lines(page.read_text()):
             plain = re.sub(r"[\[\]|…]", " ", line)
-            words = shlex.split(plain, comments=False)[1:]
+            words = _after_global_options(shlex.split(plain, comments=False)[1:])
+            if words == ["--version"]:
+                continue
             command, used = _verb(root, words)
             assert used and not hasattr(command, "commands"), f"{page.name}: {line}"
             options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}

@@ -198,10 +198,13 @@ def test_promotion_to_full_shows_the_evidence_and_gauges_hold_the_figures(histor
         -2.25
     )
     set_rollout(history, "canary", share=0.5)
-    result = CliRunner().invoke(app, ["rollout", "set", "full", "--reason", "held", "--db",
-                                      str(history.url)])  # fmt: skip
-    assert result.exit_code == 0, result.output
+    args = ["rollout", "set", "full", "--reason", "held", "--db", str(history.url)]
+    result = CliRunner().invoke(app, args)  # a handful of tasks: not enough evidence
+    assert result.exit_code == 2 and "refused: not enough evidence" in result.output
     assert "canary − control" in result.output and "first_attempt_success" in result.output
+    assert read_rollout(history).mode == "canary"
+    result = CliRunner().invoke(app, [*args, "--force"])
+    assert result.exit_code == 0, result.output
     assert read_rollout(history).mode == "full"
 
 

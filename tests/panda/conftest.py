@@ -95,6 +95,10 @@ def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]: 
     proxy = TcpProxy((url.host or "127.0.0.1", int(url.port or 5432)))
     via_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     engine = make_engine(panda_db)
+    from scoutless.ops.rollout import set_rollout
+
+    # these modules test the path where eligible tasks skip their scouts: full, said so
+    set_rollout(engine, "full", reason="e2e tests: eligible tasks skip", changed_by="tests")
     frames = generate_chunk(1000, first_task_id=500_000 + 10_000 * next(_WORLDS), seed=7)
     jedi = JediStandIn(engine, frames, broker, status_q)
     agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)

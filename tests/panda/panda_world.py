@@ -79,8 +79,14 @@ def start_listener(tmp: Path, *, bundle: Path, db: str, broker: str, status_q: s
     args = [sys.executable, "-c", CLI, "listen", "--bundle", str(bundle), "--db", db,
             "--broker", broker, "--subscribe", status_q, "--publish", prediction_q,
             "--policy", "risk", "--alpha", "0.05", "--health-port", str(health_port)]  # fmt: skip
-    env = {"SCOUTLESS_LISTENER__RECONNECT_MAX_S": "1", "SCOUTLESS_LISTENER__HEARTBEAT_MS": "2000"}
+    env = {"SCOUTLESS_LISTENER__RECONNECT_MAX_S": "1", "SCOUTLESS_LISTENER__HEARTBEAT_MS": "2000",
+           "SCOUTLESS_LISTENER__DEAD_LETTER_DESTINATION": dead_letter_queue(status_q)}  # fmt: skip
     return Proc(args, tmp / f"listener-{uuid.uuid4().hex[:6]}.log", env)
+
+
+def dead_letter_queue(status_q: str) -> str:
+    """The run's own dead-letter destination, beside its status queue."""
+    return status_q.replace("_jobtaskstatus", "_dead_letters")
 
 
 def start_agent(

@@ -11,8 +11,10 @@ import threading
 import time
 
 import pytest
-from panda_world import ROOT, World, applied_counts, wait_for
+from panda_world import ROOT, World, applied_counts, dead_letter_queue, wait_for
 from sqlalchemy import text
+
+from scoutless.panda.broker import StompBroker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -55,12 +57,32 @@ def test_bad_messages_are_logged_counted_and_acked(world: World) -> None:
     world.jedi.publish(987_654_321)  # unknown task
     world.jedi.publish(old, timestamp=1_000_000)  # far older than max_age
     world.jedi.publish(other, status="running")
+    poison = json.dumps({"msg_type": "task_status", "taskid": 2**63, "status": "defined",
+                         "timestamp": time.time()})  # fmt: skip
+    world.jedi.send(poison)  # just before a good one: it must not delay it
     world.jedi.publish(good)
     world.settle([good])
     counts = {k: world.metric(f'scoutless_listener_messages_total{{outcome="{k}"}}')
               for k in ("malformed", "ignored_type", "unknown_task", "stale", "ignored_status")}  # fmt: skip
     assert all(v >= 1 for v in counts.values()), counts
+    assert world.metric('scoutless_listener_dead_letters_total{kind="malformed"}') >= 1
     assert not world.outbox([old, other]) and world.healthy()
+    with world.jedi.engine.connect() as conn:  # the malformed one is kept, with why
+        reason = conn.execute(text(
+            "SELECT reason FROM scoutless_dead_letters WHERE body = 'this is not json'"
+        )).scalar()  # fmt: skip
+    assert reason is not None and reason.startswith("malformed: not JSON")
+    dead = StompBroker(f"stomp://{world.broker[0]}:{world.broker[1]}",
+                       dead_letter_queue(world.status_q), heartbeat_ms=0)  # fmt: skip
+    dead.connect_once()
+    try:  # the broker's dead-letter destination holds them too, with the reason
+        frames = [dead.frames.get(timeout=30) for _ in range(2)]
+    finally:
+        dead.close()
+    by_body = {f.body: f.headers for f in frames}
+    assert set(by_body) == {"this is not json", poison}
+    assert by_body[poison]["scoutless-kind"] == "malformed"
+    assert "taskid: 9223372036854775808 is outside" in by_body[poison]["scoutless-reason"]
 
 
 def test_database_outage_keeps_messages_until_it_ends(world: World) -> None:

@@ -67,9 +67,12 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
 
     from scoutless.cli.main import app
     from scoutless.client import Client
+    from scoutless.ops.rollout import set_rollout
 
     src, out = tmp_path / "task.json", tmp_path / "filled.json"
     src.write_text(json.dumps(TASK))
+    db = f"sqlite:///{tmp_path / 'rollout.sqlite'}"  # the client knows no rollout: full
+    set_rollout(make_engine(db), "full", reason="compare with the client", changed_by="tests")
     args = [
         "taskparams",
         str(src),
@@ -79,6 +82,8 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
         "risk",
         "--out",
         str(out),
+        "--db",
+        db,
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -111,9 +116,13 @@ def test_taskparams_follows_the_rollout_with_the_task_name_as_key(panda_bundle, 
     base = ["taskparams", str(src), "--bundle", str(panda_bundle), "--policy", "risk",
             "--out", str(out), "--db", db]  # fmt: skip
     engine = make_engine(db)
+    default = CliRunner().invoke(app, base)
+    assert default.exit_code == 0 and "arm shadow" in default.output  # no row: shadow
+    assert "skipScout" not in json.loads(out.read_text())
+    set_rollout(engine, "full", reason="eligibility")
     full = CliRunner().invoke(app, base)
     assert full.exit_code == 0, full.output
-    eligible = json.loads(out.read_text()).get("skipScout") is True  # the default: full
+    eligible = json.loads(out.read_text()).get("skipScout") is True
     set_rollout(engine, "shadow", reason="watch")
     shadow = CliRunner().invoke(app, base)
     assert shadow.exit_code == 0 and "arm shadow" in shadow.output

@@ -84,8 +84,22 @@ def test_prediction_message_round_trips_and_decides_skip() -> None:
         ),
         ('{"msg_type": "task_status", "taskid": 1, "status": "", "timestamp": 1}', "status"),
         ('{"msg_type": "task_status", "taskid": 1, "status": "defined"}', "timestamp"),
+        # issue 38: ids within int64, timestamps within the clock skew, no parser bombs
+        ('{"msg_type": "task_status", "taskid": 9223372036854775808, "status": "defined", '
+         '"timestamp": 1}', "taskid: 9223372036854775808 is outside"),
+        ('{"msg_type": "task_status", "taskid": 0, "status": "defined", "timestamp": 1}',
+         "taskid"),
+        ('{"msg_type": "task_status", "taskid": "' + "9" * 5000 + '", "status": "defined", '
+         '"timestamp": 1}', "taskid"),
+        ('{"msg_type": "task_status", "taskid": 1, "status": "defined", "timestamp": 1e300}',
+         "timestamp: 1e\\+300 is not a time"),
+        ('{"msg_type": "task_status", "taskid": 1, "status": "defined", "timestamp": NaN}',
+         "timestamp"),
+        ('{"msg_type": "task_status", "taskid": 1, "status": "defined", "timestamp": -1}',
+         "timestamp"),
+        ("[" * 100_000 + "]" * 100_000, "not JSON"),
     ],
-)
+)  # fmt: skip
 def test_malformed_task_status_names_the_field(body: str, field: str) -> None:
     with pytest.raises(MalformedMessage, match=field):
         parse_task_status(body)
@@ -96,6 +110,26 @@ def test_bad_prediction_message_is_refused() -> None:
     body = p.to_dict() | {"ramCount": -5}
     with pytest.raises(MalformedMessage, match="ramCount"):
         parse_scout_prediction(body)
+
+
+def test_a_timestamp_ahead_of_the_clock_by_more_than_the_skew_is_refused() -> None:
+    body = {"msg_type": "task_status", "taskid": 5, "status": "defined", "timestamp": 1300.0}
+    assert parse_task_status(body, now=1000.0, max_skew_s=300).timestamp == 1300.0
+    with pytest.raises(MalformedMessage, match="300 s from now"):
+        parse_task_status(body, now=999.0, max_skew_s=300)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"task_id": 2**63}, "task_id"), ({"ramCount": 2**31}, "ramCount"),
+     ({"confidence": {"memory": 1.5}}, "confidence.memory"),
+     ({"confidence": {"memory": "high"}}, "memory"), ({"model_version": "v" * 200}, "model_version"),
+     ({"timestamp": 1e300}, "timestamp")],
+)  # fmt: skip
+def test_prediction_values_must_fit_pandas_columns(change: dict, field: str) -> None:
+    p = build_prediction(7, "v1", _targets(), policy="risk", skip_policies=["risk"], timestamp=1)
+    with pytest.raises(MalformedMessage, match=field):
+        parse_scout_prediction(p.to_dict() | change)
 
 
 def _task(tid: int, **cols) -> dict:  # type: ignore[no-untyped-def]

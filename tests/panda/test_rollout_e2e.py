@@ -34,7 +34,7 @@ ELIGIBLE_ARMS = ("canary", "control")
 def rollout(world: World) -> Iterator:  # type: ignore[type-arg]
     engine = make_engine(world.db)
     yield engine
-    set_rollout(engine, "full", reason="test teardown")  # other modules expect today's rule
+    set_rollout(engine, "full", reason="test teardown")  # other modules' world sets full too
     engine.dispose()
 
 

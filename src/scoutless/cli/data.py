@@ -182,7 +182,7 @@ def _refuse(url: str, exc: Exception) -> NoReturn:
 
 @app.command("upgrade")
 def upgrade(db: DbOption = None) -> None:
-    """Add the columns this version reads to a history written by an older scoutless
+    """Add the PanDA columns scoutless reads to a history that lacks them
     (in place; rows already there get PanDA's defaults or values from the row)."""
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine, require_tables
     from scoutless.history.upgrade import describe, upgrade_history

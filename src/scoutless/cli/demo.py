@@ -81,7 +81,8 @@ def demo(
     table, report = build_table_from_db(engine, read_truth=synthetic_truth)
     table.save(table_path)
     if len(report):
-        report.save(workdir / "bad_rows.csv")
+        bad = report.save(workdir / "bad_rows.csv")
+        console.print(f"{len(report):,} unusable jobs and tasks left out, each with its reason: {bad}")
     console.print(summary_table(table, report))
 
     _step(3, STEPS, f"train {models} → {bundle_path}")

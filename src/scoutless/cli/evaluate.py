@@ -9,24 +9,6 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from scoutless.bundle import BundleError, load_bundle
-from scoutless.evaluation.evaluate import (
-    METRICS_FILE,
-    REPORT_FILE,
-    EvaluationError,
-    evaluate_bundle,
-)
-from scoutless.evaluation.tables import (
-    allocation_table,
-    headline_table,
-    models_table,
-    pipeline_table,
-    policies_table,
-    walk_forward_tables,
-)
-from scoutless.history.table import TableError, TrainingTable
-from scoutless.ops.registry import RegistryError
-
 WalkForwardOpt = Annotated[
     str | None,
     typer.Option(
@@ -55,7 +37,10 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="Folder for metrics.json and report.html.")],
     bundle: Annotated[
         Path | None,
-        typer.Option(help="Bundle folder, or a registry (its champion); not with --walk-forward."),
+        typer.Option(
+            exists=True,
+            help="Bundle folder, or a registry (its champion); not with --walk-forward.",
+        ),
     ] = None,
     walk_forward: WalkForwardOpt = None,
     models: ModelsOpt = "xgb,dnn",
@@ -88,6 +73,32 @@ def evaluate(
     if split not in (None, "random", "time"):
         console.print(f"[red]--split {split!r}: expected 'random' or 'time'[/red]")
         raise typer.Exit(code=2)
+    _score(bundle, table, out, split, alpha, recall, details)
+
+
+def _score(
+    bundle: Path, table: Path, out: Path, split: str | None, alpha: float, recall: float,
+    details: bool,
+) -> None:  # fmt: skip
+    """The evaluation proper; its imports are here so that ``evaluate --help`` stays light."""
+    from scoutless.bundle import BundleError, load_bundle
+    from scoutless.evaluation.evaluate import (
+        METRICS_FILE,
+        REPORT_FILE,
+        EvaluationError,
+        evaluate_bundle,
+    )
+    from scoutless.evaluation.tables import (
+        allocation_table,
+        headline_table,
+        models_table,
+        pipeline_table,
+        policies_table,
+    )
+    from scoutless.history.table import TableError, TrainingTable
+    from scoutless.ops.registry import RegistryError
+
+    console = Console()
     try:
         predictor = load_bundle(bundle)
         training_table = TrainingTable.load(table)
@@ -121,8 +132,9 @@ def _walk_forward(
     retrain_every: str | None = None,
 ) -> None:
     """``--walk-forward``: per-period and pooled tables, ``walk_forward.json`` in ``out``."""
-    # here, not at the top: training imports torch, which every other verb (serve, listen)
-    # would pay for at start-up through cli.main
+    # here, not at the top: `evaluate --help` imports none of this (cli/main.py)
+    from scoutless.evaluation.tables import walk_forward_tables
+    from scoutless.history.table import TableError, TrainingTable
     from scoutless.training import TrainingError, check_model_names
     from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
     from scoutless.training.walk_forward import walk_forward as run_walk_forward

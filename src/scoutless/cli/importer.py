@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scoutless.features.history import history_keys
-from scoutless.history.panda_db import make_engine
-from scoutless.history.store import update_store
-from scoutless.history.table import TrainingTable
-from scoutless.sources.assemble import to_training_table
-from scoutless.sources.common import TraceParseError
-from scoutless.sources.load import FORMATS, load_trace
-from scoutless.targets.spec import class_col
+from scoutless.sources.formats import FORMATS
+
+if TYPE_CHECKING:
+    from scoutless.history.table import TrainingTable
 
 console = Console()
 
 
 def _summary(table: TrainingTable, out: Path) -> Table:
+    from scoutless.targets.spec import class_col
+
     frame = table.frame
     train, test = table.split("time")
     view = Table(
@@ -39,6 +37,16 @@ def _summary(table: TrainingTable, out: Path) -> Table:
             ", ".join(f"{e:.4g}" for e in b.edges[1:-1]), ", ".join(baselines) or "—",
         )  # fmt: skip
     return view
+
+
+def _update_store(history_db: str, jobs: Any, table: TrainingTable) -> None:
+    from scoutless.features.history import history_keys
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.store import update_store
+
+    columns = list(jobs.frame.columns)
+    n_keys = update_store(make_engine(history_db), jobs.frame, history_keys(columns), list(table.bins))
+    console.print(f"history store: {n_keys} key rows updated")
 
 
 def import_trace(
@@ -75,6 +83,10 @@ def import_trace(
         if not f.exists():
             console.print(f"[red]{f}: no such file")
             raise typer.Exit(code=2)
+    from scoutless.sources.assemble import to_training_table
+    from scoutless.sources.common import TraceParseError
+    from scoutless.sources.load import load_trace
+
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
     try:
         with Progress(*columns, console=console, transient=True) as progress:
@@ -86,11 +98,7 @@ def import_trace(
             table.save(out)
             if history_db:
                 progress.update(step, description="updating the history store")
-                n_keys = update_store(
-                    make_engine(history_db), jobs.frame, history_keys(list(jobs.frame.columns)),
-                    list(table.bins),
-                )  # fmt: skip
-                console.print(f"history store: {n_keys} key rows updated")
+                _update_store(history_db, jobs, table)
     except (TraceParseError, ValueError) as exc:
         console.print(f"[red]{exc}")
         if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:

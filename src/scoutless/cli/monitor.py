@@ -15,7 +15,6 @@ from rich.table import Table
 
 from scoutless.cli import scale
 from scoutless.config import get_settings
-from scoutless.history.panda_db import make_engine
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -38,6 +37,8 @@ ConfigOpt = Annotated[
 
 
 def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
+    from scoutless.history.panda_db import make_engine  # here: `monitor --help` stays light
+
     engine = make_engine(db or get_settings().resolved_db_url())
     return engine, make_engine(log_db) if log_db else engine
 
@@ -338,7 +339,7 @@ def retrain(
     from scoutless.ops.retrain import retrain as run_retrain
     from scoutless.training import train_bundle
 
-    engine = make_engine(db or get_settings().resolved_db_url())
+    engine, _ = _engines(db, None)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with (
         scale.fitter(scheduler, console) as fit_model,

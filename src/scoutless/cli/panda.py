@@ -49,7 +49,9 @@ def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-un
 
 
 def listen(
-    bundle: Annotated[Path, typer.Option(help="bundle folder, or registry folder (champion)")],
+    bundle: Annotated[
+        Path, typer.Option(exists=True, help="bundle folder, or registry folder (champion)")
+    ],
     db: Annotated[str | None, typer.Option(help="PanDA database URL (default: settings)")] = None,
     broker: Annotated[str | None, typer.Option(help="stomp://HOST:PORT")] = None,
     subscribe: Annotated[str | None, typer.Option(help="task_status destination")] = None,
@@ -61,7 +63,7 @@ def listen(
 ) -> None:
     """Predict every task JEDI defines and publish the prediction for JEDI to apply."""
     from scoutless.history.panda_db import make_engine
-    from scoutless.panda.broker import StompBroker
+    from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.listener import TaskListener
     from scoutless.panda.telemetry import HealthServer
 
@@ -80,8 +82,8 @@ def listen(
         pipeline = _pipeline(bundle, executor)
         engine = make_engine(url, create_dirs=False)
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
-                            prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms,
-            vhost=s.vhost)  # fmt: skip
+                            prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms, vhost=s.vhost,
+                            tls=tls_files(s))  # fmt: skip
         listener = TaskListener(pipeline, engine, stomp, s, calibration=_calibration(bundle))
         health = (
             HealthServer(s.health_port, listener.metrics, listener.healthy).start()
@@ -100,6 +102,42 @@ def listen(
             engine.dispose()
 
 
+def dead_letters(
+    db: Annotated[
+        str | None, typer.Option(help="the listener's database (default: settings)")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="show this many of the latest")] = 20,
+) -> None:
+    """Messages the listener gave up on (the dead letter): counts and the latest, with why."""
+    from rich.markup import escape
+
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+    from scoutless.panda import dead_letters as dl
+
+    engine = make_engine(db or get_settings().resolved_db_url(), create_dirs=False)
+    try:
+        counts, latest = dl.counts(engine), dl.recent(engine, limit)
+    except DatabaseUnavailable as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(code=1) from exc
+    finally:
+        engine.dispose()
+    total = sum(counts.values())
+    by_kind = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"
+    typer.echo(f"dead letters: {total} ({by_kind})")
+    if not latest:
+        return
+    table = Table(title=f"latest {len(latest)}")
+    for name in ("#", "when (UTC)", "kind", "tries", "task", "reason", "body"):
+        table.add_column(name, overflow="fold")
+    for d in latest:
+        table.add_row(
+            str(d.id), f"{d.received_at:%Y-%m-%d %H:%M:%S}", d.kind, str(d.attempts),
+            str(d.jeditaskid or "-"), escape(d.reason), escape(dl.one_line(d.body, 80)),
+        )  # fmt: skip
+    Console().print(table)
+
+
 def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
     """The registry's calibration in force, re-read on each call (None for a bundle)."""
     from scoutless.layout import is_registry
@@ -109,8 +147,13 @@ def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
 
 
 def taskparams(
-    file: Annotated[Path, typer.Argument(help="task-parameter JSON, as given to panda-client")],
-    bundle: Annotated[Path | None, typer.Option(help="predict with this bundle")] = None,
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, help="task-parameter JSON, as given to panda-client"),
+    ],
+    bundle: Annotated[
+        Path | None, typer.Option(exists=True, help="predict with this bundle")
+    ] = None,
     service: Annotated[str | None, typer.Option(help="or ask this service (http://…)")] = None,
     policy: PolicyOption = None,
     alpha: AlphaOption = None,

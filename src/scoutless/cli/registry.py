@@ -9,8 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scoutless.ops import registry as reg
-
 app = typer.Typer(no_args_is_help=True)
 console = Console()
 
@@ -25,6 +23,8 @@ def _fail(exc: Exception) -> typer.Exit:
 @app.command("list")
 def list_versions(registry: RegistryArg) -> None:
     """Every version, the champion marked, and the promotion history."""
+    from scoutless.ops import registry as reg
+
     try:
         versions = reg.list_versions(registry)
     except reg.RegistryError as exc:
@@ -57,10 +57,12 @@ def list_versions(registry: RegistryArg) -> None:
 @app.command("add")
 def add(
     registry: RegistryArg,
-    bundle: Annotated[Path, typer.Argument(help="bundle folder to copy into the registry")],
+    bundle: Annotated[Path, typer.Argument(exists=True, help="bundle folder to copy into the registry")],
     promote: Annotated[bool, typer.Option(help="make it the champion at once")] = False,
 ) -> None:
     """Copy a trained bundle into the registry as a new version."""
+    from scoutless.ops import registry as reg
+
     try:
         version = reg.register(registry, bundle)
         if promote:
@@ -74,9 +76,11 @@ def add(
 def promote(
     registry: RegistryArg,
     version: Annotated[str, typer.Argument(help="version id (see registry list)")],
-    reason: Annotated[str, typer.Option(help="recorded in history.jsonl")] = "manual",
+    reason: Annotated[str, typer.Option(help="kept in registry.json's history")] = "manual",
 ) -> None:
     """Make a version the champion (refused unless it is a complete, loadable bundle)."""
+    from scoutless.ops import registry as reg
+
     try:
         before = reg.champion_version(registry)
         reg.promote(registry, version, reason=reason)
@@ -88,9 +92,11 @@ def promote(
 @app.command("rollback")
 def rollback(
     registry: RegistryArg,
-    reason: Annotated[str, typer.Option(help="recorded in history.jsonl")] = "manual",
+    reason: Annotated[str, typer.Option(help="kept in registry.json's history")] = "manual",
 ) -> None:
     """Return to the champion the current one replaced."""
+    from scoutless.ops import registry as reg
+
     try:
         before = reg.champion_version(registry)
         version = reg.rollback(registry, reason=reason)

@@ -44,7 +44,8 @@ def replay(
         Path | None, typer.Option(help="An imported trace table instead (its test rows).")
     ] = None,
     bundle: Annotated[
-        Path | None, typer.Option(help="Bundle (or registry) for predicted/hybrid/selective.")
+        Path | None,
+        typer.Option(exists=True, help="Bundle (or registry) for predicted/hybrid/selective."),
     ] = None,
     strategies: Annotated[
         str | None, typer.Option(help="Comma-separated subset of replay.strategies (all six).")

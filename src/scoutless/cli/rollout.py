@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import getpass
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scoutless.config import get_settings
@@ -52,32 +52,75 @@ def set_mode(
         list[str] | None,
         typer.Option(help="canary/full scope, KEY=V1,V2 (gshare, workqueue_id, processingtype)"),
     ] = None,
-    reason: Annotated[str, typer.Option(help="why (kept with the change)")] = "",
+    reason: Annotated[str, typer.Option(help="why (kept with the change, one line)")] = "",
+    force: Annotated[
+        bool, typer.Option(help="full: promote without impact evidence (needs --reason)")
+    ] = False,
+    if_version: Annotated[
+        int | None,
+        typer.Option(help="write only if the rollout is still this version (rollout show's #)"),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
-    """Switch the listener's rollout mode; it takes effect from the listener's next batch."""
+    """Switch the listener's rollout mode; it takes effect from the listener's next batch.
+
+    The change is written only if nobody changed the rollout since it was read here; it is
+    recorded as made by this account (``os:NAME``)."""
     from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.ops.rollout import RolloutError, already_skipped, read_rollout, set_rollout
+    from scoutless.ops.rollout import (
+        RolloutError,
+        already_skipped,
+        os_identity,
+        read_rollout,
+        set_rollout,
+    )
 
     engine = _engine(db)
     try:
         before = read_rollout(engine)
-        if mode == "full" and before.mode == "canary":
-            _show_evidence(engine)  # promotion is a person's decision: with the evidence
+        if mode == "full":
+            reason = _full_reason(engine, before.mode, reason, force)
         state = set_rollout(
             engine, mode, share=share, seed=seed, scope=parse_scope(scope or []),
-            reason=reason, changed_by=getpass.getuser(),
+            reason=reason, changed_by=os_identity(),
+            expected_version=before.version if if_version is None else if_version,
         )  # fmt: skip
         kept = already_skipped(engine) if mode == "shadow" else []
     except RolloutError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(code=2) from exc
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(code=1) from exc
-    console.print(f"rollout: {before.describe()} → [bold]{state.describe()}[/bold]")
+    console.print(
+        f"rollout: {escape(before.describe())} → [bold]{escape(state.describe())}[/bold] "
+        f"(version {state.version}, by {escape(state.changed_by)})"
+    )
     if mode == "shadow":
         console.print(f"{len(kept)} tasks already skipped their scouts and stay so")
+
+
+def _full_reason(engine: Any, current: str, reason: str, force: bool) -> str:
+    """The reason recorded for ``set full``: refused (RolloutError) without impact evidence
+    in the window unless forced with a reason, which then says it was forced."""
+    from scoutless.ops.guard_rail import promotion_evidence
+    from scoutless.ops.rollout import RolloutError
+
+    if current == "canary":
+        _show_evidence(engine)  # promotion is a person's decision: with the evidence
+    evidence = promotion_evidence(engine)
+    if evidence.tripped:
+        console.print(escape(evidence.message))
+        return reason
+    if not force:
+        raise RolloutError(
+            f"rollout set full refused: {evidence.message}. Run a canary first "
+            "(rollout set canary --share P), or give --force --reason WHY"
+        )
+    if not reason.strip():
+        raise RolloutError("rollout set full --force needs a --reason (kept with the change)")
+    console.print(f"[yellow]forced without evidence: {escape(evidence.message)}[/yellow]")
+    return f"forced without evidence ({evidence.message}): {reason}"
 
 
 @app.command("show")
@@ -90,17 +133,24 @@ def show(
 
     engine = _engine(db)
     state = read_rollout(engine)
-    console.print(f"rollout: [bold]{state.describe()}[/bold] (by {state.changed_by}: "
-                  f"{state.reason or '-'})")  # fmt: skip
+    console.print(f"rollout: [bold]{escape(state.describe())}[/bold] (by "
+                  f"{_plain(state.changed_by)}: {_plain(state.reason) or '-'})")  # fmt: skip
     table = Table(title="changes")
     for name in ("#", "when (UTC)", "mode", "by", "reason"):
         table.add_column(name)
     for s in history(engine)[-changes:]:
-        table.add_row(str(s.version), f"{s.changed_at:%Y-%m-%d %H:%M:%S}", s.describe(),
-                      s.changed_by, s.reason)  # fmt: skip
+        table.add_row(str(s.version), f"{s.changed_at:%Y-%m-%d %H:%M:%S}",
+                      escape(s.describe()), _plain(s.changed_by), _plain(s.reason))  # fmt: skip
     console.print(table)
     if state.mode == "canary":
         _show_evidence(engine)
+
+
+def _plain(text: str) -> str:
+    """A stored text as shown: one line, markup escaped (rows from before plain_text too)."""
+    from scoutless.ops.rollout import plain_text
+
+    return escape(plain_text(text or ""))
 
 
 def _show_evidence(engine: Any) -> None:

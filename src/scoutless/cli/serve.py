@@ -19,7 +19,9 @@ console = Console(stderr=True)
 def serve(
     bundle: Annotated[
         Path | None,
-        typer.Option(help="bundle folder, or registry folder (its champion is followed)"),
+        typer.Option(
+            exists=True, help="bundle folder, or registry folder (its champion is followed)"
+        ),
     ] = None,
     db: Annotated[str | None, typer.Option(help="PanDA database URL (default: settings)")] = None,
     log_db: Annotated[

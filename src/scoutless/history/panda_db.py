@@ -61,10 +61,10 @@ class NotAHistory(DatabaseUnavailable):
 
 #: database driver module -> the pip install that brings it
 DRIVER_INSTALLS = {
-    "oracledb": "pip install 'scoutless[oracle]' (python-oracledb; its thin mode needs "
-    "no Oracle client libraries)",
-    "cx_Oracle": "pip install 'scoutless[oracle]' and use an oracle+oracledb:// URL "
-    "(python-oracledb is cx_Oracle's successor)",
+    "oracledb": "pip install oracledb (python-oracledb, scoutless's oracle extra; its thin "
+    "mode needs no Oracle client libraries)",
+    "cx_Oracle": "pip install oracledb (scoutless's oracle extra) and use an "
+    "oracle+oracledb:// URL (python-oracledb is cx_Oracle's successor)",
 }
 
 

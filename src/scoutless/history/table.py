@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scoutless.atomic import sibling_temp_file
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col, value_col
@@ -115,7 +115,7 @@ class TrainingTable:
         meta = dict(arrow.schema.metadata or {})
         meta[META_KEY] = json.dumps(self.metadata(), default=str).encode()
         arrow = arrow.replace_schema_metadata(meta)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = sibling_temp_file(path)
         os.close(fd)
         try:
             pq.write_table(arrow, tmp)

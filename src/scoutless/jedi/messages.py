@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,16 @@ SCOUT_PREDICTION = "scout_prediction"
 RESOURCE_TARGETS = ("memory", "cputime", "io", "walltime")
 #: an open-ended top class of these has no upper bound to allocate: scouts must run
 BOUNDED_TARGETS = ("memory", "cputime")
+#: ids and counts are stored in PanDA's NUMBER / BIGINT columns: int64 at most
+INT64_MAX = 2**63 - 1
+#: jedi_tasks' resource columns (ramcount, cputime, walltime, iointensity) are PostgreSQL
+#: ``integer`` in PanDA's DDL
+INT32_MAX = 2**31 - 1
+#: a message's timestamp may run this far ahead of our clock (seconds), no further
+MAX_CLOCK_SKEW_S = 300.0
+#: outbox and log columns: model_version String(128), policy String(32)
+MAX_VERSION_CHARS = 128
+MAX_POLICY_CHARS = 32
 
 
 class MalformedMessage(ValueError):
@@ -47,28 +58,57 @@ def _decode(body: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
         return dict(body)
     try:
         decoded = json.loads(body)
-    except (TypeError, ValueError) as exc:
-        raise MalformedMessage(f"not JSON: {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MalformedMessage(f"not JSON: {str(exc)[:200]}") from None
     if not isinstance(decoded, dict):
         raise MalformedMessage(f"expected a JSON object, got {type(decoded).__name__}")
     return decoded
 
 
-def _int_field(msg: Mapping[str, Any], key: str) -> int:
+def _int_field(msg: Mapping[str, Any], key: str, lo: int = 0, hi: int = INT64_MAX) -> int:
+    """An integer in [lo, hi] (int64 by default: what PanDA's columns hold)."""
     value = msg.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise MalformedMessage(f"{key}: expected an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | str) or len(str(value)) > 40:
+        raise MalformedMessage(f"{key}: expected an integer, got {_short(value)}")
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise MalformedMessage(f"{key}: expected an integer, got {value!r}") from None
+        raise MalformedMessage(f"{key}: expected an integer, got {_short(value)}") from None
+    if not lo <= number <= hi:
+        raise MalformedMessage(f"{key}: {number} is outside [{lo}, {hi}]")
+    return number
 
 
 def _number_field(msg: Mapping[str, Any], key: str) -> float:
     value = msg.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise MalformedMessage(f"{key}: expected a number, got {value!r}")
+        raise MalformedMessage(f"{key}: expected a number, got {_short(value)}")
     return float(value)
+
+
+def _timestamp_field(
+    msg: Mapping[str, Any], key: str, now: float | None, max_skew_s: float
+) -> float:
+    """Seconds since the epoch, not negative and at most ``max_skew_s`` ahead of ``now``."""
+    value = _number_field(msg, key)
+    now = time.time() if now is None else now
+    if value < 0 or value > now + max_skew_s:
+        raise MalformedMessage(
+            f"{key}: {value:g} is not a time between the epoch and {max_skew_s:g} s from now"
+        )
+    return value
+
+
+def _short_str(msg: Mapping[str, Any], key: str, limit: int) -> str:
+    value = str(msg.get(key) or "")
+    if len(value) > limit:
+        raise MalformedMessage(f"{key}: {len(value)} characters, at most {limit}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def message_type(body: str | bytes | Mapping[str, Any]) -> str | None:
@@ -77,14 +117,25 @@ def message_type(body: str | bytes | Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def parse_task_status(body: str | bytes | Mapping[str, Any]) -> TaskStatus:
+def parse_task_status(
+    body: str | bytes | Mapping[str, Any],
+    *,
+    now: float | None = None,
+    max_skew_s: float = MAX_CLOCK_SKEW_S,
+) -> TaskStatus:
+    """A task_status with its id within int64 (≥ 1) and its timestamp no further than
+    ``max_skew_s`` ahead of ``now`` (default: this machine's clock)."""
     msg = _decode(body)
     if msg.get("msg_type") != TASK_STATUS:
         raise MalformedMessage(f"msg_type: expected {TASK_STATUS!r}, got {msg.get('msg_type')!r}")
     status = msg.get("status")
     if not isinstance(status, str) or not status:
-        raise MalformedMessage(f"status: expected a task status, got {status!r}")
-    return TaskStatus(_int_field(msg, "taskid"), status, _number_field(msg, "timestamp"))
+        raise MalformedMessage(f"status: expected a task status, got {_short(status)}")
+    return TaskStatus(
+        _int_field(msg, "taskid", lo=1),
+        status[:64],
+        _timestamp_field(msg, "timestamp", now, max_skew_s),
+    )
 
 
 @dataclass(frozen=True)
@@ -130,7 +181,13 @@ _RESOURCE_KEYS = {
 }  # fmt: skip
 
 
-def parse_scout_prediction(body: str | bytes | Mapping[str, Any]) -> ScoutPrediction:
+def parse_scout_prediction(
+    body: str | bytes | Mapping[str, Any],
+    *,
+    now: float | None = None,
+    max_skew_s: float = MAX_CLOCK_SKEW_S,
+) -> ScoutPrediction:
+    """A scout_prediction whose ids and values fit PanDA's columns, confidences in [0, 1]."""
     msg = _decode(body)
     if msg.get("msg_type") != SCOUT_PREDICTION:
         raise MalformedMessage(
@@ -140,25 +197,35 @@ def parse_scout_prediction(body: str | bytes | Mapping[str, Any]) -> ScoutPredic
     for key, (attr, kind) in _RESOURCE_KEYS.items():
         value = msg.get(key)
         if kind is int:
-            value = _int_field(msg, key)
-            if value < 0:
-                raise MalformedMessage(f"{key}: must not be negative, got {value}")
-        elif not isinstance(value, str) or not value:
-            raise MalformedMessage(f"{key}: expected a unit, got {value!r}")
+            value = _int_field(msg, key, hi=INT32_MAX)
+        elif not isinstance(value, str) or not value or len(value) > 32:
+            raise MalformedMessage(f"{key}: expected a unit, got {_short(value)}")
         fields[attr] = value
-    confidence = msg.get("confidence") or {}
-    if not isinstance(confidence, dict):
-        raise MalformedMessage(f"confidence: expected an object, got {confidence!r}")
     return ScoutPrediction(
-        task_id=_int_field(msg, "task_id"),
-        model_version=str(msg.get("model_version") or ""),
+        task_id=_int_field(msg, "task_id", lo=1),
+        model_version=_short_str(msg, "model_version", MAX_VERSION_CHARS),
         resources=Resources(**fields),
-        confidence={str(k): float(v) for k, v in confidence.items()},
-        policy=str(msg.get("policy") or ""),
+        confidence=_confidence(msg.get("confidence")),
+        policy=_short_str(msg, "policy", MAX_POLICY_CHARS),
         skip_scout=msg.get("skip_scout") is True,
-        timestamp=_number_field(msg, "timestamp"),
+        timestamp=_timestamp_field(msg, "timestamp", now, max_skew_s),
         arm=msg["arm"] if isinstance(msg.get("arm"), str) else None,
     )
+
+
+def _confidence(value: Any) -> dict[str, float]:
+    """Target → probability in [0, 1], for the targets a prediction names."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > len(RESOURCE_TARGETS) * 2:
+        raise MalformedMessage(f"confidence: expected an object per target, got {_short(value)}")
+    out = {}
+    for key in value:
+        number = _number_field(value, key)
+        if not 0 <= number <= 1:
+            raise MalformedMessage(f"confidence.{str(key)[:32]}: {number:g} is not in [0, 1]")
+        out[str(key)[:32]] = number
+    return out
 
 
 #: policies that allocate each task its own value (a number, not a class's edge)

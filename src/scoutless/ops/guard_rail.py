@@ -7,14 +7,20 @@ Worse is lower for success rates, higher for kills, retries, waste and waits. Tr
 appends ``shadow`` to the rollout (the listener follows from its next batch, the JEDI
 plugin refuses skips from then on), stores and logs an alert naming the figure, the arm
 and the interval, POSTs it to the webhook, and sets ``scoutless_rollout_guard_tripped``.
-Promotion from canary to full is never the rail's: it only says the evidence holds.
+Promotion from canary to full is never the rail's: it only says the evidence holds
+(:func:`promotion_evidence`, which ``rollout set full`` asks for).
+
+The rail never overrides a newer decision: it writes shadow only over the very canary it
+judged (a compare-and-swap on the rollout's version); when a person changed the rollout
+between its reading and its writing, it re-reads, leaves the newer decision in force and
+says so.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine
@@ -22,7 +28,7 @@ from sqlalchemy import Engine
 from scoutless.config import RolloutSettings, get_settings
 from scoutless.ops.alerts import Alert, AlertConfig, fire
 from scoutless.ops.impact import FIGURES, HIGHER_IS_BETTER, Difference, ImpactReport
-from scoutless.ops.rollout import read_rollout, set_rollout
+from scoutless.ops.rollout import RolloutConflict, read_rollout, set_rollout
 
 logger = logging.getLogger("scoutless.rollout")
 RULE = "rollout-guard"
@@ -88,7 +94,18 @@ def check_guard_rail(
     if not verdict.tripped or verdict.difference is None:
         return verdict
     d = verdict.difference
-    set_rollout(engine, "shadow", reason=f"guard rail: {verdict.message}", changed_by="guard-rail")
+    try:
+        set_rollout(engine, "shadow", reason=f"guard rail: {verdict.message}",
+                    changed_by="guard-rail", expected_version=state.version)  # fmt: skip
+    except RolloutConflict as exc:
+        newer = exc.current
+        message = (
+            f"{verdict.message}, judged on version {state.version} ({state.describe()}); "
+            f"the rollout changed since (version {newer.version}: {newer.describe()} by "
+            f"{newer.changed_by}): the newer decision stands, not overridden"
+        )
+        logger.warning("guard rail: %s", message)
+        return Verdict(False, message, d)
     now = datetime.now(UTC).replace(tzinfo=None)
     worse_is_lower = d.figure in HIGHER_IS_BETTER
     alert = GuardAlert(
@@ -101,6 +118,29 @@ def check_guard_rail(
     if gauges is not None:
         gauges.tripped.set(1)
     return verdict
+
+
+def promotion_evidence(engine: Engine, settings: RolloutSettings | None = None) -> Verdict:
+    """Whether the impact evidence of the last ``evidence_days`` lets the rollout go to
+    full: the guard figure measured on ``guard_min_tasks`` tasks per arm, and no harm.
+    ``tripped`` is True when the evidence holds (a person may promote)."""
+    from scoutless.ops.impact import ImpactError, impact_report
+
+    s = settings or get_settings().rollout
+    since = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=s.evidence_days)
+    try:
+        report = impact_report(engine, since=since, settings=s)
+    except ImpactError as exc:
+        return Verdict(False, f"no impact evidence in the last {s.evidence_days:g} days: {exc}")
+    d = report.difference(s.guard_figure)
+    window = f"in the last {s.evidence_days:g} days"
+    if d is None or min(d.n_arm, d.n_baseline) < s.guard_min_tasks:
+        have = "no tasks" if d is None else f"{d.n_arm}/{d.n_baseline} tasks"
+        need = f"{s.guard_min_tasks} per arm needed"
+        return Verdict(False, f"not enough evidence {window}: {have}, {need}", d)
+    if harmful(d, s.guard_margin):
+        return Verdict(False, f"the evidence {window} says harm: {d.describe()}", d)
+    return Verdict(True, f"evidence {window} holds: {d.describe()}", d)
 
 
 class ImpactWatch:

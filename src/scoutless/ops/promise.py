@@ -14,8 +14,8 @@ The refit is split-conformal per (target, group) on the multiplicative score
 ``ceil((n + 1)(1 − α))``-th smallest score is a factor that, applied to the values given
 to exchangeable later tasks of the group, under-allocates with probability at most α.
 It is registered in the registry beside the model versions (``REG/calibrations/<id>.json``,
-``REG/calibration`` naming the one in force, a ``calibrate`` line in ``history.jsonl``) and
-applied by the listener to the values it sends (:func:`apply_factors`).
+``REG/calibration`` naming the one in force, a ``calibrate`` record in ``registry.json``'s
+history) and applied by the listener to the values it sends (:func:`apply_factors`).
 """
 
 from __future__ import annotations

@@ -1,45 +1,55 @@
-"""Model registry: every bundle version kept, one atomic champion pointer.
+"""Model registry: every bundle version kept, the champion and its history in one file.
 
 Layout of a registry folder ``REG``::
 
     REG/versions/<version_id>/   a complete bundle (manifest.json, encoders, models …)
-    REG/champion                 text file holding the champion's version id
-    REG/history.jsonl            one JSON line per promotion / rollback
+    REG/registry.json            {"champion": id, "history": [one record per promotion,
+                                 rollback, calibration …]}
 
-The pointer is replaced with ``os.replace`` so readers see the old or the new id, never
-a torn one; the service polls :func:`resolve_champion` to follow promotions.
-Promotions and rollbacks form a stack: ``rollback`` returns to the champion that the
-current one replaced, however many rollbacks came before.
+Every change rewrites ``registry.json`` whole: written beside it, fsynced, renamed over it
+(``atomic_write_text``), under a lock file (``REG/.lock``) so two changes do not lose one
+another. The champion and the history therefore change in one atomic step: a crash or a
+full disk at any point leaves both as they were before, or both as after, never a champion
+the history does not know (which used to send a rollback to the wrong version). The
+service polls :func:`resolve_champion` to follow promotions. Promotions and rollbacks form
+a stack: ``rollback`` returns to the champion that the current one replaced, however many
+rollbacks came before. A registry from before ``registry.json`` (``champion`` and
+``history.jsonl``) is read as it is; its first change writes ``registry.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scoutless.atomic import atomic_write_text, fsync_dir
-from scoutless.bundle import load_bundle
+from scoutless.atomic import atomic_write_text, fsync_dir, fsync_tree
 from scoutless.layout import (
     CHAMPION_FILE,
+    REGISTRY_FILE,
     VERSIONS_DIR,
     BundleError,
     RegistryError,
     champion_version,
     is_registry,
     read_manifest,
+    read_registry_file,
     resolve_champion,
 )
 
 __all__ = [  # the pointer's reading side lives in scoutless.layout; re-exported here
     "CHAMPION_FILE",
     "HISTORY_FILE",
+    "REGISTRY_FILE",
     "VERSIONS_DIR",
     "RegistryError",
     "VersionInfo",
@@ -57,6 +67,7 @@ __all__ = [  # the pointer's reading side lives in scoutless.layout; re-exported
     "staging_dir",
     "verify_bundle",
 ]
+#: the history of registries from before registry.json (read only where it is absent)
 HISTORY_FILE = "history.jsonl"
 _STAGING_PREFIX = ".staging-"
 
@@ -81,6 +92,8 @@ def init_registry(path: str | Path) -> Path:
 
 def _deep_check(bundle: Path) -> None:
     """Load the bundle with the serving code, so a broken one is refused before it serves."""
+    from scoutless.bundle import load_bundle  # here: listing a registry needs no models
+
     try:
         load_bundle(bundle)
     except Exception as exc:
@@ -97,21 +110,20 @@ def verify_bundle(bundle: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _append_history(path: Path, record: dict[str, Any]) -> None:
-    with open(path / HISTORY_FILE, "a") as fh:
-        fh.write(json.dumps(record, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+@contextlib.contextmanager
+def _locked(reg: Path) -> Iterator[None]:
+    """One change of registry.json at a time (read, change, replace)."""
+    with open(reg / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def record_event(path: str | Path, record: dict[str, Any]) -> None:
-    """Append one record to the registry's history (a calibration registered …), durably."""
-    _append_history(Path(path), record)
-
-
-def read_history(path: str | Path) -> list[dict[str, Any]]:
-    """Promotion and rollback records, oldest first (torn last lines are skipped)."""
-    file = Path(path) / HISTORY_FILE
+def _legacy_history(reg: Path) -> list[dict[str, Any]]:
+    """history.jsonl of a registry from before registry.json (torn last lines skipped)."""
+    file = reg / HISTORY_FILE
     if not file.exists():
         return []
     records = []
@@ -121,6 +133,39 @@ def read_history(path: str | Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
     return records
+
+
+def _read_state(reg: Path) -> dict[str, Any]:
+    """{"champion": id or None, "history": [...]}: registry.json, or the legacy files."""
+    file = reg / REGISTRY_FILE
+    if file.exists():
+        return read_registry_file(file)
+    return {"champion": champion_version(reg), "history": _legacy_history(reg)}
+
+
+def _change(reg: Path, record: dict[str, Any], champion: str | None = None) -> None:
+    """Append ``record`` (and set the champion) in one atomic replacement of registry.json."""
+    reg.mkdir(parents=True, exist_ok=True)
+    with _locked(reg):
+        state = _read_state(reg)
+        state = {
+            "champion": champion or state.get("champion"),
+            "history": [*state["history"], record],
+        }
+        atomic_write_text(reg / REGISTRY_FILE, json.dumps(state, indent=1, sort_keys=True))
+
+
+def record_event(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one record to the registry's history (a calibration registered …), durably."""
+    _change(Path(path), record)
+
+
+def read_history(path: str | Path) -> list[dict[str, Any]]:
+    """Promotion, rollback (and other) records, oldest first."""
+    reg = Path(path)
+    if not (reg / REGISTRY_FILE).exists() and not (reg / HISTORY_FILE).exists():
+        return []
+    return list(_read_state(reg)["history"])
 
 
 def _now() -> str:
@@ -157,11 +202,13 @@ def register(
             return version
         raise RegistryError(f"registry {reg}: version {version!r} exists already")
     if move:
+        fsync_tree(bundle)
         os.rename(bundle, target)
     else:
         tmp = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=reg / VERSIONS_DIR))
         try:
             shutil.copytree(bundle, tmp, dirs_exist_ok=True)
+            fsync_tree(tmp)  # the files on disk before the name that says they are complete
             os.rename(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -191,9 +238,8 @@ def list_versions(path: str | Path) -> list[VersionInfo]:
 
 def _set_champion(reg: Path, version: str, action: str, reason: str, **extra: Any) -> None:
     previous = champion_version(reg)
-    atomic_write_text(reg / CHAMPION_FILE, version + "\n")
     record = {"time": _now(), "action": action, "version": version, "previous": previous}
-    _append_history(reg, {**record, "reason": reason, **extra})
+    _change(reg, {**record, "reason": reason, **extra}, champion=version)
 
 
 def promote(path: str | Path, version: str, *, reason: str = "", **extra: Any) -> str:

@@ -13,11 +13,19 @@ The state is append-only (``scoutless_rollout``: one row per change, the last on
 so who changed what, when and why stays on record, and a person (``scoutless rollout set``)
 or the guard rail switches it without restarting anything. Tasks already skipped stay as
 they are; :func:`already_skipped` says which.
+
+Safe by default: no row (or no table) means ``shadow``. Every change is a compare-and-swap
+on the version (the row id) its author read: the new row takes id ``version + 1``, so of two
+changes made from the same reading one fails on the primary key, and one made from an older
+reading fails the check that it is the last row (:class:`RolloutConflict`, naming the
+change in force). Reasons and authors are stored as plain text on one line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pwd
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,11 +39,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
     inspect,
     select,
 )
 from sqlalchemy import Sequence as DbSequence
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from scoutless.allocation.arms import (
     ARMS,
@@ -58,9 +67,12 @@ from scoutless.ops.prediction_log import utcnow
 ROLLOUT_TABLE = "scoutless_rollout"
 __all__ = [
     "ARMS", "MODES", "ROLLOUT_TABLE", "SCOPE_KEYS", "SKIPPING_ARMS", "Assignment",
-    "RolloutError", "RolloutState", "already_skipped", "assign", "check_state", "history",
-    "in_scope", "peek_mode", "read_rollout", "set_rollout", "task_key", "unit_draw",
+    "RolloutConflict", "RolloutError", "RolloutState", "already_skipped", "assign",
+    "check_state", "history", "in_scope", "os_identity", "peek_mode", "plain_text",
+    "read_rollout", "set_rollout", "task_key", "unit_draw",
 ]  # fmt: skip
+#: the longest reason kept (one line)
+MAX_REASON_CHARS = 500
 
 rollout_metadata = MetaData()
 
@@ -85,10 +97,40 @@ rollout_table = Table(
 )
 
 
+class RolloutConflict(RolloutError):
+    """The rollout changed since it was read: the change was not written."""
+
+    def __init__(self, expected: int, current: RolloutState) -> None:
+        self.expected, self.current = expected, current
+        super().__init__(
+            f"the rollout changed since version {expected} was read: version {current.version} "
+            f"is {current.describe()} (by {current.changed_by}: {current.reason or '-'}); "
+            "nothing written, read it again"
+        )
+
+
 def default_state() -> RolloutState:
-    s = get_settings().rollout
-    share = 1.0 if s.default_mode == "canary" else None
-    return RolloutState(s.default_mode, share, s.seed, reason="configured default")
+    """The state before any decision (no row, or no table): shadow, nothing skips."""
+    return RolloutState(
+        "shadow", None, get_settings().rollout.seed, reason="no rollout decision yet: shadow"
+    )
+
+
+def plain_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` as one line of plain characters (control characters and newlines become
+    spaces), cut at ``limit``; markup is escaped where it is shown."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def os_identity() -> str:
+    """Who runs this process, by the account (not ``$LOGNAME``, which anyone can set),
+    marked as an operating-system identity: ``os:alice``."""
+    uid = os.getuid()
+    try:
+        return f"os:{pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"os:uid-{uid}"
 
 
 def create_rollout_table(engine: Engine) -> None:
@@ -149,24 +191,45 @@ def set_rollout(
     seed: int | None = None,
     scope: Mapping[str, list[str]] | None = None,
     reason: str = "",
-    changed_by: str = "operator",
+    changed_by: str | None = None,
+    expected_version: int | None = None,
 ) -> RolloutState:
-    """Append a change (validated first: a bad one writes nothing) and return it."""
+    """Append a change (validated first: a bad one writes nothing) and return it.
+
+    ``changed_by``: the authenticated identity making the change; None: this process's
+    operating-system account (:func:`os_identity`).
+
+    ``expected_version``: the version the change was decided on (``RolloutState.version``,
+    0 for no row); the change is written only while it is still the last one, else
+    :class:`RolloutConflict`. None: the version in force as this call reads it."""
     scope = {k: [str(v) for v in values] for k, values in (scope or {}).items()}
     check_state(mode, share, scope)
     row = {
         "mode": mode, "share": share,
         "seed": get_settings().rollout.seed if seed is None else int(seed),
-        "scope": json.dumps(scope, sort_keys=True) if scope else None, "reason": reason,
-        "changed_by": changed_by[:64], "changed_at": utcnow(),
+        "scope": json.dumps(scope, sort_keys=True) if scope else None,
+        "reason": plain_text(reason), "changed_by": plain_text(changed_by or os_identity(), 64),
+        "changed_at": utcnow(),
     }  # fmt: skip
     create_rollout_table(engine)
+    if expected_version is None:
+        expected_version = read_rollout(engine).version
+    new_id = int(expected_version) + 1
     try:
         with engine.begin() as conn:
-            new_id = conn.execute(rollout_table.insert(), row).inserted_primary_key[0]
+            conn.execute(rollout_table.insert(), {**row, "id": new_id})
+            last = conn.execute(select(func.max(rollout_table.c.id))).scalar()
+            if last != new_id:  # decided on an older version than the last (ids with gaps)
+                raise _Stale()
+    except (IntegrityError, _Stale):
+        raise RolloutConflict(int(expected_version), read_rollout(engine)) from None
     except SQLAlchemyError as exc:
         raise DatabaseUnavailable(f"cannot write {ROLLOUT_TABLE}: {exc}") from exc
     return _state({**row, "id": new_id})
+
+
+class _Stale(Exception):
+    """Rolls the compare-and-swap's transaction back."""
 
 
 def already_skipped(engine: Engine) -> list[int]:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import ssl
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 import stomp
@@ -40,11 +42,28 @@ class Frame:
         return self.headers.get("ack") or self.headers["message-id"]
 
 
+SCHEMES = {"stomp": False, "stomp+ssl": True}  # scheme → TLS
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """TLS to the broker (``stomp+ssl://``): the CA to verify it by (None: the system's),
+    and a client certificate and key where the broker asks for one."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
 def parse_broker_url(url: str) -> tuple[str, int]:
     parsed = urlparse(url)
-    if parsed.scheme != "stomp" or not parsed.hostname or not parsed.port:
-        raise ValueError(f"broker={url!r}: expected stomp://HOST:PORT")
+    if parsed.scheme not in SCHEMES or not parsed.hostname or not parsed.port:
+        raise ValueError(f"broker={url!r}: expected stomp://HOST:PORT or stomp+ssl://HOST:PORT")
     return parsed.hostname, parsed.port
+
+
+def uses_tls(url: str) -> bool:
+    return SCHEMES.get(urlparse(url).scheme, False)
 
 
 class StompBroker(stomp.ConnectionListener):
@@ -61,8 +80,14 @@ class StompBroker(stomp.ConnectionListener):
         heartbeat_ms: int = 10_000,
         vhost: str | None = "/",
         on_reconnect: Callable[[], None] | None = None,
+        tls: TlsFiles | None = None,
     ) -> None:
+        """``tls``: its files for a ``stomp+ssl://`` URL (the broker verified by hostname
+        against the CA); a ``stomp+ssl://`` URL without it uses the system's CAs."""
         self.host_port = parse_broker_url(url)
+        self.tls = (tls or TlsFiles()) if uses_tls(url) else None
+        if tls is not None and self.tls is None:
+            raise ValueError(f"broker={url!r}: TLS files given for a plain stomp:// URL")
         self.subscribe_to = subscribe
         self.credentials = (username, passcode)
         self.prefetch = prefetch
@@ -101,6 +126,12 @@ class StompBroker(stomp.ConnectionListener):
             reconnect_attempts_max=1, timeout=5, vhost=self.vhost,
         )  # fmt: skip
         conn.set_listener("scoutless", self)
+        if self.tls is not None:
+            conn.set_ssl(
+                for_hosts=[self.host_port], ca_certs=self.tls.ca_file,
+                cert_file=self.tls.cert_file, key_file=self.tls.key_file,
+                ssl_version=ssl.PROTOCOL_TLS_CLIENT,
+            )  # fmt: skip
         username, passcode = self.credentials
         try:
             with self._lock:
@@ -111,12 +142,14 @@ class StompBroker(stomp.ConnectionListener):
                 headers={"prefetch-count": str(self.prefetch)},
             )  # fmt: skip
         except (StompException, OSError) as exc:
-            raise BrokerUnavailable(
-                f"stomp://{self.host_port[0]}:{self.host_port[1]}: {exc}"
-            ) from exc
+            raise BrokerUnavailable(f"{self.describe()}: {type(exc).__name__}: {exc}") from exc
         self._conn = conn
         self.connected.set()
         log.info("connected to %s:%s, subscribed to %s", *self.host_port, self.subscribe_to)
+
+    def describe(self) -> str:
+        scheme = "stomp+ssl" if self.tls is not None else "stomp"
+        return f"{scheme}://{self.host_port[0]}:{self.host_port[1]}"
 
     def connect(self, initial_s: float, max_s: float, stop: threading.Event) -> bool:
         """Connect with exponential backoff until connected (True) or ``stop`` is set."""
@@ -154,7 +187,13 @@ class StompBroker(stomp.ConnectionListener):
         except (StompException, OSError):
             return False
 
-    def send_confirmed(self, destination: str, bodies: list[str], timeout_s: float) -> None:
+    def send_confirmed(
+        self,
+        destination: str,
+        bodies: list[str],
+        timeout_s: float,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """Publish persistent messages and wait until the broker confirms every one."""
         conn = self._conn
         if conn is None or not self.connected.is_set():
@@ -166,7 +205,8 @@ class StompBroker(stomp.ConnectionListener):
                 event = self._receipts.setdefault(receipt, threading.Event())
                 waits.append((receipt, event))
                 conn.send(destination, body, content_type="application/json",
-                          headers={"persistent": "true", "receipt": receipt})  # fmt: skip
+                          headers={**(headers or {}), "persistent": "true",
+                                   "receipt": receipt})  # fmt: skip
             deadline = time.monotonic() + timeout_s
             for _, event in waits:
                 if not event.wait(max(0.0, deadline - time.monotonic())):
@@ -176,3 +216,10 @@ class StompBroker(stomp.ConnectionListener):
         finally:
             for receipt, _ in waits:
                 self._receipts.pop(receipt, None)
+
+
+def tls_files(settings: Any) -> TlsFiles | None:
+    """The listener settings' TLS files, for a ``stomp+ssl://`` broker (None otherwise)."""
+    if not uses_tls(settings.broker):
+        return None
+    return TlsFiles(settings.tls_ca_file, settings.tls_cert_file, settings.tls_key_file)

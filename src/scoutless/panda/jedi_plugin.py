@@ -12,8 +12,10 @@ the same way as JEDI's own processors::
     }
 
 ``process`` returns normally for every message it has dealt with (applied, or logged and
-dropped: malformed, unknown task, task already scouting) so the agent acks it; a database
-error raises, the agent then aborts the STOMP transaction and the message is redelivered.
+dropped: malformed — ids beyond int64, resources beyond PanDA's ``integer`` columns —,
+unknown task, task already scouting, a value the database refuses) so the agent acks it; a
+database outage raises, the agent then aborts the STOMP transaction and the message is
+redelivered.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 from pandacommon.pandalogger import logger_utils
 from pandacommon.pandamsgbkr.msg_processor import SimpleMsgProcPluginBase
 
-from scoutless.history.panda_db import make_engine
+from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 from scoutless.jedi.messages import MalformedMessage, parse_scout_prediction
 from scoutless.panda.apply import Outcome, apply_prediction
+from scoutless.panda.dead_letters import data_fault, one_line
 
 base_logger = logger_utils.setup_logger("scoutless_scout_prediction")
 
@@ -51,7 +54,16 @@ class ScoutPredictionProcessor(SimpleMsgProcPluginBase):
         except MalformedMessage as exc:
             log.error(f"msg_id={msg_obj.msg_id}: malformed scout_prediction, dropped: {exc}")
             return None
-        outcome = apply_prediction(self.engine, prediction)  # DB errors: not acked, redelivered
+        try:
+            outcome = apply_prediction(self.engine, prediction)
+        except DatabaseUnavailable as exc:
+            if not data_fault(exc):
+                raise  # an outage: not acked, redelivered
+            log.error(
+                f"msg_id={msg_obj.msg_id} task_id={prediction.task_id}: the database refused "
+                f"the values, dropped: {one_line(str(exc), 500)}"
+            )
+            return None
         line = (
             f"task_id={prediction.task_id} model={prediction.model_version} "
             f"arm={prediction.arm or '-'}: {outcome.value}"

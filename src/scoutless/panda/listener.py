@@ -2,8 +2,9 @@
 
 Per batch of messages (whatever the broker has delivered, up to ``batch_max``):
 
-1. triage: malformed, other message types, other statuses and messages older than
-   ``max_age_s`` are logged, counted and acked (handled: nothing to do);
+1. triage: other message types, other statuses and messages older than ``max_age_s``
+   are logged, counted and acked (handled: nothing to do); a malformed one (not JSON, an
+   id beyond int64, a timestamp beyond the clock skew …) goes to the dead letter at once;
 2. idempotency: a (task, model version) already published is a duplicate (acked); one
    committed but not confirmed is published again from the stored message;
 3. the DB path: the tasks' submission-time features are read with the training code
@@ -12,12 +13,17 @@ Per batch of messages (whatever the broker has delivered, up to ``batch_max``):
 5. the messages are published and the broker's receipts awaited; only then are the
    task_status messages acked (client-individual).
 
-A database error leaves the batch unacked and retries it with backoff; a broker error
+A database outage leaves the batch unacked and retries it with backoff; a broker error
 drops the batch (the broker redelivers what was not acked) and reconnects with backoff.
+Any other failure (a value the database refuses, a bug a message triggers) is the
+messages': the batch is retried one task at a time at once, so the good messages in it go
+through, and each message that failed is retried in the next batch until it has failed
+``dead_letter_after`` times; then it goes to the dead letter (panda/dead_letters.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import queue
@@ -52,7 +58,7 @@ from scoutless.ops.rollout import (
     create_rollout_table,
     read_rollout,
 )
-from scoutless.panda import outbox
+from scoutless.panda import dead_letters, outbox
 from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
 from scoutless.panda.telemetry import ListenerMetrics
 from scoutless.service.pipeline import Pipeline
@@ -69,6 +75,17 @@ class Batch:
     done: list[Frame] = field(default_factory=list)
     tasks: dict[int, list[Frame]] = field(default_factory=lambda: defaultdict(list))
     received: dict[int, float] = field(default_factory=dict)  # task → JEDI's timestamp
+    #: frames that cannot be processed, with why: dead letters at once
+    malformed: list[tuple[Frame, str]] = field(default_factory=list)
+    #: frames whose processing failed this time (retried, or dead letters after N)
+    failed: dict[int, str] = field(default_factory=dict)  # task → why
+
+    def subset(self, task_ids: Sequence[int]) -> Batch:
+        """The same batch restricted to some tasks (for the one-task-at-a-time retry)."""
+        part = Batch()
+        part.tasks.update({t: self.tasks[t] for t in task_ids})
+        part.received.update({t: self.received[t] for t in task_ids})
+        return part
 
 
 class TaskListener:
@@ -90,7 +107,12 @@ class TaskListener:
         self.settings = settings
         self.metrics = metrics or ListenerMetrics()
         self.alive = threading.Event()
+        #: failed attempts per message (by its body's digest: a redelivery keeps it)
+        self.attempts: dict[str, int] = {}
         outbox.create_outbox(engine)
+        dead_letters.create_dead_letter_table(engine)
+        for kind, n in dead_letters.counts(engine).items():
+            self.metrics.dead_letters_stored.labels(kind).set(n)
         from scoutless.ops.prediction_log import PredictionLog
 
         PredictionLog(engine)  # creates scoutless_task_predictions where missing
@@ -125,9 +147,14 @@ class TaskListener:
                 if kind != "task_status":
                     self._drop(batch, frame, "ignored_type", f"msg_type={kind!r}")
                     continue
-                msg = parse_task_status(frame.body)
+                msg = parse_task_status(
+                    frame.body, now=now, max_skew_s=self.settings.max_clock_skew_s
+                )
             except MalformedMessage as exc:
-                self._drop(batch, frame, "malformed", str(exc), level=logging.ERROR)
+                batch.malformed.append((frame, f"malformed: {exc}"))
+                continue
+            except Exception as exc:  # whatever a body can do to a parser
+                batch.malformed.append((frame, f"unreadable: {type(exc).__name__}: {exc}"))
                 continue
             if msg.status != DEFINED:
                 self._drop(batch, frame, "ignored_status", f"task {msg.task_id} {msg.status}")
@@ -198,9 +225,59 @@ class TaskListener:
         outbox.record(self.engine, log_rows, messages, self.pipeline.version)
         return messages
 
-    def handle(self, frames: Sequence[Frame]) -> None:
-        """Handle one batch; raises DatabaseUnavailable / BrokerUnavailable (nothing acked)."""
+    def handle(self, frames: Sequence[Frame]) -> list[Frame]:
+        """Handle one batch; returns the frames to retry with the next batch (a failure that
+        was the messages'). Raises DatabaseUnavailable / BrokerUnavailable (an outage:
+        nothing acked). Frames the broker delivers again go one at a time (see
+        :meth:`_handle_redelivered`); every ack waits for the end."""
+        again = [f for f in frames if f.headers.get("redelivered") == "true"]
+        finished: list[tuple[Batch, dict[int, str]]] = []
+        fresh = [f for f in frames if f.headers.get("redelivered") != "true"]
+        retry = self._handle_batch(fresh, finished)
+        for frame in again:
+            retry += self._handle_redelivered(frame, finished)
+        settled = {_digest(f) for f in again} - {_digest(f) for f in retry}
+        if settled:  # before the acks: a failure here leaves everything to retry
+            dead_letters.clear_deliveries(self.engine, sorted(settled))
+        for batch, sent in finished:
+            self._finish(batch, sent)
+        return retry
+
+    def _handle_batch(
+        self, frames: Sequence[Frame], finished: list[tuple[Batch, dict[int, str]]]
+    ) -> list[Frame]:
+        if not frames:
+            return []
         batch = self.triage(frames, time.time())
+        try:
+            sent = self.process(batch)
+        except Exception as exc:
+            if isinstance(exc, BrokerUnavailable) or dead_letters.outage(exc):
+                raise
+            log.warning("a batch of %d tasks failed (%s); retrying one at a time",
+                        len(batch.tasks), dead_letters.one_line(repr(exc), 300))  # fmt: skip
+            sent = self._one_at_a_time(batch)
+        retry = self._settle_failures(batch)
+        finished.append((batch, sent))
+        return retry
+
+    def _handle_redelivered(
+        self, frame: Frame, finished: list[tuple[Batch, dict[int, str]]]
+    ) -> list[Frame]:
+        """A message delivered again: the listener that had it may have died on it (a crash
+        no exception reports). Its redeliveries are counted in the database before it is
+        processed, alone; at ``dead_letter_after`` it goes to the dead letter instead of
+        taking the listener down once more."""
+        n = dead_letters.count_delivery(self.engine, _digest(frame))
+        if n < self.settings.dead_letter_after:
+            return self._handle_batch([frame], finished)
+        why = f"{n} deliveries ended without an answer: the listener may have died on it"
+        self._dead_letter(frame, "failed", why, attempts=n, task_id=_task_id(frame))
+        finished.append((Batch(done=[frame]), {}))
+        return []
+
+    def process(self, batch: Batch) -> dict[int, str]:
+        """Predict, record and publish the batch's tasks; the messages sent, by task."""
         version = self.pipeline.version
         known = outbox.entries(self.engine, list(batch.tasks), version) if batch.tasks else {}
         to_send: dict[int, str] = {}
@@ -216,7 +293,69 @@ class TaskListener:
                 self.settings.publish, list(to_send.values()), self.settings.receipt_timeout_s
             )
             outbox.mark_published(self.engine, list(to_send), version)
-        self._finish(batch, to_send)
+        return to_send
+
+    def _one_at_a_time(self, batch: Batch) -> dict[int, str]:
+        """Each task of a failed batch alone: the good ones go through, the failing ones
+        are noted in ``batch.failed``; an outage still raises."""
+        sent: dict[int, str] = {}
+        for tid in list(batch.tasks):
+            part = batch.subset([tid])
+            try:
+                sent |= self.process(part)
+            except Exception as exc:
+                if isinstance(exc, BrokerUnavailable) or dead_letters.outage(exc):
+                    raise
+                batch.failed[tid] = f"{type(exc).__name__}: {exc}"
+                continue
+            batch.done.extend(part.done)
+            if tid not in part.tasks:  # a duplicate or an unknown task: handled
+                batch.tasks.pop(tid)
+        return sent
+
+    def _settle_failures(self, batch: Batch) -> list[Frame]:
+        """Dead-letter the malformed frames and those that failed ``dead_letter_after``
+        times (acked with the batch); the other failed frames are returned for a retry."""
+        retry: list[Frame] = []
+        for frame, why in batch.malformed:
+            self._dead_letter(frame, "malformed", why, attempts=1)
+            batch.done.append(frame)
+        for tid, why in batch.failed.items():
+            frames = batch.tasks.pop(tid)
+            batch.received.pop(tid, None)
+            for frame in frames:
+                key = _digest(frame)
+                self.attempts[key] = n = self.attempts.get(key, 0) + 1
+                log.error("task %s: attempt %d failed: %s", tid, n, dead_letters.one_line(why, 500))
+                if n < self.settings.dead_letter_after:
+                    retry.append(frame)
+                    continue
+                self._dead_letter(frame, "failed", why, attempts=n, task_id=tid)
+                self.attempts.pop(key, None)
+                batch.done.append(frame)
+        return retry
+
+    def _dead_letter(
+        self, frame: Frame, kind: str, why: str, *, attempts: int, task_id: int | None = None
+    ) -> None:
+        """Record the frame (and publish it to the dead-letter destination) before its ack."""
+        reason = dead_letters.one_line(why)
+        dead_letters.record(
+            self.engine, kind=kind, reason=reason, body=frame.body, attempts=attempts,
+            jeditaskid=task_id, message_id=frame.headers.get("message-id"),
+            destination=frame.headers.get("destination"),
+        )  # fmt: skip
+        destination = self.settings.dead_letter_destination
+        if destination:
+            self.broker.send_confirmed(
+                destination, [frame.body], self.settings.receipt_timeout_s,
+                headers={"scoutless-reason": reason[:500], "scoutless-kind": kind},
+            )  # fmt: skip
+        log.error("dead letter (%s, %d attempts, message %s): %s",
+                  kind, attempts, frame.headers.get("message-id"), reason)  # fmt: skip
+        self.metrics.count("malformed" if kind == "malformed" else "dead_letter")
+        self.metrics.dead_letters.labels(kind).inc()
+        self.metrics.dead_letters_stored.labels(kind).inc()
 
     def _finish(self, batch: Batch, sent: dict[int, str]) -> None:
         now = time.time()
@@ -225,6 +364,8 @@ class TaskListener:
             self.metrics.published.labels(str('"skip_scout":true' in sent[tid]).lower()).inc()
         self.metrics.count("predicted", len(sent))
         for frame in [*batch.done, *(f for frames in batch.tasks.values() for f in frames)]:
+            if self.attempts:
+                self.attempts.pop(_digest(frame), None)
             self.broker.ack(frame)
 
     # -- the loop ------------------------------------------------------------------------------
@@ -260,7 +401,7 @@ class TaskListener:
                 if not frames:
                     continue
                 try:
-                    self.handle(frames)
+                    pending = self.handle(frames)
                     delay = s.reconnect_initial_s
                 except DatabaseUnavailable as exc:
                     self.metrics.errors.labels("database").inc()
@@ -276,6 +417,12 @@ class TaskListener:
                         "broker unavailable, %d messages left to redelivery: %s", len(frames), exc
                     )
                     self.broker.close()
+                except Exception as exc:  # a bug outside any one message: keep them, back off
+                    self.metrics.errors.labels("unexpected").inc()
+                    log.exception("batch of %d messages kept unacked after: %r", len(frames), exc)
+                    pending = frames
+                    stop.wait(delay)
+                    delay = min(delay * 2, s.reconnect_max_s)
         finally:
             self.alive.clear()
             self.broker.close()
@@ -283,6 +430,18 @@ class TaskListener:
 
     def healthy(self) -> bool:
         return self.alive.is_set() and self.broker.connected.is_set()
+
+
+def _task_id(frame: Frame) -> int | None:
+    try:
+        return parse_task_status(frame.body).task_id
+    except Exception:
+        return None
+
+
+def _digest(frame: Frame) -> str:
+    """A message's identity across redeliveries (the broker's message-id changes)."""
+    return hashlib.sha256(frame.body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _with_arm(

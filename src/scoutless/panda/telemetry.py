@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,6 +26,16 @@ class ListenerMetrics:
         )  # fmt: skip
         self.errors = Counter(
             "scoutless_listener_errors", "failures that left messages unacked (retried)",
+            ["kind"], registry=self.registry,
+        )  # fmt: skip
+        self.dead_letters = Counter(
+            "scoutless_listener_dead_letters", "messages sent to the dead letter, by kind "
+            "(malformed: at once; failed: after dead_letter_after attempts)",
+            ["kind"], registry=self.registry,
+        )  # fmt: skip
+        self.dead_letters_stored = Gauge(
+            "scoutless_listener_dead_letters_stored",
+            "rows in scoutless_dead_letters by kind (read at start, then kept up to date)",
             ["kind"], registry=self.registry,
         )  # fmt: skip
         self.reconnects = Counter(
@@ -59,9 +70,15 @@ class ListenerMetrics:
 
 
 class HealthServer:
-    """``/healthz`` (200 while ``healthy()``, else 503) and ``/metrics`` on a thread."""
+    """``/healthz`` (200 while ``healthy()``, else 503) and ``/metrics`` on a thread, on
+    loopback only: they carry no token, so a scraper elsewhere goes through a proxy."""
 
     def __init__(self, port: int, metrics: ListenerMetrics, healthy: Any, host: str = "127.0.0.1"):
+        if not _loopback(host):
+            raise ValueError(
+                f"listener health server: host {host!r} is not loopback; /metrics and "
+                "/healthz carry no token and stay on 127.0.0.1"
+            )
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,3 +113,12 @@ class HealthServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost: it may resolve anywhere
+        return False

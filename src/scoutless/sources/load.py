@@ -11,18 +11,11 @@ import pandas as pd
 from scoutless.sources.assemble import TraceJobs
 from scoutless.sources.common import TraceParseError
 from scoutless.sources.condor import condor_jobs, read_condor
+from scoutless.sources.formats import FORMATS
 from scoutless.sources.generic import generic_jobs, read_mapping, read_table
 from scoutless.sources.panda_jobs import panda_jobs, read_panda_jobs
 from scoutless.sources.sacct import read_sacct, sacct_jobs
 from scoutless.sources.swf import read_swf, swf_jobs
-
-FORMATS: dict[str, str] = {
-    "swf": "Standard Workload Format (Parallel Workloads Archive), gzip or plain",
-    "panda-jobs": "PanDA per-job CSV exports, job_records_<jeditaskid>.csv",
-    "sacct": "Slurm sacct --parsable2 / --parsable dumps (header line, or columns in --mapping)",
-    "condor": "HTCondor history: -json, long ClassAd form (-l, history.*), or -af:h table",
-    "table": "any CSV/Parquet job table with a TOML --mapping",
-}
 
 
 def load_trace(

@@ -1,0 +1,107 @@
+"""The command starts fast: ``scoutless --help`` imports no verb, and no verb's ``--help``
+imports a heavy library (torch, scikit-learn, XGBoost, pandas …): they load when a verb runs.
+``benchmarks/cli_startup.py`` measures the times; here only what gets imported is checked,
+in a fresh interpreter (this one has imported everything already)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import typer
+
+from scoutless.cli.main import VERBS, app
+
+#: what no ``--help`` may import
+HEAVY = ("torch", "sklearn", "xgboost", "pandas", "scipy", "matplotlib", "pyarrow",
+         "sqlalchemy", "fastapi", "duckdb", "optuna", "dask", "uvicorn")  # fmt: skip
+
+
+def _modules_after(argv_lists: list[list[str]]) -> dict:
+    """Run ``scoutless ARGV`` for each list in one fresh interpreter: the modules loaded
+    after the first and after all of them, the exit codes, what each said."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from typer.testing import CliRunner
+        from scoutless.cli.main import app
+        seen, codes, said = [], [], []
+        for argv in {argv_lists!r}:
+            result = CliRunner().invoke(app, argv)
+            codes.append(result.exit_code)
+            said.append(" ".join(result.output.replace("│", " ").split()))
+            seen.append(sorted(m.split(".")[0] for m in sys.modules))
+        json.dump({{"first": seen[0], "all": seen[-1], "codes": codes, "said": said,
+                   "cli": sorted(m for m in sys.modules if m.startswith("scoutless.cli."))}},
+                  sys.stdout)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120)  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def test_help_imports_no_verb_and_no_verb_help_imports_a_heavy_library() -> None:
+    verbs = [["--help"], ["--version"]] + [[name, "--help"] for name in VERBS]
+    root = typer.main.get_command(app)
+    verbs += [[group, sub, "--help"] for group in VERBS
+              for sub in getattr(root.commands[group], "commands", {})]  # fmt: skip
+    seen = _modules_after(verbs)
+    assert set(seen["codes"]) == {0}, seen["codes"]
+    first = set(seen["first"])
+    assert not first & set(HEAVY), sorted(first & set(HEAVY))
+    heavy = set(seen["all"]) & set(HEAVY)
+    assert not heavy, f"a verb's --help imports {sorted(heavy)}: import it inside the function"
+    assert len(verbs) > 25 and "scoutless.cli.train" in seen["cli"]
+
+
+def test_the_listed_line_is_the_verbs_own_first_line() -> None:
+    root = typer.main.get_command(app)
+    for name, verb in VERBS.items():
+        command = root.commands[name]
+        assert command.name == name
+        if not hasattr(command, "commands"):  # a function: its docstring's first line
+            assert command.help.splitlines()[0] == verb.help, name
+    assert list(root.commands) == list(VERBS)
+
+
+def test_version_is_the_packages() -> None:
+    from typer.testing import CliRunner
+
+    from scoutless import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"scoutless {__version__}"
+
+
+def test_a_wrong_path_is_refused_at_once_naming_it() -> None:
+    """Before anything heavy loads: no model is imported to say that a folder is absent."""
+    missing = "/nonexistent/scoutless-bundle"
+    lines = [
+        ["serve", "--bundle", missing],
+        ["listen", "--bundle", missing],
+        ["taskparams", "--bundle", missing, "/nonexistent/task.json"],
+        ["evaluate", "--bundle", missing, "--table", "t.parquet", "--out", "o"],
+        ["replay", "--bundle", missing],
+        ["registry", "add", "/nonexistent/registry", missing],
+        ["--config", "/nonexistent/scoutless.toml", "serve", "--help"],
+    ]
+    seen = _modules_after(lines)
+    assert seen["codes"] == [2] * len(lines), list(zip(lines, seen["said"], strict=True))
+    for argv, said in zip(lines, seen["said"], strict=True):
+        assert "does not exist" in said and "/nonexistent/" in said, (argv, said)
+    assert not set(seen["all"]) & set(HEAVY), sorted(set(seen["all"]) & set(HEAVY))
+
+
+def test_help_lists_every_verb_with_its_line_and_the_global_options() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["--help"])
+    said = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 0 and "Usage: scoutless [OPTIONS] COMMAND [ARGS]..." in said
+    for name, verb in VERBS.items():
+        assert f"{name} {' '.join(verb.help.split()[:3])}" in said, name
+    for option in ("--version", "--config", "--help"):
+        assert option in said
