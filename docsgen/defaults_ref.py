@@ -38,13 +38,13 @@ def defaults_page() -> str:
         AllocationSettings,
         ListenerSettings,
         ReplaySettings,
-        RolloutSettings,
         ServiceSettings,
     )
+    from scoutless.ops.rollout import default_state
 
     # the sections' own defaults, not this machine's environment
     allocation, listener, replay = AllocationSettings(), ListenerSettings(), ReplaySettings()
-    rollout, service = RolloutSettings(), ServiceSettings()
+    service, rollout_mode = ServiceSettings(), default_state().mode
     policy = f"{code(allocation.default_policy)} (`allocation.default_policy`)"
     client = inspect.signature(Client.predict).parameters["policy"].default
     rows = [
@@ -52,8 +52,8 @@ def defaults_page() -> str:
          f"{service.default_alpha} (`service.default_alpha`)", "—: `scout` in the answer under cost"),
         ("`scoutless listen`", f"`listener.policy`, unset: {policy}",
          f"{listener.alpha} (`listener.alpha`)",
-         f"rollout mode {code(rollout.default_mode)} while no `scoutless rollout set` "
-         f"(`rollout.default_mode`); may skip under {', '.join(listener.skip_scout_policies)}"),
+         f"rollout mode {code(rollout_mode)} while no `scoutless rollout set` has been made; "
+         f"may skip under {', '.join(listener.skip_scout_policies)}"),
         ("`scoutless taskparams`", f"`listener.policy`, unset: {policy}",
          f"{listener.alpha} (`listener.alpha`)", "as the listener (the same rollout row)"),
         ("`scoutless.client.Client` / `AsyncClient`",
