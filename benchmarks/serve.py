@@ -24,6 +24,12 @@ tasks; ``scripts/services.sh`` creates one and prints it as ``SCOUTLESS_BENCH_PG
 filled history store, for tasks whose keys have history and tasks whose keys have none.
 The load generator is a minimal keep-alive HTTP/1.1 client on asyncio, so the client
 costs as little CPU as possible on a machine it shares with the server.
+
+``--vs-bare`` compares the service (a token required, the log on) with a bare FastAPI app
+(the same routes, no work) under the same client, the servers pinned to core 1 and the
+client to core 0, runs interleaved, medians of ``--repeats``: the ratios of throughput
+(goal >= 0.7) and p99 (goal <= 1.5) on SQLite and, with ``--pg-url``, PostgreSQL.
+``--only-vs-bare`` measures only that.
 """
 
 from __future__ import annotations
@@ -93,14 +99,15 @@ def free_port() -> int:
 class RawClient:
     """One keep-alive HTTP/1.1 connection; sends a request, reads the status line + body."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, headers: str = "") -> None:
         self.port = port
+        self.headers = headers  # extra header lines, each ending in CRLF
 
     async def connect(self) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
 
     async def send(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}"
         if body:
             head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         self.writer.write((head + "\r\n").encode() + body)
@@ -121,7 +128,11 @@ Request = tuple[str, str, bytes]  # method, path, body
 
 
 async def drive(
-    port: int, requests: Callable[[int], Request], n_requests: int, concurrency: int
+    port: int,
+    requests: Callable[[int], Request],
+    n_requests: int,
+    concurrency: int,
+    headers: str = "",
 ) -> dict:
     """``n_requests`` requests (``requests(i)`` makes the i-th) from ``concurrency`` clients."""
     latencies: list[float] = []
@@ -131,7 +142,7 @@ async def drive(
 
     async def worker() -> None:
         nonlocal sent, failures
-        client = RawClient(port)
+        client = RawClient(port, headers)
         await client.connect()
         while sent < n_requests:
             i, sent = sent, sent + 1
@@ -140,7 +151,7 @@ async def drive(
             latencies.append(time.perf_counter() - start)
             failures += status != 200
             if status == 200 and i % STAGE_SAMPLE == 0:  # the server's own stage timings
-                for stage, ms in json.loads(body)["timings_ms"].items():
+                for stage, ms in json.loads(body).get("timings_ms", {}).items():
                     stages[stage].append(ms)
         client.close()
 
@@ -178,14 +189,25 @@ def repeated(run: Callable[[], dict], repeats: int) -> dict:
 
 
 def start_server(
-    bundle: Path, db_url: str, log_url: str, workers: int
-) -> tuple[subprocess.Popen, int]:
+    bundle: Path, db_url: str, log_url: str, workers: int, *, cpus: str | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen, int]:  # fmt: skip
     port = free_port()
     cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
            "--bundle", str(bundle), "--db", db_url, "--log-db", log_url, "--port", str(port),
            "--workers", str(workers)]  # fmt: skip
+    return _started(cmd, port, cpus, env)
+
+
+def _started(
+    cmd: list[str], port: int, cpus: str | None, env: dict[str, str] | None
+) -> tuple[subprocess.Popen, int]:
+    """Run ``cmd`` (on ``cpus``, a taskset list) until its ``/readyz`` answers 200."""
+    if cpus is not None:
+        cmd = ["taskset", "-c", cpus, *cmd]
     with tempfile.TemporaryFile() as errors:  # the server keeps its own copy of the fd
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors,
+                                env={**os.environ, **(env or {})})  # fmt: skip
         deadline = time.monotonic() + 600  # a busy shared machine imports torch slowly
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -336,6 +358,11 @@ def main() -> None:
                         help="also the database endpoint with a history bundle and store, for "
                         "tasks with and without history")  # fmt: skip
     parser.add_argument("--history-tasks", type=int, default=2000)
+    parser.add_argument("--vs-bare", action="store_true",
+                        help="also the service against a bare FastAPI app (ratios), on "
+                        "SQLite and, with --pg-url, PostgreSQL")  # fmt: skip
+    parser.add_argument("--only-vs-bare", action="store_true",
+                        help="the comparison only (no absolute cells)")  # fmt: skip
     add_out(parser)
     args = parser.parse_args()
     speed_before = reference_loop_s()
@@ -348,20 +375,28 @@ def main() -> None:
                 demo_table(), Path(tmp) / "bundle", progress=False, max_epochs=3, n_jobs=1
             )
         db_url = args.db or small_history(Path(tmp))
-        results = {"sqlite": serve_and_measure(bundle, db_url, f"sqlite:///{tmp}/log.sqlite",
-                                               args, with_post=not args.no_post)}  # fmt: skip
-        if args.history:
-            results["sqlite_history"] = measure_history(Path(tmp), args)
-        if args.pg_url:
-            pg_url = ensure_history(args.pg_url, args.pg_tasks)
-            results["postgresql"] = serve_and_measure(bundle, pg_url, pg_url, args, with_post=False)
+        pg_url = ensure_history(args.pg_url, args.pg_tasks) if args.pg_url else None
+        results: dict = {}
+        if not args.only_vs_bare:
+            results["sqlite"] = serve_and_measure(bundle, db_url, f"sqlite:///{tmp}/log.sqlite",
+                                                  args, with_post=not args.no_post)  # fmt: skip
+            if args.history:
+                results["sqlite_history"] = measure_history(Path(tmp), args)
+            if pg_url:
+                results["postgresql"] = serve_and_measure(bundle, pg_url, pg_url, args,
+                                                          with_post=False)  # fmt: skip
+        if args.vs_bare or args.only_vs_bare:
+            results["vs_bare"] = {"sqlite": vs_bare(bundle, db_url, f"sqlite:///{tmp}/vs.sqlite",
+                                                    args)}  # fmt: skip
+            if pg_url:
+                results["vs_bare"]["postgresql"] = vs_bare(bundle, pg_url, pg_url, args)
     report = {
         "benchmark": "serve",
         "verdict": verdict(results),
         "load_average_at_end": os.getloadavg(),
         "workers": args.workers,
         "results": results,
-        "goals": GOALS,
+        "goals": {**GOALS, "vs_bare": VS_BARE_GOALS},
     }
     emit(report, args.out, speed_before, indent=1)  # machine: cores, reference loop, date
 
@@ -399,15 +434,107 @@ def verdict(results: dict) -> dict:
             check(f"{cell}_p99_ms", measured["p99_ms"], GOALS[latency], at_most=True)
             check(f"{cell}_requests_per_s", measured["requests_per_s"], GOALS[rate],
                   at_most=False)  # fmt: skip
-    lite = results["sqlite"]
+    lite = results.get("sqlite", {})
     for cell in ("post_batch_1000", "post_batch_1000_columns"):
         if cell in lite:
             check(f"{cell}_tasks_per_s", lite[cell]["tasks_per_s"], GOALS["tasks_per_s"],
                   at_most=False)  # fmt: skip
-    single = lite["single_task_in_process"]  # fetch + features, p50
-    check("features_ms", sum(v["p50"] for v in single.values()), GOALS["features_ms"],
-          at_most=True)  # fmt: skip
+    single = lite.get("single_task_in_process")  # fetch + features, p50
+    if single is not None:
+        check("features_ms", sum(v["p50"] for v in single.values()), GOALS["features_ms"],
+              at_most=True)  # fmt: skip
+    for backend, cells in results.get("vs_bare", {}).items():
+        for cell, figures in cells.items():
+            for ratio, goal in VS_BARE_GOALS.items():
+                check(f"vs_bare_{backend}_{cell}_{ratio}", figures[ratio], goal,
+                      at_most=ratio == "p99_ratio")  # fmt: skip
     out["all_met"] = all(v["met"] for v in out.values())
+    return out
+
+
+#: the bare FastAPI app the service is compared with: the same routes, no work but parsing
+#: the body and answering a fixed JSON object (what the framework and server cost)
+BARE_APP = """
+import sys
+import uvicorn
+from fastapi import FastAPI, Request
+
+app = FastAPI()
+ANSWER = {"request_id": "r", "model_version": "bare", "tasks": []}
+
+
+@app.post("/v1/predict")
+async def predict(request: Request) -> dict:
+    await request.json()
+    return ANSWER
+
+
+@app.get("/v1/tasks/{jeditaskid}/prediction")
+async def task(jeditaskid: int) -> dict:
+    return ANSWER
+
+
+@app.get("/readyz")
+async def ready() -> dict:
+    return {}
+
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+"""
+#: throughput at least this share of the bare app's, p99 at most this multiple (issue 38)
+VS_BARE_GOALS = {"throughput_ratio": 0.7, "p99_ratio": 1.5}
+#: the token the compared service requires (a deployment off loopback has one)
+BENCH_TOKEN = "bench-token-0123456789abcdef"
+
+
+def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -> dict:
+    """The service against a bare FastAPI app under the same client: both servers pinned to
+    core 1, the client to core 0, runs interleaved (service, bare, service, bare …) so a
+    busy moment hits both alike; each figure the median of ``--repeats`` runs, and the
+    ratios service / bare. Single-task POST and task by id, 8 connections, log on."""
+    ids = sample_task_ids(db_url, 5000)
+    os.sched_setaffinity(0, {0})
+    auth = f"Authorization: Bearer {BENCH_TOKEN}\r\n"
+    ours, our_port = start_server(bundle, db_url, log_url, 1, cpus="1",
+                                  env={"SCOUTLESS_SERVICE__TOKENS": f"bench predict {BENCH_TOKEN}"})  # fmt: skip
+    bare, bare_port = _started([sys.executable, "-c", BARE_APP, str(port := free_port())],
+                               port, "1", None)  # fmt: skip
+    single = json.dumps({"tasks": request_rows(1)}).encode()
+    cells = {"post_c8": post(single), "db_c8": by_id(ids)}
+    runs: dict = {(c, side): [] for c in cells for side in ("service", "bare")}
+    try:
+        for p in (our_port, bare_port):  # warm-up
+            asyncio.run(drive(p, by_id(ids), 200, 4, auth))
+        for _ in range(args.repeats):
+            for cell, requests in cells.items():
+                for side, p in (("service", our_port), ("bare", bare_port)):
+                    runs[cell, side].append(asyncio.run(drive(p, requests, args.requests, 8, auth)))
+    finally:
+        for proc in (ours, bare):
+            proc.terminate()
+            proc.wait(30)
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    return {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
+
+
+def _ratios(service: list[dict], bare: list[dict]) -> dict:
+    def median(rows: list[dict], key: str) -> float:
+        return float(np.median([r[key] for r in rows]))
+
+    out = {side: {"requests_per_s": round(median(rows, "requests_per_s"), 1),
+                  "p50_ms": round(median(rows, "p50_ms"), 2),
+                  "p99_ms": round(median(rows, "p99_ms"), 2),
+                  "failures": sum(r["failures"] for r in rows)}
+           for side, rows in (("service", service), ("bare", bare))}  # fmt: skip
+    out["throughput_ratio"] = round(
+        out["service"]["requests_per_s"] / out["bare"]["requests_per_s"], 3
+    )
+    out["p99_ratio"] = round(out["service"]["p99_ms"] / out["bare"]["p99_ms"], 3)
+    out["stages_mean_ms"] = {
+        k: round(float(np.median([r["stages_mean_ms"][k] for r in service
+                                  if k in r["stages_mean_ms"]])), 3)
+        for k in sorted({k for r in service for k in r["stages_mean_ms"]})
+    }  # fmt: skip
     return out
 
 

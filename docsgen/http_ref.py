@@ -79,6 +79,26 @@ def _body(schema: dict[str, Any]) -> list[str]:
     ]
 
 
+def _json_block(value: Any) -> list[str]:
+    return ["```json", json.dumps(value, indent=2), "```", ""]
+
+
+def _examples(op: dict[str, Any]) -> list[str]:
+    """The request examples, then one example answer per status, as the service sends them."""
+    lines: list[str] = []
+    body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+    for name, example in body.get("examples", {}).items():
+        lines += [f"Example request ({name}: {example.get('summary', '')}):", ""]
+        lines += _json_block(example["value"])
+    for status, response in op.get("responses", {}).items():
+        for media, content in response.get("content", {}).items():
+            if "example" in content:
+                lines += [f"Example answer `{status}` ({media}):", ""]
+                value = content["example"]
+                lines += _json_block(value) if media.endswith("json") else ["```", value, "```", ""]
+    return lines
+
+
 def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
     lines = [
         f"### `{method.upper()} {path}`",
@@ -86,6 +106,12 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
         (op.get("description") or op.get("summary", "")).strip(),
         "",
     ]
+    if op.get("x-role"):
+        lines += [
+            f"Needs the `{op['x-role']}` role: `Authorization: Bearer <token>` "
+            "([security](../security.md)); none from loopback while no token is configured.",
+            "",
+        ]
     params = op.get("parameters", [])
     if params:
         rows = [
@@ -114,7 +140,7 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
         for status, r in op.get("responses", {}).items()
     ]
     lines += [table(("status", "meaning", "body"), responses), ""]
-    return lines
+    return lines + _examples(op)
 
 
 def routes_of(spec: dict[str, Any]) -> list[tuple[str, str]]:

@@ -130,7 +130,29 @@ def _serve(doc: dict[str, Any]) -> list[Table]:
                     f"{backend}: one task's read and features in process (ms)",
                 )
             )
-    return tables
+    return tables + _vs_bare(doc)
+
+
+def _vs_bare(doc: dict[str, Any]) -> list[Table]:
+    """The service against a bare FastAPI app under the same client (medians, ratios)."""
+    rows = [
+        [label(backend), label(cell),
+         figure(doc, ("results", "vs_bare", backend, cell, "service", "requests_per_s")),
+         figure(doc, ("results", "vs_bare", backend, cell, "bare", "requests_per_s")),
+         figure(doc, ("results", "vs_bare", backend, cell, "throughput_ratio")),
+         figure(doc, ("results", "vs_bare", backend, cell, "service", "p99_ms")),
+         figure(doc, ("results", "vs_bare", backend, cell, "bare", "p99_ms")),
+         figure(doc, ("results", "vs_bare", backend, cell, "p99_ratio"))]
+        for backend, cells in (at(doc, ("results", "vs_bare")) or {}).items()
+        for cell in cells
+    ]  # fmt: skip
+    if not rows:
+        return []
+    headers = ["database", "cell", "service req/s", "bare req/s", "ratio (goal ≥ 0.7)",
+               "service p99 ms", "bare p99 ms", "p99 ratio (goal ≤ 1.5)"]  # fmt: skip
+    note = ("post_c8: POST one task, 8 connections; db_c8: GET /v1/tasks/{id}/prediction, 8 "
+            "connections. Servers on core 1, client on core 0, runs interleaved.")  # fmt: skip
+    return [Table("Against a bare FastAPI app", headers, rows, note)]
 
 
 def _realism(doc: dict[str, Any]) -> list[Table]:
@@ -340,8 +362,11 @@ BENCHMARKS: list[Benchmark] = [
         "machine, and every answer waits for its prediction-log commit. Without `--bundle` "
         "and `--db` the benchmark trains a small bundle and serves a small generated history; "
         "`--bundle scoutless-work/bundle --db sqlite:///scoutless-work/history.sqlite` "
-        "measures the demo's.",
-        "python benchmarks/serve.py --workers 2 --out results/serve.json",
+        "measures the demo's. `vs_bare` compares the service (token required, log on) with "
+        "a bare FastAPI app under the same client, servers and client pinned to their own "
+        "core: the ratios of throughput and p99, on SQLite and PostgreSQL.",
+        "python benchmarks/serve.py --workers 2 --vs-bare --pg-url $SCOUTLESS_BENCH_PG_URL "
+        "--out results/serve.json",
         _serve,
     ),
     Benchmark(

@@ -210,9 +210,53 @@ class ServiceSettings(BaseModel):
     port: int = Field(8000, ge=0, le=65535)
     max_batch: int = Field(10_000, ge=1, description="larger batches are refused with 413")
     admin_token: str | None = Field(
-        None, description="bearer token for /v1/admin/*; unset: disabled"
+        None,
+        description="a bearer token with the admin role (environment only: "
+        "SCOUTLESS_SERVICE__ADMIN_TOKEN); prefer tokens_file",
+    )
+    tokens_file: Path | None = Field(
+        None,
+        description="bearer tokens, one per line: 'NAME ROLES TOKEN' (ROLES: comma-separated "
+        "of predict, read, admin); without tokens (and without jwks_file) the service answers "
+        "loopback callers only and refuses to bind elsewhere",
+    )
+    tokens: str | None = Field(
+        None,
+        description="the same lines as tokens_file, ';'-separated, from the environment "
+        "(SCOUTLESS_SERVICE__TOKENS); never a command-line option",
+    )
+    jwks_file: Path | None = Field(
+        None, description="JSON Web Key Set of the OIDC issuer (e.g. PanDA's IAM): RS256/ES256"
+    )
+    jwt_issuer: str | None = Field(None, description="the 'iss' a JWT must carry")
+    jwt_audience: str | None = Field(None, description="an 'aud' a JWT must carry")
+    jwt_scope_roles: dict[str, str] = Field(
+        {"scoutless.predict": "predict", "scoutless.read": "read", "scoutless.admin": "admin"},
+        description="JWT scope (claim 'scope', space-separated, or 'scp') -> role",
+    )
+    jwt_leeway_s: float = Field(30.0, ge=0, description="clock skew allowed on exp/nbf")
+    metrics_open: bool = Field(
+        False, description="serve /metrics without a token (for a scraper on a trusted network)"
+    )
+    reload_roots: list[Path] = Field(
+        [],
+        description="folders a reload may load a bundle from, beside the served registry "
+        "or bundle folder",
+    )
+    #: limits while a request arrives (service/limits.py)
+    max_body_mb: float = Field(64.0, gt=0, description="larger bodies: 413, before read whole")
+    body_timeout_s: float = Field(30.0, gt=0, description="a body slower than this: 408")
+    max_concurrent: int = Field(64, ge=1, description="requests in progress per worker; more: 503")
+    log_synchronous: Literal["NORMAL", "FULL"] = Field(
+        "NORMAL",
+        description="SQLite prediction log: NORMAL loses no answer to a crash of the service, "
+        "may lose the last commits to a power loss; FULL survives that too at ~5x the latency "
+        "(an fsync per commit)",
     )
     remote_timeout_s: float = Field(2.0, gt=0)
+    remote_token: str | None = Field(
+        None, description="gateway mode: the bearer token sent to the per-target services"
+    )
     default_alpha: float = Field(0.05, gt=0, lt=1)
     default_safe_recall: float = Field(0.9, gt=0, le=1)
     parallel_min_rows: int = Field(
@@ -664,6 +708,12 @@ class Settings(BaseSettings):
         description="PostgreSQL schema of PanDA's tables, searched first (search_path "
         "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
     )
+    db_password_file: Path | None = Field(
+        None,
+        description="file holding the database password, put into db_url (which then need "
+        "not carry it); SCOUTLESS_DB_PASSWORD gives it from the environment",
+    )
+    db_password: str | None = Field(None, description="the database password (environment)")
     bins_file: Path | None = Field(None, description="TOML overriding the shipped default bins")
     seed: int = 42
     panda: PandaDefaults = PandaDefaults()
@@ -710,8 +760,35 @@ class Settings(BaseSettings):
     def resolved_db_url(self) -> str:
         """The configured database, or the embedded default: one SQLite file in the work dir."""
         if self.db_url:
-            return self.db_url
+            return with_password(self.db_url, self.db_password_file, self.db_password)
         return f"sqlite:///{(self.workdir / 'history.sqlite').resolve()}"
+
+
+def with_password(url: str, password_file: Path | None, password: str | None) -> str:
+    """``url`` with the password from ``password_file`` (first line) or ``password``, if
+    either is given and the URL carries none."""
+    secret = password_file.read_text().splitlines()[0] if password_file else password
+    if not secret:
+        return url
+    from sqlalchemy.engine import make_url  # lazily: the CLI's --help imports settings
+
+    parsed = make_url(url)
+    if parsed.password:
+        return url
+    return parsed.set(password=secret).render_as_string(hide_password=False)
+
+
+def masked_url(text: str) -> str:
+    """``text`` as shown to a user: a database URL with its password as ``***``."""
+    if "://" not in text or "@" not in text:
+        return text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except ArgumentError:
+        return text
 
 
 @lru_cache(maxsize=1)

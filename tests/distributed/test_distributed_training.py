@@ -70,7 +70,10 @@ def test_distributed_bundle_loads_and_serves_like_any_other(distributed_bundle, 
         assert proba.shape == (len(features), table.bins["memory"].n_classes)
         np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
     first = json.loads(features.iloc[:1].to_json(orient="records"))[0]
-    with TestClient(create_app(bundle, db_url=f"sqlite:///{tmp_path / 'log.sqlite'}")) as client:
+    with TestClient(
+        create_app(bundle, db_url=f"sqlite:///{tmp_path / 'log.sqlite'}"),
+        client=("127.0.0.1", 50000),
+    ) as client:
         response = client.post("/v1/predict", json={"task": first})
     assert response.status_code == 200, response.text
     served = response.json()["tasks"][0]["targets"]["memory"]["probabilities"]

@@ -39,7 +39,9 @@ def test_build_reads_every_task(panda_table) -> None:  # type: ignore[no-untyped
 
 
 def test_service_db_endpoint_and_prediction_log(panda_db: str, panda_bundle) -> None:  # type: ignore[no-untyped-def]
-    with TestClient(create_app(panda_bundle, db_url=panda_db)) as client:
+    with TestClient(
+        create_app(panda_bundle, db_url=panda_db), client=("127.0.0.1", 50000)
+    ) as client:
         r = client.get("/v1/tasks/7/prediction", params={"policy": "risk"})
         assert r.status_code == 200, r.text
         request_id = r.json()["request_id"]
@@ -90,7 +92,9 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
     filled = json.loads(out.read_text())
     assert filled["taskName"] == TASK["taskName"] and filled["ramUnit"] == "MBPerCore"
     assert filled["ioIntensityUnit"] == "kBPerS" and filled["cpuTimeUnit"].endswith("HS06sPerEvent")
-    with TestClient(create_app(panda_bundle, log_predictions=False)) as http:
+    with TestClient(
+        create_app(panda_bundle, log_predictions=False), client=("127.0.0.1", 50000)
+    ) as http:
         client = Client("http://testserver")
         client._http = http  # the in-process app instead of a socket
         via_service = client.fill_taskparams(TASK, policy="risk")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from service_fakes import FakePredictor
+from service_fakes import TOKEN, FakePredictor
 from service_procs import ServerProcess
 
 from scoutless.config import Settings
@@ -44,11 +44,17 @@ def db_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(service={"max_batch": 50, "admin_token": "sesame"})
+    return Settings(
+        service={
+            "max_batch": 50,
+            "admin_token": "sesame",
+            "tokens": f"tester predict,read {TOKEN}",
+        }
+    )
 
 
 @pytest.fixture
 def client(db_url: str, settings: Settings) -> Iterator[TestClient]:
     app = create_app(predictor=FakePredictor(), db_url=db_url, settings=settings)
-    with TestClient(app) as c:
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         yield c

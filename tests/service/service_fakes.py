@@ -8,6 +8,8 @@ slow a test down (the real bundle is exercised in ``test_real_bundle.py``).
 from __future__ import annotations
 
 import hashlib
+import json
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,13 @@ import pandas as pd
 
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder, InspectedFeatures
 from scoutless.features.spec import PANDA_FEATURES
+from scoutless.history.panda_db import create_schema, make_engine, write_frame
 from scoutless.targets.bins import load_bins
+
+#: a token with the predict and read roles (the tests' default caller, tests/service/conftest)
+TOKEN = "tester-token-0123456789"
+#: where TestClient's requests come from when a test wants a loopback caller
+LOOPBACK = ("127.0.0.1", 50000)
 
 PROCESSING_TYPES = ["evgen", "simul", "reco", "deriv", "merge"]
 
@@ -87,3 +95,36 @@ def fake_loader(path) -> FakePredictor:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such bundle folder")
     return FakePredictor(version=str(path.name))
+
+
+def store_task(db_url: str, jeditaskid: int) -> None:
+    """A task in a PanDA-schema database (its row and parameters; no datasets, no jobs)."""
+    engine = make_engine(db_url)
+    create_schema(engine)
+    write_frame(
+        engine,
+        "jedi_tasks",
+        pd.DataFrame(
+            [
+                {
+                    "jeditaskid": jeditaskid,
+                    "taskname": "mc16_13TeV.1.Sim",
+                    "username": "prod",
+                    "status": "defined",
+                    "creationdate": datetime(2026, 1, 1),
+                    "modificationtime": datetime(2026, 1, 1),
+                    "prodsourcelabel": "managed",
+                    "processingtype": "simul",
+                    "corecount": 8,
+                    "ramcount": 99999,  # measured by scouts: must not matter
+                }
+            ]
+        ),
+    )
+    params = {"ramCount": 2000, "nEventsPerJob": 100, "nFilesPerJob": 1}
+    write_frame(
+        engine,
+        "jedi_taskparams",
+        pd.DataFrame([{"jeditaskid": jeditaskid, "taskparams": json.dumps(params)}]),
+    )
+    engine.dispose()

@@ -68,7 +68,7 @@ def test_batch_above_limit_is_413(client, settings) -> None:
     n = settings.service.max_batch + 1
     r = client.post("/v1/predict", json={"tasks": [task()] * n})
     assert r.status_code == 413
-    assert str(settings.service.max_batch) in r.json()["detail"]
+    assert str(settings.service.max_batch) in r.json()["detail"][0]["msg"]
     assert client.post("/v1/predict", json={"tasks": [task()] * (n - 1)}).status_code == 200
 
 

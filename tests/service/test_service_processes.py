@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_fakes import task
+from service_fakes import TOKEN, task
 from service_procs import ServerProcess
 
 from scoutless.client import AsyncClient, Client, ServiceError
@@ -74,7 +74,8 @@ def test_gateway_answers_with_the_targets_that_responded(tmp_path, servers) -> N
 
 def _hammer(url: str, stop: threading.Event, results: list, n_threads: int = 4) -> list:
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=10) as http:
+        headers = {"Authorization": f"Bearer {TOKEN}"}  # ignored where no token is configured
+        with httpx.Client(base_url=url, timeout=10, headers=headers) as http:
             while not stop.is_set():
                 try:
                     r = http.post("/v1/predict", json={"tasks": [task(), task()]})
@@ -97,7 +98,8 @@ def test_hot_reload_under_load_fails_no_request(tmp_path, servers) -> None:
     server = ServerProcess(
         {"bundle": str(registry), "fake": True, "poll_s": 0.2,
          "db_url": f"sqlite:///{tmp_path}/db.sqlite"},
-        env={"SCOUTLESS_SERVICE__ADMIN_TOKEN": "sesame"},
+        env={"SCOUTLESS_SERVICE__ADMIN_TOKEN": "sesame",
+             "SCOUTLESS_SERVICE__TOKENS": f"tester predict,read {TOKEN}"},
     )  # fmt: skip
     servers.append(server)
     server.wait_ready()
@@ -113,10 +115,12 @@ def test_hot_reload_under_load_fails_no_request(tmp_path, servers) -> None:
             s == 200 and b["model_version"] == "v2" for s, b in list(results)
         ):
             time.sleep(0.05)
-        with Client(server.url, token="sesame") as admin:
-            answer = admin.reload(str(registry / "versions" / "v3"))
-        assert answer == {"previous_version": "v2", "model_version": "v3",
-                          "bundle": str(registry / "versions" / "v3")}  # fmt: skip
+        tmp.write_text("v3")
+        os.replace(tmp, registry / "champion")
+        with Client(server.url, token="sesame") as admin:  # at once, not at the next poll
+            answer = admin.reload()
+        assert answer["model_version"] == "v3"
+        assert answer["bundle"] == str(registry / "versions" / "v3")
         time.sleep(0.5)
     finally:
         stop.set()

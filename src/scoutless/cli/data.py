@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from scoutless.cli import scale
-from scoutless.config import get_settings
+from scoutless.config import get_settings, masked_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,13 +66,13 @@ def generate(
             progress=True,
         )
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{url}: {str(exc).splitlines()[0]}[/]")
+        console.print(f"[red]{masked_url(url)}: {str(exc).splitlines()[0]}[/]")
         raise typer.Exit(code=2) from exc
     if stats.upgraded:
         console.print(f"[yellow]upgraded[/] the older history first ({stats.upgraded})")
     console.print(
         f"[green]generated[/] {stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in "
-        f"{stats.seconds:.1f} s ({stats.rows_per_s:,.0f} job rows/s) → {url}"
+        f"{stats.seconds:.1f} s ({stats.rows_per_s:,.0f} job rows/s) → {masked_url(url)}"
     )
 
 
@@ -175,7 +175,7 @@ def _refuse(url: str, exc: Exception) -> NoReturn:
 
     message = str(exc).splitlines()[0]
     if not isinstance(exc, NotAHistory | OutdatedSchema | DriverMissing):
-        message = f"{url}: {message}"  # the driver's words: say which database
+        message = f"{masked_url(url)}: {message}"  # the driver's words: say which database
     console.print(message, style="red", soft_wrap=True, markup=False, highlight=False)
     raise typer.Exit(code=2) from exc
 
@@ -196,9 +196,9 @@ def upgrade(db: DbOption = None) -> None:
     except DatabaseUnavailable as exc:
         _refuse(url, exc)
     if added:
-        console.print(f"[green]upgraded[/] {url}: {describe(added)}", soft_wrap=True)
+        console.print(f"[green]upgraded[/] {masked_url(url)}: {describe(added)}", soft_wrap=True)
     else:
-        console.print(f"{url} is up to date: nothing to upgrade")
+        console.print(f"{masked_url(url)} is up to date: nothing to upgrade")
 
 
 def _report_build(table, report, out: Path) -> None:  # type: ignore[no-untyped-def]

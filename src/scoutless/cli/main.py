@@ -66,7 +66,7 @@ VERBS: dict[str, Verb] = {
     ),
     "dead-letters": Verb(
         "scoutless.cli.panda:dead_letters",
-        "List the messages the listener could not process (the dead letter), newest first.",
+        "Messages the listener gave up on (the dead letter): counts and the latest, with why.",
     ),
     "taskparams": Verb(
         "scoutless.cli.panda:taskparams",

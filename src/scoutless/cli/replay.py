@@ -123,15 +123,16 @@ def _writer(db: str | None, url: str | None, settings: Settings, predictor: obje
     """The callback writing the replayed canary into ``url`` (None without one)."""
     if db is None or url is None:
         return None
+    from scoutless.config import masked_url
     from scoutless.ops.rehearsal import write_rehearsal
 
     def write(rehearsal: object) -> None:
         bins = getattr(predictor, "bins", None)
         done = write_rehearsal(rehearsal, db, url, settings, bins=bins)  # type: ignore[arg-type]
         console.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
-                      f"{done.predictions:,} predictions to {url}; {done.rollout}")  # fmt: skip
-        console.print(f"read it: scoutless monitor impact --db {url} --days {done.span_days} "
-                      "--html impact.html")  # fmt: skip
+                      f"{done.predictions:,} predictions to {masked_url(url)}; {done.rollout}")  # fmt: skip
+        console.print(f"read it: scoutless monitor impact --db {masked_url(url)} "
+                      f"--days {done.span_days} --html impact.html")  # fmt: skip
 
     return write
 

@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from scoutless.config import get_settings
+from scoutless.config import Settings, get_settings, masked_url, with_password
 
 console = Console(stderr=True)
 
@@ -40,17 +41,19 @@ def serve(
     poll: Annotated[float, typer.Option(help="seconds between champion checks")] = 5.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
 ) -> None:
-    """Serve predictions over HTTP (POST /v1/predict, GET /v1/tasks/{id}/prediction …)."""
+    """Serve predictions over HTTP (POST /v1/predict, GET /v1/tasks/{id}/prediction …).
+
+    Tokens come from Settings.service.tokens_file or SCOUTLESS_SERVICE__TOKENS, never from
+    the command line; without any, the service listens on loopback only."""
     import uvicorn
 
     from scoutless.service.app import OPTIONS_ENV, create_app
 
-    if (bundle is None) == (remote is None):
-        console.print("[red]give exactly one of --bundle (serve a model) or --remote (gateway)")
-        raise typer.Exit(code=2)
     settings = get_settings()
     host = host or settings.service.host
     port = settings.service.port if port is None else port
+    _refuse_exposed(bundle, remote, host, settings)
+    db, log_db = (_with_password(url, settings) for url in (db, log_db))
     options = {
         "bundle": str(bundle) if bundle else None,
         "db_url": db,
@@ -60,11 +63,13 @@ def serve(
         "poll_s": poll,
     }
     _refuse_before_start(bundle, [db or settings.resolved_db_url(), log_db])
-    _print_plan(options, host, port, workers)
+    _print_plan(options, host, port, workers, _who(settings))
     common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
     if workers == 1:
         uvicorn.run(create_app(**options), **common)  # type: ignore[arg-type]
         return
+    if bundle is not None:  # what an admin reload chooses, every worker follows
+        options["pointer"] = str(_fresh_pointer(settings, port))
     os.environ[OPTIONS_ENV] = json.dumps(options)
     from scoutless.service.workers import Supervisor  # one SO_REUSEPORT socket per worker
 
@@ -92,13 +97,66 @@ def _refuse_before_start(bundle: Path | None, urls: list[str | None]) -> None:
         raise typer.Exit(code=2) from exc
 
 
-def _print_plan(options: dict[str, object], host: str, port: int, workers: int) -> None:
+def _fresh_pointer(settings: Settings, port: int) -> Path:
+    """The file through which the workers share an admin reload's choice (none yet)."""
+    pointer = settings.workdir / f"serve-{port}.pointer"
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    pointer.unlink(missing_ok=True)
+    return pointer
+
+
+def _refuse_exposed(bundle: Path | None, remote: str | None, host: str, settings: Settings) -> None:
+    """Exit 2 for both or neither of --bundle and --remote, and before listening off
+    loopback with no token configured (saying how to configure one)."""
+    from scoutless.service.auth import Authenticator, refuse_exposed_bind
+
+    if (bundle is None) == (remote is None):
+        console.print("[red]give exactly one of --bundle (serve a model) or --remote (gateway)")
+        raise typer.Exit(code=2)
+
+    why = refuse_exposed_bind(host, settings.service)
+    try:
+        Authenticator(settings.service)  # a bad tokens file or JWKS: said now, not per request
+    except ValueError as exc:
+        why = f"cannot serve: {exc}"
+    if why:
+        console.print(why, style="red", soft_wrap=True, markup=False)
+        raise typer.Exit(code=2)
+
+
+def _with_password(url: str | None, settings: Settings) -> str | None:
+    """A given URL with the password from the settings' file or environment; a password
+    given on the command line is warned about (``ps`` shows it to every user)."""
+    if url is None:
+        return None
+    from sqlalchemy.engine import make_url
+
+    if make_url(url).password:
+        console.print("warning: a database password on the command line is visible to every "
+                      "user (ps); use SCOUTLESS_DB_PASSWORD_FILE", style="yellow", markup=False)  # fmt: skip
+    return with_password(url, settings.db_password_file, settings.db_password)
+
+
+def _who(settings: Settings) -> str:
+    """Who may call, in a few words (no secret)."""
+    from scoutless.service.auth import Authenticator
+
+    auth = Authenticator(settings.service)
+    if auth.open_to_loopback:
+        return "loopback callers only (no token configured)"
+    named = sorted({p.name for p in auth.tokens.values()})
+    oidc = ", OIDC tokens" if auth.jwks is not None else ""
+    return f"bearer tokens: {', '.join(named) or 'none'}{oidc}"
+
+
+def _print_plan(options: dict[str, object], host: str, port: int, workers: int, who: str) -> None:
     table = Table(title="scoutless serve", show_header=False)
     table.add_column("setting", style="bold")
     table.add_column("value")
     table.add_row("listen", f"http://{host}:{port}")
+    table.add_row("callers", Text(who))
     table.add_row("workers", str(workers))
     for key, value in options.items():
         if value is not None:
-            table.add_row(key, str(value))
+            table.add_row(key, Text(masked_url(str(value))))
     console.print(table)

@@ -20,17 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
-from scoutless.ops.registry import is_registry
+from scoutless.service.auth import Authenticator
+from scoutless.service.errors import (
+    ServiceError,
+    clean_validation_errors,
+    error_body,
+    error_item,
+    log,
+    server_error,
+)
 from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
+from scoutless.service.limits import LimitsMiddleware
 from scoutless.service.local import LocalBackend
+from scoutless.service.openapi import add_security_scheme
 from scoutless.service.pipeline import InputError, InputErrors, Predictor
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
@@ -57,19 +68,22 @@ def create_app(
     loader: BundleLoader = load_bundle_default,
     log_predictions: bool = True,
     poll_s: float = 5.0,
+    pointer: str | None = None,
 ) -> FastAPI:
     """The service app.
 
     ``bundle`` is a bundle folder or a registry folder (its champion is served and followed
     every ``poll_s`` seconds); ``predictor`` serves an already-loaded bundle instead.
     ``db_url`` is the PanDA database (default: the settings'); the prediction log goes to
-    ``log_db_url`` (default: the same database).
+    ``log_db_url`` (default: the same database). A bundle folder is followed too (one
+    replaced in place is reloaded), and ``pointer`` is the file through which the workers
+    of one service share what an admin reload chose (``serve --workers N``).
     """
     settings = settings or get_settings()
     remotes = parse_remotes(remote) if isinstance(remote, str) else dict(remote or {})
     if not remotes and bundle is None and predictor is None:
         raise ValueError("create_app needs a bundle, a predictor or remotes")
-    state = ServiceState(settings=settings, metrics=Metrics())
+    state = ServiceState(settings=settings, metrics=Metrics(), auth=Authenticator(settings.service))
     history_url = db_url or settings.resolved_db_url()
 
     start_local = functools.partial(
@@ -81,8 +95,9 @@ def create_app(
         targets=targets,
         history_url=history_url,
         log_url=(log_db_url or history_url) if log_predictions else None,
+        pointer=Path(pointer) if pointer else None,
     )
-    follow = bundle is not None and is_registry(bundle)
+    follow = bundle is not None
     lifespan = _lifespan(state, remotes, start_local, targets, poll_s if follow else None)
     app = FastAPI(
         title="scoutless",
@@ -91,10 +106,12 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = state
+    app.add_middleware(LimitsMiddleware, settings=settings.service)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     for router in (predict.router, model.router, health.router, admin.router):
         app.include_router(router)
     _install_error_handlers(app, state)
+    add_security_scheme(app)
     return app
 
 
@@ -115,11 +132,12 @@ def _lifespan(
         thresholds, torch_threads = gc.get_threshold(), None
         try:
             if remotes:
-                state.backend = Gateway(remotes, state.settings.service.remote_timeout_s)
+                service = state.settings.service
+                state.backend = Gateway(remotes, service.remote_timeout_s, service.remote_token)
             else:
                 local = await start_local()
                 torch_threads = _set_torch_threads(state.settings.service.torch_threads)
-                if poll_s is not None:  # a registry: follow its champion
+                if poll_s is not None:  # follow the champion, the bundle, the pointer
                     poller = asyncio.create_task(local.holder.follow_champion(poll_s))
             # what startup loaded (libraries, the bundle) is never garbage: keep the cyclic
             # collector from walking it again on every collection (~20 % of a batch's CPU);
@@ -150,6 +168,7 @@ async def _start_local(
     targets: Sequence[str] | None,
     history_url: str,
     log_url: str | None,
+    pointer: Path | None = None,
 ) -> LocalBackend:
     """Load the bundle, open the PanDA database reader and the prediction log (if any)."""
     assert state.executor is not None
@@ -160,6 +179,7 @@ async def _start_local(
         loader=loader,
         safe_recall=state.settings.service.default_safe_recall,
         on_swap=lambda s: state.metrics.set_model(s.version),
+        pointer=pointer,
     )
     local = LocalBackend(holder, state.metrics, state.settings.service)
     state.backend = local  # from here on, shutdown closes what follows
@@ -169,45 +189,79 @@ async def _start_local(
         await asyncio.to_thread(holder.load)
     local.reader = TaskReader(make_engine(history_url, create_dirs=False, for_reads=True))
     if log_url is not None:
-        local.log = await asyncio.to_thread(PredictionLog, log_url)
+        synchronous = state.settings.service.log_synchronous
+        local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)
         local.writer = GroupCommitWriter(local.log)
     return local
 
 
 def _install_error_handlers(app: FastAPI, state: ServiceState) -> None:
-    def error(status: int, kind: str, detail: Any) -> JSONResponse:
+    """Every 4xx in one shape (``errors.error_body``); every 5xx general, with an error id."""
+
+    def error(status: int, kind: str, body: dict[str, Any], headers: Any = None) -> JSONResponse:
         state.metrics.error(kind)
-        return JSONResponse({"detail": detail}, status_code=status)
+        return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        state.metrics.error("invalid_request")
-        return await request_validation_exception_handler(request, exc)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error(422, "invalid_request", {"detail": clean_validation_errors(exc.errors())})
 
     @app.exception_handler(InputError)
     async def _input(_: Request, exc: InputError) -> JSONResponse:
-        return error(422, "invalid_features", [exc.detail()])
+        return error(422, "invalid_features", {"detail": [exc.detail()]})
 
     @app.exception_handler(InputErrors)
     async def _inputs(_: Request, exc: InputErrors) -> JSONResponse:
-        return error(422, "invalid_features", [e.detail() for e in exc.errors])
-
-    @app.exception_handler(DatabaseUnavailable)
-    async def _db(_: Request, exc: DatabaseUnavailable) -> JSONResponse:
-        return error(503, "database_unavailable", {"kind": "database_unavailable", "msg": str(exc)})
+        return error(422, "invalid_features", {"detail": [e.detail() for e in exc.errors]})
 
     @app.exception_handler(BadTaskRecord)
     async def _bad_record(_: Request, exc: BadTaskRecord) -> JSONResponse:
-        return error(422, "bad_task_record", {"kind": "bad_task_record", "msg": str(exc)})
+        return error(422, "bad_task_record", error_body("bad_task_record", str(exc)))
 
     @app.exception_handler(TaskNotFound)
     async def _not_found(_: Request, exc: TaskNotFound) -> JSONResponse:
-        return error(404, "task_not_found", {"kind": "task_not_found", "msg": str(exc)})
+        return error(404, "task_not_found", error_body("task_not_found", str(exc)))
 
     @app.exception_handler(PassThrough)
     async def _remote_refused(_: Request, exc: PassThrough) -> JSONResponse:
-        state.metrics.error("remote_refused")
-        return JSONResponse(exc.body, status_code=exc.status)
+        return error(exc.status, "remote_refused", exc.body)
+
+    @app.exception_handler(ServiceError)
+    async def _service(_: Request, exc: ServiceError) -> JSONResponse:
+        return error(exc.status, exc.kind, error_body(exc.kind, exc.msg, exc.loc), exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        item = (
+            error_item(detail.get("kind", "http_error"), str(detail.get("msg", "")))
+            if isinstance(detail, dict)
+            else error_item("http_error", str(detail))
+        )
+        return error(exc.status_code, item["type"], {"detail": [item]}, exc.headers)
+
+    _install_server_handlers(app, error)
+
+
+def _install_server_handlers(app: FastAPI, error: Callable[..., JSONResponse]) -> None:
+    """Failures on the server's side (general, with an error id) and lost clients."""
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def _db(_: Request, exc: DatabaseUnavailable) -> JSONResponse:
+        general = "the database is unavailable or refused the write"
+        return error(
+            503, "database_unavailable", server_error("database_unavailable", general, exc)
+        )
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, _: ClientDisconnect) -> JSONResponse:
+        client = request.client.host if request.client else "?"
+        log.info("client %s disconnected before its request body was read", client)
+        return error(400, "client_disconnected", error_body("client_disconnected", "gone"))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, exc: Exception) -> JSONResponse:
+        return error(500, "internal_error", server_error("internal_error", "internal error", exc))
 
 
 def app_from_env() -> FastAPI:

@@ -54,12 +54,13 @@ class PassThrough(Exception):
 
 
 class Gateway:
-    def __init__(self, remotes: dict[str, str], timeout_s: float) -> None:
+    def __init__(self, remotes: dict[str, str], timeout_s: float, token: str | None = None) -> None:
         if not remotes:
             raise ValueError("gateway needs at least one remote (TARGET=URL)")
         self.remotes = remotes
         self.timeout_s = timeout_s
         self.client = httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"} if token else None,
             timeout=httpx.Timeout(timeout_s),
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import HTTPException
@@ -23,7 +25,9 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
+from scoutless.ops.registry import is_registry, resolve_champion
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
+from scoutless.service.errors import ServiceError, server_error
 from scoutless.service.pipeline import HistoryLookup, Outcome, Pipeline, history_missing_flag
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
@@ -153,7 +157,6 @@ class LocalBackend:
         return {
             "mode": "local",
             "model_version": served.version,
-            "bundle": str(served.bundle_path) if served.bundle_path else None,
             "targets": served.pipeline.targets,
             "features": [s.to_dict() for s in served.predictor.feature_specs],
             "manifest": served.predictor.manifest,
@@ -163,15 +166,46 @@ class LocalBackend:
         }
 
     async def reload(self, source: str | None) -> ReloadResponse:
+        """Reload what is followed (``source`` None), or load an allowed folder
+        (:meth:`allowed`) and make every worker follow it. Failures say nothing of the
+        filesystem to the caller: the details are logged under an error id."""
+        path = None if source is None else self.allowed(source)
         try:
-            previous, served = await run_in_threadpool(self.holder.load, source)
+            previous, served = await run_in_threadpool(self.holder.load, path)
         except (OSError, LookupError, ValueError) as exc:
-            raise ReloadFailed(f"cannot load bundle {source or self.holder.source}: {exc}") from exc
+            raise ReloadFailed(
+                server_error("reload_failed", "cannot load that bundle", exc)["detail"][0]["msg"]
+            ) from exc
         return ReloadResponse(
             previous_version=previous.version if previous else None,
             model_version=served.version,
             bundle=str(served.bundle_path),
         )
+
+    def allowed(self, source: str) -> Path | None:
+        """The folder to load for a reload naming ``source``; None: what is followed.
+
+        A registry's service loads only its champion (promote another version, and every
+        worker follows); otherwise the served folder or one under ``reload_roots``. The
+        refusal is the same whether the path exists or not."""
+        wanted = Path(os.path.realpath(Path(source).expanduser()))
+        served_from = self.holder.followed()
+        if served_from is not None and is_registry(served_from):
+            if wanted not in {_real(served_from), _real(resolve_champion(served_from))}:
+                raise ServiceError(
+                    409, "follows_registry", "this service serves its registry's champion: "
+                    "promote the version (scoutless registry promote) and every worker follows",
+                )  # fmt: skip
+            return None
+        if served_from is not None and wanted == _real(served_from):
+            return None
+        roots = [_real(Path(r)) for r in self.settings.reload_roots]
+        if not any(wanted != root and root in wanted.parents for root in roots):
+            raise ServiceError(
+                403, "reload_not_allowed", "reload loads the served bundle, or a bundle "
+                "folder under Settings.service.reload_roots",
+            )  # fmt: skip
+        return wanted
 
     def readiness(self) -> Readiness:
         served = self.holder.current
@@ -194,3 +228,7 @@ def _lacks_history(body: PredictRequest, pipeline: Pipeline) -> bool:
     if not names or body.is_taskparams:
         return bool(names)
     return any(not isinstance(row, dict) or n not in row for row in body.rows() for n in names)
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))

@@ -30,9 +30,11 @@ from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
+from scoutless.history.schema import jedi_tasks
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
+from scoutless.service.errors import log_error
 from scoutless.service.value_decisions import VALUE_POLICIES, ValuePolicyError, value_answer
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS
@@ -42,6 +44,18 @@ JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
 PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
 
+
+#: the largest id a PanDA column (NUMBER(11) / BIGINT) and the log's BigInteger hold
+INT64_MAX = 2**63 - 1
+#: a posted string feature may be as long as PanDA's column of that name holds
+STRING_LIMITS: dict[str, int] = {
+    c.name: int(c.type.length) for c in jedi_tasks.columns if getattr(c.type, "length", None)
+}
+#: ... and one PanDA has no column for, this long (feature names: ``NAME_CHARS``)
+DEFAULT_STRING_CHARS = 256
+NAME_CHARS = 64
+#: longest message an input error carries (it may quote the input)
+MESSAGE_CHARS = 300
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
 Predictor = PredictorLike
@@ -56,6 +70,7 @@ class InputError(ValueError):
     """A request the service refuses (422): names the field and what was expected."""
 
     def __init__(self, loc: Sequence[str | int], message: str, kind: str = "value_error") -> None:
+        message = message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS] + "…"
         super().__init__(f"{'.'.join(map(str, loc))}: {message}")
         self.loc = list(loc)
         self.message = message
@@ -219,10 +234,11 @@ class Pipeline:
         if gaps and lookup is not None:
             try:
                 stored, found = lookup([{**records[i], "creationdate": submitted[i]} for i in gaps])
-            except DatabaseUnavailable as exc:
-                reason = str(exc).splitlines()[0]  # the driver's message, not the SQL
+            except DatabaseUnavailable as exc:  # the driver's words (host, user) go to the log
+                error_id = log_error("history_unreadable", exc)
                 unreadable = history_missing_flag(
-                    self.history, f"history store unreadable, history features unknown: {reason}"
+                    self.history,
+                    f"history store unreadable, history features unknown (error id {error_id})",
                 )
                 for i in gaps:
                     flags[i] = unreadable
@@ -569,6 +585,7 @@ def _records(
                 raw_id, raw_time = record.pop("jeditaskid", None), record.pop("creationdate", None)
             ids.append(_task_id(raw_id, [*loc, "jeditaskid"]))
             submitted.append(_submit_time(raw_time, [*loc, "creationdate"]))
+            errors += _out_of_bounds(record, loc)
             records.append(record)
         except InputError as exc:
             errors.append(exc)
@@ -595,12 +612,37 @@ def _submit_time(raw: Any, loc: list[str | int]) -> pd.Timestamp | None:
 def _task_id(raw: Any, loc: list[str | int]) -> int | None:
     if raw is None or raw == 0:
         return None
-    if isinstance(raw, bool) or not isinstance(raw, int | str):
-        raise InputError(loc, f"expected an integer task id, got {raw!r}", "int_type")
+    if isinstance(raw, bool) or not isinstance(raw, int | str) or len(str(raw)) > 24:
+        raise InputError(loc, "expected an integer task id", "int_type")
     try:
-        return int(raw)
+        task_id = int(raw)
     except ValueError:
         raise InputError(loc, f"expected an integer task id, got {raw!r}", "int_parsing") from None
+    if not 0 <= task_id <= INT64_MAX:
+        raise InputError(loc, f"a task id is within 0 and {INT64_MAX}", "less_than_equal")
+    return task_id
+
+
+def _out_of_bounds(record: Mapping[str, Any], loc: list[str | int]) -> list[InputError]:
+    """Features that cannot be stored or compared: a name over ``NAME_CHARS``, a string
+    longer than PanDA's column, an integer outside int64, a list or an object."""
+    errors = []
+    for name, value in record.items():
+        if not isinstance(name, str) or len(name) > NAME_CHARS:
+            errors.append(InputError(loc, f"a feature name has at most {NAME_CHARS} characters",
+                                     "string_too_long"))  # fmt: skip
+        elif isinstance(value, str):
+            limit = STRING_LIMITS.get(name, DEFAULT_STRING_CHARS)
+            if len(value) > limit:
+                errors.append(InputError([*loc, name], f"at most {limit} characters (PanDA's "
+                                         f"column), got {len(value)}", "string_too_long"))  # fmt: skip
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                errors.append(InputError([*loc, name], "an integer within int64", "int_range"))
+        elif value is not None and not isinstance(value, float | bool):
+            errors.append(InputError([*loc, name], "expected a number, a string or null",
+                                     "type_error"))  # fmt: skip
+    return errors
 
 
 def _names(value: Any) -> list[tuple[str, str]]:

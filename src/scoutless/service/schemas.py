@@ -158,7 +158,10 @@ class ReloadRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     bundle: str | None = Field(
-        None, description="bundle or registry folder; default: the one served (re-resolved)"
+        None,
+        max_length=4096,
+        description="a bundle folder under Settings.service.reload_roots; default: what the "
+        "service follows (its registry's champion or bundle folder), re-read",
     )
 
 

@@ -3,19 +3,26 @@
 A request reads ``holder.current`` once and keeps that object to the end, so a reload
 (which builds the new pipeline completely before one attribute assignment) never fails
 or mixes versions inside a request.
+
+Every worker of a service follows the same thing: a registry's champion pointer, or the
+served bundle folder's manifest (a bundle replaced in place is noticed), or, once an admin
+reloaded another folder, the shared pointer file (``pointer``) that reload wrote, which
+each worker's poller reads. A reload never pins one worker to a path the others ignore.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
-from scoutless.ops.registry import is_registry, resolve_champion
+from scoutless.layout import BundleError, read_manifest
+from scoutless.ops.registry import resolve_champion
 from scoutless.service.pipeline import Pipeline, Predictor
 
 log = logging.getLogger("scoutless.service")
@@ -57,8 +64,10 @@ class ModelHolder:
         loader: BundleLoader = load_bundle_default,
         safe_recall: float = 0.9,
         on_swap: Callable[[Served], None] | None = None,
+        pointer: Path | None = None,
     ) -> None:
         self.source = source
+        self.pointer = pointer
         self.targets = list(targets) if targets else None
         self.executor = executor
         self.loader = loader
@@ -78,24 +87,50 @@ class ModelHolder:
         return previous
 
     def load(self, source: Path | None = None) -> tuple[Served | None, Served]:
-        """Load ``source`` (default: the configured one, re-resolved) and swap it in."""
+        """Load ``source`` (default: the configured one, re-resolved) and swap it in; a new
+        source is written to the shared pointer, so every worker follows it."""
         with self._lock:
-            source = Path(source) if source is not None else self.source
+            source = Path(source) if source is not None else self.followed()
             if source is None:
                 raise ValueError("no bundle configured: pass a bundle or registry folder")
             bundle_path = resolve_champion(source)
             served = self.build(self.loader(bundle_path), bundle_path)
-            if source != self.source and source is not None:
+            if source != self.source:
                 self.source = source
+                if self.pointer is not None:
+                    _write_pointer(self.pointer, source)
             previous = self.install(served)
-            log.info("serving bundle %s from %s", served.version, bundle_path)
+            log.warning(
+                "serving bundle %s from %s (was %s)",
+                served.version, bundle_path, previous.version if previous else None,
+            )  # fmt: skip
             return previous, served
 
+    def followed(self) -> Path | None:
+        """What this service serves now: the shared pointer's folder, else the source."""
+        if self.pointer is not None:
+            try:
+                named = self.pointer.read_text().strip()
+            except OSError:
+                named = ""
+            if named:
+                return Path(named)
+        return self.source
+
     def champion_changed(self) -> bool:
-        if self.source is None or not is_registry(self.source):
+        """Whether the followed registry's champion, the pointer or the bundle's version
+        moved away from what is served."""
+        source = self.followed()
+        if source is None:
             return False
-        current = self.current.bundle_path if self.current else None
-        return resolve_champion(self.source) != current
+        bundle = resolve_champion(source)
+        current = self.current
+        if current is None or bundle != current.bundle_path:
+            return True
+        try:
+            return str(read_manifest(bundle).get("version")) != current.version
+        except BundleError:  # being replaced: look again at the next poll
+            return False
 
     async def follow_champion(self, every_s: float) -> None:
         """Poll the registry's champion pointer and load each new champion."""
@@ -106,3 +141,9 @@ class ModelHolder:
                     await asyncio.to_thread(self.load)
             except Exception as exc:  # keep serving the current model
                 log.warning("champion reload from %s failed: %s", self.source, exc)
+
+
+def _write_pointer(pointer: Path, source: Path) -> None:
+    tmp = pointer.with_name(f"{pointer.name}.tmp-{os.getpid()}")
+    tmp.write_text(f"{source}\n")
+    os.replace(tmp, pointer)

@@ -1,18 +1,29 @@
-"""The bundle being served: its manifest and what this instance hosts."""
+"""The bundle being served: its manifest and what this instance hosts (role ``read``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from scoutless.service.deps import BackendDep
+from scoutless.service.deps import BackendDep, StateDep
+from scoutless.service.openapi import GUARDED, needs, responses
 
 router = APIRouter(prefix="/v1", tags=["model"])
 
+MODEL_EXAMPLE = {
+    "mode": "local",
+    "model_version": "v3",
+    "targets": ["memory", "cputime", "io", "walltime"],
+    "features": [{"name": "processingtype", "kind": "categorical"}],
+    "manifest": {"version": "v3", "created_at": "2026-11-30T12:00:00Z"},
+    "library_warning": None,
+}
 
-@router.get("/model")
-async def model(backend: BackendDep) -> dict[str, Any]:
+
+@router.get("/model", openapi_extra=needs("read"), responses=responses(*GUARDED, ok=MODEL_EXAMPLE))
+async def model(state: StateDep, backend: BackendDep, request: Request) -> dict[str, Any]:
     """The bundle manifest, its version, and the targets this instance serves (or, for a
-    gateway, its remotes and theirs)."""
+    gateway, its remotes and theirs). No filesystem path is shown."""
+    state.auth.authorize(request, "read")
     return await backend.model_info()

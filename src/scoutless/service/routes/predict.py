@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
@@ -14,7 +15,15 @@ from scoutless.allocation.policies import unused_alpha
 from scoutless.config import AllocationSettings
 from scoutless.service.backend import Answer, TaskQuery
 from scoutless.service.deps import backend_of, state_of
-from scoutless.service.pipeline import JSON_OPTS
+from scoutless.service.errors import ServiceError, clean_validation_errors
+from scoutless.service.openapi import (
+    GUARDED,
+    PREDICTION_EXAMPLE,
+    REQUEST_EXAMPLES,
+    needs,
+    responses,
+)
+from scoutless.service.pipeline import INT64_MAX, JSON_OPTS
 from scoutless.service.schemas import (
     ColumnsResponse,
     PolicyName,
@@ -30,8 +39,21 @@ def json_response(answer: Answer) -> Response:
     return Response(body, answer.status, media_type="application/json")
 
 
-def _request_id(request: Request) -> str:
-    return request.headers.get("x-request-id") or uuid.uuid4().hex
+#: what a caller's ``X-Request-Id`` may hold (it is logged and stored: String(64))
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def request_id(request: Request) -> str:
+    """The caller's ``X-Request-Id`` (checked: 1-64 of ``A-Za-z0-9._:-``) or a fresh one."""
+    given = request.headers.get("x-request-id")
+    if given is None:
+        return uuid.uuid4().hex
+    if REQUEST_ID.fullmatch(given) is None:
+        raise ServiceError(
+            422, "invalid_request_id", "expected 1-64 characters of A-Z a-z 0-9 . _ : -",
+            ["header", "x-request-id"],
+        )  # fmt: skip
+    return given
 
 
 def parse_predict_request(body: bytes) -> PredictRequest:
@@ -46,9 +68,9 @@ def parse_predict_request(body: bytes) -> PredictRequest:
     except ValidationError as exc:
         errors = [
             {**e, "loc": ("body", *e["loc"]) if e["type"] != "json_invalid" else ("body",)}
-            for e in exc.errors(include_url=False)
+            for e in exc.errors(include_url=False, include_input=False)
         ]
-        raise RequestValidationError(errors) from None
+        raise RequestValidationError(clean_validation_errors(errors)) from None
 
 
 def resolved_policy(
@@ -59,50 +81,73 @@ def resolved_policy(
     chosen = policy or settings.default_policy
     problem = unused_alpha(chosen, alpha)
     if problem:
-        error = {"type": "value_error", "loc": (where, "alpha"), "msg": problem, "input": alpha}
-        raise RequestValidationError([error])
+        error = {"type": "value_error", "loc": (where, "alpha"), "msg": problem}
+        raise RequestValidationError(clean_validation_errors([error]))
     return chosen
 
 
 _BODY_DOC = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": PredictRequest.model_json_schema()}},
-    }
+        "content": {
+            "application/json": {
+                "schema": PredictRequest.model_json_schema(),
+                "examples": REQUEST_EXAMPLES,
+            }
+        },
+    },
+    **needs("predict"),
 }
 
 
-@router.post("/predict", response_model=PredictResponse | ColumnsResponse, openapi_extra=_BODY_DOC)
+@router.post(
+    "/predict",
+    response_model=PredictResponse | ColumnsResponse,
+    openapi_extra=_BODY_DOC,
+    responses=responses(408, 413, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
+)
 async def predict(request: Request) -> Response:
-    """Predict the classes of one or many tasks (features, or PanDA task parameters)."""
-    body = parse_predict_request(await request.body())
+    """Predict the classes of one or many tasks (features, or PanDA task parameters).
+    Needs the ``predict`` role: every answer is written to the prediction log."""
     state = state_of(request)
+    state.auth.authorize(request, "predict")
+    rid = request_id(request)
+    body = parse_predict_request(await request.body())
     policy = resolved_policy(body.policy, body.alpha, state.settings.allocation, "body")
     body = body.model_copy(update={"policy": policy})
     backend, settings = backend_of(state), state.settings.service
     n_tasks = len(body.rows())
     if n_tasks > settings.max_batch:
-        state.metrics.error("batch_too_large")
-        raise HTTPException(
-            413, detail=f"{n_tasks} tasks in one request; the limit is {settings.max_batch}"
-        )
-    return json_response(await backend.predict(body, _request_id(request)))
+        raise ServiceError(
+            413, "batch_too_large",
+            f"{n_tasks} tasks in one request; the limit is {settings.max_batch}",
+        )  # fmt: skip
+    return json_response(await backend.predict(body, rid))
 
 
-@router.get("/tasks/{jeditaskid}/prediction", response_model=PredictResponse)
+@router.get(
+    "/tasks/{jeditaskid}/prediction",
+    response_model=PredictResponse,
+    openapi_extra=needs("predict"),
+    responses=responses(404, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
+)
 async def task_prediction(
-    jeditaskid: Annotated[int, Path(ge=0)],
+    jeditaskid: Annotated[int, Path(ge=0, le=INT64_MAX)],
     request: Request,
     policy: Annotated[
         PolicyName | None, Query(description="default: allocation.default_policy ('cost')")
     ] = None,
     alpha: Annotated[float | None, Query(gt=0, lt=1, description="risk and value only")] = None,
-    targets: Annotated[str | None, Query(description="comma-separated subset")] = None,
+    targets: Annotated[
+        str | None, Query(max_length=256, description="comma-separated subset")
+    ] = None,
 ) -> Response:
-    """Read the task's submission-time features from the PanDA database, then predict."""
-    wanted = [t for t in (targets or "").split(",") if t] or None
+    """Read the task's submission-time features from the PanDA database, then predict.
+    Needs the ``predict`` role (the answer is written to the prediction log)."""
     state = state_of(request)
+    state.auth.authorize(request, "predict")
+    rid = request_id(request)
+    wanted = [t for t in (targets or "").split(",") if t] or None
     chosen = resolved_policy(policy, alpha, state.settings.allocation, "query")
     query = TaskQuery(policy=chosen, alpha=alpha, targets=wanted)
-    backend = backend_of(state)
-    return json_response(await backend.task_prediction(jeditaskid, query, _request_id(request)))
+    return json_response(await backend_of(state).task_prediction(jeditaskid, query, rid))

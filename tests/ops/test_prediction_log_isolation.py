@@ -1,0 +1,52 @@
+"""Group commit isolates callers: a request whose rows the database refuses fails alone,
+its neighbours in the same transaction are committed; the SQLite log's durability level."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+import pytest
+from sqlalchemy import text
+
+from scoutless.history.panda_db import DatabaseUnavailable
+from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
+
+
+def _row(request_id: str, **extra) -> dict:
+    return {"request_id": request_id, "jeditaskid": 7, "model_version": "v1", "policy": "argmax",
+            "predictions": {"memory": {"class_id": 1, "class_label": "c1",
+                                       "recommended_value": 2000.0, "probabilities": [0.2, 0.8]}},
+            "features": "{}", **extra}  # fmt: skip
+
+
+def test_a_refused_row_fails_its_request_only(tmp_path) -> None:
+    database = tmp_path / "log.sqlite"
+    log = PredictionLog(f"sqlite:///{database}")
+    writer = GroupCommitWriter(log)
+    lock = os.open(f"{database}.write-lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the writer waits: what follows queues into one batch
+    first = writer.submit([_row("first")])
+    time.sleep(0.2)
+    bad = _row("bad")
+    del bad["predictions"]  # NOT NULL: the database refuses the whole transaction
+    futures = [writer.submit([_row(f"good-{i}")]) for i in range(3)]
+    refused = writer.submit([bad])
+    futures += [writer.submit([_row(f"good-{i}")]) for i in range(3, 6)]
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    assert first.result(10) == 1
+    assert [f.result(10) for f in futures] == [1] * 6
+    with pytest.raises(DatabaseUnavailable):
+        refused.result(10)
+    writer.close()
+    assert log.count() == 7
+
+
+def test_the_sqlite_log_commits_at_the_chosen_level(tmp_path) -> None:
+    default = PredictionLog(f"sqlite:///{tmp_path / 'a.sqlite'}")
+    full = PredictionLog(f"sqlite:///{tmp_path / 'b.sqlite'}", synchronous="FULL")
+    for log, level in ((default, 1), (full, 2)):  # NORMAL, FULL
+        with log.engine.connect() as conn:
+            assert conn.execute(text("PRAGMA synchronous")).scalar() == level
