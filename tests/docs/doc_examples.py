@@ -40,6 +40,7 @@ EXEMPT: dict[str, str] = {
     r"^scoutless replay --trace": "an imported trace (tests/replay runs one)",
     r"^scoutless (--config \S+ )?serve --bundle models/": "a second server (the README's one is "
     "started)",
+    r"\$JEDI_TOKEN": "a token of your own (tests/service checks the tokens)",
     r"^scoutless rollout set full --db": "a canary's evidence of two weeks (tests/ops promotes one)",
     r"^scoutless (train|evaluate) --": "training, evaluating: minutes even at 600 tasks (the demo "
     "fixture runs both)",

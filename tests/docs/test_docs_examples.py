@@ -103,7 +103,7 @@ REQUESTS = [e for e in EXAMPLES if e.kind == "curl"]
 def test_every_example_is_run_or_exempt_for_a_named_reason() -> None:
     unknown = [e.name for e in EXAMPLES if e.kind == "unknown"]
     assert not unknown, f"examples nobody runs (run them or name their exemption): {unknown}"
-    assert len(set(EXEMPT.values())) <= 14  # a short list, each with its reason
+    assert len(set(EXEMPT.values())) <= 15  # a short list, each with its reason
     assert len(RUN) >= 15 and len(REQUESTS) >= 5
     assert any(e.kind == "serve" for e in EXAMPLES)
 

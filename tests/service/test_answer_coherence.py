@@ -19,6 +19,8 @@ from scoutless.service.schemas import PolicyName
 
 POLICIES: tuple[str, ...] = PolicyName.__args__  # type: ignore[attr-defined]
 TOLERANCE = 0.05
+#: the service answers loopback callers without a token
+LOOPBACK = ("127.0.0.1", 50000)
 
 
 def _outside(targets: dict) -> list[str]:
@@ -46,7 +48,7 @@ def demo_client(demo_workdir):
         edges = [float(e) for e in bins["edges"]]
         _UPPER[target] = np.asarray(edges[1:-1])
     app = create_app(demo_workdir / "bundle", db_url=f"sqlite:///{demo_workdir / 'history.sqlite'}")
-    with TestClient(app) as client:
+    with TestClient(app, client=LOOPBACK) as client:
         yield client
 
 
@@ -96,7 +98,8 @@ def test_the_shipped_default_policy_answers_and_alpha_needs_a_policy_that_reads_
     assert settings.listener.policy == settings.replay.policy == shipped
     ids, unseen = test_tasks
     db_url = f"sqlite:///{demo_workdir / 'history.sqlite'}"
-    with TestClient(create_app(demo_workdir / "bundle", db_url=db_url, settings=settings)) as c:
+    app = create_app(demo_workdir / "bundle", db_url=db_url, settings=settings)
+    with TestClient(app, client=LOOPBACK) as c:
         task = c.get(f"/v1/tasks/{ids[0]}/prediction").json()["tasks"][0]
         assert {t["policy"] for t in task["targets"].values()} == {shipped}
         assert "never seen" not in task["scout"]["reason"]
