@@ -14,6 +14,7 @@ from docsgen.results_pages import (
     at,
     every_figure,
     figure,
+    fmt,
     grid,
     label,
     leaves,
@@ -309,8 +310,39 @@ def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:
     return None
 
 
+def _replay_sizes(doc: dict[str, Any]) -> list[Table]:
+    """``replay.py --sizes``: per size, the strategies' mean figures (least mean priced
+    total first) and their spread over the seeds, then every check with both sides' means,
+    the goal, the seeds it held in and the verdict."""
+    tables = []
+    for size, summary in (doc.get("sizes") or {}).items():
+        base = ("sizes", size)
+        names = summary.get("ranking", [])
+        paths = list(summary["spread"][names[0]]) if names else []
+        for title, key, split in (("mean", "strategies", True), ("standard deviation", "spread", False)):
+            rows = [[label(path), *(figure(doc, (*base, key, n, *(path.split(".") if split else [path])))
+                                    for n in names)] for path in paths]  # fmt: skip
+            tables.append(Table(f"{size} tasks, {summary['seeds']} seeds: {title}",
+                                ["metric", *names], rows))  # fmt: skip
+        rows = []
+        for group, check in summary.get("checks", {}).items():
+            for i, row in enumerate(check["rows"]):
+                at_row = (*base, "checks", group, "rows", i)
+                sides = [figure(doc, (*at_row, "figures", n, "mean")) for n in row["figures"]]
+                rows.append([label(group), label(row["metric"]),
+                             label(" vs ".join(row["figures"])), *sides, label(row["goal"]),
+                             label(row.get("seeds_met", "")), figure(doc, (*at_row, "met"))])  # fmt: skip
+        tables.append(Table(f"{size} tasks: the checks (means over the seeds)",
+                            ["check", "metric", "sides", "first", "second", "goal", "seeds", "met"],
+                            rows))  # fmt: skip
+    return tables
+
+
 def _replay(doc: dict[str, Any]) -> list[Table]:
-    """The strategies side by side (one row per metric), then every other figure of the run."""
+    """The strategies side by side (one row per metric), then every other figure of the run;
+    a ``--sizes`` run: per size its strategies and checks (:func:`_replay_sizes`)."""
+    if "sizes" in doc and "runs" in doc:
+        return _replay_sizes(doc)
     base = strategies_at(doc)
     if base is None:
         return []
@@ -325,6 +357,55 @@ def _replay(doc: dict[str, Any]) -> list[Table]:
         Table("Strategies on the same tasks", ["metric", *names], rows, note),
         every_figure(doc, "The run", skip=base),
     ]
+
+
+SIZING_METHODS = (
+    "scoutless", "scoutless_cold", "users_presets", "witt_percentile", "witt_lr_std",
+    "witt_lr_std_under", "witt_lr_std_under_own", "tovar", "jedi", "vpa",
+)  # fmt: skip
+
+
+def _sizing(doc: dict[str, Any]) -> list[Table]:
+    """Per seed: scoutless against the best published baseline; then every method's
+    wastage and failures per workflow."""
+    tables = []
+    if isinstance(at(doc, ("runs", "1996", "reproduction")), dict):
+        cols = ("cells", "max_gap", "worst_cell", "failures_equal", "met")
+        row = [figure(doc, ("runs", "1996", "reproduction", c)) for c in cols]
+        tables.append(Table(
+            "The baselines against issue 36's table (Sizey's code, seed 1996)", cols, [row],
+            "max_gap: the largest relative gap in GB·h over the as-coded rows and std-under "
+            "without look-ahead; the check asks for at most 0.02 and equal failures.",
+        ))  # fmt: skip
+    for seed, run in (doc.get("runs") or {}).items():
+        base = ("runs", seed, "workflows")
+        names = list(at(doc, base) or {})
+        goal_cols = ("best_baseline", "baseline_wastage_gbh", "baseline_failures", "ratio",
+                     "wastage_met", "failures_met")  # fmt: skip
+        rows = [
+            [
+                label(wf),
+                figure(doc, (*base, wf, "methods", "scoutless", "wastage_gbh")),
+                figure(doc, (*base, wf, "methods", "scoutless", "failures")),
+                *(figure(doc, (*base, wf, "goal", "scoutless", c)) for c in goal_cols),
+            ]
+            for wf in names
+        ]
+        note = "median ratio: " + fmt(at(run, ("summary", "median_ratio")))
+        tables.append(Table(
+            f"Seed {seed}: scoutless against the best published baseline",
+            ["workflow", "GB·h", "failures", *goal_cols], rows,
+            f"{note} (goal ≤ 0.6); GB·h wasted over the online 70 % of each workflow.",
+        ))  # fmt: skip
+        for value, what in (("wastage_gbh", "GB·h wasted"), ("failures", "failed attempts")):
+            methods = [m for m in SIZING_METHODS if any(
+                isinstance(at(doc, (*base, wf, "methods", m)), dict) for wf in names)]  # fmt: skip
+            rows = [
+                [label(wf), *(figure(doc, (*base, wf, "methods", m, value)) for m in methods)]
+                for wf in names
+            ]
+            tables.append(Table(f"Seed {seed}: {what} by method", ["workflow", *methods], rows))
+    return tables
 
 
 BENCHMARKS: list[Benchmark] = [
@@ -348,10 +429,14 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark(
         "replay",
         "Replay: scouts against predictions, on the clock",
-        "The same history through the scouts, predicted and hybrid strategies on a "
-        "simulated clock under PanDA's rules: time to the first production job, "
-        "completion, kills, wasted core-hours; and the replay's own speed.",
-        "python benchmarks/replay.py --tasks 100000 --out results/replay.json",
+        "The same history through the scouts, predicted, hybrid, selective, bayes and "
+        "oracle strategies on a simulated clock under PanDA's rules, per demo size and "
+        "replay seed: time to the first production job, completion, kills, wasted "
+        "core-hours, slack, and each strategy's priced total (the strategies ranked by "
+        "it); the checks: the hybrid against the scouts on every metric, oracle and bayes "
+        "bounding on the priced total. (`--tasks` without `--sizes`: the replay's own speed.)",
+        "python benchmarks/replay.py --sizes 50000,20000,5000 --seeds 3 --workdir scoutless-work/bench "
+        "--out results/replay.json",
         _replay,
     ),
     Benchmark(
@@ -402,6 +487,17 @@ BENCHMARKS: list[Benchmark] = [
         "the bootstrap intervals of canary − control narrow with 4x the tasks.",
         "python benchmarks/canary.py --tasks 2000 8000 --out results/canary.json",
         _canary,
+    ),
+    Benchmark(
+        "sizing",
+        "Online sizing against the published allocators",
+        "Sizey's six real nf-core traces under the peers' protocol (per task type 30 % "
+        "history, 70 % sized online in `train_test_split`'s order; a failed attempt costs "
+        "its whole allocation × runtime and is retried): scoutless's engine against Witt's "
+        "percentile and regression sizing, Tovar's, the users' presets, JEDI and VPA, for "
+        "three seeds; and sized cold, from the other five workflows only.",
+        "python benchmarks/sizing.py TRACES_DIR --out results/sizing.json",
+        _sizing,
     ),
     Benchmark(
         "generate",

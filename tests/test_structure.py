@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "history": 2,
     "allocation": 2,  # value distributions, policies, prices: below service, replay, evaluation
     "models": 3, "evaluation": 3, "sources": 3,
+    "sizing": 3,  # online per-instance sizing: above allocation, below replay and the CLI
     "history.synthetic": 3,  # the generator: beside sources (it compares with real traces)
     "bundle": 4,
     "training": 5,

@@ -665,6 +665,30 @@ class AllocationSettings(BaseModel):
     grid_points: int = Field(
         48, ge=8, le=512, description="quantile points of a task's value that price an allocation"
     )
+    max_kill_probability: float = Field(
+        0.25,
+        gt=0,
+        lt=1,
+        description="the cost-aware allocation keeps each target's predicted kill probability "
+        "per job at most this, assuming only the guaranteed memory grace (a constraint, not a "
+        "price; 0.25: PanDA's own P75 x 1.10 ramCount leaves a quarter of a task's jobs above "
+        "it; docs/concepts/allocation.md has the measurements)",
+    )
+    kill_probability_by_target: dict[str, float] = Field(
+        default_factory=dict,
+        description="target -> its own kill cap where it differs from max_kill_probability "
+        "(e.g. memory, planned without the pilot's grace, against cputime's walltime kills)",
+    )
+    guaranteed_memory_grace: float = Field(
+        1.0,
+        ge=1,
+        description="memory above the allocation the site guarantees a job survives, as a "
+        "factor (1: none assumed); only above 1 does the decision consider ramCount below the "
+        "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
+    )
+    job_spread_points: int = Field(
+        8, ge=1, le=64, description="factors of a task's jobs around its value priced per task"
+    )
     scout_unseen: list[str] = Field(
         default_factory=lambda: ["processingtype", "transpath"],
         description="categorical features whose unseen value makes `selective` scout a task "
@@ -683,6 +707,18 @@ class AllocationSettings(BaseModel):
                 raise ValueError(f"{rtype}.{key}: {err['msg']}") from None
         return value
 
+    @field_validator("kill_probability_by_target")
+    @classmethod
+    def _caps_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for target, cap in value.items():
+            if not 0 < cap < 1:
+                raise ValueError(f"{target}: a kill cap must be in (0, 1), got {cap}")
+        return value
+
+    def kill_cap(self, target: str) -> float:
+        """The kill-probability cap of one target's cost-aware allocation."""
+        return self.kill_probability_by_target.get(target, self.max_kill_probability)
+
     def prices_for(self, resource_type: str | None) -> Prices:
         """The global prices with one resource type's overrides."""
         override = self.resource_prices.get(resource_type or "", {})
@@ -691,6 +727,93 @@ class AllocationSettings(BaseModel):
             if override
             else self.prices
         )
+
+
+class SizingSettings(BaseModel):
+    """Online per-instance sizing (``scoutless.sizing``, ``scoutless size``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grid_points: int = Field(
+        48,
+        ge=8,
+        le=512,
+        description="quantile points of an instance's need an allocation is priced on",
+    )
+    prior_weight: float = Field(
+        4.0,
+        ge=0,
+        description="pseudo-instances of the other task types' residual shape a type "
+        "starts with (fades as its own instances come)",
+    )
+    kernel_nodes: int = Field(
+        5, ge=1, le=15, description="nodes of the Gaussian kernel that smooths the residuals"
+    )
+    runtime_weighted: bool = Field(
+        True, description="weight residuals by their instance's runtime (long instances cost more)"
+    )
+    failure_penalty: float = Field(
+        0.25,
+        ge=0,
+        description="extra cost of a failed attempt (a restart's overhead), in units "
+        "of max(the median need, penalty_floor_bytes) × runtime; 0: the protocol's prices only",
+    )
+    penalty_floor_bytes: float = Field(
+        2e9, ge=0, description="the least memory a failure's overhead is priced at (a slot)"
+    )
+    refit_every: int = Field(
+        16, ge=1, description="instances between refits of a type's model choice"
+    )
+    min_rows_linear: int = Field(
+        8, ge=3, description="fewer rows: a type's need is not regressed on its input size"
+    )
+    shadow_choice: bool = Field(
+        True, description="re-choose a type's model by what each candidate's plan would have cost"
+    )
+    shadow_runtime: bool = Field(
+        True,
+        description="charge a candidate's shadow cost × the instance's runtime (what the protocol charges)",
+    )
+    own_replaces_borrowed: int = Field(
+        5,
+        ge=1,
+        description="outcomes of its own after which a type sized cold forgets the "
+        "instances borrowed from other workflows",
+    )
+    fallback_growth: float = Field(
+        2.0, gt=1, description="a retry past every need the model knows multiplies by this"
+    )
+    fields: list[str] = Field(
+        default_factory=lambda: [
+            "process",
+            "cpus",
+            "rchar",
+            "rss",
+            "peak_rss",
+            "memory",
+            "realtime",
+            "status",
+            "exit",
+            "attempt",
+        ],
+        description="Nextflow trace columns the importer takes (process, realtime and a "
+        "memory measure are required; the others are taken when present)",
+    )
+    oom_exits: list[int] = Field(
+        default_factory=lambda: [137], description="exit codes of a kill that may be the OOM killer"
+    )
+    oom_near_share: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="a kill with peak_rss at least this share of the request censors memory",
+    )
+    scheduler_oom_exits: list[int] = Field(
+        default_factory=list, description="exit codes a scheduler gives an out-of-memory kill"
+    )
+    walltime_exits: list[int] = Field(
+        default_factory=lambda: [140], description="exit codes of a run-time limit"
+    )
 
 
 class Settings(BaseSettings):
@@ -729,6 +852,7 @@ class Settings(BaseSettings):
     distributed: DistributedSettings = DistributedSettings()
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
+    sizing: SizingSettings = SizingSettings()
 
     @model_validator(mode="after")
     def _one_default_policy(self) -> Settings:

@@ -37,6 +37,7 @@ def test_the_hybrid_against_the_scouts_on_every_metric():
     assert checks["all_met"] is True
     assert checks["not_measured"] == [  # not in these entries
         "memory slack, relative", "walltime slack (core·h)", "walltime slack, relative",
+        "priced total (core·h)",
     ]  # fmt: skip
     worse = dict(STRATEGIES, hybrid=_entry(p90=250.0))
     assert replay_checks(worse)["hybrid_vs_scouts"]["all_met"] is False

@@ -40,8 +40,14 @@ def test_replay_writes_the_schema_for_every_strategy(small):
     choice = strategies["selective"]["scout_choice"]
     assert 0 <= choice["scouted_tasks"] <= choice["tasks"] == document["workload"]["tasks"]
     assert set(document["checks"]) == {
-        "hybrid_vs_scouts", "gap_closed", "predicted_vs_bayes", "first_job",
+        "hybrid_vs_scouts", "gap_closed", "predicted_vs_bayes", "first_job", "bounds",
     }  # fmt: skip
+    totals = [r["priced_total_core_hours"] for r in document["ranking"]]
+    assert totals == sorted(totals) and len(totals) == len(strategies)
+    for entry in strategies.values():
+        parts = entry["priced_components"]
+        assert entry["priced_total_core_hours"] == pytest.approx(sum(parts.values()))
+    assert strategies["oracle"]["priced_components"]["kills"] == 0.0
     assert "first production job" in result.output and "hybrid vs scouts" in result.output
 
 

@@ -68,15 +68,22 @@ def test_selective_scouts_the_wide_and_the_unknown_tasks_only():
     assert results["selective"].scout_ram[1] == pytest.approx(1500 * 1.10)
 
 
-def test_noisy_scouts_make_predicting_the_wide_task_cheaper():
+def test_noisy_scouts_make_scouting_dearer():
     # scouts' error (Prices.scout_error_sigma): half the time their cpuTime is below the
-    # need and the jobs are killed, which costs more than the wide distribution's slack
+    # need and the jobs are killed, so scouting a narrow task costs more than with exact
+    # scouts; the narrow tasks are predicted either way, the unknown one scouted either way
     settings = settings_with()
     work = _three_tasks(settings)
     predictor = _model([NARROW, WIDE, NARROW], unknown=(3,))
-    sub = model_submission(predictor, features_of([1, 2, 3]), work, settings, policy="cost",
-                           alpha=0.05, choose_scouts=True)  # fmt: skip
-    assert sub.choice.scout.tolist() == [False, False, True]  # the unknown one still
+    choices = [
+        model_submission(predictor, features_of([1, 2, 3]), work, s, policy="cost",
+                         alpha=0.05, choose_scouts=True).choice
+        for s in (settings, _exact_scouts(settings))
+    ]  # fmt: skip
+    noisy, exact = choices
+    assert (noisy.scout_cost[[0, 2]] > exact.scout_cost[[0, 2]]).all()
+    assert noisy.predict_cost == pytest.approx(exact.predict_cost)
+    assert noisy.scout[[0, 2]].tolist() == exact.scout[[0, 2]].tolist() == [False, True]
 
 
 def test_the_cost_policy_is_the_default_and_a_class_policy_is_still_possible():

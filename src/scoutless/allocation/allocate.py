@@ -9,8 +9,13 @@
   categories the model has never seen).
 
 The expectation runs over ``grid_points`` quantiles of the calibrated distribution, at
-coverages ``(i + 0.5) / m``; the candidates are the same quantiles, so a task's choice
-costs m × m evaluations of a closed-form cost (chunked: 100k tasks in well under 1 GB).
+coverages ``(i + 0.5) / m``, times the ``s`` factors of a task's jobs around its value
+(:class:`~scoutless.allocation.values.JobSpread`): m·s equally likely job needs. The
+candidates are quantiles of those needs (the grid's coverages, 1 − the kill cap, the
+highest), so a task's choice costs about m × m·s evaluations of a closed-form cost
+(chunked: 100k tasks in well under 1 GB). Planned kills are a constraint, not only a
+price: with ``max_kill_probability`` a candidate whose predicted share of killed jobs is
+above it is never chosen (``Settings.allocation.max_kill_probability``).
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from scoutless.allocation.costs import COSTS, JobContext, SiteRules, scout_wait_cost
-from scoutless.allocation.values import ConformalLevels, ValueDistribution
+from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules, scout_wait_cost
+from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
 
-#: tasks priced together: (chunk, m, m) float64 intermediates stay near 75 MB at m = 48
-_CHUNK = 4096
+#: elements of one priced block (tasks × candidates × job needs): float64 intermediates
+#: near 75 MB each
+_BLOCK = 9_500_000
+#: Allocation's per-task arrays in cost_allocation's order
+_FIELDS = ("value", "covered", "cost", "scouted", "kill")
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class Allocation:
     #: (n,) expected cost per job at the value the scouts would measure (the need, give
     #: or take ``Prices.scout_error_sigma``)
     scouted_cost: np.ndarray
+    #: (n,) predicted probability that a job is killed at ``value`` (None: not priced)
+    kill_probability: np.ndarray | None = None
 
 
 def coverage_grid(m: int) -> np.ndarray:
@@ -81,33 +91,105 @@ def cost_allocation(
     rules: SiteRules,
     prices: Prices,
     grid_points: int = 48,
+    *,
+    spread: JobSpread | None = None,
+    max_kill_probability: float | None = None,
 ) -> Allocation:
-    """Per task, the calibrated quantile with the least expected cost per job."""
+    """Per task, the allocation with the least expected cost per job among those whose
+    predicted kill probability per job is at most ``max_kill_probability`` (None: no cap;
+    where no candidate meets it, the one least likely to kill). The expectation runs over
+    the task's calibrated value and, through ``spread``, its jobs around that value."""
     if target not in COSTS:
         raise ValueError(f"no cost model for target {target!r}; priced: {', '.join(COSTS)}")
-    price, candidates_of = COSTS[target]
-    zs = z_grid(coverage_grid(grid_points), levels)
-    out = {k: np.empty(len(dist)) for k in ("value", "covered", "cost", "scouted")}
-    for lo in range(0, len(dist), _CHUNK):
-        rows = slice(lo, lo + _CHUNK)
-        needs = dist.take(rows).grid_at_z(zs)  # (c, m) equally likely needs
-        chunk_job = job.take(rows)
-        candidates = candidates_of(needs, rules)  # (c, k)
-        expected = price(candidates[:, :, None], needs[:, None, :], chunk_job, rules, prices)
-        expected = expected.mean(axis=2)  # (c, k)
-        # ties (e.g. every value below the slot's own share costs the same): the largest
-        order = np.argsort(candidates, axis=1, kind="stable")[:, ::-1]
-        by_size = np.take_along_axis(expected, order, axis=1)
-        tied = by_size <= by_size.min(axis=1, keepdims=True) * (1 + 1e-9) + 1e-12
-        best = order[np.arange(len(order)), tied.argmax(axis=1)]
-        chosen = candidates[np.arange(len(best)), best]
-        out["value"][rows] = chosen
-        out["covered"][rows] = (needs <= chosen[:, None]).mean(axis=1)
-        out["cost"][rows] = expected[np.arange(len(best)), best]
-        measured = needs[:, :, None] * _scout_errors(prices.scout_error_sigma)[None, None, :]
-        scouted = price(measured, needs[:, :, None], chunk_job, rules, prices)
-        out["scouted"][rows] = scouted.mean(axis=(1, 2))
-    return Allocation(out["value"], out["covered"], out["cost"], out["scouted"])
+    if max_kill_probability is not None and not 0 < max_kill_probability < 1:
+        raise ValueError(f"{max_kill_probability=} must be in (0, 1)")
+    spread = JobSpread.none(len(dist)) if spread is None else spread
+    if len(spread) != len(dist):
+        raise ValueError(f"a job spread of {len(spread)} tasks for {len(dist)} distributions")
+    coverages = coverage_grid(grid_points)
+    zs = z_grid(coverages, levels)
+    job_levels = candidate_levels(coverages, max_kill_probability)
+    points = grid_points * spread.factors.shape[1]
+    chunk = max(1, _BLOCK // (points * (len(job_levels) + 3)))
+    out = {k: np.empty(len(dist)) for k in _FIELDS}
+    for lo in range(0, len(dist), chunk):
+        rows = slice(lo, lo + chunk)
+        part = _priced_chunk(
+            COSTS[target], dist.take(rows).grid_at_z(zs), spread.take(rows), job.take(rows),
+            rules, prices, job_levels, max_kill_probability,
+        )  # fmt: skip
+        for key, values in part.items():
+            out[key][rows] = values
+    return Allocation(*(out[k] for k in _FIELDS))
+
+
+def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) -> np.ndarray:
+    """Levels of a job's need worth allocating: the grid's, the least the cap allows
+    (1 - cap) and the highest point (never killed within the grid)."""
+    extra = [1.0] if max_kill_probability is None else [1.0 - max_kill_probability, 1.0]
+    return np.unique(np.r_[coverages, extra])
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """(c, l) per row of ``values`` (c, p) with probabilities ``weights`` (p,), the least
+    value at or below which at least ``level`` of the probability lies: a candidate is a
+    need itself, so at most 1 - level of the needs lie above it."""
+    order = np.argsort(values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)
+    cumulative = np.cumsum(weights[order], axis=1)
+    at = np.stack([(cumulative < lv - 1e-12).sum(axis=1) for lv in levels], axis=1)
+    return np.take_along_axis(ranked, np.minimum(at, values.shape[1] - 1), axis=1)
+
+
+def _priced_chunk(
+    model: CostModel,
+    task_needs: np.ndarray,
+    spread: JobSpread,
+    job: JobContext,
+    rules: SiteRules,
+    prices: Prices,
+    job_levels: np.ndarray,
+    cap: float | None,
+) -> dict[str, np.ndarray]:
+    """One chunk's choice: ``task_needs`` (c, m) equally likely values times ``spread``'s
+    (c, s) factors: (c, m·s) job needs, each with its probability."""
+    c, m = task_needs.shape
+    per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+    job_needs = per_job.reshape(c, -1)
+    weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
+    candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
+    alloc, need = candidates[:, :, None], job_needs[:, None, :]
+    expected = model.cost(alloc, need, job, rules, prices) @ weights  # (c, k)
+    p_kill = model.killed(alloc, need, job, rules) @ weights
+    best = choose(candidates, expected, p_kill, cap)
+    rows = np.arange(len(best))
+    chosen = candidates[rows, best]
+    errors = _scout_errors(prices.scout_error_sigma)
+    measured = task_needs[:, :, None, None] * errors[None, None, :, None]
+    scouted = model.cost(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
+    return {
+        "value": chosen,
+        "covered": (task_needs <= chosen[:, None]).mean(axis=1),
+        "cost": expected[rows, best],
+        "scouted": scouted.mean(axis=(1, 2)),
+        "kill": p_kill[rows, best],
+    }
+
+
+def choose(
+    candidates: np.ndarray, expected: np.ndarray, p_kill: np.ndarray, cap: float | None
+) -> np.ndarray:
+    """(c,) per row the index of the cheapest candidate whose kill probability is within
+    ``cap`` (rows where none is: among those least likely to kill); ties (e.g. every value
+    below the slot's own share costs the same): the largest."""
+    allowed = np.ones(expected.shape, bool) if cap is None else p_kill <= cap + 1e-12
+    none = ~allowed.any(axis=1)
+    allowed[none] = p_kill[none] <= p_kill[none].min(axis=1, keepdims=True)
+    cost = np.where(allowed, expected, np.inf)
+    order = np.argsort(candidates, axis=1, kind="stable")[:, ::-1]
+    by_size = np.take_along_axis(cost, order, axis=1)
+    tied = by_size <= by_size.min(axis=1, keepdims=True) * (1 + 1e-9) + 1e-12
+    return order[np.arange(len(order)), tied.argmax(axis=1)]
 
 
 @dataclass(frozen=True)

@@ -6,22 +6,45 @@ The replay's rules (``replay/rules.py``: the pilot's memory kill at k × the all
 over a task's value distribution evaluated at a fixed grid of its quantiles, so the same
 code prices a model's calibrated distribution and the generator's exact one.
 
-Simplifications, stated: every job of a task needs the task's value (PanDA's task value
-already carries the margin over its jobs); a killed attempt costs the core-hours it ran
-plus ``kill_overhead`` times the job's full core-hours (the retry waits and runs again:
-the task is late by a job); a need above the allocation but within the
-pilot's grace pays for the memory it takes from other jobs; slack is what the allocation holds above the
-larger of the need and the slot's own share (a slot gives 2 GB a core whatever is asked).
+The ``need`` a cost is taken over is a *job's*: the task's value times a factor of the
+spread of a task's jobs around it (:class:`~scoutless.allocation.values.JobSpread`, learnt
+from a history's jobs; without one every job needs the task's value). A killed attempt
+costs the core-hours it ran plus ``kill_overhead`` times the job's full core-hours (the
+retry waits and runs again: the task is late by a job); a need above the allocation but
+within the grace pays for the memory it takes from other jobs; slack is what the slot
+holds above what the slot the need itself requires would hold (a slot gives its type's MB
+a core whatever is asked); a need above the standard slot's share takes HIMEM-class memory
+whichever slot it sits in. HIMEM and long-queue core-hours pay their premium times
+:func:`congestion` of the load the caps carry (``SiteRules.himem_load``/``long_load``):
+the scarcer the room, the dearer a core-hour there. The replay's realised priced total
+(``replay/priced.py``) sums the same components from what its jobs did.
+
+The rules the *decision* assumes (:meth:`SiteRules.deciding`) differ from the site's in
+one place: the memory grace is the one the site guarantees
+(``allocation.guaranteed_memory_grace``, default 1: none), not the pilot's observed
+``memory_kill_factor``; a job whose need is above its slot is planned as killed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from scoutless.config import Prices, ReplaySettings
+from scoutless.config import AllocationSettings, Prices, ReplaySettings
 from scoutless.jedi.units import MEMORY_COMPENSATION
+
+#: the load a capped room's price is taken at, at most (a full room: ten times the price)
+MAX_LOAD = 0.9
+
+
+def congestion(load: float) -> float:
+    """The price factor of a room (HIMEM, the long queue) whose cap is ``load`` busy on
+    average: 1 / (1 - load), the M/M/1 queue's mean time in system over its service time,
+    so a core-hour there costs what it keeps others waiting; ``load`` clipped to
+    [0, MAX_LOAD]."""
+    return 1.0 / (1.0 - min(max(float(load), 0.0), MAX_LOAD))
 
 
 @dataclass(frozen=True)
@@ -38,18 +61,36 @@ class SiteRules:
     #: the longest queue's maxtime: no limit goes above it, and a walltime kill's retry
     #: runs with it (JEDI's increase_cputime); two days, a common grid queue's maxtime
     max_maxtime_s: float = 172_800.0
+    #: a HIMEM slot's MB per core (what a job there holds at least; None: the ramCount)
+    himem_mb_per_core: float | None = None
+    #: mean busy share of the long queue's and HIMEM's caps (0: free: the plain premium)
+    long_load: float = 0.0
+    himem_load: float = 0.0
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
-        """The replay's own numbers: its kill factor, standard slot and the two queues'
-        maxtimes (``replay.short_maxtime_s``, ``replay.queue_maxtime_s``)."""
-        standard = min(t.mb_per_core for t in replay.resource_types.values())
+        """The replay's own numbers: its kill factor, standard and HIMEM slots and the two
+        queues' maxtimes (``replay.short_maxtime_s``, ``replay.queue_maxtime_s``)."""
+        sizes = sorted({t.mb_per_core for t in replay.resource_types.values()})
         return cls(
             memory_kill_factor=replay.memory_kill_factor,
-            standard_mb_per_core=standard,
+            standard_mb_per_core=sizes[0],
             short_maxtime_s=replay.short_maxtime_s,
             max_maxtime_s=replay.queue_maxtime_s or cls.max_maxtime_s,
+            himem_mb_per_core=sizes[1] if len(sizes) > 1 else None,
         )
+
+    def deciding(self, allocation: AllocationSettings) -> SiteRules:
+        """The rules a decision assumes: the memory grace the site guarantees
+        (``allocation.guaranteed_memory_grace``), not the pilot's observed kill factor."""
+        return replace(self, memory_kill_factor=allocation.guaranteed_memory_grace)
+
+    def slot_mb(self, alloc: np.ndarray) -> np.ndarray:
+        """MB per core a job of ramCount ``alloc`` holds: at least its slot type's share."""
+        if self.himem_mb_per_core is None:
+            return np.maximum(alloc, self.standard_mb_per_core)
+        himem = alloc > self.standard_mb_per_core / self.memory_compensation
+        return np.maximum(alloc, np.where(himem, self.himem_mb_per_core, self.standard_mb_per_core))
 
 
 @dataclass(frozen=True)
@@ -74,35 +115,48 @@ class JobContext:
         return len(self.cores)
 
 
+def memory_killed(alloc: np.ndarray, need: np.ndarray, rules: SiteRules) -> np.ndarray:
+    """Whether a job needing ``need`` MB/core is killed at ramCount ``alloc``: above the
+    grace times what its slot holds (broadcast)."""
+    return need > rules.memory_kill_factor * rules.slot_mb(alloc)
+
+
 def memory_cost(
     alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
 ) -> np.ndarray:
-    """Cost of allocating ``alloc`` MB/core (n, a) to tasks needing ``need`` (n, ..., g):
+    """Cost of allocating ``alloc`` MB/core (n, a) to jobs needing ``need`` (n, ..., g):
     broadcast; ``job`` arrays are per task (n,)."""
     extra = (1,) * (need.ndim - 1)
     cores = job.cores.reshape(-1, *extra)
     hours = (job.wall_s / 3600.0).reshape(-1, *extra)
-    held = np.maximum(alloc, rules.standard_mb_per_core)
+    held = rules.slot_mb(alloc)
     limit = rules.memory_kill_factor * held
     killed = need > limit
     ran = np.where(killed, np.minimum(1.0, limit / np.maximum(need, 1e-9)), 1.0)
     kill = np.where(killed, (ran + prices.kill_overhead) * cores * hours, 0.0)
-    slack_gb = np.maximum(held - np.maximum(need, rules.standard_mb_per_core), 0.0) / 1024.0
+    # slack: above what the slot the need itself requires holds anyway
+    slack_gb = np.maximum(held - rules.slot_mb(need), 0.0) / 1024.0
     slack = np.where(killed, 0.0, prices.memory_gb_hour * slack_gb * cores * hours)
     over_gb = np.where(killed, 0.0, np.maximum(need - held, 0.0) / 1024.0)
     overuse = prices.memory_overuse_gb_hour * over_gb * cores * hours
-    # the slot it runs in: the allocation's, or after a kill the retry's, raised to the need
+    # HIMEM-class memory: the allocation's slot, or the need's (after a kill the retry is
+    # raised to it; within a grace the job holds it in a standard slot all the same)
     himem_border = rules.standard_mb_per_core / rules.memory_compensation
-    himem_slot = np.where(killed, need, alloc) > himem_border
-    himem = np.where(himem_slot, prices.himem_core_hour * cores * hours, 0.0)
+    himem_slot = np.maximum(need, alloc) > himem_border
+    himem_price = prices.himem_core_hour * congestion(rules.himem_load)
+    himem = np.where(himem_slot, himem_price * cores * hours, 0.0)
     return kill + slack + overuse + himem
 
 
-def memory_candidates(grid: np.ndarray, rules: SiteRules) -> np.ndarray:
-    """(n, c) allocations worth pricing: the quantiles, the least each survives with (a
-    need over k), and the most a standard slot takes (the HIMEM border)."""
-    standard = np.full((len(grid), 1), rules.standard_mb_per_core / rules.memory_compensation)
-    return np.hstack([grid / rules.memory_kill_factor, grid, standard])
+def memory_candidates(levels: np.ndarray, rules: SiteRules) -> np.ndarray:
+    """(n, c) allocations worth pricing: quantiles of a job's need (``levels``, (n, l)),
+    the most a standard slot takes (the HIMEM border), and, only where the site guarantees
+    a grace above 1, the least each quantile survives with (need ÷ grace)."""
+    standard = np.full((len(levels), 1), rules.standard_mb_per_core / rules.memory_compensation)
+    parts = [levels, standard]
+    if rules.memory_kill_factor > 1:
+        parts.insert(0, levels / rules.memory_kill_factor)
+    return np.hstack(parts)
 
 
 def walltime_limit_s(cputime: np.ndarray, job: JobContext, extra: tuple[int, ...]) -> np.ndarray:
@@ -114,6 +168,15 @@ def walltime_limit_s(cputime: np.ndarray, job: JobContext, extra: tuple[int, ...
         * (job.cpu_efficiency.reshape(shape) / 100.0)
     )
     return cputime * per_event + job.base_walltime_s.reshape(shape)
+
+
+def cputime_killed(
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules
+) -> np.ndarray:
+    """Whether a job needing cpuTime ``need`` outruns the walltime limit of ``alloc``."""
+    extra = (1,) * (need.ndim - 1)
+    limit = np.minimum(walltime_limit_s(alloc, job, extra), rules.max_maxtime_s)
+    return walltime_limit_s(need, job, extra) > limit
 
 
 def cputime_cost(
@@ -134,19 +197,34 @@ def cputime_cost(
     long = 0.0
     if rules.short_maxtime_s is not None:
         on_long = held > rules.short_maxtime_s
-        long = np.where(on_long, prices.long_queue_core_hour * cores * runs / 3600.0, 0.0)
+        price = prices.long_queue_core_hour * congestion(rules.long_load)
+        long = np.where(on_long, price * cores * runs / 3600.0, 0.0)
     return kill + slack + long
 
 
-def plain_candidates(grid: np.ndarray, rules: SiteRules) -> np.ndarray:
-    """(n, c) allocations worth pricing: the task's quantiles themselves."""
-    return grid
+def plain_candidates(levels: np.ndarray, rules: SiteRules) -> np.ndarray:
+    """(n, c) allocations worth pricing: the quantiles of a job's need themselves."""
+    return levels
 
 
-#: target -> (per-job cost, candidate allocations); the targets allocated as a number
+def _memory_killed(alloc: np.ndarray, need: np.ndarray, job: JobContext,
+                   rules: SiteRules) -> np.ndarray:  # fmt: skip
+    return memory_killed(alloc, need, rules)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """One target's per-job cost, the allocations worth pricing and whether a job dies."""
+
+    cost: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules, Prices], np.ndarray]
+    candidates: Callable[[np.ndarray, SiteRules], np.ndarray]
+    killed: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules], np.ndarray]
+
+
+#: target -> its cost model; the targets allocated as a number
 COSTS = {
-    "memory": (memory_cost, memory_candidates),
-    "cputime": (cputime_cost, plain_candidates),
+    "memory": CostModel(memory_cost, memory_candidates, _memory_killed),
+    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed),
 }
 
 

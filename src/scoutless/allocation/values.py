@@ -129,3 +129,69 @@ class ConformalLevels:
 
     def to_dict(self) -> dict[str, list[float]]:
         return {"scores": self.scores.tolist()}
+
+
+def spread_strata(points: int) -> tuple[np.ndarray, np.ndarray]:
+    """(levels, weights) of ``points`` strata of a distribution: equal strata up to 0.9,
+    then the tail in three narrowing ones (0.9-0.97, 0.97-0.995, 0.995-1) so a kill cap of
+    a few percent sees the jobs that break it; each stratum is its middle level, weighted
+    by its width. Fewer than four points: equal strata."""
+    if points < 1:
+        raise ValueError(f"{points=} must be positive")
+    if points < 4:
+        edges = np.linspace(0.0, 1.0, points + 1)
+    else:
+        edges = np.r_[np.linspace(0.0, 0.9, points - 2), 0.97, 0.995, 1.0]
+    return (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+
+
+@dataclass(frozen=True)
+class JobSpread:
+    """Per task, ``s`` factors of one of its jobs' need over the task's value (n, s), with
+    their probabilities (``weights``, (s,), summing to 1): a job of a task whose value is v
+    needs v × factor. Learnt from a history's jobs (each job's own value over its task's,
+    pooled by task kind: :meth:`pooled`); ``none``: every job needs the task's value."""
+
+    factors: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def none(cls, n: int) -> JobSpread:
+        return cls(np.ones((n, 1)), np.ones(1))
+
+    @classmethod
+    def equal(cls, factors: np.ndarray) -> JobSpread:
+        """Equally likely factors (n, s)."""
+        factors = np.atleast_2d(np.asarray(factors, dtype=float))
+        return cls(factors, np.full(factors.shape[1], 1.0 / factors.shape[1]))
+
+    def __len__(self) -> int:
+        return len(self.factors)
+
+    def take(self, rows: np.ndarray | slice) -> JobSpread:
+        return JobSpread(self.factors[rows], self.weights)
+
+    @classmethod
+    def pooled(
+        cls,
+        ratios: np.ndarray,
+        job_kind: np.ndarray,
+        task_kind: np.ndarray,
+        points: int = 8,
+        min_jobs: int = 50,
+    ) -> JobSpread:
+        """From jobs' ``ratios`` (a job's value ÷ its task's; NaN: not measured) and each
+        job's and task's kind: a kind's ratios at ``points`` strata (:func:`spread_strata`;
+        jobs weigh alike: the cost is per job); a kind with fewer than ``min_jobs``
+        measured jobs takes every kind's."""
+        levels, weights = spread_strata(points)
+        ratios = np.asarray(ratios, dtype=float)
+        ok = np.isfinite(ratios) & (ratios > 0)
+        overall = np.quantile(ratios[ok], levels) if ok.any() else np.ones(points)
+        factors = np.tile(overall, (len(task_kind), 1))
+        job_kind, task_kind = np.asarray(job_kind), np.asarray(task_kind)
+        for kind in np.unique(task_kind):
+            mine = ok & (job_kind == kind)
+            if mine.sum() >= min_jobs:
+                factors[task_kind == kind] = np.quantile(ratios[mine], levels)
+        return cls(factors, weights)

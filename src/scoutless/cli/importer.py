@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from scoutless.cli.sizing import WorkflowOption
 from scoutless.sources.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _update_store(history_db: str, jobs: Any, table: TrainingTable) -> None:
 
 
 def import_trace(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join(FORMATS))],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join([*FORMATS, "nextflow"]))],
     files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="trace file(s); gzip ok")],
     out: Annotated[Path, typer.Option("--out", "-o", help="training table to write")] = Path(
         "table.parquet"
@@ -67,6 +68,7 @@ def import_trace(
     history: Annotated[
         bool, typer.Option(help="add the user's recent finished jobs as features")
     ] = True,
+    workflow: WorkflowOption = None,
     history_db: Annotated[
         str | None,
         typer.Option(
@@ -75,7 +77,11 @@ def import_trace(
         ),
     ] = None,
 ) -> None:
-    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table)."""
+    """Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, Nextflow, any table)."""
+    if fmt == "nextflow":
+        from scoutless.cli.sizing import import_nextflow
+
+        return import_nextflow(files, workflow, out, skip_bad)
     if fmt not in FORMATS:
         console.print(f"[red]unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         raise typer.Exit(code=2)
@@ -104,8 +110,12 @@ def import_trace(
         if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:
             console.print("use --skip-bad to skip malformed lines")
         raise typer.Exit(code=1) from exc
-    for err in jobs.bad_lines[:10]:
+    _report(jobs.bad_lines, _summary(table, out))
+
+
+def _report(bad_lines: list, summary: Table) -> None:
+    for err in bad_lines[:10]:
         console.print(f"[yellow]skipped {err}")
-    if len(jobs.bad_lines) > 10:
-        console.print(f"[yellow]… {len(jobs.bad_lines) - 10} more malformed lines skipped")
-    console.print(_summary(table, out))
+    if len(bad_lines) > 10:
+        console.print(f"[yellow]… {len(bad_lines) - 10} more malformed lines skipped")
+    console.print(summary)

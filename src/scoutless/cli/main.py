@@ -42,7 +42,11 @@ VERBS: dict[str, Verb] = {
     ),
     "import": Verb(
         "scoutless.cli.importer:import_trace",
-        "Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, any table).",
+        "Import a job trace (SWF, PanDA job CSV, Slurm sacct, HTCondor, Nextflow, any table).",
+    ),
+    "size": Verb(
+        "scoutless.cli.sizing:size",
+        "Size a workflow's instances online (scoutless and the published baselines).",
     ),
     "monitor": Verb(
         "scoutless.cli.monitor:app", "Compare predictions with actuals, drift, alerts."

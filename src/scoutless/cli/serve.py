@@ -71,7 +71,12 @@ def serve(
     if bundle is not None:  # what an admin reload chooses, every worker follows
         options["pointer"] = str(_fresh_pointer(settings, port))
     os.environ[OPTIONS_ENV] = json.dumps(options)
-    from scoutless.service.workers import Supervisor  # one SO_REUSEPORT socket per worker
+    _supervise(workers, host, port, log_level)
+
+
+def _supervise(workers: int, host: str, port: int, log_level: str) -> None:
+    """Run the workers (one SO_REUSEPORT socket each) and exit with their code."""
+    from scoutless.service.workers import Supervisor
 
     try:
         code = Supervisor(workers, host, port, log_level).run()

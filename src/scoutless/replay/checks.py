@@ -5,6 +5,9 @@
   scouts trail the oracle, the share of that gap the hybrid closes (goal ≥ 75 %);
 - ``predicted_vs_bayes``: predicted within 10 % of bayes on wasted core-hours and memory
   slack (|predicted − bayes| ≤ 10 % of bayes);
+- ``bounds``: the references bound on the priced total (``replay/priced.py``): ``oracle``
+  ≤ every strategy, ``bayes`` ≤ ``predicted``; a strategy that beats a bound says the
+  decision's model of the cost is not the replay's;
 - ``first_job``: predicted's P50 time to the first production job ≤ 1 % of the scouts';
 - ``selective_vs_request`` (traces): the cost-aware strategy wastes no more core-hours and
   holds no more memory slack than the users' requests, with first-attempt success at
@@ -36,6 +39,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("memory slack, relative", "memory_slack_relative", "lower"),
     ("walltime slack (core·h)", "walltime_slack_core_hours", "lower"),
     ("walltime slack, relative", "walltime_slack_relative", "lower"),
+    ("priced total (core·h)", "priced_total_core_hours", "lower"),
 )
 #: a trace's goal: the cost-aware strategy against the users' own requests
 TRACE_METRICS: tuple[tuple[str, str, str], ...] = tuple(
@@ -140,6 +144,24 @@ def first_job(predicted: Mapping[str, Any], scouts: Mapping[str, Any]) -> dict[s
     return {"rows": [row], "all_met": met}
 
 
+PRICED = "priced_total_core_hours"
+
+
+def bounds(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``oracle`` ≤ every other strategy and ``bayes`` ≤ ``predicted`` on the priced total
+    (rows for the pairs present)."""
+    pairs = [("oracle", name) for name in strategies if name != "oracle" and "oracle" in strategies]
+    if "bayes" in strategies and "predicted" in strategies:
+        pairs.append(("bayes", "predicted"))
+    rows = []
+    for bound, other in pairs:
+        b, o = _number(strategies[bound], PRICED), _number(strategies[other], PRICED)
+        met = None if b is None or o is None else b <= o
+        rows.append({"metric": _LABEL[PRICED], "figures": {bound: b, other: o},
+                     "goal": f"{bound} ≤ {other}", "met": met})  # fmt: skip
+    return {"rows": rows, "all_met": _all_met(rows)}
+
+
 def replay_checks(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Every check whose strategies are in ``strategies`` (replay.json's entries)."""
     s = strategies.get
@@ -158,4 +180,8 @@ def replay_checks(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
         out["predicted_vs_bayes"] = predicted_vs_bayes(strategies["predicted"], strategies["bayes"])
     if s("predicted") and s("scouts"):
         out["first_job"] = first_job(strategies["predicted"], strategies["scouts"])
+    if (s("oracle") or (s("bayes") and s("predicted"))) and all(
+        PRICED in entry for entry in strategies.values()
+    ):
+        out["bounds"] = bounds(strategies)
     return out

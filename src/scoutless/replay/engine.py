@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from scoutless.replay.strategies import CanaryDraw
 
 SUBMIT, END, TICK = 0, 1, 2
+#: ReplayResult's per-task arrays that the priced total reads
+PRICED_FIELDS = (
+    "killed_job_core_s", "priced_slack_mb_s", "overuse_mb_s", "himem_core_s", "long_core_s",
+    "scout_wait_s",
+)  # fmt: skip
 SCOUTING, RUNNING, BROKEN, EXHAUSTED = 0, 1, 2, 3
 
 
@@ -56,6 +61,9 @@ class StrategyPlan:
     canary: CanaryDraw | None = None
     #: keep every attempt (:class:`AttemptLog`): what ``replay --write-history`` writes
     record: bool = False
+    #: per unit, ramCount (MB/core) and walltime limit (s) instead of the task's (oracle)
+    unit_ram: np.ndarray | None = None
+    unit_walltime: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,22 @@ class ReplayResult:
     final_cputime: np.ndarray = field(default_factory=lambda: np.zeros(0))
     canary: CanaryDraw | None = None  # the plan's
     attempt_log: AttemptLog | None = None  # plan.record only
+    #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
+    #: full length (core·s), memory held above max(need, the share of the slot its need
+    #: requires) and used above the allocation by surviving attempts (MB·s), core·s in
+    #: HIMEM slots or of HIMEM-class needs and on the long queue, and the wait for the
+    #: scouts (submission → avalanche, s)
+    killed_job_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    priced_slack_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    overuse_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    himem_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    long_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    scout_wait_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def _per_unit(values: np.ndarray | None, n_units: int) -> list[float | None]:
+    """A plan's per-unit numbers as the replay's lists (None each: the task's own)."""
+    return [None] * n_units if values is None else values.astype(float).tolist()
 
 
 class Replay:
@@ -149,13 +173,14 @@ class Replay:
         lowers = np.asarray(plan.retune_lowers_cputime, dtype=bool)
         self.lowers = np.broadcast_to(lowers, (n_t,)).tolist()
         # per unit
-        self.job_ram: list[float | None] = [None] * n_j
-        self.job_wall_limit: list[float | None] = [None] * n_j
+        self.job_ram: list[float | None] = _per_unit(plan.unit_ram, n_j)
+        self.job_wall_limit: list[float | None] = _per_unit(plan.unit_walltime, n_j)
         self.attempts = [0] * n_j
         self.first_ok = [False] * n_j
         self.failed = [False] * n_j
-        # unit -> (start, outcome, allocation MB, walltime limit s)
-        self.running: dict[int, tuple[float, int, float, float]] = {}
+        # unit -> (start, outcome, allocation MB, walltime limit s, slot MB/core, long queue)
+        self.running: dict[int, tuple[float, int, float, float, float, bool]] = {}
+        self._need_slots()
         self.log: list[tuple[int, int, float, float, float, int, float, float]] | None = (
             [] if plan.record else None
         )
@@ -171,6 +196,17 @@ class Replay:
         self.watch_retune: set[int] = set()
         self.tick_at: float | None = None
         self.n_events = 0
+
+    def _need_slots(self) -> None:
+        """Per unit, the slot its own need requires: a share no allocation is blamed for,
+        and whether the job takes HIMEM-class memory (in a HIMEM slot, or above the
+        standard share within the pilot's grace)."""
+        work = self.w
+        base = work.base_ram_mb[work.task]
+        slot_mb = rules.need_slot_mb(work.need_mb, base, work.cores, self.pool.types)
+        self.standard_mb = min(t.mb_per_core for t in self.cfg.resource_types.values())
+        self.need_share = (base + work.cores * slot_mb).tolist()
+        self.need_himem = (slot_mb > self.standard_mb).tolist()
 
     def _priorities(self, scout: np.ndarray) -> np.ndarray:
         """Each unit's currentPriority under this plan: JobGenerator's scout boost for the
@@ -205,6 +241,7 @@ class Replay:
         self.wall_rel = [0.0] * n_t
         self.wall_spare = [0.0] * n_t
         self.scout_ram = [math.nan] * n_t
+        self.priced = {key: [0.0] * n_t for key in PRICED_FIELDS}
 
     # ------------------------------------------------------------------ clock
 
@@ -293,11 +330,11 @@ class Replay:
         if not self.is_scout[j] and self.first_prod[t] != self.first_prod[t]:  # still NaN
             self.first_prod[t] = self.now - self.submit[t]
         self.attempts[j] += 1
-        self.running[j] = (self.now, outcome, alloc, limit)
+        self.running[j] = (self.now, outcome, alloc, limit, slot_mb_per_core, on_long)
         self.push(self.now + runtime, END, j)
 
     def on_end(self, j: int) -> None:
-        started, outcome, alloc, limit = self.running.pop(j)
+        started, outcome, alloc, limit, slot_mb, on_long = self.running.pop(j)
         t = self.unit_task[j]
         runtime = self.now - started
         if self.log is not None:
@@ -307,6 +344,7 @@ class Replay:
         core_s = self.cores[j] * runtime
         self.used[t] += core_s
         self.account_slack(j, t, runtime, alloc, limit if outcome == rules.SUCCESS else None)
+        self.account_priced(j, t, runtime, alloc, slot_mb, on_long, outcome != rules.SUCCESS)
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
@@ -329,6 +367,24 @@ class Replay:
             self.ok_run_s[t] += runtime
             self.wall_rel[t] += runtime * spare_s / limit
             self.wall_spare[t] += self.cores[j] * spare_s
+
+    def account_priced(
+        self, j: int, t: int, runtime: float, alloc: float, slot_mb: float, on_long: bool,
+        killed: bool,
+    ) -> None:  # fmt: skip
+        """What the priced total prices of one attempt (``ReplayResult.priced_*``)."""
+        core_s = self.cores[j] * runtime
+        priced = self.priced
+        if slot_mb > self.standard_mb or self.need_himem[j]:
+            priced["himem_core_s"][t] += core_s
+        if on_long:
+            priced["long_core_s"][t] += core_s
+        if killed:
+            priced["killed_job_core_s"][t] += self.cores[j] * self.wall[j]
+            return
+        held_anyway = max(self.need[j], self.need_share[j])
+        priced["priced_slack_mb_s"][t] += max(alloc - held_anyway, 0.0) * runtime
+        priced["overuse_mb_s"][t] += max(self.need[j] - alloc, 0.0) * runtime
 
     def on_success(self, j: int, t: int) -> None:
         if self.attempts[j] == 1:
@@ -444,6 +500,7 @@ class Replay:
     def avalanche(self, t: int, ram: float, cpu: float) -> None:
         """JEDI's scout exits: broken, exhausted, or the production jobs go out."""
         self.scout_ram[t] = ram
+        self.priced["scout_wait_s"][t] = self.now - self.submit[t]
         n_new = self.w.n_units[t] - self.n_scouts[t]
         if rules.scouts_broken(
             self.scouts_ok[t], self.scouts_failed[t], self.cfg.scout_min_success_rate
@@ -502,4 +559,5 @@ class Replay:
             final_cputime=arr(self.task_cpu, dtype=float),
             canary=self.plan.canary,
             attempt_log=None if self.log is None else AttemptLog.of(self.log),
+            **{key: arr(values, dtype=float) for key, values in self.priced.items()},
         )

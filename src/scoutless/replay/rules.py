@@ -14,6 +14,8 @@ import bisect
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from scoutless.jedi.units import MEMORY_COMPENSATION
 
 MEMORY_KILL = 1
@@ -47,6 +49,32 @@ def resource_type(
         if ram_mb_per_core <= mb_per_core:
             return i
     return chosen
+
+
+def need_ram_per_core(need_mb: np.ndarray, base_mb: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """The ramCount (MB/core) whose allocation is exactly a job's maxPSS: baseRamCount +
+    cores × ramCount = need (:func:`allocation_mb`), at least 1 MB a core."""
+    return np.maximum((need_mb - base_mb) / np.maximum(cores, 1.0), 1.0)
+
+
+def need_slot_mb(
+    need_mb: np.ndarray, base_mb: np.ndarray, cores: np.ndarray,
+    types: Sequence[tuple[str, float, bool]],
+) -> np.ndarray:  # fmt: skip
+    """Per job, the MB/core of the slot its own need requires (:func:`resource_type` of
+    :func:`need_ram_per_core`): the share a job holds whatever it is given. ``types`` as
+    in :func:`resource_type`."""
+    cores = np.asarray(cores, dtype=float)
+    matched = (need_ram_per_core(need_mb, base_mb, cores) * np.maximum(cores, 1.0) + base_mb)
+    matched = matched / np.maximum(cores, 1.0) * MEMORY_COMPENSATION
+    out = np.zeros(len(cores))
+    for multicore in (False, True):
+        sizes = np.sort([mb for _, mb, multi in types if multi == multicore])
+        rows = (cores > 1) == multicore
+        if sizes.size and rows.any():
+            at = np.minimum(np.searchsorted(sizes, matched[rows], side="left"), sizes.size - 1)
+            out[rows] = sizes[at]
+    return out
 
 
 def allocation_mb(

@@ -3,10 +3,13 @@
 ``replay.json``::
 
     {"strategies": {"scouts"|"predicted"|"hybrid"|"selective"|"bayes"|"oracle": {
+      "priced_total_core_hours", "priced_components": {kills, memory_slack, ...},
+      "priced_loads": {long_queue, himem} (replay/priced.py),
       "time_to_first_job_s": {"p50", "p90"}, "task_completion_s": {"p50", "p90"},
       "first_attempt_success", "memory_kills", "walltime_kills", "retries_per_job",
       "wasted_core_hours", "used_core_hours", "memory_slack_gb_hours", "tasks_broken",
       "tasks_exhausted", ... "by_class", "by_kind", "cdf"}},
+     "ranking": [{"strategy", "priced_total_core_hours"}, ...] (least first),
      "checks": {...} (replay/checks.py), "skipped": {strategy: why},
      "config": {...}, "workload": {...}}
 
@@ -29,13 +32,14 @@ import numpy as np
 import pandas as pd
 
 from scoutless.atomic import atomic_write_text
-from scoutless.config import Settings
+from scoutless.config import AllocationSettings, Settings
 from scoutless.replay.canary import Rehearsal, arm_figures
 from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import Replay, ReplayResult, StrategyPlan
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.pool import SlotPool, pool_cores
+from scoutless.replay.priced import priced_total
 from scoutless.replay.strategies import SOURCE_OF, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,
@@ -197,13 +201,19 @@ def replay_document(
     skipped: Mapping[str, str] | None = None,
     choice: ScoutChoice | None = None,
     rehearsal: Rehearsal | None = None,
+    allocation: AllocationSettings | None = None,
 ) -> dict[str, Any]:
-    """replay.json: every strategy's metrics, the checks between them, config, workload;
-    a canary's per-arm figures in the impact's definitions (``replay/canary.py``)."""
+    """replay.json: every strategy's metrics and priced total (at ``allocation``'s prices,
+    the defaults where None), the strategies ranked by it, the checks between them,
+    config, workload; a canary's per-arm figures in the impact's definitions
+    (``replay/canary.py``)."""
+    cores = pool_cores(work, cfg)
+    allocation = allocation or AllocationSettings()
     strategies = {
-        name: strategy_metrics(result, work, classes, cfg.cdf_points)
+        name: {**strategy_metrics(result, work, classes, cfg.cdf_points),
+               **priced_total(result, work, cfg, allocation, cores)}
         for name, result in results.items()
-    }
+    }  # fmt: skip
     if choice is not None and "selective" in strategies:
         strategies["selective"]["scout_choice"] = choice_summary(choice)
     if rehearsal is not None and "canary" in strategies:
@@ -213,15 +223,24 @@ def replay_document(
         }
     return {
         "strategies": strategies,
+        "ranking": ranking(strategies),
         "checks": replay_checks(strategies),
         "skipped": dict(skipped or {}),
-        "config": {**cfg.model_dump(), **meta, "pool_cores": pool_cores(work, cfg)},
+        "config": {**cfg.model_dump(), **meta, "pool_cores": cores,
+                   "allocation": allocation.model_dump()},
         "workload": {
             "tasks": work.n_tasks,
             "jobs": work.n_jobs,
             "scouts": int(work.is_scout.sum()),
         },
     }
+
+
+def ranking(strategies: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The strategies from the least priced total to the most (the headline's order)."""
+    ranked = sorted(strategies, key=lambda n: strategies[n]["priced_total_core_hours"])
+    return [{"strategy": n, "priced_total_core_hours": strategies[n]["priced_total_core_hours"]}
+            for n in ranked]  # fmt: skip
 
 
 def write_json_atomic(path: Path, document: Mapping[str, Any]) -> Path:
@@ -305,7 +324,7 @@ def _document(
         rehearsal = rehearsal_of(results["canary"], work, settings, meta)
     document = replay_document(
         results, work, true_classes(work, settings, bins), settings.replay, meta,
-        skipped=skipped, choice=choice, rehearsal=rehearsal,
+        skipped=skipped, choice=choice, rehearsal=rehearsal, allocation=settings.allocation,
     )  # fmt: skip
     return document, rehearsal
 
@@ -345,7 +364,8 @@ def replay_trace(
     }
     meta = {"policy": policy, "alpha": alpha, "bundle": getattr(predictor, "version", None),
             "source": table.source, "incumbent": "request"}  # fmt: skip
-    document = replay_document(results, work, classes, cfg, meta)
+    document = replay_document(results, work, classes, cfg, meta,
+                               allocation=settings.allocation)  # fmt: skip
     if "selective" in document["strategies"] and notes:
         document["strategies"]["selective"].update(notes)
     write_json_atomic(Path(out) / REPLAY_JSON, document)

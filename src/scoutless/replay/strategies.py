@@ -16,8 +16,11 @@
 - **bayes**: the predicted strategy's decision rule fed the generator's true distribution
   of each task's value (synthetic histories only): the best any submission-time predictor
   can do with that rule.
-- **oracle**: each task's own target values (from all its jobs) at submission, no scouts:
-  perfect foresight.
+- **oracle**: each *job* exactly its own measured need, no scouts: perfect foresight. Its
+  ramCount is the job's own maxPSS per core (so it lands in the slot that need requires),
+  its walltime limit the job's own run time: no kill, the least slack, HIMEM and the long
+  queue only for the jobs that need them. It bounds every strategy's kill and slack
+  components by construction (``replay/priced.py``).
 - **canary** (on request): a rollout rehearsed in one pool, as production runs it. Each
   task gets the arm the listener would give it (``allocation.arms.assign``: seed, share,
   its jediTaskID); ``canary`` tasks run as ``replay.canary_arm`` (selective's hybrid
@@ -38,6 +41,7 @@ import numpy as np
 from scoutless.allocation.arms import RolloutState, assign, task_key
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.engine import StrategyPlan
+from scoutless.replay.rules import need_ram_per_core
 from scoutless.replay.submission import Submission
 from scoutless.replay.workload import Workload
 
@@ -67,8 +71,16 @@ def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> St
             name, np.where(scout, request_ram, ram), np.where(scout, request_cpu, cpu),
             use_scouts=scout.copy(), retune=True, retune_lowers_cputime=scout.copy(),
         )  # fmt: skip
+    if name == "oracle":
+        return StrategyPlan(name, ram, cpu, False, retune=False, unit_ram=oracle_unit_ram(work),
+                            unit_walltime=work.wall_s.copy())  # fmt: skip
     hybrid = name == "hybrid"
     return StrategyPlan(name, ram, cpu, False, retune=hybrid, retune_lowers_cputime=not hybrid)
+
+
+def oracle_unit_ram(work: Workload) -> np.ndarray:
+    """Per unit, the ramCount (MB/core) whose allocation is exactly its maxPSS."""
+    return need_ram_per_core(work.need_mb, work.base_ram_mb[work.task], work.cores)
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ from scoutless.allocation.allocate import (
 )
 from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
 from scoutless.allocation.policies import make_policy
-from scoutless.allocation.values import ConformalLevels, ValueDistribution
+from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
+from scoutless.replay.pool import LONG, pool_cores, standard_types
 from scoutless.replay.workload import TaskEstimator, Workload
 
 if TYPE_CHECKING:
@@ -105,6 +106,9 @@ def stitch(parts: Sequence[tuple[np.ndarray, Any]], n: int) -> Any:
     kind = type(parts[0][1])
     out = {}
     for field in dataclasses.fields(kind):
+        if getattr(parts[0][1], field.name) is None:  # an optional array none carries
+            out[field.name] = None
+            continue
         first = np.asarray(getattr(parts[0][1], field.name))
         values = np.zeros(n, dtype=first.dtype)
         for rows, part in parts:
@@ -121,22 +125,106 @@ def site_rules(work: Workload, cfg: ReplaySettings) -> SiteRules:
     return dataclasses.replace(rules, max_maxtime_s=max(cfg.queue_maxtime_s or 0.0, longest))
 
 
+#: the rules a decision assumes per width (multicore or not): the loads differ
+WidthRules = Mapping[bool, SiteRules]
+
+
+def decision_rules(work: Workload, settings: Settings) -> dict[bool, SiteRules]:
+    """Per width (multicore or not), the rules a decision assumes on this workload: the
+    site's, with the memory grace the site guarantees
+    (``allocation.guaranteed_memory_grace``) and the load that the jobs which need that
+    width's HIMEM or long queue put on its caps (:func:`site_load`)."""
+    rules = site_rules(work, settings.replay).deciding(settings.allocation)
+    return {
+        multicore: dataclasses.replace(rules, long_load=long_load, himem_load=himem_load)
+        for multicore, (long_load, himem_load) in site_load(work, settings.replay, rules).items()
+    }
+
+
+def site_load(
+    work: Workload, cfg: ReplaySettings, rules: SiteRules
+) -> dict[bool, tuple[float, float]]:
+    """Per width, the (long queue, HIMEM) mean busy share of its caps if every job went
+    where its own need sends it (a run above the short maxtime, a need above the standard
+    slot): the load the site carries whatever a strategy asks, in the pool's own terms
+    (``pool_cores``: the caps, the history's span)."""
+    cores = pool_cores(work, cfg)
+    span = float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
+    busy = work.cores * work.wall_s
+    short = rules.short_maxtime_s
+    long = work.wall_s > short if short is not None else np.zeros(work.n_jobs, bool)
+    per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
+    himem = per_core * rules.memory_compensation > rules.standard_mb_per_core
+    standard = standard_types(cfg.resource_types)
+    out = {}
+    for multicore, name in standard.items():
+        width = (work.cores > 1) == multicore
+        himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
+                        if t.multicore == multicore and k != name)  # fmt: skip
+        out[multicore] = (_share(busy[width & long].sum(), cores.get(name + LONG, 0), span),
+                          _share(busy[width & himem].sum(), himem_cap, span))  # fmt: skip
+    return out
+
+
+def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
+    """One width's rules (the same rules for both where one is given)."""
+    return rules if isinstance(rules, SiteRules) else rules[multicore]
+
+
+def _share(busy: float, cap: float, span: float) -> float:
+    return float(busy / (cap * span)) if cap > 0 and span > 0 else 0.0
+
+
+def job_ratios(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
+    """Per unit, its need over its task's value (the target code on all the task's units):
+    memory per core over ramCount; run time above baseWalltime over the run
+    ``getJobMaxWalltime`` gives the task's cpuTime on the task's median job (so events,
+    cores and site speed that differ from job to job are in the factor)."""
+    values = measured_values(work, settings)
+    job = job_context(work, np.full(work.n_tasks, np.nan))
+    per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
+    run_of_value = walltime_limit_s(values["cputime"], job, ()) - job.base_walltime_s
+    above = work.wall_s - work.base_walltime_s[work.task]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            "memory": per_core / values["memory"][work.task],
+            "cputime": above / run_of_value[work.task],
+        }
+
+
+def job_spreads(work: Workload, settings: Settings) -> dict[str, JobSpread]:
+    """Per allocated target, the spread of a task's jobs around its value, learnt from the
+    workload's jobs and pooled by task kind (:meth:`JobSpread.pooled`)."""
+    points = settings.allocation.job_spread_points
+    return {
+        target: JobSpread.pooled(ratios, work.kind[work.task], work.kind, points)
+        for target, ratios in job_ratios(work, settings).items()
+    }
+
+
 def cost_allocations(
     dists: Mapping[str, ValueDistribution],
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
-    rules: SiteRules,
+    rules: SiteRules | WidthRules,
+    spreads: Mapping[str, JobSpread] | None = None,
 ) -> dict[str, Allocation]:
-    """The cost-aware allocation of every allocated target, priced per resource type."""
+    """The cost-aware allocation of every allocated target, priced per resource type
+    (its prices, its width's rules), under the kill cap (``allocation.kill_cap``)."""
     alloc = settings.allocation
     out = {}
     for target in ALLOCATED_TARGETS:
+        spread = (spreads or {}).get(target)
         parts = []
         for name, rows in price_groups(job.cores, settings.replay):
-            prices = alloc.prices_for(name)
-            part = cost_allocation(target, dists[target].take(rows), levels.get(target),
-                                   job.take(rows), rules, prices, alloc.grid_points)  # fmt: skip
+            width = rules_of(rules, settings.replay.resource_types[name].multicore)
+            part = cost_allocation(
+                target, dists[target].take(rows), levels.get(target), job.take(rows), width,
+                alloc.prices_for(name), alloc.grid_points,
+                spread=None if spread is None else spread.take(rows),
+                max_kill_probability=alloc.kill_cap(target),
+            )  # fmt: skip
             parts.append((rows, part))
         out[target] = stitch(parts, len(job))
     return out
@@ -160,7 +248,8 @@ def scout_choice(
 
 
 def _take(allocation: Allocation, rows: np.ndarray) -> Allocation:
-    return Allocation(**{f.name: getattr(allocation, f.name)[rows]
+    return Allocation(**{f.name: None if getattr(allocation, f.name) is None
+                         else getattr(allocation, f.name)[rows]
                          for f in dataclasses.fields(Allocation)})  # fmt: skip
 
 
@@ -169,13 +258,14 @@ def decide(
     levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
     settings: Settings,
-    rules: SiteRules,
+    rules: SiteRules | WidthRules,
     policy: str,
     alpha: float,
+    spreads: Mapping[str, JobSpread] | None = None,
 ) -> dict[str, Allocation]:
     """Per allocated target, the allocation a value policy (cost or value) makes."""
     if policy == "cost":
-        return cost_allocations(dists, levels, job, settings, rules)
+        return cost_allocations(dists, levels, job, settings, rules, spreads)
     if policy == "value":
         return {t: value_allocation(dists[t], levels.get(t), alpha) for t in ALLOCATED_TARGETS}
     raise ValueError(f"policy {policy!r} allocates a class, not a value: use cost or value")
@@ -264,6 +354,7 @@ def model_submission(
     policy: str,
     alpha: float,
     choose_scouts: bool = False,
+    spreads: Mapping[str, JobSpread] | None = None,
 ) -> Submission:
     """What the bundle allocates (and, with ``choose_scouts``, which tasks to scout)."""
     rows = feature_rows(predictor, features, work.task_ids)
@@ -271,10 +362,11 @@ def model_submission(
         return Submission.of(class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy,
                                           alpha=alpha))  # fmt: skip
     dists, levels = value_distributions(predictor, rows)
-    job, rules = _job_of(dists, work), site_rules(work, settings.replay)
+    job, rules = _job_of(dists, work), decision_rules(work, settings)
+    spreads = job_spreads(work, settings) if spreads is None else spreads
     allocations: dict[str, Allocation] = {}
     if policy in VALUE_POLICIES:
-        allocations = decide(dists, levels, job, settings, rules, policy, alpha)
+        allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
         values = {t: a.value for t, a in allocations.items()}
     else:
         values = class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy, alpha=alpha)
@@ -283,7 +375,7 @@ def model_submission(
         priced = (
             allocations
             if policy == "cost"
-            else cost_allocations(dists, levels, job, settings, rules)
+            else cost_allocations(dists, levels, job, settings, rules, spreads)
         )
         unseen = settings.allocation.scout_unseen
         unknown = unseen_application(predictor.unknown_categories(rows), unseen)
@@ -298,14 +390,19 @@ def truth_submission(
     *,
     policy: str,
     alpha: float,
+    spreads: Mapping[str, JobSpread] | None = None,
 ) -> Submission:
     """The bayes strategy: the model's decision rule on the generator's true distributions
-    (rows in the workload's task order)."""
+    (rows in the workload's task order) and the spread of its jobs around them (the
+    generator's truth holds no within-task law, so the one its jobs show: the same
+    :func:`job_spreads` the model's decision gets)."""
     missing = [t for t in ALLOCATED_TARGETS if t not in truth]
     if missing:
         raise ValueError(f"the synthetic truth has no distribution of {missing[0]!r}")
-    rules = site_rules(work, settings.replay)
-    allocations = decide(truth, {}, _job_of(truth, work), settings, rules, policy, alpha)
+    rules = decision_rules(work, settings)
+    spreads = job_spreads(work, settings) if spreads is None else spreads
+    job = _job_of(truth, work)
+    allocations = decide(truth, {}, job, settings, rules, policy, alpha, spreads)
     return Submission(allocations["memory"].value, allocations["cputime"].value, allocations)
 
 

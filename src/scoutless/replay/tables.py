@@ -12,6 +12,7 @@ from scoutless.replay.checks import replay_checks, value_at
 
 #: (label, how to read it from a strategy's entry, digits)
 ROWS: tuple[tuple[str, str, int], ...] = (
+    ("priced total (core·h)", "priced_total_core_hours", 0),
     ("first production job P50 (h)", "time_to_first_job_s.p50", -1),
     ("first production job P90 (h)", "time_to_first_job_s.p90", -1),
     ("task completion P50 (h)", "task_completion_s.p50", -1),
@@ -42,8 +43,12 @@ def cell(entry: dict[str, Any], path: str, digits: int) -> str:
 
 
 def replay_table(document: dict[str, Any]) -> Table:
+    """Strategies side by side, ranked by their priced total where the document has it."""
     strategies = document["strategies"]
-    table = Table(title="replay: strategies on the same history", box=box.SIMPLE_HEAVY)
+    order = [r["strategy"] for r in document.get("ranking", [])] or list(strategies)
+    strategies = {name: strategies[name] for name in order}
+    title = "replay: strategies on the same history (least priced total first)"
+    table = Table(title=title, box=box.SIMPLE_HEAVY)
     table.add_column("metric", style="bold")
     for name in strategies:
         table.add_column(name, justify="right")
@@ -59,6 +64,7 @@ CHECK_TITLES = {
     "gap_closed": "hybrid vs the scouts' gap to oracle",
     "predicted_vs_bayes": "predicted vs bayes",
     "selective_vs_request": "selective vs the users' requests",
+    "bounds": "bounds",
 }
 
 

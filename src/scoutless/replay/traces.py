@@ -128,7 +128,7 @@ def expected_cost(
     same calibrated grid as ``allocation.cost_allocation`` (its ``z_grid``: one grid for
     both; this function belongs beside it in allocation/allocate.py)."""
     needs = dist.grid_at_z(z_grid(coverage_grid(grid_points), levels))
-    price = COSTS[target][0]
+    price = COSTS[target].cost
     return price(np.asarray(alloc, float)[:, None, None], needs[:, None, :], job, rules, prices
                  ).mean(axis=2)[:, 0]  # fmt: skip
 

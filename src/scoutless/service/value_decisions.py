@@ -66,13 +66,15 @@ def _allocations(
     out = {}
     wall = dists["walltime"].median() if "walltime" in dists else None
     job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
-    rules = SiteRules.of(settings.replay)
+    rules = SiteRules.of(settings.replay).deciding(settings.allocation)
     for t, dist in dists.items():
         levels = predictor.value_levels(t)
         if policy == "cost" and t in COSTS:
             prices = settings.allocation.prices
             grid = settings.allocation.grid_points
-            out[t] = cost_allocation(t, dist, levels, job, rules, prices, grid)
+            cap = settings.allocation.kill_cap(t)
+            out[t] = cost_allocation(t, dist, levels, job, rules, prices, grid,
+                                     max_kill_probability=cap)  # fmt: skip
         else:
             out[t] = value_allocation(dist, levels, alpha)
     return out, dists, job

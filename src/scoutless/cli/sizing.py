@@ -1,0 +1,118 @@
+"""`scoutless import nextflow …` (a Nextflow trace as a raw instance table) and
+`scoutless size …` (online per-instance sizing under the peers' protocol)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoutless.atomic import atomic_write_text
+from scoutless.jsonsafe import jsonable
+
+# pandas and the sizing engine are imported by the functions that run, so that
+# `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
+console = Console()
+PROTOCOLS = ("peers",)
+#: `scoutless import nextflow --workflow NAME`
+WorkflowOption = Annotated[
+    str | None,
+    typer.Option(help="nextflow: the workflow's name (default: the file's stem, no trace_)"),
+]
+
+
+def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad: bool) -> None:
+    """Write Nextflow trace file(s) as a raw instance table (Parquet, or CSV by suffix)."""
+    from scoutless.sources.common import TraceParseError
+    from scoutless.sources.nextflow import read_nextflow
+
+    try:
+        trace = read_nextflow(files, workflow, skip_bad=skip_bad)
+    except TraceParseError as exc:
+        console.print(f"[red]{exc}")
+        if exc.line is not None and not skip_bad:
+            console.print("use --skip-bad to skip malformed lines")
+        raise typer.Exit(code=1) from exc
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".parquet":
+        trace.frame.to_parquet(out, index=False)
+    else:
+        trace.frame.to_csv(out, index=False)
+    for err in trace.bad_lines[:10]:
+        console.print(f"[yellow]skipped {err}")
+    if trace.missing:
+        console.print(f"[yellow]columns not in the trace: {', '.join(trace.missing)}")
+    causes = trace.frame["censors"].value_counts().to_dict()
+    failed = {k: int(v) for k, v in causes.items() if k}
+    console.print(
+        f"{out}: {len(trace.frame)} attempts, {trace.frame['process'].nunique()} processes"
+        + (f"; failed attempts by what they censor: {failed}" if failed else "")
+    )
+
+
+def _table(name: str, result: dict) -> Table:
+    view = Table(title=f"{name}: online instances sized (GB·h wasted / failures)")
+    for col in ("method", "wastage GB·h", "over", "under", "failures", "MAQ", "instances"):
+        view.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
+    for method, cell in sorted(result["methods"].items(), key=lambda kv: kv[1]["wastage_gbh"]):
+        view.add_row(
+            method, f"{cell['wastage_gbh']:,.2f}", f"{cell['over_gbh']:,.2f}",
+            f"{cell['under_gbh']:,.2f}", str(cell["failures"]), f"{cell['maq']:.3f}",
+            str(cell["instances"]),
+        )  # fmt: skip
+    return view
+
+
+def size(
+    trace: Annotated[Path, typer.Option("--trace", help="instance table (import nextflow)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for sizing.json")],
+    protocol: Annotated[str, typer.Option(help=" | ".join(PROTOCOLS))] = "peers",
+    seed: Annotated[int, typer.Option(help="the split's random_state")] = 1996,
+    workflow: Annotated[str | None, typer.Option(help="default: the table's")] = None,
+    cold: Annotated[
+        bool, typer.Option("--cold", help="also size with none of its own history")
+    ] = False,
+    history: Annotated[
+        list[Path] | None,
+        typer.Option("--history", help="other workflows' instance tables (--cold)"),
+    ] = None,
+) -> None:
+    """Size a workflow's instances online (scoutless and the published baselines)."""
+    from scoutless.sizing.instances import read_instances, workflow_name
+    from scoutless.sizing.report import size_workflow
+
+    if protocol not in PROTOCOLS:
+        console.print(f"[red]unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+        raise typer.Exit(code=2)
+    if cold and not history:
+        console.print("[red]--cold needs --history TABLE (other workflows' instance tables)")
+        raise typer.Exit(code=2)
+    try:
+        frame = read_instances(trace)
+        histories = [read_instances(h) for h in history or []] if cold else None
+    except ValueError as exc:
+        console.print(f"[red]{exc}")
+        raise typer.Exit(code=1) from exc
+    name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
+    start = time.perf_counter()
+    result = size_workflow(frame, name, seed, cold_histories=histories)
+    doc = {
+        "protocol": protocol, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
+        "workflows": {name: result},
+    }  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "sizing.json", json.dumps(jsonable(doc), indent=1))
+    console.print(_table(name, result))
+    for method, g in result["goal"].items():
+        console.print(
+            f"{method}: {g['ratio']:.3f} × {g['best_baseline']}'s wastage "
+            f"({'met' if g['wastage_met'] else 'missed'}), failures "
+            f"{result['methods'][method]['failures']} vs {g['baseline_failures']} "
+            f"({'met' if g['failures_met'] else 'missed'})"
+        )
+    console.print(f"wrote {out / 'sizing.json'}")

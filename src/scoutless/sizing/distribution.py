@@ -1,0 +1,109 @@
+"""An instance's need as a weighted sample, and the allocation that minimises its expected
+cost under the protocol's prices: an attempt that fits costs its excess × runtime, one
+that fails costs its whole allocation × runtime and the retry, planned the same way on the
+distribution conditional on the need exceeding it (a site without grace: kill factor 1).
+
+Censored observations (an attempt killed below its need) enter as right-censored values:
+`censored_weights` moves their weight onto the larger values (Kaplan–Meier), so the sample
+estimates the uncensored distribution instead of the one biased low by dropping them."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import norm
+
+
+def censored_weights(
+    values: np.ndarray, censored: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Kaplan–Meier weights: each censored value's weight goes to the larger values still
+    at risk (ties: events before censorings); censored values end with weight 0. A censored
+    value above every observed one keeps its weight (nothing known lies above it)."""
+    values = np.asarray(values, dtype=float)
+    censored = np.asarray(censored, dtype=bool)
+    w = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=float).copy()
+    if not censored.any():
+        return w
+    order = np.lexsort((censored, values))
+    # an observed (uncensored) value lies above position pos
+    observed_above = np.concatenate((np.cumsum(~censored[order][::-1])[::-1][1:], [0])) > 0
+    out = np.zeros(len(values))
+    carry = 1.0  # how much each remaining unit of weight is scaled up
+    remaining = float(w.sum())
+    for pos, idx in enumerate(order):
+        if censored[idx] and observed_above[pos]:
+            share = w[idx] / (remaining - w[idx]) if remaining > w[idx] else 0.0
+            carry *= 1.0 + share
+        else:
+            out[idx] = w[idx] * carry
+        remaining -= w[idx]
+    return out
+
+
+def smooth(values: np.ndarray, weights: np.ndarray, bandwidth: float, nodes: int) -> tuple:
+    """Values spread by a Gaussian kernel of ``bandwidth`` (in the values' own scale) at
+    ``nodes`` equal-mass nodes; weights split evenly."""
+    if nodes <= 1 or bandwidth <= 0:
+        return values, weights
+    offsets = norm.ppf((np.arange(nodes) + 0.5) / nodes) * bandwidth
+    spread = (values[:, None] + offsets[None, :]).ravel()
+    return spread, np.repeat(weights / nodes, nodes)
+
+
+def bandwidth(values: np.ndarray, weights: np.ndarray) -> float:
+    """Silverman's rule on a weighted sample (robust spread, effective size)."""
+    if len(values) < 2 or weights.sum() <= 0:
+        return 0.0
+    q25, q75 = weighted_quantiles(values, weights, np.array([0.25, 0.75]))
+    mean = np.average(values, weights=weights)
+    sd = float(np.sqrt(np.average((values - mean) ** 2, weights=weights)))
+    spread = min(sd, (q75 - q25) / 1.349) if q75 > q25 else sd
+    n_eff = weights.sum() ** 2 / float((weights**2).sum())
+    return 0.9 * spread * n_eff ** (-0.2)
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Inverse of the weighted empirical distribution at ``levels`` (no interpolation)."""
+    order = np.argsort(values)
+    v, cw = values[order], np.cumsum(weights[order])
+    idx = np.searchsorted(cw, levels * cw[-1], side="left")
+    return v[np.minimum(idx, len(v) - 1)]
+
+
+def plan(
+    values: np.ndarray,
+    weights: np.ndarray,
+    *,
+    above: float = -np.inf,
+    grid: int = 48,
+    failure_cost: float = 0.0,
+) -> float | None:
+    """The allocation minimising expected cost for a need distributed as the weighted
+    ``values``, given that the need exceeds ``above``; None when no value does.
+
+    Candidates are the distribution's quantiles at ``grid`` levels (the largest value
+    last). With masses cut at candidates c_1 < … < c_m, J(k) — the least expected cost
+    given need > c_k — is min over q > k of c_q·P(need > c_k) − E[need; c_k < need ≤ c_q]
+    + failure_cost·P(need > c_q) + J(q): an attempt at c_q that fits costs c_q − need,
+    one that fails costs c_q and the plan from c_q on. The answer is J(0)'s argmin.
+    """
+    keep = values > above
+    v, w = values[keep], weights[keep]
+    if not len(v) or w.sum() <= 0:
+        return None
+    c = np.unique(weighted_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
+    c[-1] = v.max()
+    bins = np.searchsorted(c, v, side="left")
+    mass = np.bincount(bins, weights=w, minlength=len(c))
+    part = np.bincount(bins, weights=w * v, minlength=len(c))
+    tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))  # P(need > c_k), k=0..m
+    ecum = np.concatenate(([0.0], np.cumsum(part)))  # E[need; need ≤ c_k], k=0..m
+    m = len(c)
+    cost = np.zeros(m + 1)  # J(k), k = 0 (the condition) .. m (c_m: nothing above)
+    best = 0
+    for k in range(m - 1, -1, -1):
+        q = np.arange(k + 1, m + 1)
+        total = c[q - 1] * tail[k] - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
+        j = int(np.argmin(total))
+        cost[k], best = total[j], q[j]
+    return float(c[best - 1])

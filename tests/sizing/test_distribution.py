@@ -1,0 +1,77 @@
+"""The cost-aware allocation and its conditional retry, by hand; censored observations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scoutless.config import SizingSettings
+from scoutless.sizing.distribution import censored_weights, plan, weighted_quantiles
+from scoutless.sizing.engine import Engine, Features
+
+NEEDS = np.array([1.0, 2.0, 4.0])
+PROBS = np.array([0.4, 0.4, 0.2])
+
+
+def test_first_allocation_minimises_expected_cost_by_hand() -> None:
+    # a=4: E[4 − r] = 2.0. a=2: 0.4·(2−1) + 0.2·(2 failed + 0) = 0.8.
+    # a=1: 0.6·1 failed + J(1), J(1) = min(a=2: 0.2·2, a=4: 0.4·2) = 0.4 → 1.0.
+    assert plan(NEEDS, PROBS) == 2.0
+
+
+def test_the_retry_is_planned_on_the_conditional_distribution() -> None:
+    assert plan(NEEDS, PROBS, above=2.0) == 4.0  # only 4 is left above 2
+    assert plan(NEEDS, PROBS, above=1.0) == 2.0  # J(1): 0.4 (at 2) < 0.8 (at 4)
+    # a failure priced 3 more: above 1, trying 2 costs 0.2·(2 + 3) = 1.0 > 0.8 at 4
+    assert plan(NEEDS, PROBS, above=1.0, failure_cost=3.0) == 4.0
+    assert plan(NEEDS, PROBS, above=4.0) is None  # nothing known above: the caller's fallback
+
+
+def test_kaplan_meier_moves_a_censored_weight_to_the_larger_values() -> None:
+    w = censored_weights(np.array([1, 2, 3, 4.0]), np.array([0, 1, 0, 0], bool))
+    np.testing.assert_allclose(w, [1.0, 0.0, 1.5, 1.5])
+
+
+def _killed_sample(seed: int = 3, n: int = 3000):
+    """Needs lognormal(0, 0.5); each first run under an independent limit lognormal(0.2, 0.4):
+    a need above its limit is killed there and never seen (a censored lower bound)."""
+    rng = np.random.default_rng(seed)
+    need = rng.lognormal(0.0, 0.5, n)
+    limit = rng.lognormal(0.2, 0.4, n)
+    killed = need > limit
+    return need, limit, killed
+
+
+def test_censored_training_recovers_the_uncensored_quantiles() -> None:
+    need, limit, killed = _killed_sample()
+    observed = np.where(killed, limit, need)
+    levels = np.array([0.5, 0.75, 0.9])
+    truth = np.quantile(need, levels)
+    dropped = np.quantile(need[~killed], levels)
+    w = censored_weights(observed, killed)
+    recovered = weighted_quantiles(observed, w, levels)
+    assert killed.mean() > 0.25
+    assert np.all(dropped < truth * 0.9)  # dropping the kills biases low
+    np.testing.assert_allclose(recovered, truth, rtol=0.06)
+
+
+def test_the_engine_learns_kills_as_lower_bounds() -> None:
+    need, limit, killed = _killed_sample(n=1000)
+    f = Features()
+    quick = SizingSettings(shadow_choice=False)  # one candidate (the mean) is all this needs
+    with_kills, without = Engine(quick), Engine(quick)
+    for eng in (with_kills, without):
+        eng.start_type("t", [f] * 20, need[:20] * 1e9, np.ones(20))
+    for n_i, l_i, k_i in zip(need[20:], limit[20:], killed[20:], strict=True):
+        if k_i:
+            with_kills.observe_kill("t", f, l_i * 1e9, 1.0)
+        else:
+            with_kills.observe("t", f, n_i * 1e9, 1.0)
+            without.observe("t", f, n_i * 1e9, 1.0)
+    levels = np.array([0.5, 0.75])  # (the 0.9 quantile rests on few uncensored needs)
+    truth = np.quantile(need, levels) * 1e9
+    q = {}
+    for name, eng in (("kills", with_kills), ("dropped", without)):
+        values, weights = eng.distribution("t", f)
+        q[name] = weighted_quantiles(values, weights, levels)
+    assert np.all(q["dropped"] < 0.85 * truth)
+    np.testing.assert_allclose(q["kills"], truth, rtol=0.06)
