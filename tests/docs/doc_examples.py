@@ -31,7 +31,8 @@ EXEMPT: dict[str, str] = {
     r"^(python3 -m (venv|pip|build)\b|\S*/bin/(pip|scoutless --version))": (
         "the install itself (CI's wheel check, scripts/wheel_check.sh, runs it)"
     ),
-    r"^psql |^scoutless import table": "an export from a site's own database",
+    r"^psql |^scoutless (import|size --trace)": "a trace or export of your own (tests/sources, "
+    "tests/sizing import and size one)",
     r"--scheduler (tcp://|local:)": "a Dask cluster (tests/distributed runs one)",
     r"postgresql\+psycopg://postgres@": "PanDA's PostgreSQL (tests/panda runs these)",
     r"^python benchmarks/": "a benchmark: minutes (results/ holds its figures)",

@@ -37,6 +37,8 @@ CHECK_COMPARES = {
     "predicted_vs_bayes": "predicted (the model) against bayes (allocating from the generator's "
     "true distribution): {metric}",
     "selective_vs_request": "selective (cost-aware) against the users' own requests: {metric}",
+    "bounds": "a lower bound against a strategy on {metric}: oracle (perfect knowledge) costs "
+    "no more than any strategy, bayes (the true distribution) no more than predicted",
 }
 
 
@@ -48,7 +50,7 @@ def size_noise(n_tasks: int) -> float:
 def _shortfall(group: str, row: dict[str, Any]) -> float | None:
     """How far a missed check is from its goal, relative (None: not a matter of size)."""
     figures = [v for v in row["figures"].values() if v is not None]
-    if group in ("hybrid_vs_scouts", "selective_vs_request") and len(figures) == 2:
+    if group in ("hybrid_vs_scouts", "selective_vs_request", "bounds") and len(figures) == 2:
         ours, theirs = figures
         return abs(ours - theirs) / max(abs(theirs), 1e-12)
     if group == "gap_closed" and row.get("closed") is not None:
@@ -68,7 +70,9 @@ def check_notes(document: dict[str, Any]) -> list[dict[str, str]]:
     notes = []
     for group in CHECK_TITLES:
         for row in checks.get(group, {}).get("rows", []):
-            compares = CHECK_COMPARES.get(group, "").format(metric=row["metric"])
+            compares = CHECK_COMPARES.get(group, f"{group}: {{metric}}").format(
+                metric=row["metric"]
+            )
             notes.append({"line": check_line(group, row, False), "compares": compares,
                           "expected": _expected(group, row, n, noise)})  # fmt: skip
     lines = check_lines(document, markup=False)
