@@ -39,9 +39,10 @@ from scoutless.distributed.sources import (
     assemble_part,
     export_partitions,
 )
-from scoutless.history.build import BadRowReport, task_rows
+from scoutless.history.build import task_rows
 from scoutless.history.synthetic import bayes_probabilities
 from scoutless.history.table import TrainingTable
+from scoutless.history.validation import BadRowReport
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col
 

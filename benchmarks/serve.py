@@ -241,7 +241,7 @@ def single_task_cost(db_url: str, ids: list[int]) -> dict:
     try:
         from scoutless.history.task_reader import TaskReader
     except ImportError:  # before issue 13: one function did both, through DataFrames
-        from scoutless.history.panda_db import fetch_task_features
+        from scoutless.history.task_reader import fetch_task_features
 
         engine = make_engine(db_url, create_dirs=False)
         total = _timed(ids, lambda i: fetch_task_features(engine, i))

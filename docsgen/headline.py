@@ -13,6 +13,7 @@ from typing import Any
 
 from docsgen.markdown import table
 from docsgen.results_pages import at, fmt, load_result
+from docsgen.results_views import strategies_at
 
 TARGETS = ("memory", "cputime", "io", "walltime")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
@@ -73,8 +74,6 @@ def _listen_rows(doc: dict[str, Any]) -> list[Row]:
 
 
 def _replay_rows(doc: dict[str, Any]) -> list[Row]:
-    from docsgen.results_views import strategies_at
-
     base = strategies_at(doc)
     if base is None:
         return []

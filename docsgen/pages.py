@@ -8,7 +8,7 @@ from typing import Any
 from docsgen.cli_ref import cli_page
 from docsgen.defaults_ref import defaults_page
 from docsgen.http_ref import http_page
-from docsgen.results_pages import results_pages
+from docsgen.results_site import results_pages
 from docsgen.settings_ref import settings_page
 
 

@@ -15,7 +15,8 @@ from scoutless.features.history import (
     seconds,
     with_derived_keys,
 )
-from scoutless.history.store import features_from_states, read_states
+from scoutless.history.store import read_states
+from scoutless.history.store_reader import features_from_states
 from scoutless.history.table import TrainingTable
 from scoutless.sources.load import load_trace
 

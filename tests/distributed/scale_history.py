@@ -12,9 +12,10 @@ import pytest
 from scoutless.cli.data import synthetic_truth
 from scoutless.config import Settings
 from scoutless.distributed.sources import Partitions, db_partitions, export_partitions
-from scoutless.history.build import BadRowReport, build_table_from_db
+from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.history.table import TrainingTable
+from scoutless.history.validation import BadRowReport
 
 N_TASKS = 400
 PER_PARTITION = 90  # 5 partitions: uneven last one, several per worker

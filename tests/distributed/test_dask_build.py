@@ -11,8 +11,8 @@ from scoutless.config import Settings
 from scoutless.distributed.build import build_partitioned_table
 from scoutless.distributed.cluster import SchedulerError, SchedulerSpec, parse_scheduler
 from scoutless.distributed.sources import ExportError, export_partitions
-from scoutless.history.build import BadRowsError
 from scoutless.history.table import COMMON_METADATA, TrainingTable, part_files
+from scoutless.history.validation import BadRowsError
 
 
 def _assert_same_table(path, reference: TrainingTable) -> TrainingTable:

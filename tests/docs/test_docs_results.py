@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docsgen.headline import END, START, headline, readme_link
-from docsgen.results_pages import Benchmark, at, benchmark_page, every_figure, fmt, results_pages
+from docsgen.results_pages import Benchmark, at, every_figure, fmt
+from docsgen.results_site import benchmark_page, results_pages
 from docsgen.results_views import BENCHMARKS
 
 ROOT = Path(__file__).resolve().parents[2]

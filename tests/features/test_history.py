@@ -17,12 +17,11 @@ from scoutless.features.history import (
     history_features,
     history_keys,
     history_specs,
-    last_k_quantiles,
-    latest_quantiles,
     seconds,
     template_labels,
     with_derived_keys,
 )
+from scoutless.features.running_stats import last_k_quantiles, latest_quantiles
 
 CFG = HistorySettings(last_k=3, ewm_halflife_jobs=2.0)
 

@@ -11,7 +11,7 @@ from datetime import datetime
 import orjson
 from sqlalchemy import Column, DateTime, Engine, Float, Integer, MetaData, String, Table, Text
 
-from scoutless.features.history import KeyState
+from scoutless.features.key_state import KeyState
 from scoutless.history.store import LEGACY_COLUMNS, LEGACY_TABLE, StateKey, pack_state
 
 #: the columns the experts' errors added later (a table from before them lacks them)

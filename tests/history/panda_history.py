@@ -72,7 +72,8 @@ def make_history_frames(n_tasks: int = 40, jobs_per_task: int = 15, seed: int = 
 
 
 def load_into(engine, frames: dict) -> None:
-    from scoutless.history.panda_db import create_schema, write_frame
+    from scoutless.history.db_write import write_frame
+    from scoutless.history.panda_db import create_schema
 
     create_schema(engine)
     for name, frame in frames.items():

@@ -10,10 +10,11 @@ import pytest
 from panda_history import load_into, make_history_frames
 
 from scoutless.features.spec import MEASURED_COLUMNS, PANDA_FEATURES
-from scoutless.history.build import BadRowsError, build_training_table
+from scoutless.history.build import build_training_table
 from scoutless.history.panda_db import read_history
 from scoutless.history.table import TableError, TrainingTable
 from scoutless.history.task_reader import fetch_task_features
+from scoutless.history.validation import BadRowsError
 from scoutless.targets.spec import TARGET_NAMES, class_col, scout_class_col, value_col
 
 
@@ -196,8 +197,9 @@ def test_task_history_features_use_only_tasks_finished_before(sqlite_engine, his
 def test_bins_and_recommendations_are_fitted_on_training_rows_only(history_frames, tmp_path):
     """Quantile edges and recommended values never see a test row (no evaluation leak)."""
     from scoutless.config import Settings
-    from scoutless.history.build import BadRowReport, finish_table, task_rows
+    from scoutless.history.build import finish_table, task_rows
     from scoutless.history.panda_db import History
+    from scoutless.history.validation import BadRowReport
 
     f = history_frames
     history = History(

@@ -77,7 +77,7 @@ def test_sqlite_multi_row_inserts_store_every_row_in_order(tmp_path_factory, n_r
     row arrives, in order, whatever the split into statements."""
     from sqlalchemy import text
 
-    from scoutless.history import panda_db
+    from scoutless.history import db_write, panda_db
 
     folder = tmp_path_factory.mktemp("insert")
     engine = panda_db.make_engine(f"sqlite:///{folder}/t.sqlite")
@@ -86,7 +86,7 @@ def test_sqlite_multi_row_inserts_store_every_row_in_order(tmp_path_factory, n_r
         conn.execute(text(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {', '.join(cols)})"))
     rows = [tuple(None if (i + j) % 7 == 0 else f"{i}-{j}" for j in range(n_cols))
             for i in range(n_rows)]  # fmt: skip
-    assert panda_db._sqlite_insert(engine, "t", cols, iter(rows), n_rows) == n_rows
+    assert db_write._sqlite_insert(engine, "t", cols, iter(rows), n_rows) == n_rows
     with engine.connect() as conn:
         stored = conn.execute(text(f"SELECT {', '.join(cols)} FROM t ORDER BY id")).all()
     engine.dispose()

@@ -20,7 +20,8 @@ from sqlalchemy.schema import CreateIndex, CreateSequence, CreateTable
 from sqlalchemy.sql import ClauseElement, visitors
 from sqlalchemy.sql.ddl import DDLElement
 
-from scoutless.features.history import KeyState, history_keys
+from scoutless.features.history import history_keys
+from scoutless.features.key_state import KeyState
 from scoutless.history import store
 from scoutless.history.panda_db import DriverMissing, make_engine, read_history, task_ids
 from scoutless.history.schema import metadata as panda_metadata

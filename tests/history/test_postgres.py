@@ -92,7 +92,8 @@ def test_rows_read_back_from_sqlite_copy_into_postgres(pg_engine, sqlite_engine,
     into an integer column takes them as the integers they are."""
     from sqlalchemy import text
 
-    from scoutless.history.panda_db import bulk_insert, read_history
+    from scoutless.history.db_write import bulk_insert
+    from scoutless.history.panda_db import read_history
 
     load_into(sqlite_engine, history_frames)
     tasks = read_history(sqlite_engine, with_jobs=False).tasks.head(5).copy()

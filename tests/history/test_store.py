@@ -16,29 +16,28 @@ from sqlalchemy import create_engine, func, inspect, select
 
 from scoutless.config import HistorySettings
 from scoutless.features.history import (
-    EW_EMPTY,
     TEMPLATE_COLUMN,
-    KeyState,
     history_features,
     history_keys,
     history_specs,
     seconds,
     template_labels,
 )
+from scoutless.features.key_state import KeyState
+from scoutless.features.running_stats import EW_EMPTY
 from scoutless.history.panda_db import make_engine
 from scoutless.history.store import (
     LEGACY_TABLE,
     apply_jobs,
     create_history_table,
-    features_from_states,
     key_states,
     migrate_legacy,
     pack_state,
     read_states,
-    state_features,
     states_of_key,
     update_store,
 )
+from scoutless.history.store_reader import features_from_states, state_features
 
 CFG = HistorySettings(last_k=4, ewm_halflife_jobs=2.0)
 KEYS = history_keys(["user", "executable", "walltime_request"])

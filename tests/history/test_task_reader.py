@@ -15,15 +15,10 @@ from sqlalchemy import event, inspect, make_url, text
 
 from scoutless.config import get_settings
 from scoutless.features.extract import features_of, task_features
-from scoutless.features.history import KeyState
+from scoutless.features.key_state import KeyState
 from scoutless.history.build import task_history_frame
-from scoutless.history.panda_db import (
-    TaskNotFound,
-    create_schema,
-    make_engine,
-    read_history,
-    write_frame,
-)
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import TaskNotFound, create_schema, make_engine, read_history
 from scoutless.history.schema import metadata
 from scoutless.history.store import (
     LEGACY_TABLE,
@@ -31,9 +26,9 @@ from scoutless.history.store import (
     key_states,
     migrate_legacy,
     read_states,
-    states_from_row,
     update_store,
 )
+from scoutless.history.store_reader import states_from_row
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, BadTaskRecord, TaskReader
 from scoutless.targets.estimators import compute_task_targets
 from scoutless.targets.spec import TARGET_NAMES

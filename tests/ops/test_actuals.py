@@ -5,7 +5,8 @@ import pytest
 from ops_fakes import prediction_rows, small_history
 from sqlalchemy import Engine, text
 
-from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.history.store import read_states
 from scoutless.ops.actuals import collect_actuals, join_predictions, read_actuals
 from scoutless.ops.prediction_log import PredictionLog

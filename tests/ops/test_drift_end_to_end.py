@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from scoutless.bundle import load_bundle
 from scoutless.cli.main import app
 from scoutless.history.build import build_training_table
-from scoutless.history.panda_db import create_schema, make_engine, read_history, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine, read_history
 from scoutless.ops import registry as reg
 from scoutless.ops.alerts import AlertConfig, AlertRule
 from scoutless.ops.loop import MonitorContext, RetrainOptions, monitor_step

@@ -11,7 +11,8 @@ import pytest
 from ops_fakes import prediction_rows, small_history
 from test_retrain import _registry_with_champion, _table, fake_loader, fake_trainer
 
-from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.ops import retrain as rt
 from scoutless.ops.alerts import AlertConfig, AlertRule, read_alerts
 from scoutless.ops.loop import MonitorContext, monitor_step, parse_interval, run_loop

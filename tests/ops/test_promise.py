@@ -105,7 +105,7 @@ def test_conformal_factor_is_the_finite_sample_quantile() -> None:
 
 
 def test_the_listener_logs_the_values_it_sent_after_a_calibration() -> None:
-    from scoutless.ops.rollout import Assignment
+    from scoutless.allocation.arms import Assignment
     from scoutless.panda.listener import _with_arm
 
     row = {"jeditaskid": 7, "predictions": json.dumps({"memory": {"recommended_value": 1000.0}})}
@@ -124,7 +124,8 @@ def test_monitor_promise_cli_alerts_and_registers_a_refit(tmp_path, monkeypatch)
 
     from scoutless.cli import monitor
     from scoutless.cli.main import app
-    from scoutless.history.panda_db import create_schema, make_engine, write_frame
+    from scoutless.history.db_write import write_frame
+    from scoutless.history.panda_db import create_schema, make_engine
     from scoutless.ops.alerts import read_alerts
     from scoutless.ops.prediction_log import PredictionLog
 

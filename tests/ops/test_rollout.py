@@ -11,18 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
+from scoutless.allocation.arms import RolloutError, RolloutState, assign, task_key, unit_draw
 from scoutless.ops.prediction_log import PredictionLog
-from scoutless.ops.rollout import (
-    RolloutError,
-    RolloutState,
-    already_skipped,
-    assign,
-    peek_mode,
-    read_rollout,
-    set_rollout,
-    task_key,
-    unit_draw,
-)
+from scoutless.ops.rollout import already_skipped, peek_mode, read_rollout, set_rollout
 
 
 @pytest.fixture

@@ -111,8 +111,9 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
 def test_taskparams_follows_the_rollout_with_the_task_name_as_key(panda_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
+    from scoutless.allocation.arms import assign
     from scoutless.cli.main import app
-    from scoutless.ops.rollout import assign, set_rollout
+    from scoutless.ops.rollout import set_rollout
 
     db = f"sqlite:///{tmp_path / 'rollout.sqlite'}"
     src, out = tmp_path / "task.json", tmp_path / "filled.json"

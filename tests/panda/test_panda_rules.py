@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.history.schema import jedi_tasks
 from scoutless.jedi.messages import (
     MalformedMessage,

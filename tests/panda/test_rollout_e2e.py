@@ -23,8 +23,9 @@ import pytest
 from panda_world import CLI, ROOT, World, applied_counts, wait_for
 from sqlalchemy import text
 
+from scoutless.allocation.arms import assign
 from scoutless.history.panda_db import make_engine
-from scoutless.ops.rollout import assign, read_rollout, set_rollout
+from scoutless.ops.rollout import read_rollout, set_rollout
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 ELIGIBLE_ARMS = ("canary", "control")

@@ -10,8 +10,9 @@ import pytest
 from replay_helpers import replay, settings_with
 
 from scoutless.replay.workload import build_workload
-from scoutless.sources.panda_jobs import _estimator_inputs, read_panda_jobs
+from scoutless.sources.panda_jobs import read_panda_jobs
 from scoutless.targets.estimators import compute_task_targets
+from scoutless.targets.job_records import estimator_inputs
 
 # shared/ lies beside the checkout (also in CI's fresh clone)
 REAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "panda"
@@ -25,7 +26,7 @@ def real_jobs():
             pytest.fail(f"CI must run the replay's real-data check: no records under {REAL}")
         pytest.skip(f"real PanDA job records not found under {REAL}")
     rows, _ = read_panda_jobs(files, skip_bad=True)
-    return _estimator_inputs(rows, "jeditaskid_of_task")
+    return estimator_inputs(rows, "jeditaskid_of_task")
 
 
 def test_scouts_ramcount_from_the_first_10_jobs_is_the_target_codes(real_jobs):

@@ -17,7 +17,8 @@ import pandas as pd
 
 from scoutless.features.encoders import EncodedFeatures, FeatureEncoder, InspectedFeatures
 from scoutless.features.spec import PANDA_FEATURES
-from scoutless.history.panda_db import create_schema, make_engine, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.targets.bins import load_bins
 
 #: a token with the predict and read roles (the tests' default caller, tests/service/conftest)

@@ -25,16 +25,16 @@ from scoutless.features.extract import (
 from scoutless.features.history import layout_of
 from scoutless.history import task_reader
 from scoutless.history.build import build_training_table, task_history_frame
-from scoutless.history.panda_db import make_engine, read_history, write_frame
+from scoutless.history.db_write import write_frame
+from scoutless.history.panda_db import make_engine, read_history
 from scoutless.history.store import (
     HISTORY_MISSING,
     LEGACY_TABLE,
-    SUBMITTED,
     key_states,
     read_states,
-    task_history,
     update_store,
 )
+from scoutless.history.store_reader import SUBMITTED, task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.service.app import create_app
 from scoutless.targets.estimators import compute_task_targets

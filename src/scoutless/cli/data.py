@@ -135,8 +135,9 @@ def build(
     """Build the training table (one row per task) from a PanDA-compatible history.
 
     With --scheduler the table is a folder of Parquet parts built on Dask (same rows)."""
-    from scoutless.history.build import BadRowsError, build_table_from_db
+    from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+    from scoutless.history.validation import BadRowsError
 
     url = _db_url(db)
     if export is not None and scheduler is None:

@@ -50,6 +50,13 @@ def _update_store(history_db: str, jobs: Any, table: TrainingTable) -> None:
     console.print(f"history store: {n_keys} key rows updated")
 
 
+def _require(files: list[Path]) -> None:
+    for f in files:
+        if not f.exists():
+            console.print(f"[red]{f}: no such file")
+            raise typer.Exit(code=2)
+
+
 def import_trace(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join([*FORMATS, "nextflow"]))],
     files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="trace file(s); gzip ok")],
@@ -85,10 +92,7 @@ def import_trace(
     if fmt not in FORMATS:
         console.print(f"[red]unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         raise typer.Exit(code=2)
-    for f in files:
-        if not f.exists():
-            console.print(f"[red]{f}: no such file")
-            raise typer.Exit(code=2)
+    _require(files)
     from scoutless.sources.assemble import to_training_table
     from scoutless.sources.common import TraceParseError
     from scoutless.sources.load import load_trace

@@ -207,16 +207,11 @@ def _fill(
 ) -> dict[str, Any]:
     """The filled parameters, skipScout as the rollout decides for this task (its name is
     the stable key before submission), the arm and its reason on stderr."""
+    from scoutless.allocation.arms import RolloutError, assign, task_key
     from scoutless.features.extract import features_from_taskparams, parse_taskparams
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
-    from scoutless.ops.rollout import (
-        RolloutError,
-        assign,
-        default_state,
-        read_rollout,
-        task_key,
-    )
+    from scoutless.ops.rollout import default_state, read_rollout
 
     skip = get_settings().listener.skip_scout_policies
     url = db or get_settings().db_url

@@ -28,7 +28,7 @@ def _engine(db: str | None) -> Any:
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:
     """``KEY=V1,V2`` items → {key: [values]}; a malformed item names itself."""
-    from scoutless.ops.rollout import RolloutError
+    from scoutless.allocation.arms import RolloutError
 
     scope: dict[str, list[str]] = {}
     for item in items:
@@ -66,14 +66,9 @@ def set_mode(
 
     The change is written only if nobody changed the rollout since it was read here; it is
     recorded as made by this account (``os:NAME``)."""
+    from scoutless.allocation.arms import RolloutError
     from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.ops.rollout import (
-        RolloutError,
-        already_skipped,
-        os_identity,
-        read_rollout,
-        set_rollout,
-    )
+    from scoutless.ops.rollout import already_skipped, os_identity, read_rollout, set_rollout
 
     engine = _engine(db)
     try:
@@ -103,8 +98,8 @@ def set_mode(
 def _full_reason(engine: Any, current: str, reason: str, force: bool) -> str:
     """The reason recorded for ``set full``: refused (RolloutError) without impact evidence
     in the window unless forced with a reason, which then says it was forced."""
+    from scoutless.allocation.arms import RolloutError
     from scoutless.ops.guard_rail import promotion_evidence
-    from scoutless.ops.rollout import RolloutError
 
     if current == "canary":
         _show_evidence(engine)  # promotion is a person's decision: with the evidence

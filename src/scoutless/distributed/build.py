@@ -33,15 +33,13 @@ from scoutless.distributed.sources import HistoryPart, Partitions, Probabilities
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.build import (
     BINS_SPLIT,
-    BadRowReport,
-    BadRowsError,
     LatentTruth,
-    _strict_message,
     fit_splits_and_bins,
     label_rows,
     task_rows,
 )
 from scoutless.history.table import SPLIT_COLUMNS, table_metadata, write_common_metadata
+from scoutless.history.validation import BadRowReport, BadRowsError, strict_message
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGET_NAMES, class_col, scout_class_col, value_col
 
@@ -200,7 +198,7 @@ def build_partitioned_table(
         results = _run_stage_rows(client, partitions, stage, settings, on_progress)
         report = BadRowReport(rows=[row for r in results for row in r.bad_rows])
         if strict and len(report):
-            raise BadRowsError(_strict_message(report))
+            raise BadRowsError(strict_message(report))
         slim = pd.concat([r.slim for r in results], ignore_index=True)
         if slim.empty:
             raise BadRowsError("no task has enough usable finished jobs for a target")

@@ -15,7 +15,7 @@ from scoutless.config import DistributedSettings
 from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.base import ClassModel
 from scoutless.models.dnn_model import DNNModel
-from scoutless.models.xgb import _XGBModel
+from scoutless.models.xgb import XGBModel
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -54,7 +54,7 @@ class DistributedFitter:
                 nproc_per_node=self.nproc_per_node, extra_args=self.torchrun_args,
                 n_shards=max(self.n_shards, self.nproc_per_node), work=self._work(),
             )  # fmt: skip
-        if isinstance(model, _XGBModel) and self.client is not None:
+        if isinstance(model, XGBModel) and self.client is not None:
             from scoutless.distributed.xgb import fit_xgb_on_dask
 
             return fit_xgb_on_dask(

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from scoutless.history.build import BadRowsError, TruthReader
+from scoutless.history.build import TruthReader
 from scoutless.history.panda_db import History, make_engine, read_history, task_ids
+from scoutless.history.validation import BadRowsError
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scoutless.features.encoders import EncodedFeatures
-from scoutless.models.xgb import _XGBModel
+from scoutless.models.xgb import XGBModel
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -38,7 +38,7 @@ def scatter_rows(client: Client, matrix: np.ndarray, n_blocks: int, held: list):
 
 
 def _dask_matrix(
-    client: Client, model: _XGBModel, X: EncodedFeatures, y, weight, held: list, quantile: bool
+    client: Client, model: XGBModel, X: EncodedFeatures, y, weight, held: list, quantile: bool
 ):  # type: ignore[no-untyped-def]
     from xgboost import dask as dxgb
 
@@ -62,13 +62,13 @@ def _dask_matrix(
 
 def fit_xgb_on_dask(
     client: Client,
-    model: _XGBModel,
+    model: XGBModel,
     X: EncodedFeatures,
     y: np.ndarray,
     *,
     eval_set: tuple[EncodedFeatures, np.ndarray],
     class_weight: np.ndarray | None = None,
-) -> _XGBModel:
+) -> XGBModel:
     """Fit ``model`` (either XGBoost family) on the cluster; early stopping as in ``fit``."""
     from xgboost import dask as dxgb
 
@@ -76,7 +76,7 @@ def fit_xgb_on_dask(
     y, y_val, weight, val_weight = model._labels_and_weights(y, eval_set[1], class_weight)
     held: list = []  # the scattered blocks, alive until the booster is back
     dtrain = _dask_matrix(client, model, X, y, weight, held, quantile=True)
-    evals = []  # none: a refit of a known number of trees (``_XGBModel.for_refit``)
+    evals = []  # none: a refit of a known number of trees (``XGBModel.for_refit``)
     if len(y_val):
         evals = [(_dask_matrix(client, model, X_val, y_val, val_weight, held, False), "validation")]
     params = model._booster_params()

@@ -1,3 +1,4 @@
+# Left whole: one concept, the fitted encoder (its schema check and the arrays it yields).
 """Fitted feature encoders: what turns a feature frame (or request records) into model arrays.
 
 Fitted on the training rows only. Categoricals become vocabulary indices with index 0

@@ -4,7 +4,7 @@ Each feature is written once, over plain values: :func:`features_of` takes one t
 ``jedi_tasks`` row, its task parameters and its ``jedi_datasets`` rows (mappings) and
 returns its feature dict. Everything else wraps that function: :func:`task_features`
 applies it to a whole history (training, monitoring), the service applies it to a task
-fetched by id (``history.panda_db.fetch_task_features``) and to posted task parameters
+fetched by id (``history.task_reader.fetch_task_features``) and to posted task parameters
 (:func:`features_from_taskparams`). A single task therefore costs microseconds, not a
 DataFrame's milliseconds, and no path can compute a feature differently from another.
 

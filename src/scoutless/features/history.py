@@ -24,10 +24,9 @@ and each job picks the last of them that ended before its submit time with one
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -37,6 +36,12 @@ import pandas as pd
 from scoutless.config import HistorySettings, get_settings
 from scoutless.features.encoders import signed_log1p
 from scoutless.features.normalise import category_text
+from scoutless.features.running_stats import (
+    ewm_mean_of_finite,
+    ewm_moments,
+    last2_errors,
+    last_k_quantiles,
+)
 from scoutless.features.spec import FeatureSpec
 
 #: Candidate columns naming the application of a job, first present wins.
@@ -196,115 +201,6 @@ def _seconds_of(value: object) -> float:
     return float(ns) / 1e9
 
 
-def _group_starts(codes: np.ndarray) -> np.ndarray:
-    """Per event (sorted by code), the position where its code's run begins."""
-    n = len(codes)
-    new = np.ones(n, dtype=bool)
-    new[1:] = codes[1:] != codes[:-1]
-    return np.maximum.accumulate(np.where(new, np.arange(n), 0))
-
-
-def ewm_moments(codes: np.ndarray, x: np.ndarray, halflife: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exponentially weighted mean and spread per event, restarting at each code's run.
-
-    Weights ``0.5 ** (age / halflife)`` over the run's events so far (age 0: this one).
-    """
-    decay = 0.5 ** (1.0 / halflife)
-    mean = np.empty(len(x))
-    spread = np.empty(len(x))
-    state = EW_EMPTY
-    previous = None
-    for i, (code, value) in enumerate(zip(codes.tolist(), x.tolist(), strict=True)):
-        if code != previous:
-            state, previous = EW_EMPTY, code
-        state = ew_step(state, value, decay)
-        mean[i], spread[i] = ew_moments(state)
-    return mean, spread
-
-
-#: Exponentially weighted sums (Σw·x, Σw·x², Σw) of no event.
-EW_EMPTY: tuple[float, float, float] = (0.0, 0.0, 0.0)
-
-
-def ew_step(
-    state: tuple[float, float, float], x: float, decay: float
-) -> tuple[float, float, float]:
-    """Age every earlier event by one (× decay) and add ``x`` with weight 1."""
-    s, s2, w = state
-    return decay * s + x, decay * s2 + x * x, decay * w + 1.0
-
-
-def ew_moments(state: tuple[float, float, float]) -> tuple[float, float]:
-    """(mean, spread) of the weighted sums; NaN without events."""
-    s, s2, w = state
-    if w == 0.0:
-        return float("nan"), float("nan")
-    m = s / w
-    return m, max(s2 / w - m * m, 0.0) ** 0.5
-
-
-def last_k_quantiles(
-    codes: np.ndarray, x: np.ndarray, k: int, quantiles: Sequence[float]
-) -> np.ndarray:
-    """(n, len(quantiles)) quantiles of each code's last ``k`` events up to each event."""
-    n = len(x)
-    if n == 0:
-        return np.empty((0, len(quantiles)))
-    idx = np.arange(n)[:, None] - np.arange(k)[None, :]
-    inside = idx >= _group_starts(codes)[:, None]
-    window = np.sort(np.where(inside, x[idx.clip(min=0)], np.nan), axis=1)  # NaN last
-    count = inside.sum(axis=1)
-    rows = np.arange(n)
-    out = np.empty((n, len(quantiles)))
-    for j, q in enumerate(quantiles):  # linear interpolation, as numpy's default
-        position = q * (count - 1)
-        lo = np.floor(position).astype(np.int64)
-        hi = np.minimum(lo + 1, count - 1)
-        low, high = window[rows, lo], window[rows, hi]
-        out[:, j] = low + (high - low) * (position - lo)
-    return out
-
-
-def latest_quantiles(values: Sequence[float], k: int, quantiles: Sequence[float]) -> list[float]:
-    """:func:`last_k_quantiles` of the latest event of one run of ``values`` in plain floats
-    (the same operations, so the same numbers): the store's one-key path, ~50x faster."""
-    window = sorted(values[-k:])
-    top = len(window) - 1
-    out = []
-    for q in quantiles:
-        position = q * top
-        lo = math.floor(position)
-        low, high = window[lo], window[min(lo + 1, top)]
-        out.append(low + (high - low) * (position - lo))
-    return out
-
-
-def mean_of_last2(values: Sequence[float]) -> float:
-    """``np.mean(values[-2:])`` in plain floats: numpy's mean of two is (a + b) / 2 and of
-    one a / 1, the same IEEE operations, without ~5 µs of numpy per call."""
-    if len(values) > 1:
-        return (values[-2] + values[-1]) / 2.0
-    return values[-1] / 1.0
-
-
-def ewm_mean_of_finite(codes: np.ndarray, x: np.ndarray, halflife: float) -> np.ndarray:
-    """Per event, the EW mean of its code's finite ``x`` so far (NaN events are skipped;
-    NaN before the code's first finite one)."""
-    finite = np.isfinite(x)
-    mean = np.full(len(x), np.nan)
-    mean[finite] = ewm_moments(codes[finite], x[finite], halflife)[0]
-    return pd.Series(mean).groupby(codes, sort=False).ffill().to_numpy()
-
-
-def last2_errors(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per event (sorted by code, end), last-2's absolute ``log1p`` error on it: the mean
-    of the code's two previous events as the prediction (NaN for a code's first)."""
-    shifted = pd.Series(values).groupby(codes, sort=False)
-    previous, before = shifted.shift(1).to_numpy(), shifted.shift(2).to_numpy()
-    predicted = np.where(np.isfinite(before), (previous + before) / 2.0, previous)
-    return np.abs(signed_log1p(values) - signed_log1p(predicted))
-
-
 def _prefix_stats(
     codes: np.ndarray, ends: np.ndarray, values: np.ndarray, cfg: HistorySettings
 ) -> pd.DataFrame:
@@ -453,74 +349,6 @@ def frame_history(
         cfg=cfg,
     )
     return history, history_specs(list(keys), list(targets), list(requests or {}))
-
-
-@dataclass
-class KeyState:
-    """One key's finished-job summary for one target: what the online store keeps.
-
-    Fed finished jobs in end-time order (:meth:`add`), it yields the same features as
-    :func:`history_features` for a job submitted after all of them (:meth:`features`).
-    The ``""`` target holds the key's activity (finished count, last end, last submit).
-    """
-
-    n: int = 0
-    last_end_s: float = float("nan")
-    last_submit_s: float = float("nan")
-    recent: list[float] = field(default_factory=list)
-    ew: tuple[float, float, float] = EW_EMPTY
-    ratio_ew: tuple[float, float, float] = EW_EMPTY
-    last2_err_ew: tuple[float, float, float] = EW_EMPTY
-    request_err_ew: tuple[float, float, float] = EW_EMPTY
-
-    def add(self, value: float, end_s: float, request: float, cfg: HistorySettings) -> None:
-        """One finished job (value NaN: counts only for activity)."""
-        self.n += 1
-        self.last_end_s = end_s if not end_s < self.last_end_s else self.last_end_s
-        if not np.isfinite(value):
-            return
-        decay = 0.5 ** (1.0 / cfg.ewm_halflife_jobs)
-        logv = float(signed_log1p(np.float64(value)))
-        if self.recent:  # what last-2 would have said for this job, and how wrong it was
-            predicted = signed_log1p(np.float64(mean_of_last2(self.recent)))
-            self.last2_err_ew = ew_step(self.last2_err_ew, abs(logv - float(predicted)), decay)
-        self.recent = [*self.recent, float(value)][-cfg.last_k :]
-        self.ew = ew_step(self.ew, logv, decay)
-        if value > 0 and request > 0:
-            self.ratio_ew = ew_step(self.ratio_ew, float(np.log(value / request)), decay)
-            error = abs(logv - float(signed_log1p(np.float64(request))))
-            self.request_err_ew = ew_step(self.request_err_ew, error, decay)
-
-    def submitted(self, submit_s: float) -> None:
-        if not submit_s <= self.last_submit_s:
-            self.last_submit_s = submit_s
-
-    def activity(self, submit_s: float) -> dict[str, float]:
-        return {
-            "n_finished": float(self.n),
-            "since_last_finish_s": submit_s - self.last_end_s,
-            "since_last_submit_s": submit_s - self.last_submit_s,
-        }
-
-    def features(self, request: float, cfg: HistorySettings) -> dict[str, float]:
-        """TARGET_STATS (and REQUEST_STATS): NaN where no job has finished."""
-        nan = float("nan")
-        if not self.recent:
-            return dict.fromkeys(TARGET_STATS + REQUEST_STATS, nan)
-        mean, spread = ew_moments(self.ew)
-        q = latest_quantiles(self.recent, cfg.last_k, cfg.quantiles)
-        ratio = ew_moments(self.ratio_ew)[0]
-        return {
-            "last": self.recent[-1],
-            "mean2": mean_of_last2(self.recent),
-            "ewm": float(np.expm1(mean)),
-            "ewsd": spread,
-            "qlo": float(q[0]), "qmid": float(q[1]), "qhi": float(q[2]),
-            "ratio_ewm": ratio,
-            "request_scaled": request * float(np.exp(ratio)) if request > 0 else nan,
-            "last2_err": ew_moments(self.last2_err_ew)[0],
-            "request_err": ew_moments(self.request_err_ew)[0],
-        }  # fmt: skip
 
 
 #: Key kinds :func:`history_keys` knows, in order.

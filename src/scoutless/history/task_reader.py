@@ -29,20 +29,23 @@ from scoutless.features.extract import (
     features_of,
     parse_taskparams,
 )
-from scoutless.features.history import HistoryLayout, KeyState, history_keys
+from scoutless.features.history import HistoryLayout, history_keys
+from scoutless.features.key_state import KeyState
 from scoutless.features.normalise import category_text
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
 from scoutless.history.store import (
     HISTORY_TABLE,
     LEGACY_TABLE,
-    SUBMITTED,
     StateKey,
     create_history_table,
+    read_states,
+)
+from scoutless.history.store_reader import (
+    SUBMITTED,
     join_states,
     key_pairs,
     layout_keys,
-    read_states,
     records_history,
 )
 

@@ -21,7 +21,7 @@ from scoutless.features.encoders import EncodedFeatures
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.paired_bootstrap import macro_f1_accuracy, resampled_f1_accuracy
-from scoutless.models.xgb import _XGBModel
+from scoutless.models.xgb import XGBModel
 
 DEFAULT_XGB_GRID: dict[str, list[Any]] = {"max_depth": [4, 6, 8], "learning_rate": [0.1, 0.3]}
 WIDTH_CHOICES: dict[str, tuple[int, ...]] = {
@@ -47,7 +47,7 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 
 def grid_search_xgb(
-    make_model: Callable[[dict[str, Any]], _XGBModel],
+    make_model: Callable[[dict[str, Any]], XGBModel],
     X: EncodedFeatures,
     y: np.ndarray,
     *,

@@ -65,8 +65,8 @@ def booster_params(
     return params
 
 
-class _XGBModel:
-    """Shared fit/predict/save for both encodings of the categoricals."""
+class XGBModel:
+    """Shared fit/predict/save for both encodings of the categoricals (the two families below)."""
 
     name: ClassVar[str]
     native_categorical: ClassVar[bool]
@@ -115,7 +115,7 @@ class _XGBModel:
         eval_set: tuple[EncodedFeatures, np.ndarray],
         class_weight: np.ndarray | None = None,
         values: np.ndarray | None = None,  # unused: trees fit the classes only
-    ) -> _XGBModel:
+    ) -> XGBModel:
         X_val = eval_set[0]
         y, y_val, weight, val_weight = self._labels_and_weights(y, eval_set[1], class_weight)
         params = self._booster_params()
@@ -152,7 +152,7 @@ class _XGBModel:
             **binning,
         )
 
-    def for_refit(self, n_rows: int, n_fit_rows: int) -> _XGBModel:
+    def for_refit(self, n_rows: int, n_fit_rows: int) -> XGBModel:
         """An unfitted copy that grows this fit's early-stopped number of trees scaled by
         ``n_rows / n_fit_rows``, to be fitted on ``n_rows`` rows without early stopping.
 
@@ -180,7 +180,7 @@ class _XGBModel:
             return y, y_val, None, None
         return y, y_val, class_weight[y], class_weight[y_val]
 
-    def _keep_best(self, booster: xgb.Booster) -> _XGBModel:
+    def _keep_best(self, booster: xgb.Booster) -> XGBModel:
         """The booster cut at its best (early-stopping) iteration becomes the fitted model."""
         best = getattr(booster, "best_iteration", None)
         self.best_iteration_ = int(best) if best is not None else self.n_estimators - 1
@@ -244,7 +244,7 @@ class _XGBModel:
         return [f"{self.name}.ubj", f"{self.name}.json"]
 
     @classmethod
-    def load(cls, folder: Path) -> _XGBModel:
+    def load(cls, folder: Path) -> XGBModel:
         meta = json.loads((folder / f"{cls.name}.json").read_text())
         model = cls(
             n_classes=meta["n_classes"],
@@ -262,14 +262,14 @@ class _XGBModel:
         return model
 
 
-class XGBLabelModel(_XGBModel):
+class XGBLabelModel(XGBModel):
     """Categoricals as their vocabulary index, split on like numbers (the paper's baseline)."""
 
     name: ClassVar[str] = "xgb"
     native_categorical: ClassVar[bool] = False
 
 
-class XGBNativeModel(_XGBModel):
+class XGBNativeModel(XGBModel):
     """Categoricals as XGBoost categorical features (partition splits): the stronger baseline."""
 
     name: ClassVar[str] = "xgb_native"

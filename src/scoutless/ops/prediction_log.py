@@ -50,7 +50,8 @@ from sqlalchemy import (
 from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.history.panda_db import DatabaseUnavailable, insert_records, make_engine
+from scoutless.history.db_write import insert_records
+from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 
 TABLE_NAME = "scoutless_task_predictions"
 #: the per-(task, target) table of earlier versions: read, never written

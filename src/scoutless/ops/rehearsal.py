@@ -34,13 +34,8 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 
 from scoutless.config import Settings
-from scoutless.history.panda_db import (
-    bulk_insert,
-    create_schema,
-    id_chunks,
-    make_engine,
-    read_history,
-)
+from scoutless.history.db_write import bulk_insert
+from scoutless.history.panda_db import create_schema, id_chunks, make_engine, read_history
 from scoutless.history.schema import jedi_tasks, jobsarchived4
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.rollout import peek_mode, set_rollout

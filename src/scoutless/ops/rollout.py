@@ -18,7 +18,8 @@ Safe by default: no row (or no table) means ``shadow``. Every change is a compar
 on the version (the row id) its author read: the new row takes id ``version + 1``, so of two
 changes made from the same reading one fails on the primary key, and one made from an older
 reading fails the check that it is the last row (:class:`RolloutConflict`, naming the
-change in force). Reasons and authors are stored as plain text on one line.
+change in force). Reasons and authors are stored as plain text on one line. The modes, the
+arms and a task's draw are ``allocation/arms.py``'s (pure: the replay's canary shares them).
 """
 
 from __future__ import annotations
@@ -46,31 +47,12 @@ from sqlalchemy import (
 from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from scoutless.allocation.arms import (
-    ARMS,
-    MODES,
-    SCOPE_KEYS,
-    SKIPPING_ARMS,
-    Assignment,
-    RolloutError,
-    RolloutState,
-    assign,
-    check_state,
-    in_scope,
-    task_key,
-    unit_draw,
-)
+from scoutless.allocation.arms import SKIPPING_ARMS, RolloutError, RolloutState, check_state
 from scoutless.config import get_settings
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import utcnow
 
 ROLLOUT_TABLE = "scoutless_rollout"
-__all__ = [
-    "ARMS", "MODES", "ROLLOUT_TABLE", "SCOPE_KEYS", "SKIPPING_ARMS", "Assignment",
-    "RolloutConflict", "RolloutError", "RolloutState", "already_skipped", "assign",
-    "check_state", "history", "in_scope", "os_identity", "peek_mode", "plain_text",
-    "read_rollout", "set_rollout", "task_key", "unit_draw",
-]  # fmt: skip
 #: the longest reason kept (one line)
 MAX_REASON_CHARS = 500
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from scoutless.allocation.arms import MODES, SCOPE_KEYS, Assignment, RolloutState, assign
 from scoutless.allocation.policies import ALPHA_POLICIES
 from scoutless.config import ListenerSettings
 from scoutless.history.panda_db import DatabaseUnavailable, read_history
@@ -48,16 +49,7 @@ from scoutless.jedi.messages import (
     parse_task_status,
 )
 from scoutless.ops.promise import Recalibration, apply_factors
-from scoutless.ops.rollout import (
-    MODES,
-    SCOPE_KEYS,
-    Assignment,
-    RolloutState,
-    already_skipped,
-    assign,
-    create_rollout_table,
-    read_rollout,
-)
+from scoutless.ops.rollout import already_skipped, create_rollout_table, read_rollout
 from scoutless.panda import dead_letters, outbox
 from scoutless.panda.broker import BrokerUnavailable, Frame, StompBroker
 from scoutless.panda.telemetry import ListenerMetrics

@@ -21,7 +21,7 @@ import pandas as pd
 import stomp
 from sqlalchemy import Engine, text
 
-from scoutless.history.panda_db import bulk_insert
+from scoutless.history.db_write import bulk_insert
 
 
 class JediStandIn:

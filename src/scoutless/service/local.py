@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from scoutless.config import ServiceSettings
 from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.history.store import task_history
+from scoutless.history.store_reader import task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
 from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
 from scoutless.ops.registry import is_registry, resolve_champion

@@ -31,6 +31,7 @@ from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, request_col
 from scoutless.sources.common import BadLines, TraceParseError, read_text
 from scoutless.targets.estimators import compute_task_targets
+from scoutless.targets.job_records import estimator_inputs
 from scoutless.targets.spec import TARGET_NAMES, scout_value_col, value_col
 
 REQUIRED_COLUMNS = ("pandaid", "maxpss", "wall_time", "actualcorecount")
@@ -127,31 +128,6 @@ def read_panda_jobs(
     return pd.concat(frames, ignore_index=True), errors
 
 
-def _estimator_inputs(rows: pd.DataFrame, unit_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """jobsarchived4-like jobs and bare tasks for ``compute_task_targets``."""
-    wall = rows["wall_time"].astype(float)
-    start = pd.Timestamp("2000-01-01", tz="UTC")
-    cores = rows["actualcorecount"].where(rows["actualcorecount"] > 0, 1.0)
-    jobs = pd.DataFrame(
-        {
-            "jeditaskid": rows[unit_id].astype(np.int64),
-            "pandaid": rows["pandaid"].astype(np.int64),
-            "jobstatus": rows.get("jobstatus", "finished"),
-            "actualcorecount": cores,
-            "maxpss": rows["maxpss"],
-            "starttime": start,
-            "endtime": start + pd.to_timedelta(wall, unit="s"),
-            "nevents": rows.get("nevents"),
-            "inputfilebytes": rows.get("inputfilebytes"),
-            "outputfilebytes": rows.get("outputfilebytes"),
-            # PanDA's hs06sec = wall × corePower × cores: the job's HS06 is hs06sec / wall
-            "hs06": rows["hs06sec"] / wall.where(wall > 0) if "hs06sec" in rows else np.nan,
-        }
-    )
-    tasks = pd.DataFrame({"jeditaskid": jobs["jeditaskid"].unique(), "baseramcount": 0.0})
-    return jobs, tasks
-
-
 def panda_jobs(
     rows: pd.DataFrame,
     bad_lines: list[TraceParseError] | None = None,
@@ -166,9 +142,9 @@ def panda_jobs(
     rows = rows.drop_duplicates("pandaid").reset_index(drop=True)
     if "jobstatus" in rows:
         rows = rows[rows["jobstatus"].astype(str).str.strip().eq("finished")].reset_index(drop=True)
-    jobs, tasks = _estimator_inputs(rows, "pandaid")
+    jobs, tasks = estimator_inputs(rows, "pandaid")
     values = compute_task_targets(jobs, tasks, settings=per_job)
-    task_jobs, task_tasks = _estimator_inputs(rows, "jeditaskid_of_task")
+    task_jobs, task_tasks = estimator_inputs(rows, "jeditaskid_of_task")
     scouts = compute_task_targets(task_jobs, task_tasks, settings=settings, scouts_only=True)
 
     pandaid = rows["pandaid"].astype(np.int64)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +17,7 @@ from scoutless.history.synthetic.attempts import (
     draw_failures,
     timeline,
 )
+from scoutless.history.synthetic.calibration import World
 from scoutless.history.synthetic.jobs import (
     N_SCOUTS,
     Sites,
@@ -28,8 +28,9 @@ from scoutless.history.synthetic.jobs import (
     reference_targets,
     scale_walltime,
 )
-from scoutless.history.synthetic.latent import TaskDraw, World, draw_tasks
+from scoutless.history.synthetic.latent import TaskDraw, draw_tasks
 from scoutless.history.synthetic.priorities import job_priorities, task_priorities
+from scoutless.history.synthetic.taskparams import task_names, taskparams
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
 from scoutless.targets.spec import TARGET_NAMES
 
@@ -72,98 +73,6 @@ def _seconds(dt: datetime) -> np.datetime64:
     return np.datetime64(dt.replace(tzinfo=None), "us")
 
 
-def _task_names(draw: TaskDraw, vocab: Vocabulary, rng: np.random.Generator, ids: np.ndarray):  # type: ignore[no-untyped-def]
-    cols, lat = draw.cols, draw.lat
-    n = len(draw)
-    dsid = rng.integers(300000, 700000, n)
-    gen = np.array(vocab.generators, dtype=object)[rng.integers(0, len(vocab.generators), n)]
-    proc = np.array(vocab.processes, dtype=object)[rng.integers(0, len(vocab.processes), n)]
-    words = np.array(vocab.analysis_words, dtype=object)[
-        rng.integers(0, len(vocab.analysis_words), n)
-    ]
-    tags = rng.integers(1000, 9999, (n, 3))
-    names, outputs = [], []
-    for i in range(n):
-        fam = FAMILIES[lat["family"][i]]
-        if lat["is_user"][i]:
-            name = f"user.{cols['username'][i]}.{dsid[i]}.{words[i]}.v{tags[i, 0] % 20 + 1}"
-            names.append(name)
-            outputs.append([f"{name}_hist/", f"{name}_tree.root/"])
-            continue
-        step, fmt, letter = vocab.steps[fam]
-        amitag = "_".join(f"{c}{t}" for c, t in zip(("e", "s", letter), tags[i], strict=False))
-        if cols["project"][i].startswith("data"):
-            body = f"{cols['project'][i]}.00{dsid[i]}.physics_Main"
-        else:
-            body = f"{cols['project'][i]}.{dsid[i]}.{gen[i]}_{proc[i]}"
-        names.append(f"{body}.{step}.{amitag}")
-        outputs.append([f"{body}.{step}.{fmt}.{amitag}_tid{ids[i]:08d}_00"])
-    return names, outputs
-
-
-TASKPARAM_COLUMNS = (
-    "username", "prodsourcelabel", "tasktype", "processingtype", "transpath", "transuses",
-    "transhome", "architecture", "corecount", "campaign", "workqueue_id", "gshare", "site",
-    "ramunit", "baseramcount", "basewalltime", "cpuefficiency", "requested_ramcount",
-    "nevents_per_job", "nfiles_per_job",
-)  # fmt: skip
-
-
-def _taskparams(
-    cols: dict[str, np.ndarray], names: list[str], outputs: list[list[str]]
-) -> list[str]:
-    """Each task's parameter JSON, from the drawn columns (plain lists: no frame per row)."""
-    keys = ("taskname", *TASKPARAM_COLUMNS)
-    values = zip(names, *(cols[k].tolist() for k in TASKPARAM_COLUMNS), strict=True)
-    return [
-        _taskparams_json(dict(zip(keys, row, strict=True)), outputs[i], f"{names[i]}.log")
-        for i, row in enumerate(values)
-    ]
-
-
-def _taskparams_json(row: dict, outputs: list[str], log_name: str) -> str:
-    """The task-parameter JSON as a submitter (prodsys or panda-client) sends it; a missing
-    value is left out (never ``NaN``, which is not JSON)."""
-    params = {
-        "taskName": row["taskname"],
-        "userName": row["username"],
-        "prodSourceLabel": row["prodsourcelabel"],
-        "taskType": row["tasktype"],
-        "processingType": row["processingtype"],
-        "transPath": row["transpath"],
-        "transUses": row["transuses"],
-        "transHome": row["transhome"],
-        "architecture": row["architecture"],
-        "coreCount": int(row["corecount"]),
-        "campaign": row["campaign"],
-        "workQueueID": int(row["workqueue_id"]),
-        "gshare": row["gshare"],
-        "site": row["site"],
-        "ramUnit": row["ramunit"],
-        "cpuTimeUnit": "HS06sPerEvent",
-        "vo": "atlas",
-        "jobParameters": [
-            {"type": "constant", "value": "--maxEvents=${MAXEVENTS}"},
-            {"type": "template", "param_type": "output", "dataset": outputs[0]},
-        ],
-        "log": {"type": "template", "param_type": "log", "dataset": log_name,
-                "value": f"{log_name}.${{SN}}.log.tgz"},
-    }  # fmt: skip
-    for key, col in (
-        ("baseRamCount", "baseramcount"), ("baseWalltime", "basewalltime"),
-        ("cpuEfficiency", "cpuefficiency"), ("ramCount", "requested_ramcount"),
-        ("nEventsPerJob", "nevents_per_job"), ("nFilesPerJob", "nfiles_per_job"),
-    ):  # fmt: skip
-        value = row[col]
-        if not _missing(value):
-            params[key] = int(value)
-    return json.dumps({k: v for k, v in params.items() if not _missing(v)}, allow_nan=False)
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
-
-
 def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) -> Frames:
     """Tasks ``block*BLOCK_TASKS ...`` of the run, with all their rows."""
     lo = block * BLOCK_TASKS
@@ -196,7 +105,7 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
     jobs = _job_rows(rng, draw, shapes, usage, sites, within, created, ids)
     jobs_frame = _jobs_frame(jobs, vocab)
 
-    names, outputs = _task_names(draw, vocab, rng, ids)
+    names, outputs = task_names(draw, vocab, rng, ids)
     tasks = _tasks_frame(draw, ids, names, created, jobs, n)
     limits = allocations(jobs, tasks, np.asarray(cols["requested_ramcount"], dtype=float))
     jobs_frame = jobs_frame.assign(**dict(zip(ALLOCATION_COLUMNS, limits, strict=True)))
@@ -204,7 +113,7 @@ def build_block(spec: BlockSpec, block: int, vocab: Vocabulary, world: World) ->
     tasks = tasks.assign(taskpriority=priority, currentpriority=priority)
     job_priority = job_priorities(priority, jobs["task"], jobs["is_scout"])
     jobs_frame = jobs_frame.assign(assignedpriority=job_priority, currentpriority=job_priority)
-    params = pd.DataFrame({"jeditaskid": ids, "taskparams": _taskparams(cols, names, outputs)})
+    params = pd.DataFrame({"jeditaskid": ids, "taskparams": taskparams(cols, names, outputs)})
     datasets = _datasets_frame(draw, ids, names, outputs, created)
     truth = _truth_frame(draw, ids, r_mean, r_sd)
     return Frames(tasks, params, datasets, jobs_frame, truth)

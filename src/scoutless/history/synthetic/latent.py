@@ -13,6 +13,9 @@ with L = log(wall-normalised HS06 seconds per event per core) ~ N(mu_L, s_L) and
 logB = log(kB read + written per event) ~ N(mu_B, s_B). The means depend on the features
 through interactions (transformation x release x cores x pile-up, user habits …), never a
 lookup table; the jobs are then drawn around the latents (:mod:`.jobs`).
+
+This module draws what a submitter writes and wires the sections (:func:`draw_tasks`); the
+needs behind it are :mod:`.needs`', the families' numbers :mod:`.calibration`'s.
 """
 
 from __future__ import annotations
@@ -21,106 +24,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoutless.history.synthetic.calibration import (
+    CORE_POWER_REF,
+    DRIFT_CPU_FACTOR,
+    DRIFT_MEMORY_FACTOR,
+    MODELS,
+    MULTICORE_CHOICES,
+    MULTICORE_P,
+    VERSION_EFFECT,
+    WALL_P95_FACTOR,
+    Draft,
+    World,
+    draw_index,
+)
+from scoutless.history.synthetic.needs import cpu_mean, latents, memory_mean, target_latents
 from scoutless.history.synthetic.vocabulary import FAMILIES, Vocabulary
-
-CORE_POWER_REF = 11.0  # HS06 per core of a typical grid slot
-WALL_P95_FACTOR = 1.5  # G: P95 over a task's jobs relative to a typical job
-DEFAULT_CPU_EFFICIENCY = 90.0
-DEFAULT_BASE_WALLTIME = 600.0
-
-
-@dataclass(frozen=True)
-class FamilyModel:
-    """Shape of one task family's needs (medians, task-to-task and within-task spreads)."""
-
-    multicore_share: float
-    per_worker_mb: float  # memory of one worker process
-    shared_mb: float  # memory shared by the workers of an AthenaMP job
-    mem_sigma: float  # task-to-task (log)
-    mem_within: float  # job-to-job inside a task (log)
-    cpu: float  # wall HS06 s per event per core, median
-    cpu_sigma: float
-    cpu_within: float
-    kb_per_event: float  # read + written
-    kb_sigma: float
-    input_share: float  # of the bytes per event, the part read
-    job_hours: float  # what the submitter aims a job to last
-    job_hours_sigma: float
-    nevents_choices: tuple[int, ...]  # nEventsPerJob choices; () -> nFilesPerJob tasks
-    files_choices: tuple[int, ...]
-    events_per_file: float
-    mix_multi: float  # P(job core counts vary inside a multi-core task)
-    mix_single: float
-    fail_rate: float
-
-
-MODELS: dict[str, FamilyModel] = {
-    "evgen": FamilyModel(0.12, 900, 300, 0.2, 0.05, 60, 0.6, 0.3, 60, 0.3, 0.0, 9, 0.9,
-                         (200, 500, 1000, 2000, 5000, 10000), (), 0, 0.5, 0.3, 0.06),
-    "simul": FamilyModel(0.8, 450, 1400, 0.13, 0.06, 500, 0.3, 0.2, 1100, 0.25, 0.05, 20, 0.45,
-                         (50, 100, 200, 500, 1000, 2000), (), 0, 0.95, 0.5, 0.05),
-    "pile": FamilyModel(0.85, 1400, 1800, 0.13, 0.08, 45, 0.3, 0.2, 2600, 0.25, 0.75, 5, 0.4,
-                        (250, 500, 1000, 2000), (), 0, 0.95, 0.5, 0.07),
-    "reco": FamilyModel(0.75, 1100, 1500, 0.14, 0.08, 25, 0.3, 0.2, 2200, 0.25, 0.7, 4, 0.4,
-                        (250, 500, 1000, 2000, 5000), (), 0, 0.95, 0.5, 0.06),
-    "reprocessing": FamilyModel(0.95, 1150, 1700, 0.12, 0.07, 35, 0.3, 0.2, 1500, 0.25, 0.7,
-                                4, 0.35, (500, 1000, 2000, 5000), (), 0, 0.95, 0.5, 0.05),
-    "deriv": FamilyModel(0.35, 2200, 900, 0.16, 0.10, 5.0, 0.35, 0.25, 450, 0.3, 0.93, 2.5,
-                         0.5, (2000, 5000, 10000, 20000, 50000), (), 0, 0.8, 0.5, 0.04),
-    "merge": FamilyModel(0.0, 650, 300, 0.22, 0.15, 0.4, 0.4, 0.3, 150, 0.5, 0.5, 0.4, 0.6,
-                         (), (5, 10, 20, 50), 2000, 0.0, 0.1, 0.03),
-    "eventindex": FamilyModel(0.0, 500, 200, 0.15, 0.10, 0.15, 0.4, 0.3, 100, 0.3, 0.99, 0.2,
-                              0.5, (), (1, 2, 5), 5000, 0.0, 0.05, 0.03),
-    "user_athena": FamilyModel(0.05, 1700, 300, 0.3, 0.15, 5.0, 0.5, 0.35, 60, 0.6, 0.85,
-                               2.0, 1.1, (), (1, 2, 3, 5, 10, 20), 20000, 0.2, 0.04, 0.09),
-    "user_gen": FamilyModel(0.03, 1000, 100, 0.4, 0.2, 2.0, 0.55, 0.4, 30, 0.7, 0.9, 1.5, 1.2,
-                            (), (1, 2, 3, 5, 10, 20), 20000, 0.1, 0.03, 0.10),
-}  # fmt: skip
-
-#: Release series -> (memory, cpu) multipliers: AthenaMT and newer compilers save both.
-VERSION_EFFECT: dict[str, tuple[float, float]] = {
-    "19.2.5": (0.8, 1.3), "20.7": (1.1, 1.2), "20.7.5": (1.1, 1.2), "21.0": (1.0, 1.0),
-    "21.2": (1.0, 1.0), "21.6": (1.0, 1.0), "22.0": (0.9, 0.85), "23.0": (0.75, 0.8),
-    "24.0": (0.75, 0.8), "24.2": (0.9, 0.9), "": (1.0, 1.0),
-}  # fmt: skip
-DRIFT_MEMORY_FACTOR = 1.75
-DRIFT_CPU_FACTOR = 1.5
-MULTICORE_CHOICES = np.array([8, 4, 16])
-MULTICORE_P = np.array([0.85, 0.05, 0.10])
-
-
-@dataclass
-class World:
-    """Seed-wide hidden effects: per user and per release patch (fixed for a whole run)."""
-
-    user_mem: np.ndarray
-    user_cpu: np.ndarray
-    user_kb: np.ndarray
-    user_p: np.ndarray  # Zipf activity
-    release_mem: np.ndarray  # [family, release, patch]
-    release_cpu: np.ndarray
-    site_speed: np.ndarray  # per site: wall multiplier its corePower does not show
-
-    @classmethod
-    def build(cls, vocab: Vocabulary, seed: int, site_speed_sigma: float = 0.0) -> World:
-        rng = np.random.default_rng([seed, 7])
-        n = len(vocab.analysis_users)
-        p = 1.0 / np.arange(1, n + 1) ** vocab.zipf_exponent
-        shape = (len(FAMILIES), 3, 400)
-        return cls(
-            user_mem=rng.normal(0, 0.35, n),
-            user_cpu=rng.normal(0, 0.6, n),
-            user_kb=rng.normal(0, 0.5, n),
-            user_p=p / p.sum(),
-            release_mem=rng.normal(0, 0.06, shape),
-            release_cpu=rng.normal(0, 0.08, shape),
-            site_speed=np.exp(rng.normal(0, site_speed_sigma, len(vocab.site_names))),
-        )
-
-
-def _pick(rng: np.random.Generator, n: int, p: np.ndarray | list[float]) -> np.ndarray:
-    p = np.asarray(p, dtype=float)
-    return rng.choice(len(p), size=n, p=p / p.sum())
 
 
 def _snap(values: np.ndarray, choices: tuple[int, ...]) -> np.ndarray:
@@ -154,7 +72,7 @@ def _release_columns(rng, vocab, world, fam_names, fam, tfrac, drifted):  # type
             continue
         rels = vocab.releases[name]
         weights = np.array([0.6, 0.25, 0.15][: len(rels)])
-        which = _pick(rng, rows.size, weights)
+        which = draw_index(rng, rows.size, weights)
         for r_idx, rel in enumerate(rels):
             sub = rows[which == r_idx]
             if sub.size == 0:
@@ -191,34 +109,6 @@ def _fill_release(transhome, transuses, arch, rows, rel, patch) -> None:  # type
     arch[rows] = rel.architecture
 
 
-@dataclass(frozen=True)
-class _Draft:
-    """What every section of :func:`draw_tasks` reads: the rng and each task's family."""
-
-    rng: np.random.Generator
-    vocab: Vocabulary
-    world: World
-    fam: np.ndarray
-    is_user: np.ndarray
-
-    @classmethod
-    def drawn(cls, rng: np.random.Generator, vocab: Vocabulary, world: World, n: int) -> _Draft:
-        """``n`` tasks' families, drawn from the vocabulary's family shares."""
-        fam = _pick(rng, n, vocab.family_share)
-        is_user = np.isin(fam, [FAMILIES.index("user_athena"), FAMILIES.index("user_gen")])
-        return cls(rng, vocab, world, fam, is_user)
-
-    @property
-    def n(self) -> int:
-        return len(self.fam)
-
-    def per_fam(self, attr: str) -> np.ndarray:
-        return np.array([getattr(MODELS[f], attr) for f in FAMILIES], dtype=float)[self.fam]
-
-    def is_family(self, *names: str) -> np.ndarray:
-        return np.isin(self.fam, [FAMILIES.index(f) for f in names])
-
-
 def draw_tasks(
     rng: np.random.Generator,
     vocab: Vocabulary,
@@ -230,7 +120,7 @@ def draw_tasks(
     """Features and latents of ``len(tfrac)`` tasks (``tfrac``: position in the period);
     a ``few_jobs_share`` of them have only 1-2 jobs. The sections below draw from ``rng``
     in this order; changing it changes every generated history."""
-    d = _Draft.drawn(rng, vocab, world, len(tfrac))
+    d = Draft.drawn(rng, vocab, world, len(tfrac))
     drifted = drift_mask & d.is_family(*vocab.drift_families)
     drifted &= rng.random(d.n) < 0.85
     corecount = _cores(d)
@@ -241,13 +131,13 @@ def draw_tasks(
     campaign, project, pileup, pile_mem, pile_cpu = _campaigns(d)
     processingtype, val = _processing_types(d, campaign, project)
     username, user_mem, user_cpu, user_kb = _users(d)
-    baseramcount, mu_mem = _memory_mean(d, corecount, (trans_mem, rel_mem, pile_mem, user_mem))
-    mu_cpu = _cpu_mean(d, corecount, arch, (trans_cpu, rel_cpu, pile_cpu, user_cpu))
+    baseramcount, mu_mem = memory_mean(d, corecount, (trans_mem, rel_mem, pile_mem, user_mem))
+    mu_cpu = cpu_mean(d, corecount, arch, (trans_cpu, rel_cpu, pile_cpu, user_cpu))
     mu_kb = np.log(d.per_fam("kb_per_event")) + user_kb + 0.5 * pile_mem
     sizes = _job_sizes(d, corecount, mu_cpu)
     mu_mem += np.where(d.is_family("merge"), 0.12 * np.log10(sizes["nev_mean"] / 1000.0), 0.0)
     inputs = _task_inputs(d, sizes, few_jobs_share)
-    latent = _latents(d, mu_mem, mu_cpu, mu_kb)
+    latent = latents(d, mu_mem, mu_cpu, mu_kb)
     declared = _declared(d, mu_mem, corecount, val)
     cols = {
         "prodsourcelabel": np.where(d.is_user, "user", "managed").astype(object),
@@ -275,19 +165,19 @@ def draw_tasks(
         "input_nfiles": inputs["input_nfiles"].astype(float),
         "input_nevents": inputs["input_nevents"].astype(float),
     }
-    lat = _target_latents(d, cols, sizes, inputs["n_units"], latent, corecount)
+    lat = target_latents(d, cols, sizes, inputs["n_units"], latent, corecount)
     lat = {"family": d.fam, "is_user": d.is_user, "drifted": drifted, "pileup": pileup, **lat}
     return TaskDraw(cols=cols, lat=lat)
 
 
-def _cores(d: _Draft) -> np.ndarray:
+def _cores(d: Draft) -> np.ndarray:
     """Cores: multi-core share per family; AthenaMP jobs mostly 8 cores."""
     multi = d.rng.random(d.n) < d.per_fam("multicore_share")
-    corecount = np.where(multi, MULTICORE_CHOICES[_pick(d.rng, d.n, MULTICORE_P)], 1)
+    corecount = np.where(multi, MULTICORE_CHOICES[draw_index(d.rng, d.n, MULTICORE_P)], 1)
     return np.where(multi & d.is_user, np.where(d.rng.random(d.n) < 0.5, 4, 8), corecount)
 
 
-def _transformations(d: _Draft, corecount: np.ndarray) -> tuple[np.ndarray, ...]:
+def _transformations(d: Draft, corecount: np.ndarray) -> tuple[np.ndarray, ...]:
     """Transformation per task and its (log) memory and CPU effects."""
     fam = d.fam
     transpath = np.empty(d.n, dtype=object)
@@ -296,7 +186,7 @@ def _transformations(d: _Draft, corecount: np.ndarray) -> tuple[np.ndarray, ...]
     for f_idx, name in enumerate(FAMILIES):
         rows = np.flatnonzero(fam == f_idx)
         opts = d.vocab.transformations[name]
-        which = _pick(d.rng, rows.size, [w for _, w in opts])
+        which = draw_index(d.rng, rows.size, [w for _, w in opts])
         transpath[rows] = np.array([p for p, _ in opts], dtype=object)[which]
     for path, (m, c) in {
         "FastChain_tf.py": (1.3, 0.15), "AtlasG4_tf.py": (1.05, 1.15),
@@ -315,12 +205,12 @@ def _transformations(d: _Draft, corecount: np.ndarray) -> tuple[np.ndarray, ...]
     return transpath, trans_mem, trans_cpu
 
 
-def _campaigns(d: _Draft) -> tuple[np.ndarray, ...]:
+def _campaigns(d: Draft) -> tuple[np.ndarray, ...]:
     """Campaign and pile-up (MC vs data), project = first token of the task name."""
     vocab, fam = d.vocab, d.fam
     is_data = d.is_family("reprocessing") | (d.is_family("deriv") & (d.rng.random(d.n) < 0.3))
-    mc_idx = _pick(d.rng, d.n, [c[3] for c in vocab.mc_campaigns])
-    data_idx = _pick(d.rng, d.n, [c[3] for c in vocab.data_campaigns])
+    mc_idx = draw_index(d.rng, d.n, [c[3] for c in vocab.mc_campaigns])
+    data_idx = draw_index(d.rng, d.n, [c[3] for c in vocab.data_campaigns])
 
     def pick(i: int, dtype: type | None = object) -> np.ndarray:
         data = np.array([c[i] for c in vocab.data_campaigns], dtype=dtype)[data_idx]
@@ -338,7 +228,7 @@ def _campaigns(d: _Draft) -> tuple[np.ndarray, ...]:
 
 
 def _processing_types(
-    d: _Draft, campaign: np.ndarray, project: np.ndarray
+    d: Draft, campaign: np.ndarray, project: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Processing type: validation / urgent tasks hide their family behind the label.
     Sets the campaign and project of validation and analysis tasks in place."""
@@ -350,7 +240,7 @@ def _processing_types(
     processingtype[val] = "validation"
     processingtype[urg] = "urgent"
     project[val] = vocab.validation_project
-    client = np.array(["1.4.47", "1.4.81", "1.5.10"], dtype=object)[_pick(d.rng, d.n, [0.2, 0.5, 0.3])]  # fmt: skip
+    client = np.array(["1.4.47", "1.4.81", "1.5.10"], dtype=object)[draw_index(d.rng, d.n, [0.2, 0.5, 0.3])]  # fmt: skip
     mode = np.where(d.fam == FAMILIES.index("user_athena"), "athena", "run")
     processingtype[is_user] = "panda-client-" + client[is_user] + "-jedi-" + mode[is_user]
     campaign[is_user] = None
@@ -358,11 +248,11 @@ def _processing_types(
     return processingtype, val
 
 
-def _users(d: _Draft) -> tuple[np.ndarray, ...]:
+def _users(d: Draft) -> tuple[np.ndarray, ...]:
     """Users: production requesters, Zipf-active analysis users with their own habits."""
     vocab, world, is_user = d.vocab, d.world, d.is_user
     prod_user = np.array(vocab.production_users, dtype=object)[
-        _pick(d.rng, d.n, vocab.production_user_weights)
+        draw_index(d.rng, d.n, vocab.production_user_weights)
     ]
     ana_idx = d.rng.choice(len(world.user_p), size=d.n, p=world.user_p)
     username = np.where(is_user, np.array(vocab.analysis_users, dtype=object)[ana_idx], prod_user)
@@ -372,43 +262,7 @@ def _users(d: _Draft) -> tuple[np.ndarray, ...]:
     return username, user_mem, user_cpu, user_kb
 
 
-def _memory_mean(
-    d: _Draft, corecount: np.ndarray, effects: tuple[np.ndarray, ...]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Memory per core at the task's core count: workers + shared part - declared base.
-    ``effects``: transformation, release, pile-up, user (log), added in this order."""
-    shared = d.per_fam("shared_mb")
-    base_choice = np.array([0, 500, 1000, 1500])[_pick(d.rng, d.n, [0.4, 0.2, 0.25, 0.15])]
-    baseramcount = np.where(
-        (corecount > 1) & ~d.is_user, np.minimum(base_choice, 0.6 * shared), 0
-    ).astype(float)
-    per_core = d.per_fam("per_worker_mb") + (shared - baseramcount) / corecount
-    mu_mem = (
-        _added(np.log(1.1 * per_core), effects)
-        + 0.1 * np.log1p(np.maximum(corecount - 8, 0))  # 16-core jobs: extra buffers
-    )  # fmt: skip
-    return baseramcount, mu_mem
-
-
-def _cpu_mean(
-    d: _Draft, corecount: np.ndarray, arch: np.ndarray, effects: tuple[np.ndarray, ...]
-) -> np.ndarray:
-    """CPU: family x release x pile-up x transformation x user, MP inefficiency."""
-    return (
-        _added(np.log(d.per_fam("cpu")), effects)
-        + np.where(corecount > 1, np.log(1.08), 0.0)
-        + np.where(np.char.startswith(arch.astype(str), "x86_64-el9"), np.log(0.93), 0.0)
-    )  # fmt: skip
-
-
-def _added(base: np.ndarray, effects: tuple[np.ndarray, ...]) -> np.ndarray:
-    """``base + e1 + e2 + ...`` summed left to right (the order fixes the rounding)."""
-    for effect in effects:
-        base = base + effect
-    return base
-
-
-def _job_sizes(d: _Draft, corecount: np.ndarray, mu_cpu: np.ndarray) -> dict[str, np.ndarray]:
+def _job_sizes(d: Draft, corecount: np.ndarray, mu_cpu: np.ndarray) -> dict[str, np.ndarray]:
     """Submitter's choices: events (or files) per job aimed at a job length."""
     rng, n = d.rng, d.n
     hours = d.per_fam("job_hours") * np.exp(d.per_fam("job_hours_sigma") * rng.standard_normal(n))
@@ -440,7 +294,7 @@ def _job_sizes(d: _Draft, corecount: np.ndarray, mu_cpu: np.ndarray) -> dict[str
 
 
 def _task_inputs(
-    d: _Draft, sizes: dict[str, np.ndarray], few_jobs_share: float
+    d: Draft, sizes: dict[str, np.ndarray], few_jobs_share: float
 ) -> dict[str, np.ndarray]:
     """Size of the task: heavy-tailed number of jobs, input datasets follow from it."""
     rng, n, is_user = d.rng, d.n, d.is_user
@@ -471,30 +325,16 @@ def _task_inputs(
     }
 
 
-def _latents(
-    d: _Draft, mu_mem: np.ndarray, mu_cpu: np.ndarray, mu_kb: np.ndarray
-) -> dict[str, np.ndarray]:
-    """The latents themselves: one Gaussian draw around each mean."""
-    s_mem, s_cpu, s_kb = d.per_fam("mem_sigma"), d.per_fam("cpu_sigma"), d.per_fam("kb_sigma")
-    return {
-        "mu_mem": mu_mem, "mu_cpu": mu_cpu, "mu_kb": mu_kb,
-        "s_mem": s_mem, "s_cpu": s_cpu, "s_kb": s_kb,
-        "log_mem": mu_mem + s_mem * d.rng.standard_normal(d.n),
-        "log_cpu": mu_cpu + s_cpu * d.rng.standard_normal(d.n),
-        "log_kb": mu_kb + s_kb * d.rng.standard_normal(d.n),
-    }  # fmt: skip
-
-
 def _declared(
-    d: _Draft, mu_mem: np.ndarray, corecount: np.ndarray, val: np.ndarray
+    d: Draft, mu_mem: np.ndarray, corecount: np.ndarray, val: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Declared parameters (production sets them; analysis leaves most unset)."""
     rng, n, is_user, vocab = d.rng, d.n, d.is_user, d.vocab
     cpuefficiency = np.where(
-        is_user, np.nan, np.array([90, 80, 70, 100])[_pick(rng, n, [0.6, 0.2, 0.1, 0.1])]
+        is_user, np.nan, np.array([90, 80, 70, 100])[draw_index(rng, n, [0.6, 0.2, 0.1, 0.1])]
     ).astype(float)
     basewalltime = np.where(
-        is_user, np.nan, np.array([0, 300, 600])[_pick(rng, n, [0.3, 0.2, 0.5])]
+        is_user, np.nan, np.array([0, 300, 600])[draw_index(rng, n, [0.3, 0.2, 0.5])]
     ).astype(float)
     request_noise = np.exp(rng.normal(0.15, 0.3, n))
     requested = np.ceil(np.exp(mu_mem) / 1.1 * request_noise / 100.0) * 100.0
@@ -521,55 +361,3 @@ def _declared(
         "gshare": gshare,
         "ramunit": ramunit.astype(object),
     }
-
-
-def _target_latents(
-    d: _Draft,
-    cols: dict[str, np.ndarray],
-    sizes: dict[str, np.ndarray],
-    n_units: np.ndarray,
-    latent: dict[str, np.ndarray],
-    corecount: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """The latents the jobs are drawn around, and each target's log-normal (mu, sigma)."""
-    mu_mem, mu_cpu, mu_kb = latent["mu_mem"], latent["mu_cpu"], latent["mu_kb"]
-    s_cpu, s_kb, log_cpu, log_kb = latent["s_cpu"], latent["s_kb"], latent["log_cpu"], latent["log_kb"]  # fmt: skip
-    nev_mean, basewalltime = sizes["nev_mean"], cols["basewalltime"]
-    io_max_factor = 1.3 * (1.0 + 0.08 * np.log(n_units))
-    wall_shift = np.log(nev_mean * WALL_P95_FACTOR / (CORE_POWER_REF * corecount))
-    bw_eff = np.where(np.isnan(basewalltime), DEFAULT_BASE_WALLTIME, basewalltime)
-    # io = bytes per job / typical wall; log(bw + cpu part) linearised at the feature mean
-    # keeps log io Gaussian given the features while bytes and wall stay consistent
-    typical_cpu_s = np.exp(mu_cpu + wall_shift) / WALL_P95_FACTOR
-    weight = typical_cpu_s / (bw_eff + typical_cpu_s)
-    io_mu = mu_kb + np.log(nev_mean * io_max_factor / corecount) - np.log(bw_eff + typical_cpu_s)
-    log_io = io_mu + (log_kb - mu_kb) - weight * (log_cpu - mu_cpu)
-    cpueff = cols["cpuefficiency"]
-    eff = np.where(np.isnan(cpueff), DEFAULT_CPU_EFFICIENCY, cpueff) / 100.0
-    return {
-        "n_units": n_units, "nev_mean": nev_mean,
-        "by_events": sizes["by_events"], "events_per_file": sizes["events_per_file"],
-        "mix_p": np.where(corecount > 1, d.per_fam("mix_multi"), d.per_fam("mix_single")),
-        "fail_rate": d.per_fam("fail_rate"),
-        "mem_within": d.per_fam("mem_within"),
-        "cpu_within": d.per_fam("cpu_within"),
-        "input_share": d.per_fam("input_share"),
-        "per_worker_mb": d.per_fam("per_worker_mb"),
-        "shared_mb": d.per_fam("shared_mb"),
-        "bw_eff": bw_eff,
-        "eff": eff,
-        # targets: log-normal (mu, sigma) given the features, and the realised values
-        "memory_mu": mu_mem,
-        "memory_sigma": latent["s_mem"],
-        "memory_target": np.exp(latent["log_mem"]),
-        "walltime_mu": mu_cpu + wall_shift,
-        "walltime_sigma": s_cpu,
-        "walltime_target": bw_eff + np.exp(log_cpu + wall_shift),
-        "io_mu": io_mu,
-        "io_sigma": np.sqrt(s_kb**2 + (weight * s_cpu) ** 2),
-        "io_target": np.exp(log_io),
-        "log_cpu": log_cpu,
-        "log_kb": log_kb,
-        "cputime_mu_base": mu_cpu + np.log(eff),
-        "cputime_sigma_base": s_cpu,
-    }  # fmt: skip

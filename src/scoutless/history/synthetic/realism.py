@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import Settings, get_settings
-from scoutless.sources.panda_jobs import _estimator_inputs, read_panda_jobs
+from scoutless.sources.panda_jobs import read_panda_jobs
 from scoutless.targets.bins import load_bins
 from scoutless.targets.estimators import compute_task_targets, finished_jobs, wall_seconds
+from scoutless.targets.job_records import estimator_inputs
 from scoutless.targets.spec import TARGET_NAMES
 
 MIN_JOBS = 50  # tasks with fewer finished jobs are mostly scouts: their ratio says nothing
@@ -42,7 +43,7 @@ def real_task_jobs(paths: list[Path]) -> TaskJobs:
         raise FileNotFoundError("no job_records_*.csv files given")
     rows, _ = read_panda_jobs(paths)
     rows = rows.drop_duplicates("pandaid").reset_index(drop=True)
-    jobs, tasks = _estimator_inputs(rows, "jeditaskid_of_task")
+    jobs, tasks = estimator_inputs(rows, "jeditaskid_of_task")
     jobs["computingsite"] = rows.get("computingsite")
     return TaskJobs(jobs, tasks)
 

@@ -16,11 +16,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from sqlalchemy import Engine
 
 from scoutless.config import WithinTaskSettings, get_settings
-from scoutless.history.panda_db import bulk_insert, create_schema
+from scoutless.history.db_write import bulk_insert
+from scoutless.history.panda_db import create_schema
 from scoutless.history.staging import load_staged, stage_frames
 from scoutless.history.synthetic.block import BLOCK_TASKS, BlockSpec, Frames, build_block
 from scoutless.history.synthetic.builders import build_in_processes
-from scoutless.history.synthetic.latent import World
+from scoutless.history.synthetic.calibration import World
 from scoutless.history.synthetic.truth import synthetic_truth
 from scoutless.history.synthetic.vocabulary import load_vocabulary
 from scoutless.history.upgrade import describe, upgrade_history
