@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from docsgen.cli_ref import cli_page
+from docsgen.defaults_ref import defaults_page
 from docsgen.http_ref import http_page
 from docsgen.results_site import results_pages
 from docsgen.settings_ref import settings_page
@@ -28,5 +29,6 @@ def generated_pages(root: Path) -> dict[str, str]:
         "reference/cli.md": cli_page(app),
         "reference/http-api.md": http_page(openapi_schema()),
         "reference/settings.md": settings_page(Settings),
+        "reference/defaults.md": defaults_page(),
         **results_pages(root / "results"),
     }

@@ -531,7 +531,7 @@ BENCHMARKS: list[Benchmark] = [
         "Command-line start-up",
         "How long `scoutless --help`, `--version`, each verb's `--help` and a wrong "
         "`--bundle` path take, as the median of fresh interpreters, against `python -c "
-        "\"import typer\"` in the same run (goal: `--help` within 2x). Verbs are imported "
+        '"import typer"` in the same run (goal: `--help` within 2x). Verbs are imported '
         "when they run, so no help imports torch, scikit-learn, XGBoost or pandas.",
         "python benchmarks/cli_startup.py --repeats 5 --out results/cli_startup.json",
     ),

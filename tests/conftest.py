@@ -7,6 +7,8 @@ numericals are NaN, as in real history. Used by the model and bundle tests.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -81,6 +83,80 @@ def small_bundle(small_table, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("bundles") / "small"
     return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)
+
+
+#: the shared demo's size: small enough for CI (~15 s), large enough for test tasks
+DEMO_ARGS = ["--tasks", "600", "--models", "xgb", "--max-epochs", "1", "--seed", "7"]
+
+
+@pytest.fixture(scope="session")
+def demo_workdir(tmp_path_factory):
+    """One small ``scoutless demo`` (history.sqlite, table.parquet, bundle/, metrics.json,
+    report.html, replay.json) shared by the tests that need a whole run: the answers'
+    coherence, the docs' examples."""
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    workdir = tmp_path_factory.mktemp("demo-shared")
+    result = CliRunner().invoke(app, ["demo", "--workdir", str(workdir), *DEMO_ARGS])
+    assert result.exit_code == 0, result.output
+    return workdir
+
+
+#: measures a page in the browser: images loaded, and every pair of title / block boxes that
+#: overlap (a title over a plot, a table or another title), into <body data-layout="…">
+_LAYOUT_PROBE = """<script>
+window.addEventListener("load", () => {
+  const pick = (sel) => Array.from(document.querySelectorAll(sel))
+    .map((e) => [e, e.getBoundingClientRect()]).filter(([, r]) => r.width > 0 && r.height > 0);
+  const titles = pick("h1, h2, h3"), blocks = pick("h1, h2, h3, img, table, p, ul, figure");
+  const cut = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 &&
+                        a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const overlaps = [];
+  for (const [t, a] of titles) for (const [e, b] of blocks)
+    if (t !== e && !t.contains(e) && !e.contains(t) && cut(a, b))
+      overlaps.push(t.textContent.slice(0, 50) + " / " + e.tagName + " " + e.textContent.slice(0, 30));
+  const images = Array.from(document.images);
+  const loaded = images.filter((i) => i.complete && i.naturalWidth > 0).length;
+  document.body.setAttribute("data-layout", JSON.stringify(
+    {titles: titles.length, images: images.length, loaded: loaded, overlaps: overlaps}));
+});
+</script>"""
+
+
+@pytest.fixture
+def browser_layout(tmp_path):
+    """``browser_layout(page)``: the page rendered by headless Chromium, as
+    ``{"titles", "images", "loaded", "overlaps"}``. Skips where Chromium is missing, fails
+    in CI (scripts/test.sh installs it)."""
+    import html
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI") or os.environ.get("SCOUTLESS_TEST_PG_URL"):
+            pytest.fail("chromium is missing in CI: apt-get install -y chromium")
+        pytest.skip("chromium is not installed (scripts/services.sh installs it)")
+
+    def measure(page):
+        probe = tmp_path / f"probe-{page.name}"
+        probe.write_text(page.read_text().replace("</body>", _LAYOUT_PROBE + "</body>"))
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,2000",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]  # fmt: skip
+        dom = subprocess.run([chromium, *flags, "--dump-dom", probe.as_uri()],
+                             capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        found = re.search(r'data-layout="([^"]*)"', dom.stdout)
+        assert found, f"the page's load handler did not run: {dom.stderr[-1000:]}"
+        return json.loads(html.unescape(found.group(1)))
+
+    return measure
 
 
 def _random_order(config: pytest.Config) -> str | None:

@@ -22,14 +22,14 @@ class ServiceError(RuntimeError):
 def _predict_body(
     tasks: Sequence[Mapping[str, Any]] | None,
     taskparams: Sequence[Mapping[str, Any] | str] | None,
-    policy: str,
+    policy: str | None,
     alpha: float | None,
     targets: Sequence[str] | None,
     layout: str = "tasks",
 ) -> dict[str, Any]:
     if (tasks is None) == (taskparams is None):
         raise ValueError("give exactly one of tasks= or taskparams=")
-    body: dict[str, Any] = {"policy": policy}
+    body: dict[str, Any] = {"policy": policy} if policy else {}  # None: the server's default
     if tasks is not None:
         body["tasks"] = [dict(t) for t in tasks]
     else:
@@ -43,8 +43,10 @@ def _predict_body(
     return body
 
 
-def _task_params(policy: str, alpha: float | None, targets: Sequence[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {"policy": policy}
+def _task_params(
+    policy: str | None, alpha: float | None, targets: Sequence[str] | None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"policy": policy} if policy else {}
     if alpha is not None:
         params["alpha"] = alpha
     if targets:
@@ -78,7 +80,7 @@ class Client:
         tasks: Sequence[Mapping[str, Any]] | None = None,
         *,
         taskparams: Sequence[Mapping[str, Any] | str] | None = None,
-        policy: str = "argmax",
+        policy: str | None = None,
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
         layout: str = "tasks",
@@ -91,7 +93,7 @@ class Client:
         self,
         jeditaskid: int,
         *,
-        policy: str = "argmax",
+        policy: str | None = None,
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
     ) -> dict[str, Any]:
@@ -102,13 +104,14 @@ class Client:
         self,
         params: Mapping[str, Any],
         *,
-        policy: str = "risk",
+        policy: str | None = None,
         alpha: float | None = None,
         skip_policies: Sequence[str] = ("risk", "safe", "value", "cost"),
     ) -> dict[str, Any]:
         """The task parameters with ``skipScout`` and ``ramCount``/``ramUnit``, ``cpuTime``/
         ``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit`` set from the prediction under
-        ``policy``: what a submitter passes to panda-client (PanDA unchanged)."""
+        ``policy`` (None: the server's default): what a submitter passes to panda-client
+        (PanDA unchanged)."""
         import time
 
         from scoutless.jedi.messages import fill_taskparams
@@ -116,6 +119,7 @@ class Client:
         body = self.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
         task = body["tasks"][0]
         version = str(body["model_version"])
+        policy = policy or next(iter(task["targets"].values()))["policy"]  # as answered
         return fill_taskparams(
             params, task["targets"], version, policy, skip_policies, time.time(), task.get("scout")
         )
@@ -155,7 +159,7 @@ class AsyncClient:
         tasks: Sequence[Mapping[str, Any]] | None = None,
         *,
         taskparams: Sequence[Mapping[str, Any] | str] | None = None,
-        policy: str = "argmax",
+        policy: str | None = None,
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
         layout: str = "tasks",
@@ -168,7 +172,7 @@ class AsyncClient:
         self,
         jeditaskid: int,
         *,
-        policy: str = "argmax",
+        policy: str | None = None,
         alpha: float | None = None,
         targets: Sequence[str] | None = None,
     ) -> dict[str, Any]:

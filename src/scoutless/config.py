@@ -15,7 +15,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -310,7 +318,10 @@ class ListenerSettings(BaseModel):
         "/queue/scoutless_dead_letters",
         description="where dead letters are also published (None: only the table)",
     )
-    policy: str = "risk"
+    policy: str = Field(
+        "cost",
+        description="what the listener and taskparams allocate; unset: allocation.default_policy",
+    )
     alpha: float = Field(0.05, gt=0, lt=1)
     skip_scout_policies: list[str] = Field(
         ["risk", "safe", "value", "cost"],
@@ -440,7 +451,9 @@ class ReplaySettings(BaseModel):
     strategies: list[str] = Field(default_factory=lambda: list(STRATEGY_NAMES))
     policy: str = Field(
         "cost",
-        description="what predicted/hybrid/selective/bayes allocate: " + ", ".join(REPLAY_POLICIES),
+        description="what predicted/hybrid/selective/bayes allocate: "
+        + ", ".join(REPLAY_POLICIES)
+        + "; unset: allocation.default_policy",
     )
     alpha: float | None = Field(
         None,
@@ -646,6 +659,11 @@ class AllocationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(0.05, gt=0, lt=1, description="default under-allocation share")
+    default_policy: Literal["argmax", "safe", "risk", "value", "cost"] = Field(
+        "cost",
+        description="the policy of every entry point not told one: the service, the listener, "
+        "taskparams, the client (the server's) and the replay",
+    )
     prices: Prices = Prices()
     #: resource type (e.g. MCORE_HIMEM) -> the prices that differ there
     resource_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -841,6 +859,17 @@ class Settings(BaseSettings):
     rollout: RolloutSettings = RolloutSettings()
     sizing: SizingSettings = SizingSettings()
 
+    @model_validator(mode="after")
+    def _one_default_policy(self) -> Settings:
+        """The listener and the replay allocate ``allocation.default_policy`` unless their
+        own ``policy`` is set: one setting for every entry point."""
+        policy = {"policy": self.allocation.default_policy}
+        if "policy" not in self.listener.model_fields_set:
+            self.listener = self.listener.model_copy(update=policy)
+        if "policy" not in self.replay.model_fields_set:
+            self.replay = self.replay.model_copy(update=policy)
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -935,4 +964,3 @@ def _unknown_keys(values: dict, model: type[BaseModel], prefix: str = "") -> lis
         if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
             unknown += _unknown_keys(value, sub, f"{prefix}{key}.")
     return unknown
-

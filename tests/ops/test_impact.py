@@ -4,6 +4,7 @@ clear error for a history without the job columns."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -17,6 +18,7 @@ from scoutless.history.schema import jedi_tasks, jobsarchived4, metadata
 from scoutless.ops.impact import FIGURES, arm_difference, impact_report, task_figures
 from scoutless.ops.impact_store import ImpactError, collect_impact
 from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.report import excludes_zero
 
 T0 = datetime(2026, 3, 2, 8, 0, 0)
 H = timedelta(hours=1)
@@ -222,3 +224,35 @@ def test_the_terminal_shows_the_latest_windows_and_says_how_many_there_are() -> 
     assert f"the last {MAX_WINDOWS} of {MAX_WINDOWS + 5} windows" in text
     assert f"{starts[-1]:%Y-%m-%d}" in text and f"{starts[4]:%Y-%m-%d}" not in text
     assert f"{starts[5]:%Y-%m-%d}" in text
+
+
+def test_the_impact_page_fits_its_window_names_units_marks_and_gives_a_verdict(
+    history, tmp_path, browser_layout
+) -> None:  # type: ignore[no-untyped-def]
+    """Not told a window, `monitor impact` picks one giving at most 40 points; figures carry
+    their unit and say they are means; significant digits, no NaN or -0; rows whose interval
+    excludes zero are marked; one verdict line; the page renders without titles overlapping."""
+    from scoutless.ops.impact import FIGURE_UNITS, WINDOWS, window_for
+
+    assert set(FIGURE_UNITS) == set(FIGURES)
+    for days in (0.5, 30, 400, 5000):
+        every = window_for(days)
+        assert days / dict(WINDOWS)[every] <= 40 or every == WINDOWS[-1][0]
+    assert window_for(400) == "14D" and window_for(30) == "1D"
+    page = tmp_path / "impact.html"
+    result = CliRunner().invoke(app, ["monitor", "impact", "--db", str(history.url), "--days",
+                                      "400", "--html", str(page)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "window 14D" in result.output and "guard rail would" in result.output
+    assert "mean over tasks" in result.output
+    html = re.sub(r'src="data:[^"]*"', "", page.read_text())  # the text, not the PNGs
+    assert "guard rail would" in html
+    assert "first_prod_job_h (h, mean over tasks)" in html
+    assert "NaN" not in html and ">-0<" not in html and ">nan<" not in html
+    marked = html.count('class="excludes-zero"')
+    report = impact_report(history, every="14D")
+    assert marked == sum(excludes_zero(d) for d in report.differences if np.isfinite(d.value))
+    assert report.per_window["window_start"].nunique() <= 40
+    layout = browser_layout(page)
+    assert layout["images"] >= 3 and layout["loaded"] == layout["images"], layout
+    assert not layout["overlaps"], layout["overlaps"]

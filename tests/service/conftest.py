@@ -14,6 +14,20 @@ from scoutless.config import Settings
 from scoutless.service.app import create_app
 
 
+@pytest.fixture(autouse=True)
+def class_policy_by_default(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The fake bundles here have no value models, so the shipped default (``cost``) cannot
+    answer them: these tests, about the API's shape and the service's machinery, default to
+    ``argmax`` (in process and in the servers they start). The shipped default is tested on a
+    real bundle (``test_answer_coherence.py``)."""
+    from scoutless.config import get_settings
+
+    monkeypatch.setenv("SCOUTLESS_ALLOCATION__DEFAULT_POLICY", "argmax")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
 @pytest.fixture
 def servers() -> Iterator[list[ServerProcess]]:
     """Start servers with ``servers.append(ServerProcess(...))``; all are stopped after."""

@@ -26,6 +26,17 @@ POLICY_NAMES: tuple[str, ...] = ("argmax", "safe", "risk")
 ALPHA_POLICIES: tuple[str, ...] = ("risk", "value")
 
 
+def unused_alpha(policy: str, alpha: float | None) -> str | None:
+    """Why ``alpha`` cannot be given with ``policy`` (None when it can): only the policies
+    that promise an under-allocation rate read it, and a bound silently ignored misleads."""
+    if alpha is None or policy in ALPHA_POLICIES:
+        return None
+    return (
+        f"alpha={alpha} is read only by the policies {' and '.join(ALPHA_POLICIES)}; "
+        f"policy {policy!r} ignores it (give policy=risk or value, or drop alpha)"
+    )
+
+
 class PolicyError(ValueError):
     """A policy that cannot be built from what it was given."""
 

@@ -15,7 +15,17 @@ MAX_WINDOWS = 20
 
 
 def _num(value: float) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+    from scoutless.ops.report import significant
+
+    return significant(value)
+
+
+def _figure(name: str) -> str:
+    """A figure's name with its unit and how the tasks are pooled (mean, not median)."""
+    from scoutless.ops.impact import FIGURE_UNITS
+
+    unit, pooled = FIGURE_UNITS.get(name, ("", ""))
+    return f"{name} [dim]({unit}; {pooled})[/dim]" if unit else name
 
 
 def print_per_arm(console: Console, report: Any) -> None:
@@ -35,7 +45,8 @@ def print_per_arm(console: Console, report: Any) -> None:
             if a in by_arm.index else "-"
             for a in arms
         ]  # fmt: skip
-        table.add_row(str(figure), *cells)
+        if any(a in by_arm.index and math.isfinite(by_arm.at[a, "value"]) for a in arms):
+            table.add_row(_figure(str(figure)), *cells)
     console.print(table)
 
 
@@ -67,9 +78,14 @@ def print_differences(console: Console, report: Any) -> None:
     table = Table(title=f"{first.arm} − {first.baseline} (bootstrap interval over tasks)")
     for name in ("figure", "difference", "interval", "tasks"):
         table.add_column(name, justify="left" if name == "figure" else "right")
+    from scoutless.ops.report import excludes_zero
+
     for d in report.differences:
-        excludes_zero = math.isfinite(d.lo) and (d.lo > 0 or d.hi < 0)
-        style = "bold" if excludes_zero else ""
-        table.add_row(d.figure, _num(d.value), f"[{_num(d.lo)}, {_num(d.hi)}]",
-                      f"{d.n_arm}/{d.n_baseline}", style=style)  # fmt: skip
+        if not math.isfinite(d.value):
+            continue
+        marked = excludes_zero(d)
+        table.add_row(("✱ " if marked else "") + _figure(d.figure), _num(d.value),
+                      f"[{_num(d.lo)}, {_num(d.hi)}]", f"{d.n_arm:,}/{d.n_baseline:,}",
+                      style="bold" if marked else "")  # fmt: skip
     console.print(table)
+    console.print("[dim]✱ bold: the interval excludes zero[/dim]")

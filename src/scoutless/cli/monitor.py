@@ -145,7 +145,10 @@ def report(
 def impact(
     db: DbOpt = None,
     log_db: LogDbOpt = None,
-    every: EveryOpt = "1D",
+    every: Annotated[
+        str | None,
+        typer.Option(help="window size: 1h, 1D, 7D …; default: the smallest giving ≤ 40 windows"),
+    ] = None,
     days: DaysOpt = 30.0,
     html: Annotated[Path | None, typer.Option(help="write the HTML page here")] = None,
     collect: Annotated[bool, typer.Option(help="copy newly finished jobs first")] = True,
@@ -157,9 +160,12 @@ def impact(
     """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
     from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
     from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.ops.impact import ImpactError, impact_report
+    from scoutless.ops.impact import ImpactError, impact_report, window_for
     from scoutless.ops.impact_store import collect_impact
 
+    if every is None:
+        every = window_for(days)
+        console.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
     engine, ops_engine = _engines(db, log_db)
     try:
         if collect:
@@ -177,6 +183,10 @@ def impact(
     print_per_arm(console, result)
     print_per_window(console, result)
     print_differences(console, result)
+    if not guard:
+        from scoutless.ops.report import impact_verdict
+
+        console.print(f"[bold]{impact_verdict(result)}[/bold] (--guard applies it)")
     if guard:
         _guard(ops_engine, result, config)
     if html is not None:

@@ -29,6 +29,15 @@ AlphaOption = Annotated[
 ]
 
 
+def _refuse_unused_alpha(policy: str, alpha: float | None) -> None:
+    """Exit 2 when ``--alpha`` is given with a policy that ignores it (as the service's 422)."""
+    from scoutless.allocation.policies import unused_alpha
+
+    if problem := unused_alpha(policy, alpha):
+        console.print(f"[red]--alpha: {problem}")
+        raise typer.Exit(code=2)
+
+
 def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
     from scoutless.ops.registry import resolve_champion
     from scoutless.service.pipeline import Pipeline
@@ -64,6 +73,7 @@ def listen(
     given = {"broker": broker, "subscribe": subscribe, "publish": publish, "policy": policy,
              "alpha": alpha, "max_age_s": max_age, "health_port": health_port}  # fmt: skip
     s = get_settings().listener.model_copy(update={k: v for k, v in given.items() if v is not None})
+    _refuse_unused_alpha(s.policy, alpha)
     url = db or get_settings().resolved_db_url()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -163,7 +173,8 @@ def taskparams(
         console.print(f"[red]{file}: not a task-parameter JSON: {exc}")
         raise typer.Exit(code=2) from exc
     s = get_settings().listener
-    policy, alpha = policy or s.policy, alpha or s.alpha
+    policy = policy or s.policy
+    _refuse_unused_alpha(policy, alpha)
     if service is not None:
         from scoutless.client import Client
 
@@ -171,6 +182,7 @@ def taskparams(
             body = client.predict(taskparams=[dict(params)], policy=policy, alpha=alpha)
         targets, version = body["tasks"][0], str(body["model_version"])
     else:
+        alpha = alpha or s.alpha
         targets, version = _predict_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
     filled = _fill(params, targets, version, policy, db)
     text = json.dumps(filled, indent=2) + "\n"

@@ -132,9 +132,8 @@ def _writer(db: str | None, url: str | None, settings: Settings, predictor: obje
         done = write_rehearsal(rehearsal, db, url, settings, bins=bins)  # type: ignore[arg-type]
         console.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
                       f"{done.predictions:,} predictions to {masked_url(url)}; {done.rollout}")  # fmt: skip
-        every = "1D" if done.span_days <= 31 else "7D" if done.span_days <= 183 else "30D"
-        console.print(f"read it: scoutless monitor impact --db {masked_url(url)} --days {done.span_days} "
-                      f"--every {every} --html impact.html")  # fmt: skip
+        console.print(f"read it: scoutless monitor impact --db {masked_url(url)} "
+                      f"--days {done.span_days} --html impact.html")  # fmt: skip
 
     return write
 

@@ -15,7 +15,17 @@ import jinja2
 from scoutless.atomic import atomic_write_text
 from scoutless.evaluation import plots
 from scoutless.evaluation.bayes_gap import bayes_distance
-from scoutless.evaluation.tables import best_model, fmt, headline_columns, headline_rows
+from scoutless.evaluation.tables import (
+    ALLOCATION_CAPTION,
+    ALLOCATION_COLUMNS,
+    allocation_alpha_and_rows,
+    allocation_rows,
+    best_model,
+    fmt,
+    headline_columns,
+    headline_rows,
+    under_allocation_noise,
+)
 
 TEMPLATE = "report.html"
 
@@ -70,7 +80,20 @@ def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None)
         sections=sections,
         pipeline_figure=plots.pipeline_bars(pipeline) if pipeline else None,
         replay=replay,
+        allocation=_allocation(metrics),
     )
+
+
+def _allocation(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The value/cost allocation table (as the terminal prints it) and what a miss of the
+    bound means at this many test tasks."""
+    rows = allocation_rows(metrics)
+    if not rows:
+        return None
+    alpha, n = allocation_alpha_and_rows(metrics)
+    return {"columns": ALLOCATION_COLUMNS, "rows": rows, "caption": ALLOCATION_CAPTION,
+            "alpha": alpha, "n": n,
+            "within": under_allocation_noise(alpha, n) if alpha else None}  # fmt: skip
 
 
 def write_report(metrics: dict[str, Any], path: Path, replay: dict[str, Any] | None = None) -> Path:

@@ -186,28 +186,57 @@ def _pair(scores: dict[str, Any] | None) -> str:
     return "–" if scores is None else f"{fmt(scores['macro_f1'])} / {fmt(scores['accuracy'])}"
 
 
-def allocation_table(metrics: dict[str, Any]) -> Table | None:
-    """Per target: the value allocation's under-allocation and median allocated ÷ needed,
-    against the risk policy's class value and the Bayes-optimal value quantile."""
-    rows = [(t, e["allocation"]) for t, e in metrics["targets"].items() if e.get("allocation")]
-    if not rows:
-        return None
-    alpha = rows[0][1]["alpha"]
-    table = Table(
-        title=f"allocated ÷ needed on the test tasks at α={fmt(alpha, 2)}",
-        caption="under: share of tasks under-allocated · ×: median allocated ÷ needed · "
-        "bayes: the true quantile (same-under: at the level under-allocating exactly α)",
-        box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
-    )  # fmt: skip
-    for col in ("target", "value under", "value ×", "risk-class ×", "bayes ×", "same-under ×",
-                "÷ bayes"):  # fmt: skip
-        table.add_column(col, justify="left" if col == "target" else "right")
-    for target, a in rows:
-        table.add_row(
+#: the allocation table's columns (terminal and report.html)
+ALLOCATION_COLUMNS = ("target", "value under", "value ×", "risk-class ×", "bayes ×",
+                      "same-under ×", "÷ bayes")  # fmt: skip
+ALLOCATION_CAPTION = (
+    "under: share of tasks under-allocated · ×: median allocated ÷ needed · bayes: the true "
+    "quantile (same-under: at the level under-allocating exactly α)"
+)
+
+
+def allocation_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """Per target with value models: the cells of :data:`ALLOCATION_COLUMNS`."""
+    rows = []
+    for target, entry in metrics["targets"].items():
+        a = entry.get("allocation")
+        if not a:
+            continue
+        rows.append([
             target, fmt(a["value"]["under_allocation"]), fmt(a["value"]["median_ratio"], 2),
             fmt(a["risk_class"]["median_ratio"], 2),
             fmt(a.get("bayes_value", {}).get("median_ratio"), 2),
             fmt(a.get("bayes_value_same_under", {}).get("median_ratio"), 2),
             fmt(a.get("ratio_to_bayes"), 3),
-        )  # fmt: skip
+        ])  # fmt: skip
+    return rows
+
+
+def allocation_alpha_and_rows(metrics: dict[str, Any]) -> tuple[float | None, int]:
+    """The α the allocations were read at and the test tasks they were measured on."""
+    entry = next((e["allocation"] for e in metrics["targets"].values() if e.get("allocation")), {})
+    return entry.get("alpha"), int(entry.get("rows") or 0)
+
+
+def under_allocation_noise(alpha: float, n: int) -> float:
+    """The highest realised under-allocation rate that is within sampling noise of a bound
+    ``alpha`` over ``n`` test tasks: alpha + 2·sqrt(alpha(1 − alpha)/n)."""
+    return alpha + 2.0 * (alpha * (1 - alpha) / max(n, 1)) ** 0.5
+
+
+def allocation_table(metrics: dict[str, Any]) -> Table | None:
+    """Per target: the value allocation's under-allocation and median allocated ÷ needed,
+    against the risk policy's class value and the Bayes-optimal value quantile."""
+    rows = allocation_rows(metrics)
+    if not rows:
+        return None
+    alpha, _ = allocation_alpha_and_rows(metrics)
+    table = Table(
+        title=f"allocated ÷ needed on the test tasks at α={fmt(alpha, 2)}",
+        caption=ALLOCATION_CAPTION, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+    )  # fmt: skip
+    for col in ALLOCATION_COLUMNS:
+        table.add_column(col, justify="left" if col == "target" else "right")
+    for row in rows:
+        table.add_row(*row)
     return table

@@ -41,7 +41,15 @@ from scoutless.ops.monitoring import window_start
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.replay.canary import IMPACT_FIGURES
 
-__all__ = ["ImpactError", "ImpactReport", "arm_difference", "impact_report", "task_figures"]
+__all__ = [
+    "FIGURE_UNITS",
+    "ImpactError",
+    "ImpactReport",
+    "arm_difference",
+    "impact_report",
+    "task_figures",
+    "window_for",
+]
 
 FIGURES = IMPACT_FIGURES
 #: task statuses whose tasks ran to their end (completion time); broken and exhausted
@@ -49,8 +57,39 @@ FIGURES = IMPACT_FIGURES
 COMPLETED_STATUSES = frozenset({"done", "finished", "failed"})
 #: figures where more is better (the guard rail reads a drop of these as harm)
 HIGHER_IS_BETTER = frozenset({"first_attempt_success"})
+#: per figure, its unit and how the tasks are pooled (each figure is a ratio of sums over
+#: tasks: a per-task figure is then their mean, not the median the replay's P50 shows)
+FIGURE_UNITS: dict[str, tuple[str, str]] = {
+    "first_prod_job_h": ("h", "mean over tasks"),
+    "completion_h": ("h", "mean over completed tasks"),
+    "first_attempt_success": ("share", "pooled over first attempts"),
+    "memory_kills": ("per job", "pooled over jobs"),
+    "walltime_kills": ("per job", "pooled over jobs"),
+    "retries_per_job": ("per job", "pooled over jobs"),
+    "wasted_core_hours": ("core·h per task", "mean over tasks"),
+    "memory_slack_gb_hours": ("GB·h per task", "mean over tasks"),
+    "memory_slack_rel": ("share of the limit", "weighted by wall time"),
+    "walltime_slack_core_hours": ("core·h per task", "mean over tasks"),
+    "walltime_slack_rel": ("share of the limit", "weighted by wall time"),
+    "memory_vs_scouts": ("× the scouts'", "ratio of totals"),
+    "cputime_vs_scouts": ("× the scouts'", "ratio of totals"),
+    "walltime_vs_scouts": ("× the scouts'", "ratio of totals"),
+}
+#: the windows ``monitor impact`` picks from when not told (``window_for``)
+WINDOWS: tuple[tuple[str, float], ...] = (
+    ("1h", 1 / 24), ("3h", 1 / 8), ("6h", 0.25), ("12h", 0.5), ("1D", 1.0), ("2D", 2.0),
+    ("7D", 7.0), ("14D", 14.0), ("30D", 30.0), ("91D", 91.0), ("365D", 365.0),
+)  # fmt: skip
 _EPOCH_END = pd.Timestamp("1970-01-02")  # PanDA's DEFAULT for a time never set is 1970-01-01
 HOUR = 3600.0
+
+
+def window_for(days: float, max_points: int = 40) -> str:
+    """The smallest window of :data:`WINDOWS` that cuts ``days`` into at most ``max_points``
+    windows (a page of 366 daily points per arm is unreadable)."""
+    if days <= 0 or max_points < 1:
+        raise ValueError(f"{days=} and {max_points=} must be positive")
+    return next((name for name, d in WINDOWS if days / d <= max_points), WINDOWS[-1][0])
 
 
 def _times(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ import numpy as np
 import pandas as pd
 from jinja2 import Environment, select_autoescape
 
+from scoutless.config import get_settings
+from scoutless.ops.guard_rail import judge
+from scoutless.ops.impact import FIGURE_UNITS
 from scoutless.ops.monitoring import MonitorSnapshot
 from scoutless.targets.bins import TargetBins
 
@@ -29,7 +33,8 @@ _TEMPLATE = """<!doctype html>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
 text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
-img{max-width:100%}.alert{color:#a00}
+img{max-width:100%}.alert{color:#a00}tr.excludes-zero td{font-weight:bold}
+.verdict{font-weight:bold}td.t{text-align:left}
 </style></head><body>
 <h1>{{ title }}</h1>
 <p>Generated {{ generated }} UTC · window {{ every }} · {{ n_predictions }} logged predictions,
@@ -46,9 +51,10 @@ img{max-width:100%}.alert{color:#a00}
 """
 
 
-def _png(fig: plt.Figure) -> str:
+def _png(fig: plt.Figure, tight: bool = True) -> str:
+    """``tight``: crop to the drawing (a figure laid out ``constrained`` needs no crop)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return base64.b64encode(buffer.getvalue()).decode()
 
@@ -177,22 +183,109 @@ def _write_page(out: str | Path, **fields: Any) -> Path:
     return out
 
 
+def significant(value: Any, digits: int = 3) -> str:
+    """A figure for people: ``digits`` significant digits, thousands separated, "—" when
+    missing, never "-0"."""
+    if value is None or not np.isfinite(value):
+        return "—"
+    rounded = float(f"{float(value):.{digits}g}")
+    if rounded == 0:
+        return "0"
+    return f"{rounded:,.0f}" if abs(rounded) >= 10 ** (digits - 1) else f"{rounded:,g}"
+
+
+def excludes_zero(d: Any) -> bool:
+    """Whether a difference's interval lies wholly on one side of zero."""
+    return bool(np.isfinite(d.lo) and np.isfinite(d.hi) and (d.lo > 0 or d.hi < 0))
+
+
+def _unit_cells(figure: str) -> list[str]:
+    unit, pooled = FIGURE_UNITS.get(figure, ("", ""))
+    return [unit, pooled]
+
+
+def _rows_table(headers: list[str], rows: list[tuple[list[str], bool]]) -> str:
+    """An escaped HTML table; a row flagged True is bold and marked ✱."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = []
+    for cells, marked in rows:
+        tds = "".join(f'<td class="t">{escape(c)}</td>' if i < 3 else f"<td>{escape(c)}</td>"
+                      for i, c in enumerate(cells))  # fmt: skip
+        body.append(f'<tr class="excludes-zero"><th>✱</th>{tds}</tr>' if marked
+                    else f"<tr><td></td>{tds}</tr>")  # fmt: skip
+    return f"<table><tr><th></th>{head}</tr>{''.join(body)}</table>" if body else "<p>No data.</p>"
+
+
+def _per_arm_table(report: Any) -> str:
+    frame = report.per_arm
+    if frame.empty:
+        return "<p>No tasks with figures yet.</p>"
+    arms = sorted(frame["arm"].dropna().unique())
+    rows = []
+    for figure, group in frame.groupby("figure", sort=False):
+        by_arm = group.set_index("arm")
+        cells = [significant(by_arm.at[a, "value"]) if a in by_arm.index else "—" for a in arms]
+        if any(c != "—" for c in cells):
+            rows.append(([str(figure), *_unit_cells(str(figure)), *cells], False))
+    return _rows_table(["figure", "unit", "over", *arms], rows)
+
+
+def _differences_table(report: Any) -> str:
+    diffs = [d for d in report.differences if np.isfinite(d.value)]
+    if not diffs:
+        return "<p>No canary and control tasks to compare yet.</p>"
+    rows = [
+        ([d.figure, *_unit_cells(d.figure), significant(d.value),
+          f"[{significant(d.lo)}, {significant(d.hi)}]", f"{d.n_arm:,} / {d.n_baseline:,}"],
+         excludes_zero(d))
+        for d in diffs
+    ]  # fmt: skip
+    first = diffs[0]
+    headers = ["figure", "unit", "over", f"{first.arm} − {first.baseline}", "95 % interval",
+               "tasks"]  # fmt: skip
+    return _rows_table(headers, rows) + "<p>✱ bold: the interval excludes zero.</p>"
+
+
+def _figure_plot(wide: pd.DataFrame, figure: str) -> str | None:
+    """One figure per arm over the windows; its title is the page's heading, not the PNG's."""
+    if wide.empty or figure not in wide.columns or wide[figure].isna().all():
+        return None
+    fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
+    for arm, group in wide.groupby("arm", sort=True):
+        group = group.sort_values("window_start")
+        ax.plot(group["window_start"], group[figure], marker="o", ms=3, label=str(arm))
+    ax.set_ylabel(_unit_cells(figure)[0], fontsize=8)
+    ax.tick_params(axis="x", rotation=30, labelsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _png(fig, tight=False)
+
+
+def impact_verdict(report: Any) -> str:
+    """One line: what the guard rail does with this report (nothing is changed here)."""
+    verdict = judge(report, get_settings().rollout)
+    action = "would move the rollout back to shadow" if verdict.tripped else "would do nothing"
+    return f"guard rail {action}: {verdict.message}"
+
+
 def impact_sections(report: Any) -> list[dict[str, Any]]:
-    """Per figure, its value per arm over the windows; the per-arm table; the differences."""
+    """The verdict; per figure its value per arm over the windows; the per-arm table; the
+    differences, the rows whose interval excludes zero marked."""
     wide = report.per_window.pivot_table(
         index=["window_start", "arm"], columns="figure", values="value"
     ).reset_index()
-    sections = []
-    for names in _chunked(list(report.per_arm["figure"].unique()), 3):
-        shown = [n for n in names if n in wide.columns]
-        image = _time_series(wide, "arm", shown, "per rollout arm over time") if shown else None
-        sections.append({"title": "impact: " + ", ".join(names), "image": image, "table": ""})
-    per_arm = report.per_arm.pivot_table(index="figure", columns="arm", values="value")
-    sections.append({"title": "impact per arm", "image": None,
-                     "table": _html_table(per_arm.reset_index())})  # fmt: skip
-    diffs = pd.DataFrame([d.__dict__ for d in report.differences])
+    sections = [{"title": "verdict", "image": None,
+                 "table": f'<p class="verdict">{escape(impact_verdict(report))}</p>'}]  # fmt: skip
+    sections.append({"title": "impact per arm (all windows)", "image": None,
+                     "table": _per_arm_table(report)})  # fmt: skip
     sections.append({"title": "canary − control (bootstrap interval over tasks)", "image": None,
-                     "table": _html_table(diffs)})  # fmt: skip
+                     "table": _differences_table(report)})  # fmt: skip
+    for figure in report.per_arm["figure"].unique():
+        unit, pooled = _unit_cells(str(figure))
+        image = _figure_plot(wide, str(figure))
+        if image:
+            sections.append({"title": f"{figure} ({unit}, {pooled}) per window",
+                             "image": image, "table": ""})  # fmt: skip
     return sections
 
 
@@ -204,7 +297,3 @@ def render_impact(
         out, title=title, every=every, n_predictions=report.n_tasks, n_joined=report.n_tasks,
         alerts=[], sections=impact_sections(report),
     )  # fmt: skip
-
-
-def _chunked(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]

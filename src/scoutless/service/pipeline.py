@@ -24,6 +24,7 @@ import orjson
 import pandas as pd
 
 from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
+from scoutless.allocation.reconcile import sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
@@ -276,9 +277,19 @@ class Pipeline:
         return {t: np.asarray(f.result(), dtype=float) for t, f in futures.items()}
 
     def decide(
-        self, proba: Mapping[str, np.ndarray], *, policy: str, alpha: float
+        self,
+        proba: Mapping[str, np.ndarray],
+        *,
+        policy: str,
+        alpha: float,
+        features: InspectedFeatures | None = None,
     ) -> dict[str, Decision]:
-        """Each target's chosen classes under the policy, with what answers and logs show."""
+        """Each target's chosen classes under the policy, with what answers and logs show.
+
+        ``p_sufficient`` is P(class <= chosen): a class's recommended value is its upper
+        edge; in the open last class it is a quantile of the class's training values, so
+        there (given ``features`` and a value model) it is read from the answer's one
+        distribution instead (:func:`_open_class_sufficient`)."""
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
@@ -291,11 +302,29 @@ class Pipeline:
                 pairs = list(zip(probabilities, classes, strict=True))
                 confidence = [row[c] for row, c in pairs]
                 p_sufficient = [_cumulative(row, c) for row, c in pairs]
+            if features is not None:
+                self._open_class_sufficient(target, p, chosen, features, p_sufficient)
             decisions[target] = Decision(
                 view=self._views[target], classes=classes, probabilities=probabilities,
                 confidence=confidence, p_sufficient=p_sufficient,
             )  # fmt: skip
         return decisions
+
+    def _open_class_sufficient(
+        self, target: str, p: np.ndarray, chosen: np.ndarray, features: InspectedFeatures,
+        p_sufficient: list[float],
+    ) -> None:  # fmt: skip
+        """Where the open last class was chosen, P(need <= its recommended value) under the
+        answer's one distribution (in place; nothing without a value model)."""
+        bins = self.predictor.bins[target]
+        top = np.flatnonzero(chosen == bins.n_classes - 1)
+        if not len(top) or np.isfinite(bins.edges[-1]) or not self.predictor.has_values(target):
+            return
+        dist = self.predictor.value_distribution(features.encoded, target).take(top)
+        value = np.full(len(top), float(bins.recommended[-1]))
+        read = sufficient_probability(p[top], np.asarray(bins.edges), chosen[top], dist, value)
+        for row, sufficient in zip(top.tolist(), read.tolist(), strict=True):
+            p_sufficient[row] = sufficient
 
     def decide_values(
         self,
@@ -313,12 +342,15 @@ class Pipeline:
             raise InputError(["body", "policy"], str(exc)) from exc
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
-            allocation = answer.allocations[target]
-            chosen = np.maximum(self.predictor.bins[target].classify(allocation.value), 0)
+            allocation, bins = answer.allocations[target], self.predictor.bins[target]
+            chosen = np.maximum(bins.classify(allocation.value), 0)
+            sufficient = sufficient_probability(
+                p, np.asarray(bins.edges), chosen, answer.distributions[target], allocation.value
+            )  # one distribution: the classes' masses, the value model's shape inside
             decisions[target] = Decision(
                 view=self._views[target], classes=chosen.tolist(), probabilities=p.tolist(),
                 confidence=p[np.arange(len(p)), chosen].tolist(),
-                p_sufficient=allocation.p_sufficient.tolist(),
+                p_sufficient=sufficient.tolist(),
                 values=allocation.value.tolist(), alpha=alpha if policy == "value" else None,
             )  # fmt: skip
         return decisions, answer.scouting
@@ -459,7 +491,7 @@ class Pipeline:
                 proba, prepared.features, policy=policy, alpha=alpha
             )
         else:
-            decisions = self.decide(proba, policy=policy, alpha=alpha)
+            decisions = self.decide(proba, policy=policy, alpha=alpha, features=prepared.features)
         columns = layout == "columns"
         outcome = Outcome(
             tasks=[] if columns else self.answer_tasks(prepared, decisions, policy, scouting),

@@ -28,9 +28,11 @@ class PredictRequest(BaseModel):
     taskparams: list[dict[str, Any] | str] | None = Field(
         None, description="PanDA task-parameter JSON per task, as submitted"
     )
-    policy: PolicyName = "argmax"
+    policy: PolicyName | None = Field(
+        None, description="default: the server's allocation.default_policy ('cost')"
+    )
     alpha: float | None = Field(
-        None, gt=0, lt=1, description="under-allocation bound (policies 'risk' and 'value')"
+        None, gt=0, lt=1, description="under-allocation bound (policies 'risk' and 'value' only)"
     )
     targets: list[str] | None = Field(None, description="subset of the served targets")
     layout: Literal["tasks", "columns"] = Field(

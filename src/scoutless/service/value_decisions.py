@@ -5,7 +5,9 @@ distribution; ``policy=cost``: the value with the least expected cost at the sit
 (:mod:`scoutless.allocation`), for the targets a cost model prices (memory, cputime; the
 others get their value allocation), and per task whether scouting is cheaper. Either way
 the class reported is the one that holds the value, the class probabilities stay in the
-answer, and ``p_sufficient`` is the calibrated P(need <= value).
+answer, and ``p_sufficient`` is P(need <= value) under the answer's one distribution (the
+classes' masses, the value model's shape inside a class: :mod:`scoutless.allocation.reconcile`),
+so it never contradicts the class probabilities.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scoutless.allocation.allocate import (
 )
 from scoutless.allocation.context import job_context
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
+from scoutless.allocation.values import ValueDistribution
 from scoutless.config import get_settings
 from scoutless.features.encoders import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
@@ -36,9 +39,11 @@ class ValuePolicyError(ValueError):
 
 @dataclass(frozen=True)
 class ValueAnswer:
-    """The allocations of a request's tasks per target, and the scout choice (cost only)."""
+    """The allocations of a request's tasks per target, the value distributions they were
+    chosen from, and the scout choice (cost only)."""
 
     allocations: dict[str, Allocation]
+    distributions: dict[str, ValueDistribution]
     scouting: list[dict[str, Any]] | None
 
 
@@ -48,7 +53,7 @@ def _allocations(
     targets: Sequence[str],
     policy: str,
     alpha: float,
-) -> tuple[dict[str, Allocation], JobContext]:
+) -> tuple[dict[str, Allocation], dict[str, ValueDistribution], JobContext]:
     settings = get_settings()
     dists = {}
     for t in targets:
@@ -72,7 +77,7 @@ def _allocations(
                                      max_kill_probability=cap)  # fmt: skip
         else:
             out[t] = value_allocation(dist, levels, alpha)
-    return out, job
+    return out, dists, job
 
 
 def value_answer(
@@ -84,9 +89,9 @@ def value_answer(
     alpha: float,
 ) -> ValueAnswer:
     """Per target the allocation; for ``cost``, per task the scout choice and its reason."""
-    allocations, job = _allocations(predictor, features, targets, policy, alpha)
+    allocations, dists, job = _allocations(predictor, features, targets, policy, alpha)
     if policy != "cost":
-        return ValueAnswer(allocations, None)
+        return ValueAnswer(allocations, dists, None)
     priced = {t: a for t, a in allocations.items() if t in COSTS}
     settings = get_settings().allocation
     unknown = unseen_application(features.unknown, settings.scout_unseen)
@@ -97,4 +102,4 @@ def value_answer(
             choice.scout, choice.reasons(), choice.predict_cost, choice.scout_cost, strict=True
         )
     ]
-    return ValueAnswer(allocations, scouting)
+    return ValueAnswer(allocations, dists, scouting)

@@ -11,6 +11,8 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from scoutless.allocation.policies import unused_alpha
+from scoutless.config import AllocationSettings
 from scoutless.service.backend import Answer, TaskQuery
 from scoutless.service.deps import backend_of, state_of
 from scoutless.service.errors import ServiceError, clean_validation_errors
@@ -71,6 +73,19 @@ def parse_predict_request(body: bytes) -> PredictRequest:
         raise RequestValidationError(clean_validation_errors(errors)) from None
 
 
+def resolved_policy(
+    policy: str | None, alpha: float | None, settings: AllocationSettings, where: str
+) -> str:
+    """The policy asked for, else the configured default; 422 naming ``alpha`` when the
+    policy does not read it (one shape with every other validation error)."""
+    chosen = policy or settings.default_policy
+    problem = unused_alpha(chosen, alpha)
+    if problem:
+        error = {"type": "value_error", "loc": (where, "alpha"), "msg": problem}
+        raise RequestValidationError(clean_validation_errors([error]))
+    return chosen
+
+
 _BODY_DOC = {
     "requestBody": {
         "required": True,
@@ -98,6 +113,8 @@ async def predict(request: Request) -> Response:
     state.auth.authorize(request, "predict")
     rid = request_id(request)
     body = parse_predict_request(await request.body())
+    policy = resolved_policy(body.policy, body.alpha, state.settings.allocation, "body")
+    body = body.model_copy(update={"policy": policy})
     backend, settings = backend_of(state), state.settings.service
     n_tasks = len(body.rows())
     if n_tasks > settings.max_batch:
@@ -117,8 +134,10 @@ async def predict(request: Request) -> Response:
 async def task_prediction(
     jeditaskid: Annotated[int, Path(ge=0, le=INT64_MAX)],
     request: Request,
-    policy: PolicyName = "argmax",
-    alpha: Annotated[float | None, Query(gt=0, lt=1)] = None,
+    policy: Annotated[
+        PolicyName | None, Query(description="default: allocation.default_policy ('cost')")
+    ] = None,
+    alpha: Annotated[float | None, Query(gt=0, lt=1, description="risk and value only")] = None,
     targets: Annotated[
         str | None, Query(max_length=256, description="comma-separated subset")
     ] = None,
@@ -129,5 +148,6 @@ async def task_prediction(
     state.auth.authorize(request, "predict")
     rid = request_id(request)
     wanted = [t for t in (targets or "").split(",") if t] or None
-    query = TaskQuery(policy=policy, alpha=alpha, targets=wanted)
+    chosen = resolved_policy(policy, alpha, state.settings.allocation, "query")
+    query = TaskQuery(policy=chosen, alpha=alpha, targets=wanted)
     return json_response(await backend_of(state).task_prediction(jeditaskid, query, rid))
