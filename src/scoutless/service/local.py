@@ -1,8 +1,8 @@
 """Local mode: predictions made in this process from the served bundle.
 
 A request runs the pipeline (features → predict → decide), commits its prediction-log
-rows through the group-commit writer, and only then answers: a prediction answered is a
-prediction stored. A task read from the PanDA database costs one query and one thread
+rows through the group commit (``LoopGroupCommit``), and only then answers: a
+prediction answered is a prediction stored. A task read from the PanDA database costs one query and one thread
 hop (fetch, features and models run together in the worker thread), none on SQLite.
 """
 
