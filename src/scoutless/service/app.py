@@ -28,7 +28,7 @@ from starlette.requests import ClientDisconnect
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
-from scoutless.ops.prediction_log import GroupCommitWriter, PredictionLog
+from scoutless.ops.prediction_log import LoopGroupCommit, PredictionLog
 from scoutless.service.auth import Authenticator
 from scoutless.service.errors import (
     ServiceError,
@@ -51,6 +51,11 @@ from scoutless.targets.spec import TARGET_NAMES
 
 #: allocations between collections of the youngest generation (Python's default: 700)
 GC_YOUNG_THRESHOLD = 20_000
+
+#: seconds a thread may hold the GIL while another waits (Python's default: 5 ms). The
+#: prediction-log writer and the database reads run on threads: at the default, a commit
+#: done in 0.3 ms waited up to 5 ms for the busy event loop to let its thread report it
+SWITCH_INTERVAL_S = 0.0005
 
 #: Environment variable through which ``scoutless serve --workers N`` passes its options.
 OPTIONS_ENV = "SCOUTLESS_SERVE_OPTIONS"
@@ -130,6 +135,7 @@ def _lifespan(
         state.executor = ThreadPoolExecutor(max(2, n_targets), thread_name_prefix="target")
         poller: asyncio.Task[None] | None = None
         thresholds, torch_threads = gc.get_threshold(), None
+        switch = sys.getswitchinterval()
         try:
             if remotes:
                 service = state.settings.service
@@ -146,6 +152,7 @@ def _lifespan(
             # every request in flight: fewer, larger ones cost ~8 % less CPU per batch
             gc.freeze()
             gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
             yield
         finally:
             if poller is not None:
@@ -154,6 +161,7 @@ def _lifespan(
                 await state.backend.close()
             state.executor.shutdown(wait=False, cancel_futures=True)
             gc.set_threshold(*thresholds)
+            sys.setswitchinterval(switch)
             _set_torch_threads(torch_threads)  # as before (tests run apps in process)
 
     return lifespan
@@ -191,7 +199,7 @@ async def _start_local(
     if log_url is not None:
         synchronous = state.settings.service.log_synchronous
         local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)
-        local.writer = GroupCommitWriter(local.log)
+        local.writer = LoopGroupCommit(local.log)
     return local
 
 
