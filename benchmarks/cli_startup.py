@@ -14,6 +14,7 @@ imported eagerly).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,9 +27,17 @@ CLI = "from scoutless.cli.main import app; app()"
 
 
 def _once(argv: list[str]) -> float:
+    return _timed(argv)[0]
+
+
+def _timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of ``python argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, *argv], capture_output=True, check=False, timeout=300)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def wall_s(argv: list[str], repeats: int) -> float:
@@ -50,40 +59,52 @@ def help_lines() -> list[list[str]]:
     return lines
 
 
-def interleaved_s(lines: list[list[str]], repeats: int, every: int = 3) -> tuple[float, dict]:
-    """Median seconds of ``import typer`` and of each ``scoutless LINE``, ``repeats`` rounds
-    in which ``import typer`` runs before every ``every`` lines: on a shared machine whose
-    speed drifts, each ratio compares runs made under the same load."""
-    typer_times: list[float] = []
-    times: dict[str, list[float]] = {" ".join(line): [] for line in lines}
+def interleaved_s(lines: list[list[str]], repeats: int, every: int = 3) -> dict[str, tuple]:
+    """Median (wall, CPU) seconds of ``import typer`` (key ``""``) and of each ``scoutless
+    LINE``, ``repeats`` rounds in which ``import typer`` runs before every ``every`` lines:
+    on a shared machine whose speed drifts, each ratio compares runs made under the same
+    load (CPU seconds drift less than wall seconds when other work shares the cores)."""
+    times: dict[str, list[tuple[float, float]]] = {"": []} | {" ".join(x): [] for x in lines}
     for _ in range(repeats):
         for i, line in enumerate(lines):
             if i % every == 0:
-                typer_times.append(_once(["-c", "import typer"]))
-            times[" ".join(line)].append(_once(["-c", CLI, *line]))
-    medians = {name: round(statistics.median(t), 3) for name, t in times.items()}
-    return round(statistics.median(typer_times), 3), medians
+                times[""].append(_timed(["-c", "import typer"]))
+            times[" ".join(line)].append(_timed(["-c", CLI, *line]))
+    return {
+        name: tuple(round(statistics.median(t[k] for t in runs), 3) for k in (0, 1))
+        for name, runs in times.items()
+    }
+
+
+def _ratios(helps: dict[str, float], typer_s: float, prefix: str) -> dict:
+    """``--help``'s ratio to ``import typer``, the worst and the median verb's, those over 2x."""
+    verbs = {name.removesuffix(" --help"): s for name, s in helps.items() if name != "--help"}
+    worst = max(verbs, key=verbs.__getitem__)
+    return {
+        f"{prefix}help_ratio": round(helps["--help"] / typer_s, 2),
+        f"{prefix}verb_help_ratio_max": round(verbs[worst] / typer_s, 2),
+        f"{prefix}verb_help_worst": worst,
+        f"{prefix}verb_help_ratio_median": round(statistics.median(verbs.values()) / typer_s, 2),
+        f"{prefix}verb_help_over_goal": sorted(v for v, s in verbs.items() if s > 2 * typer_s),
+    }
 
 
 def measure(repeats: int) -> dict:
-    typer_s, helps = interleaved_s(help_lines(), repeats)
-    help_s = helps.pop("--help")
-    verbs = {name.removesuffix(" --help"): s for name, s in helps.items()}
-    worst = max(verbs, key=verbs.__getitem__)
+    timed = interleaved_s(help_lines(), repeats)
+    (typer_s, typer_cpu_s), helps = timed.pop(""), timed
+    wall = {name: t[0] for name, t in helps.items()}
     modules = sorted({verb.target.partition(":")[0] for verb in VERBS.values()})
     eager_s = wall_s(["-c", "; ".join(f"import {m}" for m in modules)], max(1, repeats // 2))
     missing_s = wall_s(["-c", CLI, "serve", "--bundle", "/nonexistent/bundle"], repeats)
     return {
         "repeats": repeats,
         "import_typer_s": typer_s,
-        "help_s": help_s,
-        "help_ratio": round(help_s / typer_s, 2),
+        "help_s": wall["--help"],
         "version_s": wall_s(["-c", CLI, "--version"], repeats),
-        "verb_help_s": verbs,
-        "verb_help_ratio_max": round(verbs[worst] / typer_s, 2),
-        "verb_help_worst": worst,
-        "verb_help_ratio_median": round(statistics.median(verbs.values()) / typer_s, 2),
-        "verb_help_over_goal": sorted(v for v, s in verbs.items() if s > 2 * typer_s),
+        "verb_help_s": {n.removesuffix(" --help"): s for n, s in wall.items() if n != "--help"},
+        **_ratios(wall, typer_s, ""),
+        "import_typer_cpu_s": typer_cpu_s,
+        **_ratios({name: t[1] for name, t in helps.items()}, typer_cpu_s, "cpu_"),
         "wrong_bundle_path_s": missing_s,
         "every_verb_imported_s": eager_s,
         "goal_help_ratio_at_most": 2,

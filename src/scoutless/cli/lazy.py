@@ -18,8 +18,9 @@ What a verb's ``--help`` costs is kept to the verb's module, Typer and rich:
   module (``typer.rich_utils``) imports a Markdown parser and takes longer to load than Typer;
 * :func:`get_settings` imports ``scoutless.config`` (pydantic, pydantic-settings) on its
   first call, so a verb module imports it at its top and reads the settings when it runs;
-* the global options, when absent, are not coerced (:class:`LightOption`): Typer builds a
-  pydantic validator for an option before it looks at the value, even when there is none.
+* absent options are not coerced (:class:`LightOption`): Typer builds a pydantic validator
+  for an option before it looks at the value, even when there is none, and a group's own
+  options (``--config``, ``--help``) are processed before its sub-command's ``--help``.
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ class Verb:
 
 class LightOption(TyperOption):
     """An option that costs nothing when absent: Typer builds a pydantic validator for an
-    option before it looks at the value, so an absent ``--config`` would import pydantic
-    for every command line. Absent (``None``, one value, not required) it goes straight to
-    its callback, as Typer would after coercing ``None`` to ``None``."""
+    option before it looks at the value, so an absent ``--config`` (or a group's
+    ``--help``) would import pydantic for every command line. Absent (``None``, one value,
+    not required) it goes straight to its callback, as Typer would after coercing ``None``
+    to ``None``; a given value is coerced and checked by Typer as before."""
 
     def process_value(self, ctx: Any, value: Any) -> Any:
         if value is None and not (self.required or self.multiple or self.nargs != 1):
