@@ -8,22 +8,31 @@ median verb's ratio are reported beside ``--help``'s (goal: each within 2x). The
 ``--version``, a wrong ``--bundle`` path (refused before anything heavy loads), and, for
 scale, importing every verb module at once (what each start cost when the verbs were
 imported eagerly).
+
+Every run compiles nothing: bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``,
+after one warm-up run of each command line), as in an installed package, also where
+``PYTHONDONTWRITEBYTECODE`` is set (which would charge ``scoutless``'s own modules, not
+Typer's or rich's, a compilation on every start).
 `python benchmarks/cli_startup.py --repeats 5 --out results/cli_startup.json`
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from record import add_out, emit, reference_loop_s
 from scoutless.cli.main import VERBS
 
 CLI = "from scoutless.cli.main import app; app()"
+#: the runs' environment: bytecode written to and read from a temporary cache
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def _once(argv: list[str]) -> float:
@@ -34,14 +43,16 @@ def _timed(argv: list[str]) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system) of one run of ``python argv``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, *argv], capture_output=True, check=False, timeout=300)
+    subprocess.run([sys.executable, *argv], capture_output=True, check=False, timeout=300, env=ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def wall_s(argv: list[str], repeats: int) -> float:
-    """Median seconds of ``repeats`` runs of ``python argv`` (output discarded)."""
+    """Median seconds of ``repeats`` runs of ``python argv`` (output discarded), after one
+    warm-up run."""
+    _once(argv)
     return round(statistics.median(_once(argv) for _ in range(repeats)), 3)
 
 
@@ -65,6 +76,8 @@ def interleaved_s(lines: list[list[str]], repeats: int, every: int = 3) -> dict[
     on a shared machine whose speed drifts, each ratio compares runs made under the same
     load (CPU seconds drift less than wall seconds when other work shares the cores)."""
     times: dict[str, list[tuple[float, float]]] = {"": []} | {" ".join(x): [] for x in lines}
+    for line in [["-c", "import typer"], *(["-c", CLI, *x] for x in lines)]:
+        _timed(line)  # warm-up: writes the bytecode cache
     for _ in range(repeats):
         for i, line in enumerate(lines):
             if i % every == 0:
@@ -117,7 +130,10 @@ def main() -> None:
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
-    emit(measure(args.repeats), args.out, loop_before)
+    with tempfile.TemporaryDirectory(prefix="cli-startup-pyc-") as cache:
+        ENV["PYTHONPYCACHEPREFIX"] = cache
+        doc = measure(args.repeats)
+    emit(doc, args.out, loop_before)
 
 
 if __name__ == "__main__":
