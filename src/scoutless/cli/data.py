@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from scoutless.cli import scale
-from scoutless.config import get_settings, masked_url
+from scoutless.cli.lazy import get_settings, masked_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -150,6 +149,8 @@ def build(
             )  # fmt: skip
             _report_build(table, report, out)
             return
+        from rich.progress import Progress  # here: `data --help` stays light
+
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(

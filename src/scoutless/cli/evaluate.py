@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 
 WalkForwardOpt = Annotated[
     str | None,
@@ -143,6 +142,8 @@ def _walk_forward(
     try:
         names = check_model_names(models.split(","))
         training_table = TrainingTable.load(table)
+        from rich.progress import Progress  # here: `evaluate --help` stays light
+
         with Progress(*Progress.get_default_columns(), console=console) as bar:
             task = bar.add_task("walk-forward", total=None)
 

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from scoutless.cli.sizing import WorkflowOption
@@ -93,6 +92,8 @@ def import_trace(
         console.print(f"[red]unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         raise typer.Exit(code=2)
     _require(files)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from scoutless.sources.assemble import to_training_table
     from scoutless.sources.common import TraceParseError
     from scoutless.sources.load import load_trace

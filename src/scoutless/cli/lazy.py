@@ -10,18 +10,48 @@ Typer builds a group's ``commands`` as a plain dict; here it is a :class:`LazyCo
 mapping with the same interface (``commands[name]``, iteration over names, ``in``), so
 click, Typer's help and completion, and whatever walks the tree (the docs' CLI reference)
 read it as before: iterating yields names without importing, ``commands[name]`` imports.
+
+What a verb's ``--help`` costs is kept to the verb's module, Typer and rich:
+
+* help is drawn by :func:`draw_help` with rich's tables, for ``scoutless --help`` and for
+  every verb and sub-verb (:class:`LightCommand`, :class:`LightGroup`); Typer's own help
+  module (``typer.rich_utils``) imports a Markdown parser and takes longer to load than Typer;
+* :func:`get_settings` imports ``scoutless.config`` (pydantic, pydantic-settings) on its
+  first call, so a verb module imports it at its top and reads the settings when it runs;
+* absent options are not coerced (:class:`LightOption`): Typer builds a pydantic validator
+  for an option before it looks at the value, even when there is none, and a group's own
+  options (``--config``, ``--help``) are processed before its sub-command's ``--help``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+if TYPE_CHECKING:
+    from scoutless.config import Settings
+
+
+def get_settings() -> Settings:
+    """``scoutless.config.get_settings()``, with ``config`` imported on the first call (the
+    same cached settings: ``config.get_settings.cache_clear()`` applies here too)."""
+    from scoutless.config import get_settings as settings
+
+    return settings()
+
+
+def masked_url(text: str) -> str:
+    """``scoutless.config.masked_url(text)`` (a URL's password as ``***``), imported on use."""
+    from scoutless.config import masked_url as masked
+
+    return masked(text)
 
 
 @dataclass(frozen=True)
@@ -42,13 +72,37 @@ class Verb:
         if isinstance(obj, typer.Typer):
             command = typer.main.get_group(obj)
             command.help = command.help or self.help
+            _light(command)
         else:
-            info = typer.models.CommandInfo(name=name, callback=obj)
+            info = typer.models.CommandInfo(name=name, callback=obj, cls=LightCommand)
             command = typer.main.get_command_from_info(
                 info, pretty_exceptions_short=True, rich_markup_mode=rich_markup_mode
             )
         command.name = name
         return command
+
+
+class LightOption(TyperOption):
+    """An option that costs nothing when absent: Typer builds a pydantic validator for an
+    option before it looks at the value, so an absent ``--config`` (or a group's
+    ``--help``) would import pydantic for every command line. Absent (``None``, one value,
+    not required) it goes straight to its callback, as Typer would after coercing ``None``
+    to ``None``; a given value is coerced and checked by Typer as before."""
+
+    def process_value(self, ctx: Any, value: Any) -> Any:
+        if value is None and not (self.required or self.multiple or self.nargs != 1):
+            return self.callback(ctx, self, None) if self.callback is not None else None
+        return super().process_value(ctx, value)
+
+
+def light_options(params: list[Any]) -> list[Any]:
+    """``params`` with each Typer option made a :class:`LightOption` (a command's
+    ``get_params``: a group's own options are processed before its sub-command's
+    ``--help`` runs, ``--help`` itself included)."""
+    for param in params:
+        if type(param) is TyperOption:
+            param.__class__ = LightOption
+    return params
 
 
 class LazyCommands(MutableMapping[str, Any]):
@@ -94,6 +148,9 @@ class _LazyGroup(TyperGroup):
         super().__init__(**attrs)
         self.commands = LazyCommands(dict(self.commands), self.verbs, self.rich_markup_mode)
 
+    def get_params(self, ctx: Any) -> list[Any]:
+        return light_options(super().get_params(ctx))
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)
 
@@ -108,28 +165,9 @@ class _LazyGroup(TyperGroup):
             commands.summaries_only = False
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """``scoutless --help`` drawn with rich's tables directly: Typer's own help module
-        imports a Markdown parser and takes longer to load than Typer itself."""
-        from rich.console import Console
-        from rich.panel import Panel
-        from rich.table import Table
-        from rich.text import Text
-
-        console = Console(highlight=False)
-        usage = " ".join(self.collect_usage_pieces(ctx))
-        console.print(f"\n [yellow]Usage:[/] [bold]{ctx.command_path}[/] {usage}\n")
-        console.print(Text(f" {self.help}\n"))
-        for title, rows in (("Options", self._option_rows(ctx)), ("Commands", self._verb_rows())):
-            grid = Table.grid(padding=(0, 2))
-            grid.add_column(style="bold cyan", no_wrap=True)
-            grid.add_column()
-            for name, text in rows:  # as text: a help's "[...]" is not rich markup
-                grid.add_row(Text(name), Text(text))
-            console.print(Panel(grid, title=title, title_align="left", border_style="dim"))
-
-    def _option_rows(self, ctx: Any) -> list[tuple[str, str]]:
-        records = (param.get_help_record(ctx) for param in self.get_params(ctx))
-        return [(names, text) for names, text in filter(None, records)]
+        """``scoutless --help``: the verbs listed with their registered lines, unimported."""
+        options = _param_rows(self, ctx, arguments=False)
+        draw_help(ctx, self, [("Options", options), ("Commands", self._verb_rows())])
 
     def _verb_rows(self) -> list[tuple[str, str]]:
         with self._summaries():
@@ -140,3 +178,76 @@ class _LazyGroup(TyperGroup):
 def lazy_group(verbs: dict[str, Verb]) -> type[TyperGroup]:
     """The group class for ``typer.Typer(cls=...)`` that holds ``verbs`` unimported."""
     return type("ScoutlessGroup", (_LazyGroup,), {"verbs": verbs})
+
+
+def draw_help(ctx: Any, command: Any, panels: list[tuple[str, list[tuple[str, str]]]]) -> None:
+    """Usage, the command's help (a paragraph per paragraph of its docstring) and one panel
+    per non-empty list of (name, text) rows, drawn with rich's tables directly."""
+    from rich.console import Console
+    from rich.padding import Padding
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False, emoji=False)  # emoji: a 4,000-entry table to load
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    console.print(f"\n [yellow]Usage:[/] [bold]{ctx.command_path}[/] {usage}\n")
+    for paragraph in _paragraphs(command.help):
+        console.print(Padding(Text(paragraph), (0, 0, 1, 1)))
+    for title, rows in panels:
+        if not rows:
+            continue
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold cyan", no_wrap=True)
+        grid.add_column()
+        for name, text in rows:  # as text: a help's "[...]" is not rich markup
+            grid.add_row(Text(name), Text(text))
+        console.print(Panel(grid, title=title, title_align="left", border_style="dim"))
+
+
+def _paragraphs(help_text: str | None) -> list[str]:
+    """A docstring's paragraphs, each on one line (the terminal wraps them)."""
+    text = inspect.cleandoc(help_text or "")
+    return [" ".join(block.split()) for block in text.split("\n\n") if block.strip()]
+
+
+def _param_rows(command: Any, ctx: Any, arguments: bool) -> list[tuple[str, str]]:
+    params = [p for p in command.get_params(ctx) if isinstance(p, TyperArgument) == arguments]
+    return [record for record in (p.get_help_record(ctx) for p in params) if record]
+
+
+class LightCommand(TyperCommand):
+    """A verb: its ``--help`` drawn by :func:`draw_help`, not by ``typer.rich_utils``."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return light_options(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        draw_help(ctx, self, [("Arguments", _param_rows(self, ctx, arguments=True)),
+                              ("Options", _param_rows(self, ctx, arguments=False))])  # fmt: skip
+
+
+class LightGroup(TyperGroup):
+    """A verb with sub-verbs (``data``, ``monitor`` …): its ``--help`` drawn by
+    :func:`draw_help`, each sub-verb listed with the first paragraph of its help."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return light_options(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        listed = [(name, self.get_command(ctx, name)) for name in self.list_commands(ctx)]
+        verbs = [(name, (_paragraphs(cmd.help) or [""])[0])
+                 for name, cmd in listed if cmd is not None and not cmd.hidden]  # fmt: skip
+        draw_help(ctx, self, [("Arguments", _param_rows(self, ctx, arguments=True)),
+                              ("Options", _param_rows(self, ctx, arguments=False)),
+                              ("Commands", verbs)])  # fmt: skip
+
+
+def _light(command: Any) -> None:
+    """Draw the help of ``command`` and of every command below it with :func:`draw_help`:
+    Typer built them as plain ``TyperCommand``/``TyperGroup`` (the light classes add no
+    state, only ``get_params`` and ``format_help``)."""
+    light = {TyperCommand: LightCommand, TyperGroup: LightGroup}
+    command.__class__ = light.get(type(command), type(command))
+    for sub in getattr(command, "commands", {}).values():
+        _light(sub)

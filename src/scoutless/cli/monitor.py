@@ -14,7 +14,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from scoutless.cli import scale
-from scoutless.config import get_settings
+from scoutless.cli.lazy import get_settings
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()

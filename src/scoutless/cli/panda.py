@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scoutless.atomic import atomic_write_text
-from scoutless.config import get_settings
+from scoutless.cli.lazy import get_settings
 
 console = Console(stderr=True)
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoutless.config import get_settings
+from scoutless.cli.lazy import get_settings
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
-from scoutless.config import get_settings
+from scoutless.cli.lazy import get_settings
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from distributed import Client
     from scoutless.history.build import TruthReader
 
@@ -79,6 +80,8 @@ def build(
 
     ``read_truth`` reads a synthetic history's latent truth from the database; an export's
     (``scoutless_synthetic_truth/``) gets the generator's probabilities."""
+    from rich.progress import Progress
+
     from scoutless.distributed.build import build_partitioned_table
     from scoutless.distributed.sources import db_partitions, export_partitions
     from scoutless.history.synthetic import bayes_probabilities

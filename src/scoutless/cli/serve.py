@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from scoutless.config import Settings, get_settings, masked_url, with_password
+from scoutless.cli.lazy import get_settings, masked_url
+
+if TYPE_CHECKING:
+    from scoutless.config import Settings
 
 console = Console(stderr=True)
 
@@ -135,6 +138,8 @@ def _with_password(url: str | None, settings: Settings) -> str | None:
     if url is None:
         return None
     from sqlalchemy.engine import make_url
+
+    from scoutless.config import with_password
 
     if make_url(url).password:
         console.print("warning: a database password on the command line is visible to every "

@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from scoutless.atomic import atomic_write_text
-from scoutless.jsonsafe import jsonable
 
 # pandas and the sizing engine are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
@@ -83,6 +82,7 @@ def size(
     ] = None,
 ) -> None:
     """Size a workflow's instances online (scoutless and the published baselines)."""
+    from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
     from scoutless.sizing.report import size_workflow
 
