@@ -101,7 +101,7 @@ def test_the_shipped_settings_file_and_env_file_hold_real_settings(monkeypatch) 
         if name != CONFIG_ENV:
             monkeypatch.delenv(name)
     settings = Settings()
-    assert settings.service.host == "0.0.0.0" and settings.rollout.default_mode == "shadow"
+    assert settings.service.host == "0.0.0.0" and settings.rollout.evidence_days == 14
     assert settings.listener.health_port == 9466
     env_lines = (ROOT / "deploy" / "scoutless.env").read_text().splitlines()
     for line in [x for x in env_lines if x and not x.startswith("#")]:
@@ -109,5 +109,9 @@ def test_the_shipped_settings_file_and_env_file_hold_real_settings(monkeypatch) 
         monkeypatch.setenv(name, value)
     settings = Settings()
     assert settings.db_url and settings.db_url.startswith("postgresql+psycopg://")
-    assert settings.listener.passcode == "change-me" == settings.service.admin_token
+    assert settings.listener.passcode == "change-me"
+    from scoutless.service.auth import load_tokens
+
+    names = {p.name: p.roles for p in load_tokens(settings.service).values()}
+    assert names == {"jedi": {"predict"}, "grafana": {"read"}, "ops": {"admin"}}
     assert re.match(r"^stomp://", settings.listener.broker)
