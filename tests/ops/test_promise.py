@@ -106,7 +106,7 @@ def test_conformal_factor_is_the_finite_sample_quantile() -> None:
 
 def test_the_listener_logs_the_values_it_sent_after_a_calibration() -> None:
     from scoutless.allocation.arms import Assignment
-    from scoutless.panda.listener import _with_arm
+    from scoutless.panda.prediction import _with_arm
 
     row = {"jeditaskid": 7, "predictions": json.dumps({"memory": {"recommended_value": 1000.0}})}
     sent = {7: {"memory": {"recommended_value": 1750.0, "calibration": "v1"}}}

@@ -20,7 +20,7 @@ from scoutless.cli.main import app
 from scoutless.config import ListenerSettings
 from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 from scoutless.jedi.messages import TaskStatus
-from scoutless.panda import dead_letters, listener
+from scoutless.panda import dead_letters, listener, prediction
 from scoutless.panda.broker import Frame
 from scoutless.panda.telemetry import HealthServer, ListenerMetrics
 
@@ -169,7 +169,7 @@ def test_a_real_outage_still_keeps_the_batch(make_listener, monkeypatch):  # typ
         except SQLAlchemyError as exc:
             raise DatabaseUnavailable(f"cannot read history: {exc}") from exc
 
-    monkeypatch.setattr(listener, "read_history", down)
+    monkeypatch.setattr(prediction, "read_history", down)
     with pytest.raises(DatabaseUnavailable):
         lis.handle([frame(good, 10)])
     assert broker.acked == [] and stored(lis.engine, ["m-10"]) == []

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from replay_helpers import jobs_frame, replay, settings_with, tasks_frame
 
-from scoutless.replay.engine import BROKEN, EXHAUSTED, RUNNING
+from scoutless.replay.result import BROKEN, EXHAUSTED, RUNNING
 from scoutless.replay.workload import build_workload
 
 H = 3600.0

@@ -166,7 +166,7 @@ def test_every_history_strategy_has_a_plan_and_selective_mixes_two():
 
 
 def test_the_cost_model_meets_the_queue_maxtime_the_engine_applies():
-    from scoutless.replay.submission import site_rules
+    from scoutless.replay.site_rules import site_rules
 
     work = _three_tasks(settings_with())  # its longest job: 10 h
     for maxtime, expected in ((None, 10 * H), (5 * H, 10 * H), (20 * H, 20 * H)):

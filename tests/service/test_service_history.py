@@ -295,7 +295,8 @@ def test_listener_predicts_with_the_store_history_too(world, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     from scoutless.config import ListenerSettings
-    from scoutless.panda.listener import Batch, TaskListener
+    from scoutless.panda.listener import TaskListener
+    from scoutless.panda.prediction import Batch
     from scoutless.service.pipeline import Pipeline
 
     url, table, bundle, latest = world
@@ -305,7 +306,7 @@ def test_listener_predicts_with_the_store_history_too(world, tmp_path):
     with ThreadPoolExecutor(2) as pool:
         pipeline = Pipeline(load_bundle(bundle), None, pool)
         listener = TaskListener(pipeline, engine, None, ListenerSettings())  # type: ignore[arg-type]
-        messages = listener.predict([latest, 99999], Batch())
+        messages = listener.predictor.predict([latest, 99999], Batch())
     assert set(messages) == {latest, 99999}
     with sqlite3.connect(copy) as conn:
         logged = dict(conn.execute(

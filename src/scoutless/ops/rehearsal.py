@@ -41,7 +41,7 @@ from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.rollout import peek_mode, set_rollout
 from scoutless.replay import rules
 from scoutless.replay.canary import Rehearsal
-from scoutless.replay.engine import BROKEN, EXHAUSTED
+from scoutless.replay.result import BROKEN, EXHAUSTED
 from scoutless.targets.bins import TargetBins
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.replay.engine import ReplayResult
+from scoutless.replay.result import ReplayResult
 from scoutless.replay.workload import Workload
 
 HOUR = 3600.0

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,83 +25,11 @@ from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import SlotPool
+from scoutless.replay.result import BROKEN, EXHAUSTED, RUNNING, SCOUTING, ReplayResult
+from scoutless.replay.tally import TaskTally
 from scoutless.replay.workload import TaskEstimator, Workload
 
-if TYPE_CHECKING:
-    from scoutless.replay.plan import CanaryDraw
-
 SUBMIT, END, TICK = 0, 1, 2
-#: ReplayResult's per-task arrays that the priced total reads
-PRICED_FIELDS = (
-    "killed_job_core_s", "priced_slack_mb_s", "overuse_mb_s", "himem_core_s", "long_core_s",
-    "scout_wait_s",
-)  # fmt: skip
-SCOUTING, RUNNING, BROKEN, EXHAUSTED = 0, 1, 2, 3
-
-
-@dataclass(frozen=True)
-class AttemptLog:
-    """Every attempt a replay ran, in the order they ended (replay clock seconds, MB)."""
-
-    unit: np.ndarray
-    attempt: np.ndarray  # 1 for a first attempt
-    queued_s: np.ndarray  # released to the pool (PanDA's creationtime)
-    start_s: np.ndarray
-    end_s: np.ndarray
-    outcome: np.ndarray  # rules.SUCCESS, MEMORY_KILL, WALLTIME_KILL
-    alloc_mb: np.ndarray  # the job's memory allocation (minramcount)
-    limit_s: np.ndarray  # its walltime limit (maxwalltime)
-
-    @staticmethod
-    def of(rows: list[tuple[int, int, float, float, float, int, float, float]]) -> AttemptLog:
-        cols = list(zip(*rows, strict=True)) if rows else [()] * 8
-        kinds = (np.int64, np.int64, float, float, float, np.int64, float, float)
-        return AttemptLog(*(np.asarray(c, dtype=k) for c, k in zip(cols, kinds, strict=True)))
-
-
-@dataclass
-class ReplayResult:
-    """Per-task and per-unit outcomes of one strategy's replay (seconds, MB)."""
-
-    name: str
-    first_production_s: np.ndarray  # per task: submission → first production job start
-    completion_s: np.ndarray  # per task: submission → last job resolved (NaN: never)
-    status: np.ndarray  # per task: RUNNING (completed), BROKEN, EXHAUSTED
-    memory_kills: np.ndarray  # per task
-    walltime_kills: np.ndarray
-    wasted_core_s: np.ndarray
-    used_core_s: np.ndarray
-    slack_mb_s: np.ndarray
-    scout_ram: np.ndarray  # per task: ramCount derived from the scouts (NaN: none)
-    attempts: np.ndarray  # per unit
-    first_ok: np.ndarray  # per unit: succeeded on its first attempt
-    failed: np.ndarray  # per unit: ran out of attempts
-    n_events: int = 0
-    info: dict[str, float] = field(default_factory=dict)
-    seconds: float = 0.0  # wall time of the replay
-    # per task, for the relative slack (Autopilot's (limit - usage) / limit, time-weighted)
-    run_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # attempts' seconds
-    memory_slack_rel_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    ok_run_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # successes' seconds
-    walltime_slack_rel_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    walltime_slack_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    # per task: ramCount and cpuTime the task ended with (what JEDI's task row holds)
-    final_ram: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    final_cputime: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    canary: CanaryDraw | None = None  # the plan's
-    attempt_log: AttemptLog | None = None  # plan.record only
-    sizing: dict[str, float] = field(default_factory=dict)  # plan.sizer's summary
-    #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
-    #: full length (core·s), memory held above max(need, the share of the slot its need
-    #: requires) and used above the allocation by surviving attempts (MB·s), core·s in
-    #: HIMEM slots or of HIMEM-class needs and on the long queue, and the wait for the
-    #: scouts (submission → avalanche, s)
-    killed_job_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    priced_slack_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    overuse_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    himem_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    long_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    scout_wait_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _per_unit(values: np.ndarray | None, n_units: int) -> list[float | None]:
@@ -111,7 +37,7 @@ def _per_unit(values: np.ndarray | None, n_units: int) -> list[float | None]:
     return [None] * n_units if values is None else values.astype(float).tolist()
 
 
-class Replay:
+class Replay(TaskTally):
     """One strategy's replay; :meth:`run` returns its :class:`ReplayResult`."""
 
     def __init__(
@@ -206,18 +132,7 @@ class Replay:
         self.task_version = [0] * n_t  # +1 at each change of cpuTime (the limits)
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
-        self.mem_kills = [0] * n_t
-        self.wall_kills = [0] * n_t
-        self.waste = [0.0] * n_t
-        self.used = [0.0] * n_t
-        self.slack = [0.0] * n_t
-        self.run_s = [0.0] * n_t
-        self.mem_rel = [0.0] * n_t
-        self.ok_run_s = [0.0] * n_t
-        self.wall_rel = [0.0] * n_t
-        self.wall_spare = [0.0] * n_t
-        self.scout_ram = [math.nan] * n_t
-        self.priced = {key: [0.0] * n_t for key in PRICED_FIELDS}
+        self._tally_state(n_t)
 
     # ------------------------------------------------------------------ clock
 
@@ -334,40 +249,6 @@ class Replay:
             self.on_success(j, t)
         else:
             self.on_kill(j, t, outcome, core_s, alloc)
-
-    def account_slack(
-        self, j: int, t: int, runtime: float, alloc: float, limit: float | None
-    ) -> None:
-        """Memory slack of every attempt; walltime slack of a success (``limit`` None: killed).
-        Absolute (MB·s, core·s) and relative, (limit − usage) ÷ limit weighted by seconds."""
-        spare_mb = max(alloc - self.need[j], 0.0)
-        self.slack[t] += spare_mb * runtime
-        self.run_s[t] += runtime
-        if alloc > 0:
-            self.mem_rel[t] += runtime * spare_mb / alloc
-        if limit is not None and limit > 0:
-            spare_s = max(limit - runtime, 0.0)
-            self.ok_run_s[t] += runtime
-            self.wall_rel[t] += runtime * spare_s / limit
-            self.wall_spare[t] += self.cores[j] * spare_s
-
-    def account_priced(
-        self, j: int, t: int, runtime: float, alloc: float, slot_mb: float, on_long: bool,
-        killed: bool,
-    ) -> None:  # fmt: skip
-        """What the priced total prices of one attempt (``ReplayResult.priced_*``)."""
-        core_s = self.cores[j] * runtime
-        priced = self.priced
-        if slot_mb > self.standard_mb or self.need_himem[j]:
-            priced["himem_core_s"][t] += core_s
-        if on_long:
-            priced["long_core_s"][t] += core_s
-        if killed:
-            priced["killed_job_core_s"][t] += self.cores[j] * self.wall[j]
-            return
-        held_anyway = max(self.need[j], self.need_share[j])
-        priced["priced_slack_mb_s"][t] += max(alloc - held_anyway, 0.0) * runtime
-        priced["overuse_mb_s"][t] += max(self.need[j] - alloc, 0.0) * runtime
 
     def on_success(self, j: int, t: int) -> None:
         if self.attempts[j] == 1:
@@ -516,37 +397,3 @@ class Replay:
             self.failed[j] = True
         self.resolved[t] += n_new
         self.completion[t] = math.nan
-
-    # ------------------------------------------------------------------ result
-
-    def result(self) -> ReplayResult:
-        arr = np.asarray
-        status = arr(self.state)
-        return ReplayResult(
-            name=self.plan.name,
-            first_production_s=arr(self.first_prod, dtype=float),
-            completion_s=arr(self.completion, dtype=float),
-            status=status,
-            memory_kills=arr(self.mem_kills),
-            walltime_kills=arr(self.wall_kills),
-            wasted_core_s=arr(self.waste),
-            used_core_s=arr(self.used),
-            slack_mb_s=arr(self.slack),
-            scout_ram=arr(self.scout_ram, dtype=float),
-            attempts=arr(self.attempts),
-            first_ok=arr(self.first_ok, dtype=bool),
-            failed=arr(self.failed, dtype=bool),
-            n_events=self.n_events,
-            info=self.pool.info(),
-            run_s=arr(self.run_s),
-            memory_slack_rel_s=arr(self.mem_rel),
-            ok_run_s=arr(self.ok_run_s),
-            walltime_slack_rel_s=arr(self.wall_rel),
-            walltime_slack_core_s=arr(self.wall_spare),
-            final_ram=arr(self.task_ram, dtype=float),
-            final_cputime=arr(self.task_cpu, dtype=float),
-            canary=self.plan.canary,
-            attempt_log=None if self.log is None else AttemptLog.of(self.log),
-            sizing={} if self.plan.sizer is None else self.plan.sizer.summary(),
-            **{key: arr(values, dtype=float) for key, values in self.priced.items()},
-        )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.replay.engine import BROKEN, EXHAUSTED, ReplayResult
+from scoutless.replay.result import BROKEN, EXHAUSTED, ReplayResult
 from scoutless.replay.workload import Workload
 
 HOUR = 3600.0

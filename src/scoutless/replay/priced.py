@@ -33,8 +33,8 @@ import numpy as np
 
 from scoutless.allocation.costs import congestion
 from scoutless.config import AllocationSettings, ReplaySettings
-from scoutless.replay.engine import ReplayResult
 from scoutless.replay.pool import LONG, standard_types
+from scoutless.replay.result import ReplayResult
 from scoutless.replay.workload import Workload
 
 HOUR = 3600.0

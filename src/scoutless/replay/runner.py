@@ -36,11 +36,12 @@ from scoutless.config import AllocationSettings, Settings
 from scoutless.replay.canary import Rehearsal, arm_figures
 from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
-from scoutless.replay.engine import Replay, ReplayResult
+from scoutless.replay.engine import Replay
 from scoutless.replay.metrics import strategy_metrics
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import SlotPool, pool_cores
 from scoutless.replay.priced import priced_total
+from scoutless.replay.result import ReplayResult
 from scoutless.replay.strategies import SOURCE_OF, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,

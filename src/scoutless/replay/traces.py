@@ -47,7 +47,8 @@ from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
 from scoutless.replay.plan import StrategyPlan
-from scoutless.replay.submission import VALUE_POLICIES, class_values, site_rules
+from scoutless.replay.site_rules import site_rules
+from scoutless.replay.submission import VALUE_POLICIES, class_values
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sources.assemble import request_col

@@ -1,0 +1,65 @@
+"""One typed settings object: every default scoutless uses lives in this package.
+
+Each layer's section sits in its own module (``config/replay.py`` the replay's knobs,
+``config/service.py`` the service's, …); ``config/settings.py`` assembles them into the one
+``Settings`` and reads it from (highest first) explicit arguments, ``SCOUTLESS_*``
+environment variables (nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY_PERCENT=80``),
+the settings file that ``SCOUTLESS_CONFIG`` names (``scoutless --config FILE``), then the
+defaults. This module is the package's public face: import from ``scoutless.config``.
+"""
+
+from scoutless.config.allocation import AllocationSettings, Prices
+from scoutless.config.distributed import DistributedSettings
+from scoutless.config.history import HistorySettings
+from scoutless.config.listener import ListenerSettings, RolloutSettings
+from scoutless.config.panda import PandaDefaults, TargetSettings
+from scoutless.config.replay import (
+    EXTRA_STRATEGY_NAMES,
+    REPLAY_POLICIES,
+    STRATEGY_NAMES,
+    CanaryHarm,
+    ReplaySettings,
+    ResourceType,
+)
+from scoutless.config.service import InferenceSettings, ServiceSettings
+from scoutless.config.settings import (
+    CONFIG_ENV,
+    Settings,
+    SettingsFileError,
+    get_settings,
+    masked_url,
+    settings_file,
+    with_password,
+)
+from scoutless.config.sizing import SizingSettings
+from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
+
+__all__ = [
+    "CONFIG_ENV",
+    "EXTRA_STRATEGY_NAMES",
+    "REPLAY_POLICIES",
+    "STRATEGY_NAMES",
+    "AllocationSettings",
+    "CanaryHarm",
+    "DistributedSettings",
+    "HistorySettings",
+    "InferenceSettings",
+    "ListenerSettings",
+    "PandaDefaults",
+    "Prices",
+    "ReplaySettings",
+    "ResourceType",
+    "RolloutSettings",
+    "ServiceSettings",
+    "Settings",
+    "SettingsFileError",
+    "SizingSettings",
+    "SplitSettings",
+    "TargetSettings",
+    "TrainingSettings",
+    "WithinTaskSettings",
+    "get_settings",
+    "masked_url",
+    "settings_file",
+    "with_password",
+]

@@ -1,0 +1,180 @@
+"""The one typed settings object, assembled from the sections beside it; where values come from.
+
+Values come from (highest first) explicit arguments, ``SCOUTLESS_*`` environment variables
+(nested with ``__``, e.g. ``SCOUTLESS_PANDA__CPU_EFFICIENCY_PERCENT=80``), the settings file
+that ``SCOUTLESS_CONFIG`` names (``scoutless --config FILE`` sets it: a ``scoutless.toml``
+with the same names, ``[panda] cpu_efficiency_percent = 80``), then these defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from scoutless.config.allocation import AllocationSettings
+from scoutless.config.distributed import DistributedSettings
+from scoutless.config.history import HistorySettings
+from scoutless.config.listener import ListenerSettings, RolloutSettings
+from scoutless.config.panda import PandaDefaults, TargetSettings
+from scoutless.config.replay import ReplaySettings
+from scoutless.config.service import InferenceSettings, ServiceSettings
+from scoutless.config.sizing import SizingSettings
+from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
+
+#: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
+CONFIG_ENV = "SCOUTLESS_CONFIG"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    workdir: Path = Path("scoutless-work")
+    db_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
+    )
+    db_schema: str | None = Field(
+        "doma_panda",
+        description="PostgreSQL schema of PanDA's tables, searched first (search_path "
+        "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
+    )
+    db_password_file: Path | None = Field(
+        None,
+        description="file holding the database password, put into db_url (which then need "
+        "not carry it); SCOUTLESS_DB_PASSWORD gives it from the environment",
+    )
+    db_password: str | None = Field(None, description="the database password (environment)")
+    bins_file: Path | None = Field(None, description="TOML overriding the shipped default bins")
+    seed: int = 42
+    panda: PandaDefaults = PandaDefaults()
+    targets: TargetSettings = TargetSettings()
+    splits: SplitSettings = SplitSettings()
+    training: TrainingSettings = TrainingSettings()
+    service: ServiceSettings = ServiceSettings()
+    inference: InferenceSettings = InferenceSettings()
+    history: HistorySettings = HistorySettings()
+    listener: ListenerSettings = ListenerSettings()
+    within_task: WithinTaskSettings = WithinTaskSettings()
+    replay: ReplaySettings = ReplaySettings()
+    distributed: DistributedSettings = DistributedSettings()
+    allocation: AllocationSettings = AllocationSettings()
+    rollout: RolloutSettings = RolloutSettings()
+    sizing: SizingSettings = SizingSettings()
+
+    @model_validator(mode="after")
+    def _one_default_policy(self) -> Settings:
+        """The listener and the replay allocate ``allocation.default_policy`` unless their
+        own ``policy`` is set: one setting for every entry point."""
+        policy = {"policy": self.allocation.default_policy}
+        if "policy" not in self.listener.model_fields_set:
+            self.listener = self.listener.model_copy(update=policy)
+        if "policy" not in self.replay.model_fields_set:
+            self.replay = self.replay.model_copy(update=policy)
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment, then the settings file, then the defaults."""
+        path = settings_file()
+        if path is None:
+            return init_settings, env_settings, dotenv_settings, file_secret_settings
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=path)
+        return init_settings, env_settings, toml, dotenv_settings, file_secret_settings
+
+    def resolved_db_url(self) -> str:
+        """The configured database, or the embedded default: one SQLite file in the work dir."""
+        if self.db_url:
+            return with_password(self.db_url, self.db_password_file, self.db_password)
+        return f"sqlite:///{(self.workdir / 'history.sqlite').resolve()}"
+
+
+def with_password(url: str, password_file: Path | None, password: str | None) -> str:
+    """``url`` with the password from ``password_file`` (first line) or ``password``, if
+    either is given and the URL carries none."""
+    secret = password_file.read_text().splitlines()[0] if password_file else password
+    if not secret:
+        return url
+    from sqlalchemy.engine import make_url  # lazily: the CLI's --help imports settings
+
+    parsed = make_url(url)
+    if parsed.password:
+        return url
+    return parsed.set(password=secret).render_as_string(hide_password=False)
+
+
+def masked_url(text: str) -> str:
+    """``text`` as shown to a user: a database URL with its password as ``***``."""
+    if "://" not in text or "@" not in text:
+        return text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except ArgumentError:
+        return text
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+class SettingsFileError(ValueError):
+    """The settings file cannot be used; the message names the file and the key."""
+
+
+def settings_file() -> Path | None:
+    """The file ``SCOUTLESS_CONFIG`` names, checked: it exists, is TOML, and every key in it
+    is a setting (a misspelt key would otherwise be ignored without a word)."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file():
+        raise SettingsFileError(f"{CONFIG_ENV}={raw}: the settings file does not exist")
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsFileError(f"{path}: not a readable TOML settings file: {exc}") from exc
+    unknown = _unknown_keys(values, Settings)
+    if unknown:
+        raise SettingsFileError(
+            f"{path}: unknown setting(s) {', '.join(unknown)} "
+            "(the settings reference lists every name)"
+        )
+    return path
+
+
+def _unknown_keys(values: dict, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted keys of ``values`` that ``model`` has no field for; tables of a sub-model are
+    checked inside it, the values of a dict-typed field (e.g. prices) are not."""
+    unknown = []
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(f"{prefix}{key}")
+            continue
+        sub = field.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            unknown += _unknown_keys(value, sub, f"{prefix}{key}.")
+    return unknown

@@ -1,0 +1,92 @@
+"""Online per-instance sizing (``settings.sizing``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SizingSettings(BaseModel):
+    """Online per-instance sizing (``scoutless.sizing``, ``scoutless size``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grid_points: int = Field(
+        48,
+        ge=8,
+        le=512,
+        description="quantile points of an instance's need an allocation is priced on",
+    )
+    prior_weight: float = Field(
+        4.0,
+        ge=0,
+        description="pseudo-instances of the other task types' residual shape a type "
+        "starts with (fades as its own instances come)",
+    )
+    kernel_nodes: int = Field(
+        5, ge=1, le=15, description="nodes of the Gaussian kernel that smooths the residuals"
+    )
+    runtime_weighted: bool = Field(
+        True, description="weight residuals by their instance's runtime (long instances cost more)"
+    )
+    failure_penalty: float = Field(
+        0.25,
+        ge=0,
+        description="extra cost of a failed attempt (a restart's overhead), in units "
+        "of max(the median need, penalty_floor_bytes) × runtime; 0: the protocol's prices only",
+    )
+    penalty_floor_bytes: float = Field(
+        2e9, ge=0, description="the least memory a failure's overhead is priced at (a slot)"
+    )
+    refit_every: int = Field(
+        16, ge=1, description="instances between refits of a type's model choice"
+    )
+    min_rows_linear: int = Field(
+        8, ge=3, description="fewer rows: a type's need is not regressed on its input size"
+    )
+    shadow_choice: bool = Field(
+        True, description="re-choose a type's model by what each candidate's plan would have cost"
+    )
+    shadow_runtime: bool = Field(
+        True,
+        description="charge a candidate's shadow cost × the instance's runtime (what the protocol charges)",
+    )
+    own_replaces_borrowed: int = Field(
+        5,
+        ge=1,
+        description="outcomes of its own after which a type sized cold forgets the "
+        "instances borrowed from other workflows",
+    )
+    fallback_growth: float = Field(
+        2.0, gt=1, description="a retry past every need the model knows multiplies by this"
+    )
+    fields: list[str] = Field(
+        default_factory=lambda: [
+            "process",
+            "cpus",
+            "rchar",
+            "rss",
+            "peak_rss",
+            "memory",
+            "realtime",
+            "status",
+            "exit",
+            "attempt",
+        ],
+        description="Nextflow trace columns the importer takes (process, realtime and a "
+        "memory measure are required; the others are taken when present)",
+    )
+    oom_exits: list[int] = Field(
+        default_factory=lambda: [137], description="exit codes of a kill that may be the OOM killer"
+    )
+    oom_near_share: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="a kill with peak_rss at least this share of the request censors memory",
+    )
+    scheduler_oom_exits: list[int] = Field(
+        default_factory=list, description="exit codes a scheduler gives an out-of-memory kill"
+    )
+    walltime_exits: list[int] = Field(
+        default_factory=lambda: [140], description="exit codes of a run-time limit"
+    )
