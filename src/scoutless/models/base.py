@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
 
 from scoutless.features.encoders import EncodedFeatures
 
@@ -57,6 +56,10 @@ class ClassModel(Protocol):
 def check_fitted(model: object, attribute: str) -> None:
     """Raise :class:`NotFittedError` naming the model unless ``attribute`` was set by fit/load."""
     if getattr(model, attribute, None) is None:
+        # scikit-learn's own error (callers catch it), imported only when raised: loading a
+        # bundle and predicting import no scikit-learn
+        from sklearn.exceptions import NotFittedError
+
         name = getattr(model, "name", type(model).__name__)
         raise NotFittedError(f"{name}: not fitted yet; call fit() or load() before using it")
 
