@@ -28,7 +28,8 @@ from starlette.requests import ClientDisconnect
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
-from scoutless.ops.prediction_log import LoopGroupCommit, PredictionLog
+from scoutless.ops.log_commit import LoopGroupCommit
+from scoutless.ops.prediction_log import PredictionLog
 from scoutless.service.auth import Authenticator
 from scoutless.service.errors import (
     ServiceError,
