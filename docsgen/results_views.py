@@ -1,3 +1,4 @@
+# Left whole: one concept, the table of per-benchmark results views (a short function each).
 """Which benchmarks have a results page, and how each one's JSON is laid out as tables.
 
 A benchmark without a view gets every figure of its JSON in one table; a view only

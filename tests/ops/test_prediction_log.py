@@ -13,7 +13,8 @@ from sqlalchemy import create_engine
 
 from scoutless.history import panda_db
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.ops.prediction_log import LOG_COLUMNS, GroupCommitWriter, PredictionLog
+from scoutless.ops.log_commit import GroupCommitWriter
+from scoutless.ops.prediction_log import LOG_COLUMNS, PredictionLog
 
 
 def _entry(class_id: int = 1) -> dict:

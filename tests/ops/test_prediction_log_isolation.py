@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import text
 
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.ops.prediction_log import GroupCommitWriter, LoopGroupCommit, PredictionLog
+from scoutless.ops.log_commit import GroupCommitWriter, LoopGroupCommit
+from scoutless.ops.prediction_log import PredictionLog
 
 
 def _row(request_id: str, **extra) -> dict:

@@ -10,22 +10,19 @@ log was most of a batch's cost. Readers get the long form the ops side joins wit
 (``scoutless_predictions``) where a database still has one. Rows are written and committed
 *before* the service answers: a prediction answered is a prediction stored.
 
-Concurrent requests are group-committed by :class:`GroupCommitWriter` (one writer thread,
-one transaction for everything pending), which keeps the commit rate low under load
-without weakening the guarantee: each request waits for the commit holding its rows.
+Concurrent requests are group-committed (:mod:`scoutless.ops.log_commit`), which keeps
+the commit rate low under load without weakening the guarantee: each request waits for
+the commit holding its rows.
 On SQLite, the writers of several service workers take turns through a lock file
 (:class:`WriterTurn`) rather than SQLite's busy handler, which sleeps 5-25 ms and retries.
 """
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
-import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -369,166 +366,3 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
 
 def _naive_utc(ts: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
-
-
-class GroupCommitWriter:
-    """One writer thread committing everything pending in one transaction.
-
-    ``submit(rows)`` returns a future resolved once the rows are committed (or failed with
-    :class:`DatabaseUnavailable`). ``close()`` drains what is queued before returning, so a
-    graceful shutdown loses nothing; an abrupt kill loses only unanswered requests.
-    """
-
-    _STOP = object()
-
-    def __init__(self, log: PredictionLog, *, max_rows: int = 50_000) -> None:
-        self.log = log
-        self.max_rows = max_rows
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="prediction-log", daemon=True)
-        self._thread.start()
-        self.commits = 0
-
-    def submit(self, rows: list[dict[str, Any]]) -> Future[int]:
-        future: Future[int] = Future()
-        if not self._thread.is_alive():
-            future.set_exception(DatabaseUnavailable("prediction log writer is closed"))
-            return future
-        self._queue.put((rows, future))
-        return future
-
-    def close(self, timeout: float = 30.0) -> None:
-        if self._thread.is_alive():
-            self._queue.put(self._STOP)
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is self._STOP:
-                return
-            batch = [item]
-            n_rows = len(item[0])
-            stop = False
-            while n_rows < self.max_rows:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is self._STOP:
-                    stop = True
-                    break
-                batch.append(more)
-                n_rows += len(more[0])
-            self._commit(batch)
-            if stop:
-                return
-
-    def _commit(self, batch: list[Waiter]) -> None:
-        self.commits += commit_group(self.log, batch)
-
-    async def committed(self, rows: list[dict[str, Any]]) -> int:
-        """Wait on the event loop until ``rows`` are committed (two thread hops)."""
-        return await asyncio.wrap_future(self.submit(rows))
-
-
-#: rows of one request and what its caller waits on (a thread's or the event loop's future)
-Waiter = tuple[list[dict[str, Any]], "Future[int] | asyncio.Future[int]"]
-
-
-def commit_group(
-    log: PredictionLog, batch: list[Waiter], settle: Callable[[Any, Any], None] | None = None
-) -> int:
-    """Commit the rows of several requests in one transaction and settle each one's future;
-    if that fails, each request's rows alone, so one request's bad row fails that request
-    only, never its neighbours. Returns the number of commits."""
-    settle = settle or _settle
-    try:
-        log.write([r for rows, _ in batch for r in rows])
-    except Exception as exc:  # every waiter must hear of the failure
-        if len(batch) == 1:
-            settle(batch[0][1], exc)
-            return 0
-        return sum(_commit_one(log, rows, future, settle) for rows, future in batch)
-    for rows, future in batch:
-        settle(future, len(rows))
-    return 1
-
-
-def _commit_one(
-    log: PredictionLog, rows: list[dict[str, Any]], future: Any, settle: Callable[[Any, Any], None]
-) -> int:
-    try:
-        log.write(rows)
-    except Exception as exc:
-        settle(future, exc)
-        return 0
-    settle(future, len(rows))
-    return 1
-
-
-class LoopGroupCommit:
-    """Group commit led from the event loop, committed on one writer thread.
-
-    Requests' rows gather on the loop while a commit is in flight; when it ends, the next
-    commit takes everything gathered (the leader takes all that is queued), so at most one
-    commit is in flight and groups grow with the load. One thread hop each way per group,
-    not per request: the writer settles a whole group with one wake-up of the loop, and
-    each request is answered only once its rows are committed (or failed alone: item 2's
-    isolation, :func:`commit_group`).
-    """
-
-    def __init__(self, log: PredictionLog) -> None:
-        self.log = log
-        self.commits = 0
-        self._pending: list[Waiter] = []
-        self._leading = False
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="prediction-log")
-
-    async def committed(self, rows: list[dict[str, Any]]) -> int:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[int] = loop.create_future()
-        self._pending.append((rows, future))
-        if not self._leading:  # this loop turn's other requests join the first commit
-            self._leading = True
-            loop.call_soon(self._lead, loop)
-        return await future
-
-    def _lead(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch, self._pending = self._pending, []
-        if not batch:
-            self._leading = False
-            return
-        self._thread.submit(self._commit, batch, loop)
-
-    def _commit(self, batch: list[Waiter], loop: asyncio.AbstractEventLoop) -> None:
-        """On the writer thread: commit, then hand every outcome back to the loop at once."""
-        outcomes: list[tuple[Any, int | BaseException]] = []
-        try:
-            self.commits += commit_group(self.log, batch, lambda f, o: outcomes.append((f, o)))
-        except BaseException as exc:  # never leave a waiter hanging
-            outcomes = [(future, exc) for _, future in batch]
-        loop.call_soon_threadsafe(self._settled, outcomes, loop)
-
-    def _settled(self, outcomes: list[tuple[Any, int | BaseException]], loop: Any) -> None:
-        for future, outcome in outcomes:
-            _settle(future, outcome)
-        self._lead(loop)
-
-    async def close(self) -> None:
-        """Wait for what is pending and in flight (a graceful shutdown loses nothing)."""
-        while self._leading or self._pending:
-            await asyncio.sleep(0.01)
-        self._thread.shutdown(wait=True)
-
-
-def _settle(future: Future[int] | asyncio.Future[int], outcome: int | BaseException) -> None:
-    if isinstance(future, Future):
-        if not future.set_running_or_notify_cancel():
-            return
-    elif future.done():  # its request was cancelled (the client went away)
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)

@@ -28,7 +28,8 @@ from starlette.requests import ClientDisconnect
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
-from scoutless.ops.prediction_log import LoopGroupCommit, PredictionLog
+from scoutless.ops.log_commit import LoopGroupCommit
+from scoutless.ops.prediction_log import PredictionLog
 from scoutless.service.auth import Authenticator
 from scoutless.service.errors import (
     ServiceError,
@@ -42,7 +43,8 @@ from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
 from scoutless.service.limits import LimitsMiddleware
 from scoutless.service.local import LocalBackend
 from scoutless.service.openapi import add_security_scheme
-from scoutless.service.pipeline import InputError, InputErrors, Predictor
+from scoutless.service.pipeline import Predictor
+from scoutless.service.request_input import InputError, InputErrors
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
 from scoutless.service.state import ServiceState

@@ -25,11 +25,13 @@ from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store_reader import task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
-from scoutless.ops.prediction_log import LoopGroupCommit, PredictionLog
+from scoutless.ops.log_commit import LoopGroupCommit
+from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.registry import is_registry, resolve_champion
+from scoutless.service.answers import Outcome
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
 from scoutless.service.errors import ServiceError, server_error
-from scoutless.service.pipeline import HistoryLookup, Outcome, Pipeline, history_missing_flag
+from scoutless.service.pipeline import HistoryLookup, Pipeline, history_missing_flag
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
 from scoutless.service.telemetry import Metrics

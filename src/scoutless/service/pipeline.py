@@ -6,56 +6,48 @@ the store through a lookup the backend passes, one read per request.) The pipeli
 no HTTP and no logging I/O; it returns the response body's tasks and, built separately
 from the same decisions, the prediction-log rows, with the time each stage took. Feature
 validation is the bundle's (``Predictor.validate_frame``), so the service never
-re-implements preprocessing.
+re-implements preprocessing. The request's input checks are :mod:`.request_input`; the
+answer and log rows built from the decisions are :mod:`.answers`.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
+from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
-from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.history.schema import jedi_tasks
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
+from scoutless.service.answers import (
+    BinsView,
+    Decision,
+    Outcome,
+    answer_columns,
+    answer_tasks,
+    log_rows,
+)
 from scoutless.service.errors import log_error
+from scoutless.service.request_input import InputError, Prepared, parse_records, schema_errors
 from scoutless.service.value_decisions import VALUE_POLICIES, ValuePolicyError, value_answer
-from scoutless.targets.bins import TargetBins
-from scoutless.targets.spec import TARGETS
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool
 #: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
 PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
 
-
-#: the largest id a PanDA column (NUMBER(11) / BIGINT) and the log's BigInteger hold
-INT64_MAX = 2**63 - 1
-#: a posted string feature may be as long as PanDA's column of that name holds
-STRING_LIMITS: dict[str, int] = {
-    c.name: int(c.type.length) for c in jedi_tasks.columns if getattr(c.type, "length", None)
-}
-#: ... and one PanDA has no column for, this long (feature names: ``NAME_CHARS``)
-DEFAULT_STRING_CHARS = 256
-NAME_CHARS = 64
-#: longest message an input error carries (it may quote the input)
-MESSAGE_CHARS = 300
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
 Predictor = PredictorLike
@@ -64,78 +56,6 @@ Predictor = PredictorLike
 #: ``creationdate``): per record, its history features and whether any key had history.
 #: Raises ``DatabaseUnavailable`` when the store cannot be read.
 HistoryLookup = Callable[[list[dict[str, Any]]], tuple[list[dict[str, float]], list[bool]]]
-
-
-class InputError(ValueError):
-    """A request the service refuses (422): names the field and what was expected."""
-
-    def __init__(self, loc: Sequence[str | int], message: str, kind: str = "value_error") -> None:
-        message = message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS] + "…"
-        super().__init__(f"{'.'.join(map(str, loc))}: {message}")
-        self.loc = list(loc)
-        self.message = message
-        self.kind = kind
-
-    def detail(self) -> dict[str, Any]:
-        return {"loc": self.loc, "msg": self.message, "type": self.kind}
-
-
-class InputErrors(ValueError):
-    """Several input errors found at once (all are reported)."""
-
-    def __init__(self, errors: list[InputError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = errors
-
-
-@dataclass
-class Prepared:
-    """Validated, encoded features of a request, ready for the models."""
-
-    features: InspectedFeatures
-    jeditaskids: list[int | None]
-    flags: list[list[dict[str, Any]]]
-    features_json: list[str]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One target's decision for a request's tasks, as plain Python values."""
-
-    view: _BinsView
-    classes: list[int]
-    probabilities: list[list[float]]
-    confidence: list[float]
-    p_sufficient: list[float]
-    #: the task's own allocated values (value and cost policies); None: the class's
-    values: list[float] | None = None
-    alpha: float | None = None
-
-    def recommended(self, i: int) -> float:
-        """The value allocated to task ``i``, in PanDA's unit."""
-        return self.values[i] if self.values is not None else self.view.recommended[self.classes[i]]
-
-    def class_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(self.view.labels, 0)
-        for c in self.classes:
-            counts[self.view.labels[c]] += 1
-        return counts
-
-
-@dataclass
-class Outcome:
-    """What one request produced: response tasks, log rows, stage timings (ms)."""
-
-    tasks: list[dict[str, Any]]
-    log_rows: list[dict[str, Any]]
-    class_counts: dict[str, dict[str, int]]
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    #: the response's fields in the columns layout (``tasks`` is then empty)
-    columns: dict[str, Any] | None = None
-
-    def answer_fields(self) -> dict[str, Any]:
-        """The response fields that carry the predictions, in the layout asked for."""
-        return {"tasks": self.tasks} if self.columns is None else self.columns
 
 
 class PolicyCache:
@@ -185,7 +105,7 @@ class Pipeline:
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._views = {t: _BinsView.of(t, predictor.bins[t]) for t in self.targets}
+        self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
 
     @property
     def version(self) -> str:
@@ -196,12 +116,12 @@ class Pipeline:
         self, rows: Sequence[Any], *, taskparams: bool = False, history: HistoryLookup | None = None
     ) -> Prepared:
         field_name = "taskparams" if taskparams else "tasks"
-        records, ids, submitted = _records(rows, field_name, taskparams)
+        records, ids, submitted = parse_records(rows, field_name, taskparams)
         missing = self._fill_history(records, submitted, history)
         try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
             features = self.predictor.inspect(records)
         except ValueError as exc:
-            raise _schema_errors(exc, records, field_name) from exc
+            raise schema_errors(exc, records, field_name) from exc
         flags: list[list[dict[str, Any]]] = [[gap] if gap else [] for gap in missing]
         for row, unknown in enumerate(features.unknown):
             for feature, value in unknown.items():
@@ -355,115 +275,6 @@ class Pipeline:
             )  # fmt: skip
         return decisions, answer.scouting
 
-    @staticmethod
-    def answer_tasks(
-        prepared: Prepared,
-        decisions: Mapping[str, Decision],
-        policy: str,
-        scouting: list[dict[str, Any]] | None = None,
-    ) -> list[dict[str, Any]]:
-        """The response's ``tasks``: per task, every target's class, range and probabilities."""
-        tasks = [
-            {"index": i, "jeditaskid": task_id, "targets": {}, "flags": prepared.flags[i]}
-            for i, task_id in enumerate(prepared.jeditaskids)
-        ]
-        for target, d in decisions.items():
-            view = d.view
-            for i, c in enumerate(d.classes):
-                tasks[i]["targets"][target] = {
-                    "class_id": c,
-                    "class_label": view.labels[c],
-                    "bin_range": view.ranges[c],
-                    "probabilities": d.probabilities[i],
-                    "recommended_value": d.recommended(i),
-                    "unit": view.unit,
-                    "panda_field": view.panda_field,
-                    "confidence": d.confidence[i],
-                    "p_sufficient": d.p_sufficient[i],
-                    "policy": policy,
-                    "alpha": d.alpha,
-                }
-        for task, scout in zip(tasks, scouting or [], strict=False):
-            task["scout"] = scout
-        return tasks
-
-    @staticmethod
-    def answer_columns(
-        prepared: Prepared,
-        decisions: Mapping[str, Decision],
-        policy: str,
-        scouting: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        """The response's fields in the columns layout: per target, the classes described
-        once and one list per field over the tasks. No object per task and target: a
-        1,000-task batch is serialised in ~1 ms instead of ~15, a third of the bytes."""
-        targets = {}
-        for target, d in decisions.items():
-            view = d.view
-            targets[target] = {
-                "class_labels": view.labels,
-                "bin_ranges": view.ranges,
-                "recommended_values": view.recommended,
-                "unit": view.unit,
-                "panda_field": view.panda_field,
-                "policy": policy,
-                "class_id": d.classes,
-                "recommended_value": [d.recommended(i) for i in range(len(d.classes))],
-                "confidence": d.confidence,
-                "p_sufficient": d.p_sufficient,
-                "probabilities": d.probabilities,
-                "alpha": d.alpha,
-            }
-        columns = {
-            "layout": "columns",
-            "jeditaskids": prepared.jeditaskids,
-            "flags": prepared.flags,
-            "targets": targets,
-        }
-        if scouting is not None:
-            columns["scout"] = scouting
-        return columns
-
-    def log_rows(
-        self,
-        prepared: Prepared,
-        decisions: Mapping[str, Decision],
-        *,
-        policy: str,
-        request_id: str,
-        alpha: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Prediction-log rows (``ops.prediction_log``'s columns): one per task, every
-        target's decision in its ``predictions``."""
-        per_target = [(target, d.view.labels, d) for target, d in decisions.items()]
-        version = self.version
-        rows: list[dict[str, Any]] = []
-        for i, task_id in enumerate(prepared.jeditaskids):
-            predictions = {}
-            for target, labels, d in per_target:
-                c = d.classes[i]
-                predictions[target] = {
-                    "class_id": c,
-                    "class_label": labels[c],
-                    "recommended_value": d.recommended(i),
-                    "probabilities": d.probabilities[i],
-                }
-                if d.values is not None:  # what the realised under-allocation is held to
-                    predictions[target]["p_sufficient"] = d.p_sufficient[i]
-                    predictions[target]["alpha"] = d.alpha
-            rows.append(
-                {
-                    "request_id": request_id,
-                    "jeditaskid": task_id,
-                    "model_version": version,
-                    "policy": policy,
-                    "alpha": alpha if policy in ALPHA_POLICIES else None,
-                    "predictions": orjson.dumps(predictions).decode(),
-                    "features": prepared.features_json[i],
-                }
-            )
-        return rows
-
     # -- the whole thing ---------------------------------------------------------------------
     def run(
         self,
@@ -494,12 +305,17 @@ class Pipeline:
             decisions = self.decide(proba, policy=policy, alpha=alpha, features=prepared.features)
         columns = layout == "columns"
         outcome = Outcome(
-            tasks=[] if columns else self.answer_tasks(prepared, decisions, policy, scouting),
-            log_rows=self.log_rows(
-                prepared, decisions, policy=policy, request_id=request_id, alpha=alpha
+            tasks=[] if columns else answer_tasks(prepared, decisions, policy, scouting),
+            log_rows=log_rows(
+                prepared,
+                decisions,
+                version=self.version,
+                policy=policy,
+                request_id=request_id,
+                alpha=alpha,
             ),
             class_counts={t: d.class_counts() for t, d in decisions.items()},
-            columns=self.answer_columns(prepared, decisions, policy, scouting) if columns else None,
+            columns=answer_columns(prepared, decisions, policy, scouting) if columns else None,
         )
         t3 = time.perf_counter()
         outcome.timings_ms = {
@@ -520,34 +336,6 @@ class Pipeline:
         return list(dict.fromkeys(targets))
 
 
-@dataclass(frozen=True)
-class _BinsView:
-    """A target's bins as plain Python values, ready to go into a response."""
-
-    labels: list[str]
-    ranges: list[tuple[float | None, float | None]]
-    recommended: list[float]
-    unit: str
-    panda_field: str
-
-    @classmethod
-    def of(cls, target: str, bins: TargetBins) -> _BinsView:
-        def finite(x: float) -> float | None:
-            return float(x) if math.isfinite(x) else None
-
-        spec = TARGETS.get(target)
-        return cls(
-            labels=[str(label) for label in bins.labels],
-            ranges=[
-                (finite(bins.bounds(c)[0]), finite(bins.bounds(c)[1]))
-                for c in range(bins.n_classes)
-            ],
-            recommended=[float(r) for r in bins.recommended],
-            unit=bins.unit or (spec.unit if spec else ""),
-            panda_field=spec.panda_field if spec else target,
-        )
-
-
 def _cumulative(row: list[float], c: int) -> float:
     """P(class <= c), summed left to right as ``np.cumsum`` does, clipped to [0, 1]."""
     total = 0.0
@@ -563,119 +351,3 @@ def history_missing_flag(
     """The flag of a task answered without history (new user/transformation, or no store)."""
     kinds = list(layout.kinds) if layout else []
     return {"kind": HISTORY_MISSING, "keys": kinds, "msg": msg}
-
-
-def _records(
-    rows: Sequence[Any], field_name: str, taskparams: bool
-) -> tuple[list[dict[str, Any]], list[int | None], list[pd.Timestamp | None]]:
-    """Feature dicts, task ids and submit times (``creationdate``, optional) of the rows."""
-    records: list[dict[str, Any]] = []
-    ids: list[int | None] = []
-    submitted: list[pd.Timestamp | None] = []
-    errors: list[InputError] = []
-    for i, row in enumerate(rows):
-        loc: list[str | int] = ["body", field_name, i]
-        try:
-            if taskparams:
-                params = parse_taskparams(row)  # once: the features and the id read it
-                record = features_from_taskparams(params)
-                raw_id, raw_time = params.get("jediTaskID"), params.get("creationdate")
-            else:
-                record = dict(row)
-                raw_id, raw_time = record.pop("jeditaskid", None), record.pop("creationdate", None)
-            ids.append(_task_id(raw_id, [*loc, "jeditaskid"]))
-            submitted.append(_submit_time(raw_time, [*loc, "creationdate"]))
-            errors += _out_of_bounds(record, loc)
-            records.append(record)
-        except InputError as exc:
-            errors.append(exc)
-        except (ValueError, TypeError) as exc:  # JSON text that is not a task-parameter object
-            errors.append(InputError(loc, f"not a task-parameter JSON: {exc}"))
-    if errors:
-        raise InputErrors(errors)
-    return records, ids, submitted
-
-
-def _submit_time(raw: Any, loc: list[str | int]) -> pd.Timestamp | None:
-    """A posted creation time as a UTC timestamp (naive: UTC); None when not given."""
-    if raw is None:
-        return None
-    try:
-        stamp = pd.Timestamp(raw) if isinstance(raw, str) else None
-    except ValueError:
-        stamp = None
-    if stamp is None or stamp is pd.NaT:
-        raise InputError(loc, f"expected an ISO 8601 time, got {raw!r}", "datetime_parsing")
-    return stamp.tz_localize("UTC") if stamp.tz is None else stamp.tz_convert("UTC")
-
-
-def _task_id(raw: Any, loc: list[str | int]) -> int | None:
-    if raw is None or raw == 0:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | str) or len(str(raw)) > 24:
-        raise InputError(loc, "expected an integer task id", "int_type")
-    try:
-        task_id = int(raw)
-    except ValueError:
-        raise InputError(loc, f"expected an integer task id, got {raw!r}", "int_parsing") from None
-    if not 0 <= task_id <= INT64_MAX:
-        raise InputError(loc, f"a task id is within 0 and {INT64_MAX}", "less_than_equal")
-    return task_id
-
-
-def _out_of_bounds(record: Mapping[str, Any], loc: list[str | int]) -> list[InputError]:
-    """Features that cannot be stored or compared: a name over ``NAME_CHARS``, a string
-    longer than PanDA's column, an integer outside int64, a list or an object."""
-    errors = []
-    for name, value in record.items():
-        if not isinstance(name, str) or len(name) > NAME_CHARS:
-            errors.append(InputError(loc, f"a feature name has at most {NAME_CHARS} characters",
-                                     "string_too_long"))  # fmt: skip
-        elif isinstance(value, str):
-            limit = STRING_LIMITS.get(name, DEFAULT_STRING_CHARS)
-            if len(value) > limit:
-                errors.append(InputError([*loc, name], f"at most {limit} characters (PanDA's "
-                                         f"column), got {len(value)}", "string_too_long"))  # fmt: skip
-        elif isinstance(value, int) and not isinstance(value, bool):
-            if not -INT64_MAX - 1 <= value <= INT64_MAX:
-                errors.append(InputError([*loc, name], "an integer within int64", "int_range"))
-        elif value is not None and not isinstance(value, float | bool):
-            errors.append(InputError([*loc, name], "expected a number, a string or null",
-                                     "type_error"))  # fmt: skip
-    return errors
-
-
-def _names(value: Any) -> list[tuple[str, str]]:
-    """(field, detail) pairs from a SchemaError attribute (list, mapping or None)."""
-    if not value:
-        return []
-    if isinstance(value, Mapping):
-        return [(str(k), str(v)) for k, v in value.items()]
-    out = []
-    for item in value:
-        if isinstance(item, tuple | list) and item:
-            out.append((str(item[0]), " ".join(map(str, item[1:]))))
-        else:
-            out.append((str(item), ""))
-    return out
-
-
-def _schema_errors(exc: ValueError, records: list[dict[str, Any]], field_name: str) -> InputErrors:
-    """Turn the bundle's SchemaError into 422 details naming the field (and first bad row)."""
-    errors: list[InputError] = []
-    for name, _ in _names(getattr(exc, "missing", None)):
-        row = next((i for i, r in enumerate(records) if name not in r), 0)
-        errors.append(InputError(["body", field_name, row, name], "field required", "missing"))
-    for name, detail in _names(getattr(exc, "wrong_type", None)):
-        msg = f"wrong type{', expected ' + detail if detail else ''}"
-        errors.append(InputError(["body", field_name, name], msg, "type_error"))
-    for name, _ in _names(getattr(exc, "unexpected", None)):
-        row = next((i for i, r in enumerate(records) if name in r), 0)
-        errors.append(
-            InputError(
-                ["body", field_name, row, name], "not a feature of the served bundle", "extra"
-            )
-        )
-    if not errors:
-        errors.append(InputError(["body", field_name], str(exc)))
-    return InputErrors(errors)

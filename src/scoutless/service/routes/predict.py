@@ -24,7 +24,8 @@ from scoutless.service.openapi import (
     needs,
     responses,
 )
-from scoutless.service.pipeline import INT64_MAX, JSON_OPTS
+from scoutless.service.pipeline import JSON_OPTS
+from scoutless.service.request_input import INT64_MAX
 from scoutless.service.schemas import (
     ColumnsResponse,
     PolicyName,
