@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ from sqlalchemy import create_engine
 
 from scoutless.history import panda_db
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.ops.log_commit import GroupCommitWriter
+from scoutless.ops.log_commit import LoopGroupCommit
 from scoutless.ops.prediction_log import LOG_COLUMNS, PredictionLog
 
 
@@ -80,25 +81,36 @@ def test_rows_of_the_earlier_per_target_table_are_read_first(tmp_path) -> None:
 
 def test_group_commit_resolves_each_request_after_its_commit(tmp_path) -> None:
     log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
-    writer = GroupCommitWriter(log)
-    futures = [writer.submit([_row(request_id=f"r{i}")] * 2) for i in range(50)]
-    assert [f.result(10) for f in futures] == [2] * 50
-    writer.close()
+    writer = LoopGroupCommit(log)
+
+    async def requests() -> list[int]:
+        done = await asyncio.gather(
+            *(writer.committed([_row(request_id=f"r{i}")] * 2) for i in range(50))
+        )
+        await writer.close()
+        return done
+
+    assert asyncio.run(requests()) == [2] * 50
     assert log.count() == 100
     assert writer.commits <= 50
     with pytest.raises(DatabaseUnavailable):
-        writer.submit([_row()]).result(1)
+        asyncio.run(writer.committed([_row()]))
 
 
 def test_write_failure_reaches_every_waiter(tmp_path) -> None:
     log = PredictionLog(f"sqlite:///{tmp_path / 'log.sqlite'}")
-    writer = GroupCommitWriter(log)
+    writer = LoopGroupCommit(log)
     bad = _row()
     del bad["predictions"]  # NOT NULL column
-    with pytest.raises(DatabaseUnavailable, match="cannot write"):
-        writer.submit([bad]).result(10)
-    assert writer.submit([_row()]).result(10) == 1
-    writer.close()
+
+    async def requests() -> int:
+        with pytest.raises(DatabaseUnavailable, match="cannot write"):
+            await writer.committed([bad])
+        good = await writer.committed([_row()])
+        await writer.close()
+        return good
+
+    assert asyncio.run(requests()) == 1
 
 
 def test_unreachable_database_is_named(tmp_path) -> None:

@@ -4,15 +4,11 @@ its neighbours in the same transaction are committed; the SQLite log's durabilit
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
-import time
 
-import pytest
 from sqlalchemy import text
 
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.ops.log_commit import GroupCommitWriter, LoopGroupCommit
+from scoutless.ops.log_commit import LoopGroupCommit
 from scoutless.ops.prediction_log import PredictionLog
 
 
@@ -21,29 +17,6 @@ def _row(request_id: str, **extra) -> dict:
             "predictions": {"memory": {"class_id": 1, "class_label": "c1",
                                        "recommended_value": 2000.0, "probabilities": [0.2, 0.8]}},
             "features": "{}", **extra}  # fmt: skip
-
-
-def test_a_refused_row_fails_its_request_only(tmp_path) -> None:
-    database = tmp_path / "log.sqlite"
-    log = PredictionLog(f"sqlite:///{database}")
-    writer = GroupCommitWriter(log)
-    lock = os.open(f"{database}.write-lock", os.O_RDWR | os.O_CREAT)
-    fcntl.flock(lock, fcntl.LOCK_EX)  # the writer waits: what follows queues into one batch
-    first = writer.submit([_row("first")])
-    time.sleep(0.2)
-    bad = _row("bad")
-    del bad["predictions"]  # NOT NULL: the database refuses the whole transaction
-    futures = [writer.submit([_row(f"good-{i}")]) for i in range(3)]
-    refused = writer.submit([bad])
-    futures += [writer.submit([_row(f"good-{i}")]) for i in range(3, 6)]
-    fcntl.flock(lock, fcntl.LOCK_UN)
-    os.close(lock)
-    assert first.result(10) == 1
-    assert [f.result(10) for f in futures] == [1] * 6
-    with pytest.raises(DatabaseUnavailable):
-        refused.result(10)
-    writer.close()
-    assert log.count() == 7
 
 
 def test_the_sqlite_log_commits_at_the_chosen_level(tmp_path) -> None:

@@ -1,85 +1,20 @@
 """Group commit of the prediction log: many requests' rows, one transaction.
 
-Concurrent requests are group-committed by :class:`GroupCommitWriter` (one writer thread,
-one transaction for everything pending) or :class:`LoopGroupCommit` (led from the event
-loop), which keeps the commit rate low under load without weakening the guarantee: each
-request waits for the commit holding its rows. :func:`commit_group` isolates a refused
+Concurrent requests are group-committed by :class:`LoopGroupCommit` (led from the event
+loop, committed on one writer thread), which keeps the commit rate low under load without
+weakening the guarantee: each request waits for the commit holding its rows. :func:`commit_group` isolates a refused
 request so it fails alone, never its neighbours.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import PredictionLog
-
-
-class GroupCommitWriter:
-    """One writer thread committing everything pending in one transaction.
-
-    ``submit(rows)`` returns a future resolved once the rows are committed (or failed with
-    :class:`DatabaseUnavailable`). ``close()`` drains what is queued before returning, so a
-    graceful shutdown loses nothing; an abrupt kill loses only unanswered requests.
-    """
-
-    _STOP = object()
-
-    def __init__(self, log: PredictionLog, *, max_rows: int = 50_000) -> None:
-        self.log = log
-        self.max_rows = max_rows
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="prediction-log", daemon=True)
-        self._thread.start()
-        self.commits = 0
-
-    def submit(self, rows: list[dict[str, Any]]) -> Future[int]:
-        future: Future[int] = Future()
-        if not self._thread.is_alive():
-            future.set_exception(DatabaseUnavailable("prediction log writer is closed"))
-            return future
-        self._queue.put((rows, future))
-        return future
-
-    def close(self, timeout: float = 30.0) -> None:
-        if self._thread.is_alive():
-            self._queue.put(self._STOP)
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is self._STOP:
-                return
-            batch = [item]
-            n_rows = len(item[0])
-            stop = False
-            while n_rows < self.max_rows:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is self._STOP:
-                    stop = True
-                    break
-                batch.append(more)
-                n_rows += len(more[0])
-            self._commit(batch)
-            if stop:
-                return
-
-    def _commit(self, batch: list[Waiter]) -> None:
-        self.commits += commit_group(self.log, batch)
-
-    async def committed(self, rows: list[dict[str, Any]]) -> int:
-        """Wait on the event loop until ``rows`` are committed (two thread hops)."""
-        return await asyncio.wrap_future(self.submit(rows))
-
 
 #: rows of one request and what its caller waits on (a thread's or the event loop's future)
 Waiter = tuple[list[dict[str, Any]], "Future[int] | asyncio.Future[int]"]
@@ -132,9 +67,14 @@ class LoopGroupCommit:
         self.commits = 0
         self._pending: list[Waiter] = []
         self._leading = False
+        self._closed = False
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="prediction-log")
 
     async def committed(self, rows: list[dict[str, Any]]) -> int:
+        """Wait until ``rows`` are committed; :class:`DatabaseUnavailable` once closed (a
+        request after shutdown must not wait on a writer that is gone)."""
+        if self._closed:
+            raise DatabaseUnavailable("prediction log writer is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[int] = loop.create_future()
         self._pending.append((rows, future))
@@ -166,6 +106,7 @@ class LoopGroupCommit:
 
     async def close(self) -> None:
         """Wait for what is pending and in flight (a graceful shutdown loses nothing)."""
+        self._closed = True
         while self._leading or self._pending:
             await asyncio.sleep(0.01)
         self._thread.shutdown(wait=True)
