@@ -31,6 +31,16 @@ def test_every_entry_point_reads_the_one_default(monkeypatch) -> None:
     assert _task_params("risk", 0.1, None) == {"policy": "risk", "alpha": 0.1}
 
 
+def test_every_entry_point_reads_the_one_alpha(monkeypatch) -> None:
+    settings = Settings()
+    assert settings.listener.alpha == settings.service.default_alpha == 0.05
+    monkeypatch.setenv("SCOUTLESS_ALLOCATION__ALPHA", "0.02")
+    moved = Settings()
+    assert moved.listener.alpha == moved.service.default_alpha == 0.02
+    monkeypatch.setenv("SCOUTLESS_SERVICE__DEFAULT_ALPHA", "0.1")  # an entry point's own wins
+    assert Settings().service.default_alpha == 0.1 and Settings().listener.alpha == 0.02
+
+
 def test_taskparams_refuses_alpha_with_a_policy_that_ignores_it(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SCOUTLESS_ALLOCATION__DEFAULT_POLICY", raising=False)
     get_settings.cache_clear()

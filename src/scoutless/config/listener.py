@@ -39,7 +39,7 @@ class ListenerSettings(BaseModel):
         "cost",
         description="what the listener and taskparams allocate; unset: allocation.default_policy",
     )
-    alpha: float = Field(0.05, gt=0, lt=1)
+    alpha: float = Field(0.05, gt=0, lt=1, description="unset: allocation.alpha")
     skip_scout_policies: list[str] = Field(
         ["risk", "safe", "value", "cost"],
         description="policies whose predictions may skip the scouts",

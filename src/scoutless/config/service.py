@@ -60,7 +60,7 @@ class ServiceSettings(BaseModel):
     remote_token: str | None = Field(
         None, description="gateway mode: the bearer token sent to the per-target services"
     )
-    default_alpha: float = Field(0.05, gt=0, lt=1)
+    default_alpha: float = Field(0.05, gt=0, lt=1, description="unset: allocation.alpha")
     default_safe_recall: float = Field(0.9, gt=0, le=1)
     parallel_min_rows: int = Field(
         64,

@@ -75,13 +75,21 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _one_default_policy(self) -> Settings:
-        """The listener and the replay allocate ``allocation.default_policy`` unless their
-        own ``policy`` is set: one setting for every entry point."""
+        """The listener and the replay allocate ``allocation.default_policy``, and the
+        service and the listener allow ``allocation.alpha``, unless their own setting is
+        set: one setting for every entry point."""
         policy = {"policy": self.allocation.default_policy}
+        alpha = self.allocation.alpha
+        listener: dict = {}
         if "policy" not in self.listener.model_fields_set:
-            self.listener = self.listener.model_copy(update=policy)
+            listener.update(policy)
+        if "alpha" not in self.listener.model_fields_set:
+            listener["alpha"] = alpha
+        self.listener = self.listener.model_copy(update=listener)
         if "policy" not in self.replay.model_fields_set:
             self.replay = self.replay.model_copy(update=policy)
+        if "default_alpha" not in self.service.model_fields_set:
+            self.service = self.service.model_copy(update={"default_alpha": alpha})
         return self
 
     @classmethod
