@@ -153,4 +153,8 @@ def test_a_value_booster_is_walked_too_and_an_ensemble_round_trips(tmp_path):
     trees.save(tmp_path / "trees.npz")
     again = TreeEnsemble.load(tmp_path / "trees.npz")
     np.testing.assert_array_equal(again.predict(rows), trees.predict(rows))
-    assert (again.width, again.depth, again.objective) == (trees.width, trees.depth, trees.objective)
+    assert (again.width, again.depth, again.objective) == (
+        trees.width,
+        trees.depth,
+        trees.objective,
+    )

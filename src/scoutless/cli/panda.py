@@ -10,16 +10,17 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from scoutless.atomic import atomic_write_text
-from scoutless.cli.lazy import get_settings
+from scoutless.cli.lazy import LazyConsole, get_settings
 
-console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.table import Table
+
+console = LazyConsole(stderr=True)
 
 PolicyOption = Annotated[
     str | None, typer.Option(help="argmax, safe, risk, value or cost (default: settings)")
@@ -110,6 +111,7 @@ def dead_letters(
 ) -> None:
     """Messages the listener gave up on (the dead letter): counts and the latest, with why."""
     from rich.markup import escape
+    from rich.table import Table
 
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.panda import dead_letters as dl
@@ -135,7 +137,7 @@ def dead_letters(
             str(d.id), f"{d.received_at:%Y-%m-%d %H:%M:%S}", d.kind, str(d.attempts),
             str(d.jeditaskid or "-"), escape(d.reason), escape(dl.one_line(d.body, 80)),
         )  # fmt: skip
-    Console().print(table)
+    LazyConsole().print(table)
 
 
 def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
@@ -237,6 +239,8 @@ def _fill(
 
 
 def _summary(before: dict[str, Any], after: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title="task parameters")
     for name in ("parameter", "submitted", "filled"):
         table.add_column(name)

@@ -153,6 +153,8 @@ class LogValueModel:
             trees = folder / f"{stem}.trees.npz"
             # saved without its trees: compiled now (and checked), not on the first request
             model.trees_[name] = (
-                TreeEnsemble.load(trees) if trees.exists() else compile_booster(getattr(model, name))
+                TreeEnsemble.load(trees)
+                if trees.exists()
+                else compile_booster(getattr(model, name))
             )
         return model
