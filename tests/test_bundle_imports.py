@@ -1,6 +1,7 @@
 """Loading a bundle and predicting one task (``taskparams``, the service's first request)
 imports neither torch (about a second) nor XGBoost and the scikit-learn it imports (about
-another): the DNN and the trees are read from the numpy arrays saved beside them."""
+another), nor scipy: the DNN and the trees are read from the numpy arrays saved beside
+them, and a few tasks' normal CDF and quantiles are computed on Python floats."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(xgb_bundle):
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
     answer = json.loads(run.stdout)
-    assert not {"torch", "xgboost", "sklearn"} & set(answer["modules"])
+    assert not {"torch", "xgboost", "sklearn", "scipy"} & set(answer["modules"])
     for name in ("xgb", "dnn"):  # every family, not only the champions
         for target, proba in predictor.predict_proba(record, model=name).items():
             torch_or_xgboost = _through_the_libraries(predictor, record, target, name)
