@@ -4,20 +4,17 @@
 from __future__ import annotations
 
 import json
-import logging
-import signal
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from scoutless.atomic import atomic_write_text
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from rich.table import Table
 
 console = LazyConsole(stderr=True)
@@ -63,6 +60,11 @@ def listen(
     health_port: Annotated[int | None, typer.Option(help="/healthz and /metrics port")] = None,
 ) -> None:
     """Predict every task JEDI defines and publish the prediction for JEDI to apply."""
+    import logging
+    import signal
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from scoutless.history.panda_db import make_engine
     from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.listener import TaskListener
@@ -191,6 +193,8 @@ def taskparams(
     if out is None:
         typer.echo(text, nl=False)
     else:
+        from scoutless.atomic import atomic_write_text
+
         atomic_write_text(out, text)
     console.print(_summary(params, filled))
 
@@ -198,6 +202,8 @@ def taskparams(
 def _predict_locally(
     params: dict[str, Any], bundle: Path, policy: str, alpha: float
 ) -> tuple[dict[str, Any], str]:
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(4) as executor:
         pipeline = _pipeline(bundle, executor)
         result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)

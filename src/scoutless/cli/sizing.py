@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scoutless.atomic import atomic_write_text
 from scoutless.cli.lazy import LazyConsole
 
 if TYPE_CHECKING:
@@ -86,6 +85,7 @@ def size(
     ] = None,
 ) -> None:
     """Size a workflow's instances online (scoutless and the published baselines)."""
+    from scoutless.atomic import atomic_write_text  # here, as the rest: `size --help` stays light
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
     from scoutless.sizing.report import size_workflow
