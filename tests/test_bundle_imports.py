@@ -10,9 +10,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
-from tests.conftest import make_small_table
 
 PROBE = """
 import json, sys
@@ -26,20 +23,11 @@ print(json.dumps({"modules": sorted({m.split(".")[0] for m in sys.modules}),
 """
 
 
-@pytest.fixture(scope="module")
-def xgb_bundle(tmp_path_factory):
-    from scoutless.training import train_bundle
-
-    table = make_small_table(n=600)
-    out = tmp_path_factory.mktemp("bundles") / "xgb"
-    train_bundle(table, out, models=["xgb", "dnn"], max_epochs=1, progress=False, n_jobs=1)
-    return out, table
-
-
-def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(xgb_bundle):
+def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(small_bundle, small_table):
+    """``small_bundle``: every family (the suite's shared bundle, no training of its own)."""
     from scoutless.bundle import load_bundle
 
-    path, table = xgb_bundle
+    path, table = small_bundle, small_table
     predictor = load_bundle(path)
     record = table.frame[[s.name for s in predictor.feature_specs]].iloc[0].to_dict()
     record = json.loads(json.dumps(record, default=str))
@@ -49,7 +37,7 @@ def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(xgb_bundle):
     )  # fmt: skip
     answer = json.loads(run.stdout)
     assert not {"torch", "xgboost", "sklearn", "scipy"} & set(answer["modules"])
-    for name in ("xgb", "dnn"):  # every family, not only the champions
+    for name in ("xgb", "xgb_native", "dnn"):  # every family, not only the champions
         for target, proba in predictor.predict_proba(record, model=name).items():
             torch_or_xgboost = _through_the_libraries(predictor, record, target, name)
             np.testing.assert_allclose(proba, torch_or_xgboost, rtol=1e-5, atol=1e-5)
