@@ -96,6 +96,7 @@ def test_models_predict_a_few_rows_in_numpy_and_agree_with_the_batch_path(cls, t
     assert isinstance(
         loaded.__dict__.get("tree_ensemble"), TreeEnsemble
     )  # compiled at load, for the service
+    (tmp_path / f"{cls.name}.ubj").unlink()  # read at load: the booster is the one loaded
     batch = loaded.predict_proba(features.take(np.arange(300)))  # above the small batch
     one_by_one = np.vstack([loaded.predict_proba(features.take(np.array([i]))) for i in range(300)])
     np.testing.assert_allclose(one_by_one, batch, rtol=1e-6, atol=1e-7)

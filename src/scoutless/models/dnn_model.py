@@ -10,6 +10,7 @@ folded weights in torch; training's validation runs the module itself.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # torch is imported where a module is built, trained or read
 PREDICT_BATCH = get_settings().inference.dnn_predict_batch  # read once: on the hot path
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
-          "history_", "_inference", "variant_", "_state_file")  # fmt: skip
+          "history_", "_inference", "variant_", "_state")  # fmt: skip
 #: the eval-mode weights as numpy arrays, beside the state dict (read without torch)
 INFERENCE_FILE = "dnn_inference.npz"
 
@@ -214,14 +215,15 @@ class DNNModel:
         return _in_chunks(self._inference.torch_logits, *feature_tensors(X))
 
     def __getattr__(self, name: str) -> Any:
-        """``module_`` of a loaded model, built from its state dict when first asked for."""
-        state = self.__dict__.get("_state_file")
+        """``module_`` of a loaded model, built from its state dict when first asked for (the
+        file's bytes, read at load: the model stays the one loaded if the file changes)."""
+        state = self.__dict__.get("_state")
         if name != "module_" or state is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         import torch
 
         module = self._new_module(self.d_aux_)
-        module.load_state_dict(torch.load(state, weights_only=True))
+        module.load_state_dict(torch.load(io.BytesIO(state), weights_only=True))
         self.module_ = module.eval()
         return self.module_
 
@@ -281,9 +283,9 @@ class DNNModel:
             seed=meta["seed"],
         )
         model.d_aux_ = int(meta.get("d_aux", 0))
-        # the module is built from the state dict on first use (training on, a batch through
-        # it): serving reads the arrays only; a bundle saved without them derives them now
-        model._state_file = folder / "dnn.pt"
+        # the module is built from the state dict's bytes on first use (training on, a batch
+        # through it): serving reads the arrays only; a bundle saved without them derives them
+        model._state = (folder / "dnn.pt").read_bytes()
         arrays = folder / INFERENCE_FILE
         model._inference = (
             InferenceWeights.load(arrays) if arrays.exists() else InferenceWeights.of(model.module_)

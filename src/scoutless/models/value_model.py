@@ -99,14 +99,15 @@ class LogValueModel:
         return self
 
     def __getattr__(self, name: str) -> Any:
-        """A booster of a model loaded from its trees, read when first asked for."""
-        folder = self.__dict__.get("_folder")
-        if name not in BOOSTERS or folder is None:
+        """A booster of a model loaded from its trees, built when first asked for (from the
+        file's bytes, read at load: the model stays the one loaded if the file changes)."""
+        raw = self.__dict__.get("_raw", {}).get(name)
+        if raw is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         import xgboost as xgb
 
         booster = xgb.Booster()
-        booster.load_model(folder / f"{BOOSTERS[name]}.ubj")
+        booster.load_model(raw)
         setattr(self, name, booster)
         return booster
 
@@ -147,7 +148,8 @@ class LogValueModel:
     def load(cls, folder: Path) -> LogValueModel:
         meta = json.loads((folder / "value.json").read_text())
         model = cls(n_estimators=meta["n_estimators"], seed=meta["seed"])
-        model._folder = folder  # the boosters are read on first need (see __getattr__)
+        # the boosters' bytes, built into boosters on first need (see __getattr__)
+        model._raw = {n: bytearray((folder / f"{s}.ubj").read_bytes()) for n, s in BOOSTERS.items()}
         model.trees_ = {}
         for name, stem in BOOSTERS.items():
             trees = folder / f"{stem}.trees.npz"

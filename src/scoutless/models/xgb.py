@@ -207,14 +207,15 @@ class XGBModel:
         self.classes_ = np.arange(self.n_classes)
 
     def __getattr__(self, name: str) -> Any:
-        """The booster of a model loaded from its trees, read when first asked for."""
-        path = self.__dict__.get("_booster_file")
-        if name not in ("booster_", "_booster_small") or path is None:
+        """The booster of a model loaded from its trees, built when first asked for (from
+        the file's bytes, read at load: the model stays the one loaded if the file changes)."""
+        raw = self.__dict__.get("_booster_raw")
+        if name not in ("booster_", "_booster_small") or raw is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         import xgboost as xgb
 
         booster = xgb.Booster()
-        booster.load_model(path)
+        booster.load_model(raw)
         trees = self.__dict__.get("tree_ensemble")
         self._set_booster(booster)
         if trees is not None:  # the saved ensemble, checked against this booster at save
@@ -281,7 +282,7 @@ class XGBModel:
         )
         model.missing = meta.get("missing", "nan")
         model.best_iteration_ = meta["best_iteration"]
-        model._booster_file = folder / f"{cls.name}.ubj"
+        model._booster_raw = bytearray((folder / f"{cls.name}.ubj").read_bytes())
         trees = folder / f"{cls.name}.trees.npz"
         if trees.exists():  # the booster is read on first need (see __getattr__)
             model.tree_ensemble = TreeEnsemble.load(trees)
