@@ -5,9 +5,12 @@ waits for), in one run. ``scoutless --help`` and every verb's and sub-verb's ``-
 (``data build --help`` …) run in turns with ``import typer`` (once before every few of
 them), so that their ratios compare like with like on a busy machine; the worst and the
 median verb's ratio are reported beside ``--help``'s (goal: each within 2x). Then
-``--version``, a wrong ``--bundle`` path (refused before anything heavy loads), and, for
+``--version``, a wrong ``--bundle`` path (refused before anything heavy loads), for
 scale, importing every verb module at once (what each start cost when the verbs were
-imported eagerly).
+imported eagerly), and ``taskparams`` filling one task from a bundle of every family
+(goal: within 2 s; the DNN and the trees are read as numpy arrays, so neither torch nor
+XGBoost is imported): ``--bundle`` names one, else a ``scoutless demo --tasks 600
+--max-epochs 1`` made for the run (~30 s, not timed).
 
 Every run compiles nothing: bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``,
 after one warm-up run of each command line), as in an installed package, also where
@@ -19,6 +22,7 @@ Typer's or rich's, a compilation on every start).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from record import add_out, emit, reference_loop_s
 from scoutless.cli.main import VERBS
@@ -33,6 +38,11 @@ from scoutless.cli.main import VERBS
 CLI = "from scoutless.cli.main import app; app()"
 #: the runs' environment: bytecode written to and read from a temporary cache
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+#: the task the README fills before submission
+TASK = {"taskName": "mc16_13TeV.410470.PhPy8EG.simul.e6337_s3126", "processingType": "simul",
+        "transPath": "Sim_tf.py", "coreCount": 8, "nEventsPerJob": 500}  # fmt: skip
+#: the bundle made when none is given: every family, the smallest demo that trains them
+DEMO = ["demo", "--tasks", "600", "--max-epochs", "1", "--seed", "7"]
 
 
 def _once(argv: list[str]) -> float:
@@ -102,7 +112,39 @@ def _ratios(helps: dict[str, float], typer_s: float, prefix: str) -> dict:
     }
 
 
-def measure(repeats: int) -> dict:
+def taskparams_s(bundle: Path | None, folder: Path, repeats: int) -> dict:
+    """Median (wall, CPU) seconds of ``scoutless taskparams`` filling :data:`TASK` from
+    ``bundle`` (made by :data:`DEMO` in ``folder`` when None), the rollout read from an
+    empty SQLite file (shadow), each run after an ``import typer`` it is compared with."""
+    made = bundle is None
+    if bundle is None:
+        subprocess.run([sys.executable, "-c", CLI, *DEMO, "--workdir", str(folder / "demo")],
+                       capture_output=True, check=True, timeout=1800, env=ENV)  # fmt: skip
+        bundle = folder / "demo" / "bundle"
+    task = folder / "task.json"
+    task.write_text(json.dumps(TASK))
+    line = ["-c", CLI, "taskparams", str(task), "--bundle", str(bundle),
+            "--db", f"sqlite:///{folder / 'rollout.sqlite'}", "--out", str(folder / "out.json")]  # fmt: skip
+    _timed(line)  # warm-up: the bytecode cache
+    typer_runs, runs = [], []
+    for _ in range(repeats):
+        typer_runs.append(_timed(["-c", "import typer"]))
+        runs.append(_timed(line))
+    if not (folder / "out.json").exists():
+        raise SystemExit(f"taskparams wrote no {folder / 'out.json'}: run {line} by hand")
+    wall, cpu = (statistics.median(r[k] for r in runs) for k in (0, 1))
+    typer_wall, typer_cpu = (statistics.median(r[k] for r in typer_runs) for k in (0, 1))
+    return {
+        "taskparams_one_task_s": round(wall, 3),
+        "taskparams_one_task_cpu_s": round(cpu, 3),
+        "taskparams_ratio": round(wall / typer_wall, 2),
+        "cpu_taskparams_ratio": round(cpu / typer_cpu, 2),
+        "taskparams_bundle": " ".join(DEMO) if made else "given (--bundle)",
+        "goal_taskparams_s_at_most": 2,
+    }
+
+
+def measure(repeats: int, bundle: Path | None, folder: Path) -> dict:
     timed = interleaved_s(help_lines(), repeats)
     (typer_s, typer_cpu_s), helps = timed.pop(""), timed
     wall = {name: t[0] for name, t in helps.items()}
@@ -121,18 +163,20 @@ def measure(repeats: int) -> dict:
         "wrong_bundle_path_s": missing_s,
         "every_verb_imported_s": eager_s,
         "goal_help_ratio_at_most": 2,
+        **taskparams_s(bundle, folder, repeats),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="fresh interpreters per figure")
+    parser.add_argument("--bundle", type=Path, help="taskparams' bundle (default: a demo's)")
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
     with tempfile.TemporaryDirectory(prefix="cli-startup-pyc-") as cache:
         ENV["PYTHONPYCACHEPREFIX"] = cache
-        doc = measure(args.repeats)
+        doc = measure(args.repeats, args.bundle, Path(cache))
     emit(doc, args.out, loop_before)
 
 

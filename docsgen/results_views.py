@@ -535,7 +535,10 @@ BENCHMARKS: list[Benchmark] = [
         "-c \"import typer\"` run in turns with them (goal: every `--help` within 2x; the "
         "worst and the median verb's ratio are shown, in wall time and, steadier on a shared "
         "machine, in CPU time (`cpu_…`)). Verbs are imported when they run, "
-        "so no help imports torch, scikit-learn, XGBoost, pandas or the settings (pydantic).",
+        "so no help imports torch, scikit-learn, XGBoost, pandas, rich or the settings "
+        "(pydantic). Then `scoutless taskparams` filling one task from a demo's bundle of "
+        "every family (goal: within 2 s; it reads the models as arrays, without torch or "
+        "XGBoost).",
         "python benchmarks/cli_startup.py --repeats 5 --out results/cli_startup.json",
     ),
 ]

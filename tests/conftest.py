@@ -85,8 +85,9 @@ def small_bundle(small_table, tmp_path_factory):
     return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)
 
 
-#: the shared demo's size: small enough for CI (~15 s), large enough for test tasks
-DEMO_ARGS = ["--tasks", "600", "--models", "xgb", "--max-epochs", "1", "--seed", "7"]
+#: the shared demo's size: small enough for CI (~15 s), large enough for test tasks (80 at
+#: 400 tasks; the coherence test wants 50); every docs example's replay and page scales with it
+DEMO_ARGS = ["--tasks", "400", "--models", "xgb", "--max-epochs", "1", "--seed", "7"]
 
 
 @pytest.fixture(scope="session")

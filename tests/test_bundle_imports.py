@@ -1,7 +1,7 @@
-"""Loading a bundle and predicting one task imports only what its models need: an XGBoost
-bundle's path (``taskparams``, the service's first request) never imports torch, whose
-import alone costs about a second; nor does scoutless import scikit-learn for itself there
-(XGBoost may, when it is installed)."""
+"""Loading a bundle and predicting one task (``taskparams``, the service's first request)
+imports neither torch (about a second) nor XGBoost and the scikit-learn it imports (about
+another), nor scipy: the DNN and the trees are read from the numpy arrays saved beside
+them, and a few tasks' normal CDF and quantiles are computed on Python floats."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
-from tests.conftest import make_small_table
 
 PROBE = """
 import json, sys
@@ -20,25 +17,17 @@ from scoutless.bundle import load_bundle
 predictor = load_bundle(sys.argv[1])
 record = json.loads(sys.argv[2])
 proba = predictor.predict_proba(record)
+values = {t: predictor.value_distribution(record, t).mu.tolist() for t in predictor.targets}
 print(json.dumps({"modules": sorted({m.split(".")[0] for m in sys.modules}),
-                  "proba": {t: p.tolist() for t, p in proba.items()}}))
+                  "proba": {t: p.tolist() for t, p in proba.items()}, "values": values}))
 """
 
 
-@pytest.fixture(scope="module")
-def xgb_bundle(tmp_path_factory):
-    from scoutless.training import train_bundle
-
-    table = make_small_table(n=600)
-    out = tmp_path_factory.mktemp("bundles") / "xgb"
-    train_bundle(table, out, models=["xgb"], progress=False, n_jobs=1)
-    return out, table
-
-
-def test_an_xgb_bundle_loads_and_predicts_without_torch(xgb_bundle):
+def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(small_bundle, small_table):
+    """``small_bundle``: every family (the suite's shared bundle, no training of its own)."""
     from scoutless.bundle import load_bundle
 
-    path, table = xgb_bundle
+    path, table = small_bundle, small_table
     predictor = load_bundle(path)
     record = table.frame[[s.name for s in predictor.feature_specs]].iloc[0].to_dict()
     record = json.loads(json.dumps(record, default=str))
@@ -47,7 +36,32 @@ def test_an_xgb_bundle_loads_and_predicts_without_torch(xgb_bundle):
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
     answer = json.loads(run.stdout)
-    assert "torch" not in answer["modules"]
-    expected = predictor.predict_proba(record)
-    for target, proba in expected.items():
+    assert not {"torch", "xgboost", "sklearn", "scipy"} & set(answer["modules"])
+    for name in ("xgb", "xgb_native", "dnn"):  # every family, not only the champions
+        for target, proba in predictor.predict_proba(record, model=name).items():
+            torch_or_xgboost = _through_the_libraries(predictor, record, target, name)
+            np.testing.assert_allclose(proba, torch_or_xgboost, rtol=1e-5, atol=1e-5)
+    for target, proba in predictor.predict_proba(record).items():
         np.testing.assert_allclose(answer["proba"][target], proba, rtol=0, atol=1e-12)
+        booster = predictor._value_models[target].location_  # built from its bytes now
+        mu = booster.inplace_predict(_matrix(predictor, record), validate_features=False)
+        np.testing.assert_allclose(answer["values"][target], mu, rtol=1e-6)
+
+
+def _matrix(predictor, record):  # type: ignore[no-untyped-def]
+    from scoutless.models.xgb import tree_matrix
+
+    return tree_matrix(predictor.encoder.transform(record))
+
+
+def _through_the_libraries(predictor, record, target, name):  # type: ignore[no-untyped-def]
+    """The probabilities from the booster's ``inplace_predict`` or the DNN module's forward."""
+    from scoutless.models.dnn_inputs import feature_tensors
+    from scoutless.models.temperature import softmax
+
+    model = predictor._models[target][name]
+    encoded = predictor.encoder.transform(record)
+    if name == "dnn":
+        return softmax(model._torch_logits(*feature_tensors(encoded)) / model.temperature_)
+    matrix = model._matrix(encoded)
+    return model.booster_.inplace_predict(matrix, validate_features=False).reshape(1, -1)

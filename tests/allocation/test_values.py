@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoutless.allocation.values import Z_CAP, CalibrationError, ConformalLevels, ValueDistribution
+from scoutless.allocation.values import (
+    SCALAR_MAX,
+    Z_CAP,
+    CalibrationError,
+    ConformalLevels,
+    ValueDistribution,
+    ndtr,
+    ndtri,
+)
 
 
 def _world(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,3 +74,16 @@ def test_bad_calibration_is_refused_with_the_reason():
         ConformalLevels.fit(dist, np.array([np.nan, np.nan]))
     with pytest.raises(CalibrationError, match="alpha"):
         ConformalLevels(np.array([0.5])).z_at(1.5)
+
+
+@pytest.mark.parametrize("n", [1, 7, SCALAR_MAX + 1])
+def test_the_normals_cdf_and_quantile_equal_scipys_on_floats_and_on_arrays(n):
+    """A few values go through Python's floats (no scipy import for one served task), more
+    through scipy.special: the same numbers either way, the edges (±inf, 0, 1, NaN) too."""
+    from scipy import special
+
+    x = np.concatenate([np.linspace(-38, 38, n), [np.inf, -np.inf, np.nan]])
+    np.testing.assert_allclose(ndtr(x), special.ndtr(x), rtol=1e-13, atol=1e-300)
+    p = np.concatenate([np.linspace(0, 1, n), [np.nan, -0.5, 1.5, 1e-300, 1 - 1e-16]])
+    np.testing.assert_allclose(ndtri(p), special.ndtri(p), rtol=1e-13, atol=1e-15)
+    assert float(ndtri(0.95)) == pytest.approx(1.6448536269514722, abs=1e-15)

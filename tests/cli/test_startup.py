@@ -1,7 +1,8 @@
 """The command starts fast: ``scoutless --help`` imports no verb, and no verb's ``--help``
 imports a heavy library (torch, scikit-learn, XGBoost, pandas …): they load when a verb runs.
 Nor does any ``--help`` import the settings (pydantic, pydantic-settings), numpy, or Typer's
-own help module (``typer.rich_utils`` and its Markdown parser): ``cli/lazy.py`` draws help.
+own help module (``typer.rich_utils`` and its Markdown parser), nor rich: ``cli/lazy.py``
+draws help, and verbs import rich when they print.
 ``benchmarks/cli_startup.py`` measures the times; here only what gets imported is checked,
 in a fresh interpreter (this one has imported everything already)."""
 
@@ -22,7 +23,7 @@ HEAVY = ("torch", "sklearn", "xgboost", "pandas", "scipy", "matplotlib", "pyarro
 #: what no ``--help`` may import either: ``--help`` costs at most 2x ``import typer``
 #: (``benchmarks/cli_startup.py``); these would take it past that
 NOT_FOR_HELP = (*HEAVY, "pydantic", "pydantic_settings", "numpy", "markdown_it",
-                "scoutless.config", "typer.rich_utils", "typer._adapters")  # fmt: skip
+                "scoutless.config", "typer.rich_utils", "typer._adapters", "rich")  # fmt: skip
 
 
 def _modules_after(argv_lists: list[list[str]]) -> dict:

@@ -213,3 +213,33 @@ def test_embeddings_folded_into_the_first_layer_give_the_same_logits(head, ple):
     as_tensors = torch.from_numpy(codes), torch.from_numpy(numeric)  # the batch pass
     np.testing.assert_allclose(folded.torch_logits(*as_tensors), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(unfolded.torch_logits(*as_tensors), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"head": "ordinal", "aux_weight": 1.0, "ple_bins": 4, "ple_dim": 3}]
+)
+def test_a_saved_model_predicts_from_its_arrays_as_its_module_does(tmp_path, params):
+    """Loading reads the numpy arrays saved beside the state dict: the probabilities equal
+    the module's own forward pass (1e-5), no module is built until asked for, and a folder
+    saved without the arrays (older bundles) derives them from the state dict, the same."""
+    from scoutless.models.dnn_inputs import feature_tensors
+    from scoutless.models.dnn_model import INFERENCE_FILE
+    from scoutless.models.temperature import softmax
+
+    X, y = _toy(300, 10)
+    values = np.exp(y + 1.0)
+    model = _model(max_epochs=2, **params).fit(X, y, eval_set=(X, y), values=values)
+    assert INFERENCE_FILE in model.save(tmp_path)
+    loaded = DNNModel.load(tmp_path)
+    few = X.take(np.arange(3))
+    expected = softmax(model._torch_logits(*feature_tensors(few)) / model.temperature_)
+    np.testing.assert_allclose(loaded.predict_proba(few), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X), atol=1e-5)
+    assert "module_" not in loaded.__dict__  # predicting built no torch module
+    (tmp_path / INFERENCE_FILE).unlink()
+    older = DNNModel.load(tmp_path)
+    np.testing.assert_array_equal(older.predict_proba(few), loaded.predict_proba(few))
+    (tmp_path / "dnn.pt").unlink()  # the state was read at load: the module is that one
+    assert isinstance(loaded.module_, TabularMLP)  # built on first use, for training on
+    built, trained = loaded.module_.state_dict(), model.module_.state_dict()
+    assert all(torch.equal(built[k], trained[k]) for k in trained)

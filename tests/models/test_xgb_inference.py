@@ -96,6 +96,7 @@ def test_models_predict_a_few_rows_in_numpy_and_agree_with_the_batch_path(cls, t
     assert isinstance(
         loaded.__dict__.get("tree_ensemble"), TreeEnsemble
     )  # compiled at load, for the service
+    (tmp_path / f"{cls.name}.ubj").unlink()  # read at load: the booster is the one loaded
     batch = loaded.predict_proba(features.take(np.arange(300)))  # above the small batch
     one_by_one = np.vstack([loaded.predict_proba(features.take(np.array([i]))) for i in range(300)])
     np.testing.assert_allclose(one_by_one, batch, rtol=1e-6, atol=1e-7)
@@ -136,3 +137,25 @@ def test_large_batches_are_left_to_xgboost():
     trees = build_ensemble(_booster(X, y, 3, native=False, depth=4, rounds=10))
     assert trees.fits(1)
     assert not trees.fits(xgb_inference.MAX_CELLS // len(trees.left) + 1)
+
+
+def test_a_value_booster_is_walked_too_and_an_ensemble_round_trips(tmp_path):
+    """``reg:squarederror`` (the value models): the intercept plus the leaves, as XGBoost
+    adds them; a saved ensemble loads back equal, without XGBoost."""
+    rng = np.random.default_rng(6)
+    X, y = _data(rng, 1500, 4, 0.2)
+    d = xgb.DMatrix(X, label=y + rng.normal(size=len(y)))
+    booster = xgb.train({"objective": "reg:squarederror", "max_depth": 5, "nthread": 1,
+                         "tree_method": "hist", "seed": 0}, d, 20)  # fmt: skip
+    trees = compile_booster(booster)
+    assert trees is not None and trees.objective == "reg:squarederror" and trees.n_classes == 1
+    rows = _requests(rng, X)
+    np.testing.assert_array_equal(trees.predict_value(rows), booster.inplace_predict(rows))
+    trees.save(tmp_path / "trees.npz")
+    again = TreeEnsemble.load(tmp_path / "trees.npz")
+    np.testing.assert_array_equal(again.predict(rows), trees.predict(rows))
+    assert (again.width, again.depth, again.objective) == (
+        trees.width,
+        trees.depth,
+        trees.objective,
+    )

@@ -23,10 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
 
 from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules, scout_wait_cost
-from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
+from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution, ndtri
 from scoutless.config import Prices
 
 #: elements of one priced block (tasks × candidates × job needs): float64 intermediates

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 #: probability levels are kept inside (0, 1) so values stay finite; Z_CAP is the level
 #: given when the calibration rows are too few for an alpha; a value at or below its
@@ -27,6 +27,41 @@ from scipy.special import ndtr, ndtri
 _LEVEL_EPS = 1e-9
 Z_CAP = 12.0
 Z_FLOOR = -1e6
+
+
+#: up to this many values the normal's CDF and quantile are computed on Python floats
+#: (``math.erfc``, ``statistics.NormalDist``): a served task needs a handful, and importing
+#: ``scipy.special`` costs ~0.2 s, a seventh of ``taskparams`` for one task
+SCALAR_MAX = 64
+_SQRT1_2 = 0.7071067811865476
+_STANDARD = NormalDist()
+
+
+def ndtr(x: float | np.ndarray) -> np.ndarray:
+    """Phi(x), the standard normal's CDF, element-wise (``scipy.special.ndtr``)."""
+    x = np.asarray(x, dtype=float)
+    if x.size > SCALAR_MAX:
+        from scipy.special import ndtr as scipy_ndtr
+
+        return scipy_ndtr(x)
+    return np.asarray([0.5 * math.erfc(-v * _SQRT1_2) for v in x.ravel().tolist()]).reshape(x.shape)
+
+
+def ndtri(p: float | np.ndarray) -> np.ndarray:
+    """Phi^-1(p), the standard normal's quantile, element-wise (``scipy.special.ndtri``:
+    -inf at 0, inf at 1, NaN outside [0, 1])."""
+    p = np.asarray(p, dtype=float)
+    if p.size > SCALAR_MAX:
+        from scipy.special import ndtri as scipy_ndtri
+
+        return scipy_ndtri(p)
+    return np.asarray([_quantile(v) for v in p.ravel().tolist()]).reshape(p.shape)
+
+
+def _quantile(p: float) -> float:
+    if 0 < p < 1:
+        return _STANDARD.inv_cdf(p)
+    return {0.0: -math.inf, 1.0: math.inf}.get(p, math.nan)
 
 
 class CalibrationError(ValueError):

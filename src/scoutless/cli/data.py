@@ -8,22 +8,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from scoutless.cli import scale
-from scoutless.cli.lazy import get_settings, masked_url
+from scoutless.cli.lazy import LazyConsole, get_settings, masked_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from rich.table import Table
     from sqlalchemy import Engine
 
     from scoutless.allocation.values import ValueDistribution
     from scoutless.history.build import LatentTruth
 
 app = typer.Typer(no_args_is_help=True)
-console = Console()
+console = LazyConsole()
 
 DbOption = Annotated[
     str | None,
@@ -213,6 +212,8 @@ def _report_build(table, report, out: Path) -> None:  # type: ignore[no-untyped-
 
 def summary_table(table, report) -> Table:  # type: ignore[no-untyped-def]
     """Per target: classes with their share of tasks, plus the scout estimate's accuracy."""
+    from rich.table import Table
+
     from scoutless.targets.spec import class_col, scout_class_col
 
     frame = table.frame

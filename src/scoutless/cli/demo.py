@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.panel import Panel
 
+from scoutless.cli.lazy import LazyConsole
 from scoutless.models.families import FAMILY_NAMES
 
-console = Console()
+console = LazyConsole()
 STEPS = 5
 
 
@@ -110,6 +109,8 @@ def demo(
 
 def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:
     """Where everything is, and how to serve it."""
+    from rich.panel import Panel
+
     console.print(
         Panel.fit(
             f"report:  {(workdir / 'report.html').resolve()}\n"

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from scoutless.cli.lazy import LazyConsole
 
 WalkForwardOpt = Annotated[
     str | None,
@@ -62,7 +63,7 @@ def evaluate(
     details: Annotated[bool, typer.Option(help="Also print every model per target.")] = False,
 ) -> None:
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
-    console = Console()
+    console = LazyConsole()
     if walk_forward is not None:
         _walk_forward(table, out, walk_forward, models, max_periods, max_train, retrain_every)
         return
@@ -97,7 +98,7 @@ def _score(
     from scoutless.history.table import TableError, TrainingTable
     from scoutless.ops.registry import RegistryError
 
-    console = Console()
+    console = LazyConsole()
     try:
         predictor = load_bundle(bundle)
         training_table = TrainingTable.load(table)
@@ -138,7 +139,7 @@ def _walk_forward(
     from scoutless.training.walk_forward import WalkForwardError, write_walk_forward
     from scoutless.training.walk_forward import walk_forward as run_walk_forward
 
-    console = Console()
+    console = LazyConsole()
     try:
         names = check_model_names(models.split(","))
         training_table = TrainingTable.load(table)

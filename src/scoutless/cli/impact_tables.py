@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 #: figures shown per window (the rest are in the per-arm table and the HTML page)
 WINDOW_FIGURES = ("first_attempt_success", "walltime_kills", "memory_kills", "first_prod_job_h")
@@ -29,6 +30,8 @@ def _figure(name: str) -> str:
 
 
 def print_per_arm(console: Console, report: Any) -> None:
+    from rich.table import Table
+
     frame = report.per_arm
     if frame.empty:
         console.print("[dim]no tasks with figures yet[/dim]")
@@ -51,6 +54,8 @@ def print_per_arm(console: Console, report: Any) -> None:
 
 
 def print_per_window(console: Console, report: Any) -> None:
+    from rich.table import Table
+
     frame = report.per_window
     frame = frame[frame["figure"].isin(WINDOW_FIGURES)]
     if frame.empty:
@@ -71,6 +76,8 @@ def print_per_window(console: Console, report: Any) -> None:
 
 
 def print_differences(console: Console, report: Any) -> None:
+    from rich.table import Table
+
     if not report.differences:
         console.print("[dim]no canary and control tasks to compare yet[/dim]")
         return

@@ -6,19 +6,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from scoutless.cli.lazy import LazyConsole
 from scoutless.cli.sizing import WorkflowOption
 from scoutless.sources.formats import FORMATS
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from scoutless.history.table import TrainingTable
 
-console = Console()
+console = LazyConsole()
 
 
 def _summary(table: TrainingTable, out: Path) -> Table:
+    from rich.table import Table
+
     from scoutless.targets.spec import class_col
 
     frame = table.frame

@@ -11,11 +11,14 @@ mapping with the same interface (``commands[name]``, iteration over names, ``in`
 click, Typer's help and completion, and whatever walks the tree (the docs' CLI reference)
 read it as before: iterating yields names without importing, ``commands[name]`` imports.
 
-What a verb's ``--help`` costs is kept to the verb's module, Typer and rich:
+What a verb's ``--help`` costs is kept to the verb's module and Typer:
 
-* help is drawn by :func:`draw_help` with rich's tables, for ``scoutless --help`` and for
-  every verb and sub-verb (:class:`LightCommand`, :class:`LightGroup`); Typer's own help
-  module (``typer.rich_utils``) imports a Markdown parser and takes longer to load than Typer;
+* help is drawn by :func:`draw_help` as plain text in rich's boxes, for ``scoutless --help``
+  and for every verb and sub-verb (:class:`LightCommand`, :class:`LightGroup`); Typer's own
+  help module (``typer.rich_utils``) imports a Markdown parser and takes longer to load than
+  Typer, and rich itself costs a third of Typer's import;
+* verbs print through a :class:`LazyConsole` and import rich's tables and progress bars in
+  the functions that draw them, so rich loads when a verb runs, not for its ``--help``;
 * :func:`get_settings` imports ``scoutless.config`` (pydantic, pydantic-settings) on its
   first call, so a verb module imports it at its top and reads the settings when it runs;
 * absent options are not coerced (:class:`LightOption`): Typer builds a pydantic validator
@@ -27,6 +30,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import shutil
+import textwrap
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +42,8 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from scoutless.config import Settings
 
 
@@ -180,29 +188,84 @@ def lazy_group(verbs: dict[str, Verb]) -> type[TyperGroup]:
     return type("ScoutlessGroup", (_LazyGroup,), {"verbs": verbs})
 
 
-def draw_help(ctx: Any, command: Any, panels: list[tuple[str, list[tuple[str, str]]]]) -> None:
-    """Usage, the command's help (a paragraph per paragraph of its docstring) and one panel
-    per non-empty list of (name, text) rows, drawn with rich's tables directly."""
-    from rich.console import Console
-    from rich.padding import Padding
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
+class LazyConsole:
+    """A ``rich.console.Console(**options)`` made (and rich imported) on first use: a verb's
+    module makes its console at its top, and its ``--help`` then imports no rich. It stands
+    for the console wherever rich takes one (``Progress(console=…)``): attributes and the
+    context manager (rich's live displays enter it) are the console's."""
 
-    console = Console(highlight=False, emoji=False)  # emoji: a 4,000-entry table to load
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+    def __enter__(self) -> Console:
+        return self.console.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.console.__exit__(*exc)  # type: ignore[arg-type]
+
+
+def draw_help(ctx: Any, command: Any, panels: list[tuple[str, list[tuple[str, str]]]]) -> None:
+    """Usage, the command's help (a paragraph per paragraph of its docstring) and one boxed
+    panel per non-empty list of (name, text) rows, as plain text (styled where the terminal
+    takes colours and ``NO_COLOR`` is unset): drawing with rich would import it first."""
+    width = max(40, shutil.get_terminal_size((80, 24)).columns)
+    style = _styler(ctx)
     usage = " ".join(command.collect_usage_pieces(ctx))
-    console.print(f"\n [yellow]Usage:[/] [bold]{ctx.command_path}[/] {usage}\n")
+    lines = [
+        "",
+        f" {style('Usage:', fg='yellow')} {style(ctx.command_path, bold=True)} {usage}",
+        "",
+    ]
     for paragraph in _paragraphs(command.help):
-        console.print(Padding(Text(paragraph), (0, 0, 1, 1)))
+        lines += [" " + line for line in _wrap(paragraph, width - 1)] + [""]
     for title, rows in panels:
-        if not rows:
-            continue
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(style="bold cyan", no_wrap=True)
-        grid.add_column()
-        for name, text in rows:  # as text: a help's "[...]" is not rich markup
-            grid.add_row(Text(name), Text(text))
-        console.print(Panel(grid, title=title, title_align="left", border_style="dim"))
+        if rows:
+            lines += _panel(title, rows, width, style)
+    typer.echo("\n".join(lines), color=ctx.color)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width``, broken at spaces (not hyphens: no-strict)."""
+    return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+def _styler(ctx: Any) -> Any:
+    """``typer.style``, or the text unchanged under ``NO_COLOR`` (``echo`` strips the colours
+    where the output is not a terminal)."""
+    if os.environ.get("NO_COLOR") and not ctx.color:
+        return lambda text, **_: text
+    return typer.style
+
+
+def _panel(title: str, rows: list[tuple[str, str]], width: int, style: Any) -> list[str]:
+    """``rows`` in a box ``width`` wide: names on the left, texts wrapped beside them."""
+    inner = width - 4
+    names = min(max(len(name) for name, _ in rows), inner // 2)
+    texts = inner - names - 2
+    border = lambda text: style(text, dim=True)  # noqa: E731
+    out = [border(f"╭─ {title} " + "─" * max(0, width - len(title) - 5) + "╮")]
+    for name, text in rows:
+        wrapped = _wrap(text, texts) or [""]
+        if len(name) > names:  # too long to share a line: the text starts below it
+            out.append(border("│ ") + style(name.ljust(inner)[:inner], fg="cyan", bold=True)
+                       + border(" │"))  # fmt: skip
+            name = ""
+        for i, part in enumerate(wrapped):
+            label = style(name.ljust(names), fg="cyan", bold=True) if i == 0 else " " * names
+            out.append(border("│ ") + label + "  " + part.ljust(texts) + border(" │"))
+    return [*out, border("╰" + "─" * (width - 2) + "╯")]
 
 
 def _paragraphs(help_text: str | None) -> list[str]:

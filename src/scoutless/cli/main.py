@@ -5,12 +5,13 @@ them from ``VERBS`` below without importing any (torch, scikit-learn, pandas …
 unloaded), and ``scoutless VERB --help`` imports that verb's module only.
 
 To add a verb: write it in ``cli/NAME.py`` (a function, or a ``typer.Typer`` for a group
-of sub-commands), keep that module's top-level imports light (typer, rich; the settings
-through ``scoutless.cli.lazy.get_settings``, which imports ``config`` and pydantic when
-called; the heavy parts inside the function that runs), and add one line to ``VERBS``:
+of sub-commands), keep that module's top-level imports light (typer; a
+``scoutless.cli.lazy.LazyConsole`` for rich, whose tables are imported where drawn; the
+settings through ``scoutless.cli.lazy.get_settings``, which imports ``config`` and pydantic
+when called; the heavy parts inside the function that runs), and add one line to ``VERBS``:
 ``"name": Verb("scoutless.cli.NAME:function_or_app", "the line --help shows")``.
 ``tests/cli/test_startup.py`` fails if ``--help`` or a verb's ``--help`` imports a heavy
-library, the settings or Typer's help module. The mechanism is ``cli/lazy.py``.
+library, the settings, rich or Typer's help module. The mechanism is ``cli/lazy.py``.
 
 Global options (before the verb): ``--version``, and ``--config FILE`` (or
 ``SCOUTLESS_CONFIG``): a ``scoutless.toml`` settings file, read by ``config.Settings``.

@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from scoutless.cli import scale
-from scoutless.cli.lazy import get_settings
+from scoutless.cli.lazy import LazyConsole, get_settings
 
 app = typer.Typer(no_args_is_help=True)
-console = Console()
+console = LazyConsole()
 
 DbOpt = Annotated[
     str | None, typer.Option("--db", help="PanDA history database URL (default: settings)")
@@ -61,6 +58,8 @@ def _fmt(value: object) -> str:
 
 
 def _print_frame(frame: Any, title: str) -> None:
+    from rich.table import Table
+
     table = Table(title=title)
     for column in frame.columns:
         table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
@@ -77,6 +76,8 @@ def collect(
     recollect: Annotated[bool, typer.Option(help="recompute tasks already collected")] = False,
 ) -> None:
     """Compute actual classes of finished predicted tasks (training's target code, serving bins)."""
+    from rich.table import Table
+
     from scoutless.ops.actuals import collect_actuals
 
     engine, ops_engine = _engines(db, log_db)
@@ -335,6 +336,9 @@ def retrain(
     scheduler: scale.SchedulerOption = None,
 ) -> None:
     """Train a challenger on recent history; promote it only if it beats the champion."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
     from scoutless.ops.retrain import RetrainError
     from scoutless.ops.retrain import retrain as run_retrain
     from scoutless.training import train_bundle

@@ -4,22 +4,20 @@
 from __future__ import annotations
 
 import json
-import logging
-import signal
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from scoutless.atomic import atomic_write_text
-from scoutless.cli.lazy import get_settings
+from scoutless.cli.lazy import LazyConsole, get_settings
 
-console = Console(stderr=True)
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rich.table import Table
+
+console = LazyConsole(stderr=True)
 
 PolicyOption = Annotated[
     str | None, typer.Option(help="argmax, safe, risk, value or cost (default: settings)")
@@ -62,6 +60,11 @@ def listen(
     health_port: Annotated[int | None, typer.Option(help="/healthz and /metrics port")] = None,
 ) -> None:
     """Predict every task JEDI defines and publish the prediction for JEDI to apply."""
+    import logging
+    import signal
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from scoutless.history.panda_db import make_engine
     from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.listener import TaskListener
@@ -110,6 +113,7 @@ def dead_letters(
 ) -> None:
     """Messages the listener gave up on (the dead letter): counts and the latest, with why."""
     from rich.markup import escape
+    from rich.table import Table
 
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.panda import dead_letters as dl
@@ -135,7 +139,7 @@ def dead_letters(
             str(d.id), f"{d.received_at:%Y-%m-%d %H:%M:%S}", d.kind, str(d.attempts),
             str(d.jeditaskid or "-"), escape(d.reason), escape(dl.one_line(d.body, 80)),
         )  # fmt: skip
-    Console().print(table)
+    LazyConsole().print(table)
 
 
 def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
@@ -189,6 +193,8 @@ def taskparams(
     if out is None:
         typer.echo(text, nl=False)
     else:
+        from scoutless.atomic import atomic_write_text
+
         atomic_write_text(out, text)
     console.print(_summary(params, filled))
 
@@ -196,6 +202,8 @@ def taskparams(
 def _predict_locally(
     params: dict[str, Any], bundle: Path, policy: str, alpha: float
 ) -> tuple[dict[str, Any], str]:
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(4) as executor:
         pipeline = _pipeline(bundle, executor)
         result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)
@@ -237,6 +245,8 @@ def _fill(
 
 
 def _summary(before: dict[str, Any], after: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title="task parameters")
     for name in ("parameter", "submitted", "filled"):
         table.add_column(name)

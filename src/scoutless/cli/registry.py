@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+from scoutless.cli.lazy import LazyConsole
 
 app = typer.Typer(no_args_is_help=True)
-console = Console()
+console = LazyConsole()
 
 RegistryArg = Annotated[Path, typer.Argument(help="registry folder")]
 
@@ -23,6 +23,8 @@ def _fail(exc: Exception) -> typer.Exit:
 @app.command("list")
 def list_versions(registry: RegistryArg) -> None:
     """Every version, the champion marked, and the promotion history."""
+    from rich.table import Table
+
     from scoutless.ops import registry as reg
 
     try:

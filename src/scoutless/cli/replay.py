@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
+
+from scoutless.cli.lazy import LazyConsole
 
 if TYPE_CHECKING:
     from rich.status import Status
 
     from scoutless.config import Settings
 
-console = Console()
+console = LazyConsole()
 ShareOpt = Annotated[
     float | None, typer.Option(help="canary: share of the eligible tasks that skip scouts (0.5).")
 ]

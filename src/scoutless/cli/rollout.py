@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from scoutless.cli.lazy import get_settings
+from scoutless.cli.lazy import LazyConsole, get_settings
 
 app = typer.Typer(no_args_is_help=True)
-console = Console()
+console = LazyConsole()
 
 DbOpt = Annotated[
     str | None,
@@ -66,6 +63,8 @@ def set_mode(
 
     The change is written only if nobody changed the rollout since it was read here; it is
     recorded as made by this account (``os:NAME``)."""
+    from rich.markup import escape
+
     from scoutless.allocation.arms import RolloutError
     from scoutless.history.panda_db import DatabaseUnavailable
     from scoutless.ops.rollout import already_skipped, os_identity, read_rollout, set_rollout
@@ -98,6 +97,8 @@ def set_mode(
 def _full_reason(engine: Any, current: str, reason: str, force: bool) -> str:
     """The reason recorded for ``set full``: refused (RolloutError) without impact evidence
     in the window unless forced with a reason, which then says it was forced."""
+    from rich.markup import escape
+
     from scoutless.allocation.arms import RolloutError
     from scoutless.ops.guard_rail import promotion_evidence
 
@@ -124,6 +125,9 @@ def show(
     changes: Annotated[int, typer.Option(help="show this many recent changes")] = 10,
 ) -> None:
     """The mode in force, its recent changes and, during a canary, the evidence so far."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from scoutless.ops.rollout import history, read_rollout
 
     engine = _engine(db)
@@ -143,6 +147,8 @@ def show(
 
 def _plain(text: str) -> str:
     """A stored text as shown: one line, markup escaped (rows from before plain_text too)."""
+    from rich.markup import escape
+
     from scoutless.ops.rollout import plain_text
 
     return escape(plain_text(text or ""))

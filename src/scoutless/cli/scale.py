@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from scoutless.cli.lazy import get_settings
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import TaskID
 
     from distributed import Client

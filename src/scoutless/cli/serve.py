@@ -8,16 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from scoutless.cli.lazy import get_settings, masked_url
+from scoutless.cli.lazy import LazyConsole, get_settings, masked_url
 
 if TYPE_CHECKING:
     from scoutless.config import Settings
 
-console = Console(stderr=True)
+console = LazyConsole(stderr=True)
 
 
 def serve(
@@ -160,6 +157,9 @@ def _who(settings: Settings) -> str:
 
 
 def _print_plan(options: dict[str, object], host: str, port: int, workers: int, who: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title="scoutless serve", show_header=False)
     table.add_column("setting", style="bold")
     table.add_column("value")

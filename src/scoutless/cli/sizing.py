@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from scoutless.atomic import atomic_write_text
+from scoutless.cli.lazy import LazyConsole
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 # pandas and the sizing engine are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
-console = Console()
+console = LazyConsole()
 PROTOCOLS = ("peers",)
 #: `scoutless import nextflow --workflow NAME`
 WorkflowOption = Annotated[
@@ -55,6 +56,8 @@ def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad
 
 
 def _table(name: str, result: dict) -> Table:
+    from rich.table import Table
+
     view = Table(title=f"{name}: online instances sized (GB·h wasted / failures)")
     for col in ("method", "wastage GB·h", "over", "under", "failures", "MAQ", "instances"):
         view.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
@@ -82,6 +85,7 @@ def size(
     ] = None,
 ) -> None:
     """Size a workflow's instances online (scoutless and the published baselines)."""
+    from scoutless.atomic import atomic_write_text  # here, as the rest: `size --help` stays light
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
     from scoutless.sizing.report import size_workflow

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from scoutless.cli import scale
+from scoutless.cli.lazy import LazyConsole
 from scoutless.models.families import FAMILY_NAMES
 
-console = Console()
+if TYPE_CHECKING:
+    from rich.table import Table
+
+console = LazyConsole()
 
 
 def _grid(text: str | None) -> dict[str, list] | None:
@@ -47,6 +49,8 @@ def _variants(text: str | None) -> list[str]:
 
 def metrics_table(manifest: dict) -> Table:
     """Validation accuracy / macro-F1 per target and model, champion marked."""
+    from rich.table import Table
+
     table = Table(title=f"bundle {manifest['version']}: validation metrics")
     for col in ("target", "model", "accuracy", "macro-F1", "train s", ""):
         table.add_column(

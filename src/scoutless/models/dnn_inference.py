@@ -7,20 +7,30 @@ times its rows of the first weight matrix, precomputed): a task's first hidden l
 then one gather and one sum instead of a lookup per feature, a concatenation and a
 matrix product. Layers are found by their type, so a block layout this module does not
 know is refused loudly rather than computed wrongly.
+
+Importing this module imports no torch: a bundle stores these arrays beside the state dict
+(:meth:`InferenceWeights.save`, ``dnn_inference.npz``) and serving loads them alone. Torch
+is imported where a module is read (:meth:`InferenceWeights.of`) or a batch goes through
+torch (:meth:`InferenceWeights.torch_logits`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import nn
 
-from scoutless.models.dnn import Dropout, TabularMLP
-from scoutless.models.numeric_embedding import PiecewiseLinearEmbedding
-from scoutless.models.ordinal import CumulativeLinkHead, cumulative_link_log_proba
+from scoutless.models.ordinal_inference import cumulative_link_log_proba
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from scoutless.models.dnn import TabularMLP
+    from scoutless.models.numeric_embedding import PiecewiseLinearEmbedding
+    from scoutless.models.ordinal import CumulativeLinkHead
 
 Layer = tuple[np.ndarray, np.ndarray]  # (weight (d_in, d_out), bias); ReLU between layers
 
@@ -31,6 +41,8 @@ FOLD_MAX_FLOATS = 4_000_000
 
 def _fold(linear: nn.Linear, norm: nn.BatchNorm1d | None) -> Layer:
     """One Linear (and the batch norm after it) as a single affine map."""
+    import torch
+
     weight, bias = linear.weight, linear.bias
     if norm is not None:
         scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
@@ -41,6 +53,10 @@ def _fold(linear: nn.Linear, norm: nn.BatchNorm1d | None) -> Layer:
 
 def hidden_layers(blocks: nn.Sequential) -> list[Layer]:
     """[Linear, BatchNorm1d?, ReLU, Dropout?] groups of ``blocks`` as folded affine maps."""
+    from torch import nn
+
+    from scoutless.models.dnn import Dropout
+
     layers: list[Layer] = []
     mods = list(blocks)
     i = 0
@@ -80,6 +96,8 @@ class PLEWeights:
 
     def torch(self, x: torch.Tensor) -> torch.Tensor:
         """:meth:`__call__` on a tensor (the arrays shared, not copied)."""
+        import torch
+
         edges = torch.from_numpy(self.edges)
         left = edges[:, :-1]
         width = (edges[:, 1:] - left).clamp(min=1e-6)
@@ -148,6 +166,10 @@ class InferenceWeights:
 
     @classmethod
     def of(cls, module: TabularMLP, *, fold: bool = True) -> InferenceWeights:
+        import torch
+
+        from scoutless.models.ordinal import CumulativeLinkHead
+
         with torch.no_grad():
             layers = hidden_layers(module.blocks)
             head = module.head
@@ -165,6 +187,53 @@ class InferenceWeights:
             layers[0] = (np.ascontiguousarray(weight[d_embedded:]), bias)
             embeddings = []
         return cls(embeddings, layers, ple, module.n_embedded, ordinal, folded)
+
+    def save(self, path: Path) -> None:
+        """Every array in one uncompressed ``.npz``, read back by :meth:`load` (no torch)."""
+        arrays = {"n_embedded": np.asarray(self.n_embedded)}
+        arrays |= {f"embedding.{i}": table for i, table in enumerate(self.embeddings)}
+        for i, (weight, bias) in enumerate(self.layers):
+            arrays |= {f"layer.{i}.weight": weight, f"layer.{i}.bias": bias}
+        if self.ple is not None:
+            ple = self.ple
+            arrays |= {"ple.edges": ple.edges, "ple.weight": ple.weight, "ple.bias": ple.bias}
+        if self.ordinal is not None:
+            (lw, lb), (sw, sb) = self.ordinal.location, self.ordinal.log_scale
+            arrays |= {"ordinal.location.weight": lw, "ordinal.location.bias": lb,
+                       "ordinal.log_scale.weight": sw, "ordinal.log_scale.bias": sb,
+                       "ordinal.cuts": self.ordinal.cuts}  # fmt: skip
+        if self.folded is not None:
+            arrays |= {"folded.table": self.folded.table, "folded.offsets": self.folded.offsets}
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path: Path) -> InferenceWeights:
+        """The weights :meth:`save` wrote to ``path``; a ``ValueError`` naming it if any
+        array is missing."""
+        with np.load(path, allow_pickle=False) as npz:
+            a = dict(npz)
+        try:
+            n_layers = sum(k.startswith("layer.") and k.endswith(".weight") for k in a)
+            layers = [(a[f"layer.{i}.weight"], a[f"layer.{i}.bias"]) for i in range(n_layers)]
+            n_tables = sum(k.startswith("embedding.") for k in a)
+            ple = ordinal = folded = None
+            if "ple.edges" in a:
+                ple = PLEWeights(a["ple.edges"], a["ple.weight"], a["ple.bias"])
+            if "ordinal.cuts" in a:
+                ordinal = OrdinalWeights(
+                    (a["ordinal.location.weight"], a["ordinal.location.bias"]),
+                    (a["ordinal.log_scale.weight"], a["ordinal.log_scale.bias"]),
+                    a["ordinal.cuts"],
+                )
+            if "folded.table" in a:
+                folded = FoldedEmbeddings(a["folded.table"], a["folded.offsets"])
+            embeddings = [a[f"embedding.{i}"] for i in range(n_tables)]
+            n_embedded = int(a["n_embedded"])
+        except KeyError as exc:
+            raise ValueError(f"{path}: DNN inference weights lack array {exc}") from exc
+        if not layers:
+            raise ValueError(f"{path}: DNN inference weights hold no layer")
+        return cls(embeddings, layers, ple, n_embedded, ordinal, folded)
 
     def logits(self, codes: np.ndarray, numeric: np.ndarray) -> np.ndarray:
         """(n, n_classes) float64 logits from codes and :func:`numeric_input` columns."""
@@ -193,6 +262,9 @@ class InferenceWeights:
         table's rows without materialising (rows, features, width) as numpy's gather does,
         and batch norm is already folded: at 1,000 rows 35-45 % faster than the module's
         own forward, within float32 rounding (~1e-5) of it."""
+        import torch
+        import torch.nn.functional as F
+
         t = torch.from_numpy
         with torch.inference_mode():
             parts = [F.embedding(codes[:, j], t(table)) for j, table in enumerate(self.embeddings)]

@@ -6,10 +6,14 @@ target is the standardised sign·log1p of the target value (NaN: no auxiliary lo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from scoutless.features.encoders import EncodedFeatures, signed_log1p
+
+if TYPE_CHECKING:
+    import torch
 
 
 def numeric_input(numeric: np.ndarray) -> np.ndarray:
@@ -29,5 +33,7 @@ def aux_target(values: np.ndarray) -> np.ndarray:
 
 def feature_tensors(X: EncodedFeatures) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes int64, numeric float32 with missing flags) ready for :class:`TabularMLP`."""
+    import torch  # here, not above: serving a few rows goes through numpy only
+
     codes = torch.from_numpy(np.ascontiguousarray(X.codes))
     return codes, torch.from_numpy(numeric_input(X.numeric))

@@ -10,37 +10,36 @@ folded weights in torch; training's validation runs the module itself.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
-from scoutless.models.dnn import Dropout, TabularMLP
 from scoutless.models.dnn_inference import InferenceWeights
 from scoutless.models.dnn_inputs import aux_target, feature_tensors, numeric_input
 from scoutless.models.dnn_params import DNNParams
-from scoutless.models.dnn_trainer import (
-    EpochCallback,
-    TrainTensors,
-    effective_batch_size,
-    fit_module,
-)
-from scoutless.models.numeric_embedding import quantile_edges
-from scoutless.models.ordinal import CumulativeLinkHead, boundaries
 from scoutless.models.temperature import fit_temperature, softmax
+
+if TYPE_CHECKING:  # torch is imported where a module is built, trained or read
+    import torch
+
+    from scoutless.models.dnn import TabularMLP
+    from scoutless.models.dnn_trainer import EpochCallback
 
 PREDICT_BATCH = get_settings().inference.dnn_predict_batch  # read once: on the hot path
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
-          "history_", "_inference", "variant_")  # fmt: skip
+          "history_", "_inference", "variant_", "_state")  # fmt: skip
+#: the eval-mode weights as numpy arrays, beside the state dict (read without torch)
+INFERENCE_FILE = "dnn_inference.npz"
 
 
 _INIT_LOCK = threading.Lock()
@@ -72,6 +71,10 @@ def seeded_module(build: Callable[[], TabularMLP], seed: int) -> TabularMLP:
     their own generator (seeded from ``seed`` too). Training then touches no global random
     state, so fits in concurrent threads are each as reproducible as alone; the lock keeps
     one thread's seeding from interleaving with another's initialisation."""
+    import torch
+
+    from scoutless.models.dnn import Dropout
+
     with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = build()
@@ -105,6 +108,8 @@ class DNNModel:
         self.on_epoch = on_epoch
 
     def _new_module(self, d_aux: int = 0) -> TabularMLP:
+        from scoutless.models.dnn import TabularMLP
+
         p = self.params
         return TabularMLP(
             cardinalities=self.cardinalities,
@@ -122,6 +127,9 @@ class DNNModel:
     def _prepare_module(self, X: EncodedFeatures, y: np.ndarray, aux: np.ndarray | None) -> None:
         """Data-fitted parts of a new module: PLE bin edges, ordinal cut points (the class
         boundaries on the standardised log value when the head is tied to it)."""
+        from scoutless.models.numeric_embedding import quantile_edges
+        from scoutless.models.ordinal import CumulativeLinkHead, boundaries
+
         if self.module_.ple is not None:
             self.module_.ple.set_edges(quantile_edges(X.numeric, self.params.ple_bins))
         head = self.module_.head
@@ -141,6 +149,10 @@ class DNNModel:
         values: np.ndarray | None = None,
     ) -> DNNModel:
         """``values``: the target's continuous values of the rows, for the auxiliary loss."""
+        import torch
+
+        from scoutless.models.dnn_trainer import TrainTensors, effective_batch_size, fit_module
+
         y = check_labels(y, self.n_classes, "dnn.fit")
         X_val, y_val = eval_set
         y_val = check_labels(y_val, self.n_classes, "dnn.fit eval_set")
@@ -178,11 +190,15 @@ class DNNModel:
         """The class weights raised to ``class_weight_power`` (absent classes stay at 0)."""
         if class_weight is None:
             return None
+        import torch
+
         weight = np.power(np.asarray(class_weight, dtype=float), self.params.class_weight_power)
         weight[np.asarray(class_weight) == 0] = 0.0
         return torch.as_tensor(weight, dtype=torch.float32)
 
     def _torch_logits(self, codes: torch.Tensor, numeric: torch.Tensor) -> np.ndarray:
+        import torch
+
         self.module_.eval()
         with torch.inference_mode():
             return _in_chunks(
@@ -197,6 +213,19 @@ class DNNModel:
         if len(X) <= SMALL_BATCH:
             return self._inference.logits(X.codes, numeric_input(X.numeric))
         return _in_chunks(self._inference.torch_logits, *feature_tensors(X))
+
+    def __getattr__(self, name: str) -> Any:
+        """``module_`` of a loaded model, built from its state dict when first asked for (the
+        file's bytes, read at load: the model stays the one loaded if the file changes)."""
+        state = self.__dict__.get("_state")
+        if name != "module_" or state is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        import torch
+
+        module = self._new_module(self.d_aux_)
+        module.load_state_dict(torch.load(io.BytesIO(state), weights_only=True))
+        self.module_ = module.eval()
+        return self.module_
 
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         return softmax(self.predict_logits(X) / self.temperature_)
@@ -221,9 +250,14 @@ class DNNModel:
         return clone
 
     def save(self, folder: Path) -> list[str]:
+        import torch
+
         check_fitted(self, "classes_")
         folder.mkdir(parents=True, exist_ok=True)
         torch.save(self.module_.state_dict(), folder / "dnn.pt")
+        if self._inference is None:
+            self._inference = InferenceWeights.of(self.module_)
+        self._inference.save(folder / INFERENCE_FILE)
         meta = {
             "n_classes": self.n_classes,
             "cardinalities": self.cardinalities,
@@ -236,7 +270,7 @@ class DNNModel:
             "history": self.history_,
         }
         (folder / "dnn.json").write_text(json.dumps(meta, indent=1))
-        return ["dnn.pt", "dnn.json"]
+        return ["dnn.pt", "dnn.json", INFERENCE_FILE]
 
     @classmethod
     def load(cls, folder: Path) -> DNNModel:
@@ -249,10 +283,13 @@ class DNNModel:
             seed=meta["seed"],
         )
         model.d_aux_ = int(meta.get("d_aux", 0))
-        model.module_ = model._new_module(model.d_aux_)
-        model.module_.load_state_dict(torch.load(folder / "dnn.pt", weights_only=True))
-        model.module_.eval()
-        model._inference = None
+        # the module is built from the state dict's bytes on first use (training on, a batch
+        # through it): serving reads the arrays only; a bundle saved without them derives them
+        model._state = (folder / "dnn.pt").read_bytes()
+        arrays = folder / INFERENCE_FILE
+        model._inference = (
+            InferenceWeights.load(arrays) if arrays.exists() else InferenceWeights.of(model.module_)
+        )
         model.best_epoch_ = meta["best_epoch"]
         model.temperature_ = float(meta["temperature"])
         model.history_ = meta["history"]

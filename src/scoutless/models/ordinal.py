@@ -15,18 +15,16 @@ everywhere (softmax of log p is p), so the loss, temperature and policies need n
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
-from scipy.special import ndtr
 from torch import nn
 
-#: log-scale bounds keep the slopes finite while training
-LOG_SCALE_BOUNDS = (-4.0, 4.0)
-_EPS = 1e-7
+# the constants are shared with the numpy forward pass (ordinal_inference.py, torch-free)
+from scoutless.models.ordinal_inference import EPS as _EPS
+from scoutless.models.ordinal_inference import LOG_SCALE_BOUNDS
+from scoutless.models.ordinal_inference import SQRT1_2 as _SQRT1_2
+
 _MIN_GAP = 1e-3
-_SQRT1_2 = 0.7071067811865476
 
 
 def normal_cdf(z: torch.Tensor) -> torch.Tensor:
@@ -126,52 +124,3 @@ def gaussian_nll(
 ) -> torch.Tensor:
     """Mean Gaussian negative log-likelihood of ``value`` (constant dropped)."""
     return (0.5 * ((value - location) * torch.exp(-log_scale)) ** 2 + log_scale).mean()
-
-
-#: up to this many rows the head runs on Python floats (numpy's per-call overhead is
-#: ~50 µs a call of a dozen operations, Python's ~5 µs a row)
-PYTHON_MAX_ROWS = 4
-
-
-def cumulative_link_log_proba(
-    location: np.ndarray, log_scale: np.ndarray, cuts: np.ndarray
-) -> np.ndarray:
-    """The head's forward pass in numpy: (n,) location and log-scale, (K - 1,) cuts."""
-    if len(location) <= PYTHON_MAX_ROWS:
-        return _log_proba_rows(location, log_scale, cuts)
-    scale = np.exp(np.clip(log_scale, *LOG_SCALE_BOUNDS))
-    z = (cuts[None, :] - location[:, None]) / scale[:, None]
-    # Phi at each class's lower and upper cut (Phi(-inf) = 0, Phi(inf) = 1), each cut's Phi
-    # computed once; above 0 the upper tails are differenced instead, for their precision
-    zero, one = np.zeros((len(z), 1), z.dtype), np.ones((len(z), 1), z.dtype)
-    below = np.hstack([zero, ndtr(z), one])
-    above = np.hstack([one, ndtr(-z), zero])
-    lower_positive = np.hstack([zero.astype(bool), z > 0])
-    proba = np.where(lower_positive, above[:, :-1] - above[:, 1:], below[:, 1:] - below[:, :-1])
-    return np.log(np.maximum(proba, _EPS, out=proba), out=proba)
-
-
-def _phi(x: float) -> float:
-    return 0.5 * math.erfc(-x * _SQRT1_2)
-
-
-def _log_proba_rows(location: np.ndarray, log_scale: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """:func:`cumulative_link_log_proba` row by row on Python floats, for a single task's
-    request: the same formula in float64, so within float32 rounding of the numpy pass."""
-    low, high = LOG_SCALE_BOUNDS
-    cut_list = cuts.tolist()
-    rows = []
-    for mu, log_s in zip(location.tolist(), log_scale.tolist(), strict=True):
-        scale = math.exp(min(max(log_s, low), high))
-        z = [(c - mu) / scale for c in cut_list]
-        below = [0.0, *map(_phi, z), 1.0]
-        above = [1.0, *(_phi(-v) for v in z), 0.0]
-        lower = [-math.inf, *z]
-        proba = [
-            above[k] - above[k + 1] if lower[k] > 0 else below[k + 1] - below[k]
-            for k in range(len(z) + 1)
-        ]
-        rows.append([math.log(max(p, _EPS)) for p in proba])
-    return np.asarray(rows, dtype=np.result_type(location, cuts)).reshape(
-        len(rows), len(cut_list) + 1
-    )

@@ -7,7 +7,6 @@ Dividing by T never changes the argmax, so accuracy is untouched; only the confi
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -30,6 +29,8 @@ def fit_temperature(
     logits: np.ndarray, y: np.ndarray, bounds: tuple[float, float] = (0.05, 20.0)
 ) -> float:
     """T minimising validation NLL (searched on log T); 1.0 when there is nothing to fit."""
+    from scipy.optimize import minimize_scalar  # fitting only: serving needs softmax alone
+
     y = np.asarray(y, dtype=np.int64)
     if len(y) == 0:
         return 1.0

@@ -11,6 +11,10 @@ thread: 436 → 216 ms per native-categorical round, 93 → 72 ms label-encoded)
 below the lowest real value still isolates the missing rows; what is lost is only the
 learned default direction of splits elsewhere on that feature. Bundles saved before this
 (no ``missing`` in their metadata) keep NaN.
+
+A saved model keeps its trees in numpy too (``NAME.trees.npz``, checked against the booster
+when saved): loading reads them, and XGBoost is imported only when the booster itself is
+needed (a batch too large for the numpy walk, training on, a bundle saved without them).
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import xgboost as xgb
 
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
+
+if TYPE_CHECKING:
+    import xgboost as xgb
 
 DEFAULT_PARAMS: dict[str, Any] = {
     "max_depth": 6,
@@ -116,6 +122,8 @@ class XGBModel:
         class_weight: np.ndarray | None = None,
         values: np.ndarray | None = None,  # unused: trees fit the classes only
     ) -> XGBModel:
+        import xgboost as xgb
+
         X_val = eval_set[0]
         y, y_val, weight, val_weight = self._labels_and_weights(y, eval_set[1], class_weight)
         params = self._booster_params()
@@ -198,6 +206,22 @@ class XGBModel:
         self.__dict__.pop("tree_ensemble", None)  # compiled again from this booster
         self.classes_ = np.arange(self.n_classes)
 
+    def __getattr__(self, name: str) -> Any:
+        """The booster of a model loaded from its trees, built when first asked for (from
+        the file's bytes, read at load: the model stays the one loaded if the file changes)."""
+        raw = self.__dict__.get("_booster_raw")
+        if name not in ("booster_", "_booster_small") or raw is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        import xgboost as xgb
+
+        booster = xgb.Booster()
+        booster.load_model(raw)
+        trees = self.__dict__.get("tree_ensemble")
+        self._set_booster(booster)
+        if trees is not None:  # the saved ensemble, checked against this booster at save
+            self.__dict__["tree_ensemble"] = trees
+        return self.__dict__[name]
+
     @functools.cached_property
     def tree_ensemble(self) -> TreeEnsemble | None:
         """The trees in numpy (None: left to ``inplace_predict``), compiled on first use:
@@ -207,12 +231,11 @@ class XGBModel:
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         check_fitted(self, "classes_")
         matrix = self._matrix(X)
-        booster = self.booster_
         if len(X) <= SMALL_BATCH:
             trees = self.tree_ensemble
             if trees is not None and trees.fits(len(X)):
                 return trees.predict_proba(matrix)
-            booster = self._booster_small
+        booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
         proba = booster.inplace_predict(matrix, validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
 
@@ -231,6 +254,10 @@ class XGBModel:
         check_fitted(self, "classes_")
         folder.mkdir(parents=True, exist_ok=True)
         self.booster_.save_model(folder / f"{self.name}.ubj")
+        written = [f"{self.name}.ubj", f"{self.name}.json"]
+        if self.tree_ensemble is not None:
+            self.tree_ensemble.save(folder / f"{self.name}.trees.npz")
+            written.append(f"{self.name}.trees.npz")
         meta = {
             "n_classes": self.n_classes,
             "params": self.params,
@@ -241,7 +268,7 @@ class XGBModel:
             "missing": self.missing,
         }
         (folder / f"{self.name}.json").write_text(json.dumps(meta, indent=1))
-        return [f"{self.name}.ubj", f"{self.name}.json"]
+        return written
 
     @classmethod
     def load(cls, folder: Path) -> XGBModel:
@@ -254,11 +281,14 @@ class XGBModel:
             seed=meta["seed"],
         )
         model.missing = meta.get("missing", "nan")
-        booster = xgb.Booster()
-        booster.load_model(folder / f"{cls.name}.ubj")
-        model._set_booster(booster)
-        _ = model.tree_ensemble  # compiled at load, not on the first served request
         model.best_iteration_ = meta["best_iteration"]
+        model._booster_raw = bytearray((folder / f"{cls.name}.ubj").read_bytes())
+        trees = folder / f"{cls.name}.trees.npz"
+        if trees.exists():  # the booster is read on first need (see __getattr__)
+            model.tree_ensemble = TreeEnsemble.load(trees)
+            model.classes_ = np.arange(model.n_classes)
+        else:  # saved without its trees: compiled now, not on the first served request
+            _ = model.tree_ensemble
         return model
 
 

@@ -12,6 +12,12 @@ missing value (NaN) takes the node's default child; a numerical split goes left 
 a category not listed (including a negative one) goes left. Margins are the intercept
 plus the leaves summed in float32 in tree order, as XGBoost sums them, then its softmax.
 
+The value models' ``reg:squarederror`` boosters are walked the same way: one output, the
+intercept plus the leaves, no softmax (:meth:`TreeEnsemble.predict_value`).
+
+A bundle keeps each checked ensemble beside its booster (:meth:`TreeEnsemble.save`), so
+serving reads the arrays without importing XGBoost (and the scikit-learn it imports).
+
 A model this does not know (another objective or booster, vector leaves, re-coded
 categories), or one whose predictions on probe rows differ from ``inplace_predict``, is
 refused (:func:`compile_booster` returns None) and the caller keeps ``inplace_predict``:
@@ -23,11 +29,15 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xgboost as xgb
+
+if TYPE_CHECKING:
+    import xgboost as xgb
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +52,9 @@ MAX_CELLS = 1 << 16
 
 #: most cells of the dense table of categories going right (bytes; 16 MB)
 DENSE_MAX = 1 << 24
+
+#: the objectives walked here: class probabilities, and a value (the value models)
+CLASSES, VALUE = "multi:softprob", "reg:squarederror"
 
 
 class UnsupportedModel(ValueError):
@@ -64,8 +77,9 @@ class TreeEnsemble:
     right_keys: np.ndarray  # sorted rank in ``categorical`` * width + category going right
     width: int  # one above the largest category any split lists
     value: np.ndarray  # (n_nodes,) float32 leaf value (0 for inner nodes)
-    n_classes: int
+    n_classes: int  # 1 for a value
     depth: int  # levels below the deepest root
+    objective: str = CLASSES
 
     def decisions(self, X: np.ndarray) -> np.ndarray:
         """(n, n_nodes) whether each row goes right at each node: every split decided
@@ -133,11 +147,37 @@ class TreeEnsemble:
         e = np.exp(margin - margin.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float64)
 
+    def predict_value(self, X: np.ndarray) -> np.ndarray:
+        """(n,) float32 predictions of a ``reg:squarederror`` ensemble (the margin itself)."""
+        return self.margin(X)[:, 0]
 
-def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
-    """The booster's tree model and intercept, or :class:`UnsupportedModel`."""
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """What ``inplace_predict`` returns for this objective: probabilities or values."""
+        return self.predict_value(X) if self.objective == VALUE else self.predict_proba(X)
+
+    def save(self, path: Path) -> None:
+        """Every field in one uncompressed ``.npz``, read back by :meth:`load`."""
+        np.savez(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
+
+    @classmethod
+    def load(cls, path: Path) -> TreeEnsemble:
+        """The ensemble :meth:`save` wrote; ``ValueError`` naming ``path`` if a field lacks."""
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = dict(npz)
+        try:
+            values = {f.name: arrays[f.name] for f in fields(cls)}
+        except KeyError as exc:
+            raise ValueError(f"{path}: tree ensemble lacks array {exc}") from exc
+        for name in ("width", "n_classes", "depth"):
+            values[name] = int(values[name])
+        values["objective"] = str(values["objective"])
+        return cls(**values)
+
+
+def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray, str]:
+    """The booster's tree model, intercept and objective, or :class:`UnsupportedModel`."""
     learner = json.loads(booster.save_raw("json"))["learner"]
-    if learner["objective"]["name"] != "multi:softprob":
+    if learner["objective"]["name"] not in (CLASSES, VALUE):
         raise UnsupportedModel(f"objective {learner['objective']['name']}")
     if learner["gradient_booster"]["name"] != "gbtree":
         raise UnsupportedModel(f"booster {learner['gradient_booster']['name']}")
@@ -145,7 +185,7 @@ def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
     if model.get("cats", {}).get("enc"):
         raise UnsupportedModel("categories re-coded by the booster")
     param = learner["learner_model_param"]
-    n_classes = int(param["num_class"])
+    n_classes = max(int(param["num_class"]), 1)  # 0 for a value
     base = json.loads(param["base_score"].replace("E", "e"))
     intercept = np.broadcast_to(np.asarray(base, dtype=np.float32), (n_classes,)).copy()
     per_round = np.tile(np.arange(n_classes), len(model["trees"]) // max(n_classes, 1))
@@ -153,7 +193,7 @@ def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
         model["tree_info"], per_round
     ):
         raise UnsupportedModel("trees are not one per class per round")
-    return model, intercept
+    return model, intercept, learner["objective"]["name"]
 
 
 def _tree_depth(left: list[int], right: list[int]) -> int:
@@ -212,7 +252,7 @@ def _flatten(trees: list[dict], intercept: np.ndarray) -> tuple[dict[str, np.nda
 
 def build_ensemble(booster: xgb.Booster) -> TreeEnsemble:
     """The booster as a :class:`TreeEnsemble`; :class:`UnsupportedModel` if it is not one."""
-    model, intercept = _checked_model(booster)
+    model, intercept, objective = _checked_model(booster)
     flat, depth = _flatten(model["trees"], intercept)
     categorical = np.flatnonzero(flat["split_type"] == 1)
     pairs = flat["keys"]
@@ -231,6 +271,7 @@ def build_ensemble(booster: xgb.Booster) -> TreeEnsemble:
         value=flat["value"].astype(np.float32),
         n_classes=len(intercept),
         depth=depth,
+        objective=objective,
     )
 
 
@@ -262,7 +303,7 @@ def compile_booster(booster: xgb.Booster) -> TreeEnsemble | None:
         return None
     X = probe_rows(ensemble, booster.num_features(), N_PROBES)
     expected = booster.inplace_predict(X, validate_features=False)
-    got = ensemble.predict_proba(X)
+    got = ensemble.predict(X)
     if not np.allclose(got, np.asarray(expected).reshape(got.shape), rtol=1e-5, atol=1e-6):
         log.warning("XGBoost model predicted by inplace_predict only: numpy trees disagree")
         return None
