@@ -136,3 +136,36 @@ def test_large_batches_are_left_to_xgboost():
     trees = build_ensemble(_booster(X, y, 3, native=False, depth=4, rounds=10))
     assert trees.fits(1)
     assert not trees.fits(xgb_inference.MAX_CELLS // len(trees.left) + 1)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_a_regression_is_predicted_as_xgboost_predicts_it(native):
+    rng = np.random.default_rng(6)
+    X, y = _data(rng, 1500, 4, 0.2)
+    d = xgb.DMatrix(X, label=y + rng.normal(size=len(y)), enable_categorical=native,
+                    feature_types=["c", "c", "q", "q"] if native else None)  # fmt: skip
+    params = {"objective": "reg:squarederror", "max_depth": 5, "nthread": 1, "seed": 0}
+    booster = xgb.train(params, d, 20)
+    trees = compile_booster(booster)
+    assert trees is not None and not trees.softmax and trees.n_classes == 1
+    rows = _requests(rng, X)
+    np.testing.assert_array_equal(trees.predict(rows), booster.inplace_predict(rows))
+
+
+def test_the_value_model_predicts_a_few_rows_in_numpy_as_the_batch_path(tmp_path):
+    from scoutless.models.value_model import LogValueModel
+
+    rng = np.random.default_rng(7)
+    X, y = _data(rng, 1200, 4, 0.1)
+    features = EncodedFeatures(X[:, :2].astype(np.int64), X[:, 2:])
+    values = np.exp(y + rng.normal(size=len(y)))
+    model = LogValueModel(n_estimators=40, n_jobs=1).fit(features, values,
+                                                        eval_set=(features, values))  # fmt: skip
+    model.save(tmp_path)
+    loaded = LogValueModel.load(tmp_path)
+    assert loaded.__dict__.get("tree_ensembles") is not None  # compiled at load
+    batch = loaded.predict_dist(features.take(np.arange(300)))  # above the small batch
+    for i in range(0, 300, 37):
+        one = loaded.predict_dist(features.take(np.array([i])))
+        np.testing.assert_allclose([one.mu[0], one.sigma[0]], [batch.mu[i], batch.sigma[i]],
+                                   rtol=1e-6)  # fmt: skip

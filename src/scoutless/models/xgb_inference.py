@@ -1,4 +1,5 @@
-"""XGBoost's ``multi:softprob`` prediction in numpy, for a few rows at a time.
+"""XGBoost's ``multi:softprob`` and ``reg:squarederror`` prediction in numpy, for a few rows
+at a time (the class models, and the value models' location and scale)
 
 ``inplace_predict`` has a fixed cost of 0.3-0.5 ms per call whatever the rows (measured
 on one row through a one-thread booster of 25 rounds x 4 classes): argument checking and
@@ -10,7 +11,8 @@ The decisions follow XGBoost's CPU predictor (``predict_fn.h``, ``GetNextNode``)
 missing value (NaN) takes the node's default child; a numerical split goes left iff
 ``x < condition`` in float32; a categorical split lists the categories that go right, and
 a category not listed (including a negative one) goes left. Margins are the intercept
-plus the leaves summed in float32 in tree order, as XGBoost sums them, then its softmax.
+plus the leaves summed in float32 in tree order, as XGBoost sums them, then its softmax
+(``multi:softprob``) or nothing (``reg:squarederror``: the prediction is the margin).
 
 A model this does not know (another objective or booster, vector leaves, re-coded
 categories), or one whose predictions on probe rows differ from ``inplace_predict``, is
@@ -44,8 +46,13 @@ MAX_CELLS = 1 << 16
 DENSE_MAX = 1 << 24
 
 
+#: objectives reproduced here, and whether their prediction is the softmax of the margins
+#: (else the margin itself, one output)
+OBJECTIVES = {"multi:softprob": True, "reg:squarederror": False}
+
+
 class UnsupportedModel(ValueError):
-    """The booster is not a plain ``multi:softprob`` tree ensemble this module reproduces."""
+    """The booster is not a plain tree ensemble of :data:`OBJECTIVES` reproduced here."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,8 +71,9 @@ class TreeEnsemble:
     right_keys: np.ndarray  # sorted rank in ``categorical`` * width + category going right
     width: int  # one above the largest category any split lists
     value: np.ndarray  # (n_nodes,) float32 leaf value (0 for inner nodes)
-    n_classes: int
+    n_classes: int  # outputs (1 for a regression)
     depth: int  # levels below the deepest root
+    softmax: bool = True  # the prediction is the margins' softmax, else the margin
 
     def decisions(self, X: np.ndarray) -> np.ndarray:
         """(n, n_nodes) whether each row goes right at each node: every split decided
@@ -133,11 +141,17 @@ class TreeEnsemble:
         e = np.exp(margin - margin.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float64)
 
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """What ``inplace_predict`` returns: class probabilities (n, n_classes), or a
+        regression's float32 values (n,)."""
+        return self.predict_proba(X) if self.softmax else self.margin(X)[:, 0]
 
-def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
-    """The booster's tree model and intercept, or :class:`UnsupportedModel`."""
+
+def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray, bool]:
+    """The booster's tree model, intercept and whether its prediction is a softmax, or
+    :class:`UnsupportedModel`."""
     learner = json.loads(booster.save_raw("json"))["learner"]
-    if learner["objective"]["name"] != "multi:softprob":
+    if learner["objective"]["name"] not in OBJECTIVES:
         raise UnsupportedModel(f"objective {learner['objective']['name']}")
     if learner["gradient_booster"]["name"] != "gbtree":
         raise UnsupportedModel(f"booster {learner['gradient_booster']['name']}")
@@ -145,7 +159,7 @@ def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
     if model.get("cats", {}).get("enc"):
         raise UnsupportedModel("categories re-coded by the booster")
     param = learner["learner_model_param"]
-    n_classes = int(param["num_class"])
+    n_classes = max(int(param["num_class"]), 1)  # 0 for a regression
     base = json.loads(param["base_score"].replace("E", "e"))
     intercept = np.broadcast_to(np.asarray(base, dtype=np.float32), (n_classes,)).copy()
     per_round = np.tile(np.arange(n_classes), len(model["trees"]) // max(n_classes, 1))
@@ -153,7 +167,7 @@ def _checked_model(booster: xgb.Booster) -> tuple[dict, np.ndarray]:
         model["tree_info"], per_round
     ):
         raise UnsupportedModel("trees are not one per class per round")
-    return model, intercept
+    return model, intercept, OBJECTIVES[learner["objective"]["name"]]
 
 
 def _tree_depth(left: list[int], right: list[int]) -> int:
@@ -212,7 +226,7 @@ def _flatten(trees: list[dict], intercept: np.ndarray) -> tuple[dict[str, np.nda
 
 def build_ensemble(booster: xgb.Booster) -> TreeEnsemble:
     """The booster as a :class:`TreeEnsemble`; :class:`UnsupportedModel` if it is not one."""
-    model, intercept = _checked_model(booster)
+    model, intercept, softmax = _checked_model(booster)
     flat, depth = _flatten(model["trees"], intercept)
     categorical = np.flatnonzero(flat["split_type"] == 1)
     pairs = flat["keys"]
@@ -231,6 +245,7 @@ def build_ensemble(booster: xgb.Booster) -> TreeEnsemble:
         value=flat["value"].astype(np.float32),
         n_classes=len(intercept),
         depth=depth,
+        softmax=softmax,
     )
 
 
@@ -262,7 +277,7 @@ def compile_booster(booster: xgb.Booster) -> TreeEnsemble | None:
         return None
     X = probe_rows(ensemble, booster.num_features(), N_PROBES)
     expected = booster.inplace_predict(X, validate_features=False)
-    got = ensemble.predict_proba(X)
+    got = ensemble.predict(X)
     if not np.allclose(got, np.asarray(expected).reshape(got.shape), rtol=1e-5, atol=1e-6):
         log.warning("XGBoost model predicted by inplace_predict only: numpy trees disagree")
         return None
