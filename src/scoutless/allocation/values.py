@@ -16,7 +16,7 @@ score is monotone in ``y`` for every task.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -95,6 +95,7 @@ class ConformalLevels:
     conformal level."""
 
     scores: np.ndarray  # sorted
+    _grids: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:
@@ -119,6 +120,17 @@ class ConformalLevels:
         if rank > self.n:
             return Z_CAP
         return float(self.scores[rank - 1])
+
+    def grid_z(self, grid_points: int) -> np.ndarray:
+        """The standardised levels of ``grid_points`` equal-probability coverages
+        (``allocate.z_grid``), computed once per grid: every served task asks again."""
+        cached = self._grids.get(grid_points)
+        if cached is None:
+            coverage = (np.arange(grid_points) + 0.5) / grid_points
+            cached = np.quantile(self.scores, coverage)
+            cached.flags.writeable = False
+            self._grids[grid_points] = cached
+        return cached
 
     def coverage(self, z: float | np.ndarray) -> np.ndarray:
         """P(need <= allocation) on a new task for an allocation at standardised level

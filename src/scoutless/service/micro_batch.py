@@ -6,7 +6,9 @@ arrived while the previous group was computed) go through ``Pipeline.run_many`` 
 call. Most of a single task's CPU is the fixed cost of each numpy and model call (four
 targets' classes, their value models, the cost policy's grid), so a group pays it once,
 not once per request. Every step is row by row, so a task's answer is the one it gets
-alone. A group that fails is computed again request by request, so one request's failure
+alone (bit for bit with tree models; with the DNN champion to float32 rounding, as in any
+batch: its matrix products sum in another order for another number of rows). A group
+that fails is computed again request by request, so one request's failure
 is its own, never its neighbours' (as the group commit isolates its rows).
 """
 

@@ -310,7 +310,8 @@ class Pipeline:
         layout: str = "tasks",
     ) -> list[Outcome]:
         """Several requests' prepared tasks through the models and the decisions at once
-        (every step is row by row, so a task's answer is the one it gets alone), then
+        (every step is row by row: a task's answer is the one it gets alone, to the DNN's
+        float32 rounding), then
         each request's own answer and log rows; ``predict`` and ``aggregate`` are the
         whole group's times."""
         chosen_targets = self.check_targets(targets)
