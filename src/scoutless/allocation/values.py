@@ -83,7 +83,8 @@ class ValueDistribution:
         above = np.asarray(value, dtype=float) - self.offset
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
-        return np.where(above > 0, ndtr(np.nan_to_num(z, nan=-np.inf)), 0.0)
+        # NaN as -inf: np.where, not nan_to_num (~10 us a call, on every served task)
+        return np.where(above > 0, ndtr(np.where(np.isnan(z), -np.inf, z)), 0.0)
 
     def median(self) -> np.ndarray:
         return self.offset + np.exp(self.mu)
