@@ -25,6 +25,10 @@ filled history store, for tasks whose keys have history and tasks whose keys hav
 The load generator is a minimal keep-alive HTTP/1.1 client on asyncio, so the client
 costs as little CPU as possible on a machine it shares with the server.
 
+The harness lives beside it: ``load_client.py`` (the client, the server subprocess, CPU
+time), ``serve_world.py`` (the bundle's table, the histories, the history world) and
+``bare_compare.py`` (the comparison with a bare FastAPI app).
+
 ``--vs-bare`` compares the service (a token required, the log on) with a bare FastAPI app
 (the same routes, no work) under the same client, the servers pinned to core 1 and the
 client to core 0, runs interleaved, medians of ``--repeats``: the ratios of throughput
@@ -38,200 +42,25 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import numpy as np
-import pandas as pd
 
+from bare_compare import VS_BARE_GOALS, vs_bare
+from load_client import Request, by_id, drive, post, repeated, start_server, tree_cpu_seconds
 from record import add_out, emit, reference_loop_s
-from scoutless.features.spec import PANDA_FEATURES
-from scoutless.history.table import TrainingTable
-from scoutless.targets.bins import load_bins
-from scoutless.targets.spec import class_col, value_col
-
-
-def demo_table(n: int = 600, seed: int = 0) -> TrainingTable:
-    """A small learnable table: class depends on processing type and cores."""
-    rng = np.random.default_rng(seed)
-    kinds = np.array(["evgen", "simul", "reco", "deriv", "merge"])
-    kind = rng.integers(0, len(kinds), n)
-    frame = pd.DataFrame({s.name: [None] * n for s in PANDA_FEATURES})
-    frame["processingtype"] = kinds[kind]
-    frame["prodsourcelabel"] = np.where(rng.random(n) < 0.8, "managed", "user")
-    for spec in PANDA_FEATURES:
-        if spec.kind == "numerical":
-            frame[spec.name] = rng.lognormal(3, 1, n)
-    frame["corecount"] = rng.choice([1.0, 8.0], n)
-    bins = load_bins()
-    scale = {"memory": 700.0, "cputime": 60.0, "io": 300.0, "walltime": 9000.0}
-    for target, b in bins.items():
-        values = scale[target] * (1 + kind) * rng.lognormal(0, 0.3, n)
-        frame[value_col(target)] = values
-        frame[class_col(target)] = b.classify(values)
-    frame["split_random"] = np.where(rng.random(n) < 0.2, "test", "train")
-    return TrainingTable(frame, list(PANDA_FEATURES), bins)
-
-
-#: every this many requests, the answer's stage timings are read (parsing costs client CPU)
-STAGE_SAMPLE = 5
-
-
-def request_rows(n: int, seed: int = 1) -> list[dict]:
-    table = demo_table(max(n, 50), seed)
-    rows = table.X().head(n)
-    return json.loads(rows.to_json(orient="records"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RawClient:
-    """One keep-alive HTTP/1.1 connection; sends a request, reads the status line + body."""
-
-    def __init__(self, port: int, headers: str = "") -> None:
-        self.port = port
-        self.headers = headers  # extra header lines, each ending in CRLF
-
-    async def connect(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-
-    async def send(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}"
-        if body:
-            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        self.writer.write((head + "\r\n").encode() + body)
-        status_line = await self.reader.readline()
-        length = 0
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.lower() == b"content-length":
-                length = int(value)
-        answer = await self.reader.readexactly(length)
-        return int(status_line.split()[1]), answer
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-Request = tuple[str, str, bytes]  # method, path, body
-
-
-async def drive(
-    port: int,
-    requests: Callable[[int], Request],
-    n_requests: int,
-    concurrency: int,
-    headers: str = "",
-) -> dict:
-    """``n_requests`` requests (``requests(i)`` makes the i-th) from ``concurrency`` clients."""
-    latencies: list[float] = []
-    stages: dict[str, list[float]] = defaultdict(list)
-    failures = 0
-    sent = 0
-
-    async def worker() -> None:
-        nonlocal sent, failures
-        client = RawClient(port, headers)
-        await client.connect()
-        while sent < n_requests:
-            i, sent = sent, sent + 1
-            start = time.perf_counter()
-            status, body = await client.send(*requests(i))
-            latencies.append(time.perf_counter() - start)
-            failures += status != 200
-            if status == 200 and i % STAGE_SAMPLE == 0:  # the server's own stage timings
-                for stage, ms in json.loads(body).get("timings_ms", {}).items():
-                    stages[stage].append(ms)
-        client.close()
-
-    start = time.perf_counter()
-    await asyncio.gather(*[worker() for _ in range(concurrency)])
-    elapsed = time.perf_counter() - start
-    ms = np.asarray(latencies) * 1e3
-    return {
-        "concurrency": concurrency,
-        "requests": len(latencies),
-        "failures": failures,
-        "p50_ms": float(np.percentile(ms, 50)),
-        "p99_ms": float(np.percentile(ms, 99)),
-        "requests_per_s": len(latencies) / elapsed,
-        "stages_mean_ms": {k: float(np.mean(v)) for k, v in stages.items()},
-    }
-
-
-def repeated(run: Callable[[], dict], repeats: int) -> dict:
-    """Run a measurement ``repeats`` times: median, min and max of each figure."""
-    runs = [run() for _ in range(repeats)]
-    out: dict = {"concurrency": runs[0]["concurrency"], "repeats": repeats,
-                 "requests": sum(r["requests"] for r in runs),
-                 "failures": sum(r["failures"] for r in runs)}  # fmt: skip
-    for key in ("p50_ms", "p99_ms", "requests_per_s"):
-        values = [r[key] for r in runs]
-        out[key] = round(float(np.median(values)), 2)
-        out[f"{key}_range"] = [round(min(values), 2), round(max(values), 2)]
-    stage_names = {k for r in runs for k in r["stages_mean_ms"]}
-    out["stages_mean_ms"] = {
-        k: round(float(np.median([r["stages_mean_ms"][k] for r in runs if k in r["stages_mean_ms"]])), 3)
-        for k in sorted(stage_names)
-    }  # fmt: skip
-    return out
-
-
-def start_server(
-    bundle: Path, db_url: str, log_url: str, workers: int, *, cpus: str | None = None,
-    env: dict[str, str] | None = None,
-) -> tuple[subprocess.Popen, int]:  # fmt: skip
-    port = free_port()
-    cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
-           "--bundle", str(bundle), "--db", db_url, "--log-db", log_url, "--port", str(port),
-           "--workers", str(workers)]  # fmt: skip
-    return _started(cmd, port, cpus, env)
-
-
-def _started(
-    cmd: list[str], port: int, cpus: str | None, env: dict[str, str] | None
-) -> tuple[subprocess.Popen, int]:
-    """Run ``cmd`` (on ``cpus``, a taskset list) until its ``/readyz`` answers 200."""
-    if cpus is not None:
-        cmd = ["taskset", "-c", cpus, *cmd]
-    with tempfile.TemporaryFile() as errors:  # the server keeps its own copy of the fd
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors,
-                                env={**os.environ, **(env or {})})  # fmt: skip
-        deadline = time.monotonic() + 600  # a busy shared machine imports torch slowly
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    return proc, port
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        proc.kill()
-        errors.seek(0)
-        tail = errors.read().decode(errors="replace")[-2000:]
-    raise TimeoutError(f"server did not become ready: {tail}")
-
-
-def sample_task_ids(db_url: str, n: int, seed: int = 3) -> list[int]:
-    from scoutless.history.panda_db import make_engine, task_ids
-
-    engine = make_engine(db_url, create_dirs=False)
-    try:
-        ids = task_ids(engine)
-    finally:
-        engine.dispose()
-    rng = np.random.default_rng(seed)
-    return [int(i) for i in rng.choice(ids, size=min(n, len(ids)), replace=False)]
+from serve_world import (
+    demo_table,
+    ensure_history,
+    history_world,
+    request_rows,
+    sample_task_ids,
+    small_history,
+)
 
 
 def single_task_cost(db_url: str, ids: list[int]) -> dict:
@@ -265,29 +94,6 @@ def _timed(ids: list[int], call: Callable[[int], object]) -> dict:
         call(i)
         ms.append((time.perf_counter() - start) * 1e3)
     return {"p50": round(float(np.median(ms)), 4), "p99": round(float(np.percentile(ms, 99)), 4)}
-
-
-def post(body: bytes) -> Callable[[int], Request]:
-    return lambda _: ("POST", "/v1/predict", body)
-
-
-def by_id(ids: list[int]) -> Callable[[int], Request]:
-    return lambda i: ("GET", f"/v1/tasks/{ids[i % len(ids)]}/prediction", b"")
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children, from /proc (Linux)."""
-    total = 0.0
-    pids = [str(pid), *subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
-                                      text=True).stdout.split()]  # fmt: skip
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def measure(
@@ -452,129 +258,6 @@ def verdict(results: dict) -> dict:
     return out
 
 
-#: the bare FastAPI app the service is compared with: the same routes, no work but parsing
-#: the body and answering a fixed JSON object (what the framework and server cost)
-BARE_APP = """
-import sys
-import uvicorn
-from fastapi import FastAPI, Request
-
-app = FastAPI()
-ANSWER = {"request_id": "r", "model_version": "bare", "tasks": []}
-
-
-@app.post("/v1/predict")
-async def predict(request: Request) -> dict:
-    await request.json()
-    return ANSWER
-
-
-@app.get("/v1/tasks/{jeditaskid}/prediction")
-async def task(jeditaskid: int) -> dict:
-    return ANSWER
-
-
-@app.get("/readyz")
-async def ready() -> dict:
-    return {}
-
-
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
-"""
-#: throughput at least this share of the bare app's, p99 at most this multiple (issue 38)
-VS_BARE_GOALS = {"throughput_ratio": 0.7, "p99_ratio": 1.5}
-#: the token the compared service requires (a deployment off loopback has one)
-BENCH_TOKEN = "bench-token-0123456789abcdef"
-
-
-def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -> dict:
-    """The service against a bare FastAPI app under the same client: both servers pinned to
-    core 1, the client to core 0, runs interleaved (service, bare, service, bare …) so a
-    busy moment hits both alike; each figure the median of ``--repeats`` runs, and the
-    ratios service / bare. Single-task POST and task by id, 8 connections, log on."""
-    ids = sample_task_ids(db_url, 5000)
-    os.sched_setaffinity(0, {0})
-    auth = f"Authorization: Bearer {BENCH_TOKEN}\r\n"
-    ours, our_port = start_server(bundle, db_url, log_url, 1, cpus="1",
-                                  env={"SCOUTLESS_SERVICE__TOKENS": f"bench predict {BENCH_TOKEN}"})  # fmt: skip
-    bare, bare_port = _started([sys.executable, "-c", BARE_APP, str(port := free_port())],
-                               port, "1", None)  # fmt: skip
-    single = json.dumps({"tasks": request_rows(1)}).encode()
-    cells = {"post_c8": post(single), "db_c8": by_id(ids)}
-    runs: dict = {(c, side): [] for c in cells for side in ("service", "bare")}
-    try:
-        for p in (our_port, bare_port):  # warm-up
-            asyncio.run(drive(p, by_id(ids), 200, 4, auth))
-        for _ in range(args.repeats):
-            for cell, requests in cells.items():
-                for side, p in (("service", our_port), ("bare", bare_port)):
-                    runs[cell, side].append(asyncio.run(drive(p, requests, args.requests, 8, auth)))
-    finally:
-        for proc in (ours, bare):
-            proc.terminate()
-            proc.wait(30)
-        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-    return {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
-
-
-def _ratios(service: list[dict], bare: list[dict]) -> dict:
-    def median(rows: list[dict], key: str) -> float:
-        return float(np.median([r[key] for r in rows]))
-
-    out = {side: {"requests_per_s": round(median(rows, "requests_per_s"), 1),
-                  "p50_ms": round(median(rows, "p50_ms"), 2),
-                  "p99_ms": round(median(rows, "p99_ms"), 2),
-                  "failures": sum(r["failures"] for r in rows)}
-           for side, rows in (("service", service), ("bare", bare))}  # fmt: skip
-    out["throughput_ratio"] = round(
-        out["service"]["requests_per_s"] / out["bare"]["requests_per_s"], 3
-    )
-    out["p99_ratio"] = round(out["service"]["p99_ms"] / out["bare"]["p99_ms"], 3)
-    out["stages_mean_ms"] = {
-        k: round(float(np.median([r["stages_mean_ms"][k] for r in service
-                                  if k in r["stages_mean_ms"]])), 3)
-        for k in sorted({k for r in service for k in r["stages_mean_ms"]})
-    }  # fmt: skip
-    return out
-
-
-def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], list[int]]:
-    """A generated history whose store holds every finished task, a bundle trained with
-    history features, and two groups of task ids: tasks whose user, transformation and
-    campaign have history, and as many tasks moved afterwards to keys nobody has used
-    (same rows otherwise: the same query, no history, flagged ``history_missing``)."""
-    from sqlalchemy import update
-
-    from scoutless.history.build import build_training_table, task_history_frame
-    from scoutless.history.panda_db import make_engine, metadata, read_history
-    from scoutless.history.store import update_store
-    from scoutless.history.task_reader import TASK_HISTORY_KEYS
-    from scoutless.targets.estimators import compute_task_targets
-    from scoutless.targets.spec import TARGET_NAMES
-    from scoutless.training import train_bundle
-
-    url = ensure_history(f"sqlite:///{folder / 'history_store.sqlite'}", n_tasks)
-    engine = make_engine(url)
-    try:
-        history = read_history(engine)
-        table, _ = build_training_table(history, with_history=True)
-        bundle = train_bundle(table, folder / "history_bundle", progress=False, max_epochs=3,
-                              n_jobs=1)  # fmt: skip
-        values = compute_task_targets(history.jobs, history.tasks)
-        done = task_history_frame(history.tasks, history.jobs, values)
-        update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
-        ids = np.random.default_rng(5).permutation(history.tasks["jeditaskid"].to_numpy())
-        known, moved = [int(i) for i in ids[:500]], [int(i) for i in ids[500:1000]]
-        tasks = metadata.tables["jedi_tasks"]
-        with engine.begin() as conn:
-            for i in moved:
-                new = {c: f"nobody-{i}" for c in TASK_HISTORY_KEYS.values()}
-                conn.execute(update(tasks).where(tasks.c.jeditaskid == i).values(**new))
-    finally:
-        engine.dispose()
-    return bundle, url, known, moved
-
-
 def measure_history(folder: Path, args: argparse.Namespace) -> dict:
     """The database endpoint with a history bundle: tasks with and without history."""
     bundle, url, known, moved = history_world(folder, args.history_tasks)
@@ -604,32 +287,6 @@ def flagged_share(port: int, ids: list[int]) -> float:
         body = httpx.get(f"http://127.0.0.1:{port}/v1/tasks/{i}/prediction", timeout=30).json()
         flagged += any(f["kind"] == HISTORY_MISSING for f in body["tasks"][0]["flags"])
     return flagged / len(ids)
-
-
-def small_history(folder: Path, n_tasks: int = 2000) -> str:
-    return ensure_history(f"sqlite:///{folder / 'history.sqlite'}", n_tasks)
-
-
-def ensure_history(url: str, n_tasks: int) -> str:
-    """``url`` holding a history: generated (``n_tasks``, seed 1) where it has no task yet,
-    so ``--pg-url`` on an empty database (``scripts/services.sh`` creates
-    ``scoutless_bench``) measures the same kind of history every time."""
-    from scoutless.history.panda_db import DatabaseUnavailable, make_engine, task_ids
-    from scoutless.history.synthetic import generate_history
-
-    engine = make_engine(url)
-    try:
-        try:
-            present = bool(task_ids(engine))
-        except DatabaseUnavailable:  # no task table yet
-            present = False
-        if not present:
-            print(f"generating {n_tasks} tasks into {engine.url.render_as_string()}",
-                  file=sys.stderr)  # fmt: skip
-            generate_history(engine, n_tasks, seed=1, progress=False)
-    finally:
-        engine.dispose()
-    return url
 
 
 if __name__ == "__main__":

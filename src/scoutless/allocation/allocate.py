@@ -20,6 +20,7 @@ above it is never chosen (``Settings.allocation.max_kill_probability``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,8 @@ from scoutless.config import Prices
 #: elements of one priced block (tasks × candidates × job needs): float64 intermediates
 #: near 75 MB each
 _BLOCK = 9_500_000
+#: most elements of weighted_quantiles' one comparison of every value with every level
+_BROADCAST_MAX = 1 << 20
 #: Allocation's per-task arrays in cost_allocation's order
 _FIELDS = ("value", "covered", "cost", "scouted", "kill")
 
@@ -53,6 +56,16 @@ class Allocation:
 def coverage_grid(m: int) -> np.ndarray:
     """(m,) coverages ``(i + 0.5) / m``: equal-probability points of a distribution."""
     return (np.arange(m) + 0.5) / m
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(make: str, *args: float | int | None) -> np.ndarray:
+    """A read-only array that depends only on scalar settings, made once (a served task
+    asks for the same grid, levels and scout errors every time)."""
+    made = {"coverage": coverage_grid, "levels": _candidate_levels, "errors": _scout_errors}
+    out = np.asarray(made[make](*args))
+    out.flags.writeable = False
+    return out
 
 
 def z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
@@ -105,9 +118,9 @@ def cost_allocation(
     spread = JobSpread.none(len(dist)) if spread is None else spread
     if len(spread) != len(dist):
         raise ValueError(f"a job spread of {len(spread)} tasks for {len(dist)} distributions")
-    coverages = coverage_grid(grid_points)
-    zs = z_grid(coverages, levels)
-    job_levels = candidate_levels(coverages, max_kill_probability)
+    coverages = _constant("coverage", grid_points)
+    zs = levels.grid_z(grid_points) if levels is not None else z_grid(coverages, None)
+    job_levels = _constant("levels", grid_points, max_kill_probability)
     points = grid_points * spread.factors.shape[1]
     chunk = max(1, _BLOCK // (points * (len(job_levels) + 3)))
     out = {k: np.empty(len(dist)) for k in _FIELDS}
@@ -120,6 +133,10 @@ def cost_allocation(
         for key, values in part.items():
             out[key][rows] = values
     return Allocation(*(out[k] for k in _FIELDS))
+
+
+def _candidate_levels(grid_points: int, max_kill_probability: float | None) -> np.ndarray:
+    return candidate_levels(coverage_grid(grid_points), max_kill_probability)
 
 
 def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) -> np.ndarray:
@@ -136,7 +153,11 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarr
     order = np.argsort(values, axis=1, kind="stable")
     ranked = np.take_along_axis(values, order, axis=1)
     cumulative = np.cumsum(weights[order], axis=1)
-    at = np.stack([(cumulative < lv - 1e-12).sum(axis=1) for lv in levels], axis=1)
+    bounds = np.asarray(levels, dtype=float) - 1e-12
+    if cumulative.size * len(bounds) <= _BROADCAST_MAX:  # one comparison for every level
+        at = (cumulative[:, :, None] < bounds).sum(axis=1)
+    else:
+        at = np.stack([(cumulative < b).sum(axis=1) for b in bounds], axis=1)
     return np.take_along_axis(ranked, np.minimum(at, values.shape[1] - 1), axis=1)
 
 
@@ -163,7 +184,7 @@ def _priced_chunk(
     best = choose(candidates, expected, p_kill, cap)
     rows = np.arange(len(best))
     chosen = candidates[rows, best]
-    errors = _scout_errors(prices.scout_error_sigma)
+    errors = _constant("errors", prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
     scouted = model.cost(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
     return {

@@ -33,7 +33,7 @@ def place_in_class(value: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     with np.errstate(invalid="ignore", over="ignore"):
         span = np.log1p(np.maximum(hi, 0.0)) - low
         place = (np.log1p(np.maximum(value, 0.0)) - low) / np.where(span > 0, span, np.nan)
-    return np.where(np.isfinite(hi), np.nan_to_num(place, nan=1.0), 0.5).clip(0.0, 1.0)
+    return np.where(np.isfinite(hi), np.where(np.isnan(place), 1.0, place), 0.5).clip(0.0, 1.0)
 
 
 def sufficient_probability(

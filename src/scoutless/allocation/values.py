@@ -16,7 +16,7 @@ score is monotone in ``y`` for every task.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -118,7 +118,8 @@ class ValueDistribution:
         above = np.asarray(value, dtype=float) - self.offset
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
-        return np.where(above > 0, ndtr(np.nan_to_num(z, nan=-np.inf)), 0.0)
+        # NaN as -inf: np.where, not nan_to_num (~10 us a call, on every served task)
+        return np.where(above > 0, ndtr(np.where(np.isnan(z), -np.inf, z)), 0.0)
 
     def median(self) -> np.ndarray:
         return self.offset + np.exp(self.mu)
@@ -130,6 +131,7 @@ class ConformalLevels:
     conformal level."""
 
     scores: np.ndarray  # sorted
+    _grids: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:
@@ -154,6 +156,17 @@ class ConformalLevels:
         if rank > self.n:
             return Z_CAP
         return float(self.scores[rank - 1])
+
+    def grid_z(self, grid_points: int) -> np.ndarray:
+        """The standardised levels of ``grid_points`` equal-probability coverages
+        (``allocate.z_grid``), computed once per grid: every served task asks again."""
+        cached = self._grids.get(grid_points)
+        if cached is None:
+            coverage = (np.arange(grid_points) + 0.5) / grid_points
+            cached = np.quantile(self.scores, coverage)
+            cached.flags.writeable = False
+            self._grids[grid_points] = cached
+        return cached
 
     def coverage(self, z: float | np.ndarray) -> np.ndarray:
         """P(need <= allocation) on a new task for an allocation at standardised level

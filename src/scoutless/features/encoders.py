@@ -92,6 +92,17 @@ class InspectedFeatures:
     def __len__(self) -> int:
         return len(self.encoded)
 
+    @staticmethod
+    def stack(parts: Sequence[InspectedFeatures]) -> InspectedFeatures:
+        """The rows of ``parts`` (inspected by one encoder), one after the other."""
+        first = parts[0]
+        return InspectedFeatures(
+            EncodedFeatures.stack([p.encoded for p in parts]),
+            {k: [v for p in parts for v in p.categories[k]] for k in first.categories},
+            {k: np.concatenate([p.numbers[k] for p in parts]) for k in first.numbers},
+            [u for p in parts for u in p.unknown],
+        )
+
     def rows(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """Every row as typed values (NaN -> None), e.g. for the prediction log.
 

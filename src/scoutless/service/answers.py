@@ -62,6 +62,15 @@ class Decision:
         """The value allocated to task ``i``, in PanDA's unit."""
         return self.values[i] if self.values is not None else self.view.recommended[self.classes[i]]
 
+    def rows(self, lo: int, hi: int) -> Decision:
+        """The decision of tasks ``lo`` to ``hi`` (one request of a batch computed together)."""
+        return Decision(
+            view=self.view, classes=self.classes[lo:hi],
+            probabilities=self.probabilities[lo:hi], confidence=self.confidence[lo:hi],
+            p_sufficient=self.p_sufficient[lo:hi],
+            values=None if self.values is None else self.values[lo:hi], alpha=self.alpha,
+        )  # fmt: skip
+
     def class_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(self.view.labels, 0)
         for c in self.classes:

@@ -2,8 +2,10 @@
 
 A request runs the pipeline (features → predict → decide), commits its prediction-log
 rows through the group commit (``LoopGroupCommit``), and only then answers: a
-prediction answered is a prediction stored. A task read from the PanDA database costs one query and one thread
-hop (fetch, features and models run together in the worker thread), none on SQLite.
+prediction answered is a prediction stored. A request of a few tasks is prepared in its
+handler and computed with the others of the same loop turn (``LoopBatcher``: the models
+and decisions once per group). A task read from the PanDA database costs one query and,
+on a database server, one thread hop for the fetch; none on SQLite.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import functools
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import HTTPException
 from starlette.concurrency import run_in_threadpool
@@ -31,13 +33,18 @@ from scoutless.ops.registry import is_registry, resolve_champion
 from scoutless.service.answers import Outcome
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
 from scoutless.service.errors import ServiceError, server_error
+from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.pipeline import HistoryLookup, Pipeline, history_missing_flag
+from scoutless.service.request_input import Prepared
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
 from scoutless.service.telemetry import Metrics
 
-#: requests with at most this many tasks are computed on the event loop (no thread hop)
+#: requests with at most this many tasks are computed on the event loop (no thread hop),
+#: together with the others of the same loop turn
 INLINE_MAX_TASKS = 4
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -50,6 +57,7 @@ class LocalBackend:
     reader: TaskReader | None = None
     log: PredictionLog | None = None
     writer: LoopGroupCommit | None = None
+    batcher: LoopBatcher = field(default_factory=LoopBatcher)
 
     def served(self) -> Served:
         """The model being served now; 503 while none is loaded."""
@@ -62,13 +70,14 @@ class LocalBackend:
         served = self.served()
         rows = body.rows()
         lookup = self._store_lookup(served.pipeline)
+        alpha = body.alpha or self.settings.default_alpha
         run = functools.partial(
             served.pipeline.run,
             rows,
             taskparams=body.is_taskparams,
             targets=body.targets,
             policy=body.policy,
-            alpha=body.alpha or self.settings.default_alpha,
+            alpha=alpha,
             request_id=request_id,
             history=lookup,
             layout=body.layout,
@@ -77,8 +86,19 @@ class LocalBackend:
         # unless they wait on a database server's round trip for their history
         remote_store = lookup is not None and not (self.reader and self.reader.local)
         waits = remote_store and _lacks_history(body, served.pipeline)
-        inline = len(rows) <= INLINE_MAX_TASKS and not waits
-        outcome = run() if inline else await run_in_threadpool(run)
+        if len(rows) > INLINE_MAX_TASKS or waits:
+            outcome = await run_in_threadpool(run)
+            return await self._store_and_answer(served, outcome, request_id, body.policy)
+        pipeline = served.pipeline
+        pipeline.check_targets(body.targets)
+        start = time.perf_counter()
+        prepared = pipeline.preprocess(rows, taskparams=body.is_taskparams, history=lookup)
+        timings = {"preprocess": (time.perf_counter() - start) * 1e3}
+        outcome = await self.batcher.outcome(
+            pipeline, prepared, request_id, targets=body.targets, policy=body.policy,
+            alpha=alpha, layout=body.layout,
+        )  # fmt: skip
+        outcome.timings_ms = {**timings, **outcome.timings_ms}
         return await self._store_and_answer(served, outcome, request_id, body.policy)
 
     def _store_lookup(self, pipeline: Pipeline) -> HistoryLookup | None:
@@ -91,22 +111,24 @@ class LocalBackend:
         served.pipeline.check_targets(query.targets)
         if self.reader is None:
             raise DatabaseUnavailable("no PanDA database configured (--db)")
-        predict = functools.partial(self._predict_task, served, jeditaskid, query, request_id)
+        prepare = functools.partial(self._prepare_task, served.pipeline, jeditaskid)
         # a local SQLite read takes ~0.1 ms: cheaper on the event loop than a thread hop;
         # a database server's round trip may stall, so it goes to the thread pool
-        outcome = predict() if self.reader.local else await _on_thread(predict)
+        prepared, timings = prepare() if self.reader.local else await _on_thread(prepare)
+        outcome = await self.batcher.outcome(
+            served.pipeline, prepared, request_id, targets=query.targets, policy=query.policy,
+            alpha=query.alpha or self.settings.default_alpha,
+        )  # fmt: skip
+        outcome.timings_ms = {**timings, **outcome.timings_ms}
         return await self._store_and_answer(served, outcome, request_id, query.policy)
 
-    def _predict_task(
-        self, served: Served, jeditaskid: int, query: TaskQuery, request_id: str
-    ) -> Outcome:
-        """Fetch (one query), features (the training code), then the pipeline; timed."""
+    def _prepare_task(self, pipeline: Pipeline, jeditaskid: int) -> tuple[Prepared, dict]:
+        """Fetch (one query), features (the training code), preprocess; timed."""
         assert self.reader is not None
         start = time.perf_counter()
         inputs = self.reader.inputs(jeditaskid)
         fetched = time.perf_counter()
         record = {**features_of(*inputs), "jeditaskid": jeditaskid}
-        pipeline = served.pipeline
         found = True
         if pipeline.history is not None:  # the store's rows came with the task's row
             history, found = task_history(inputs[0], pipeline.history, TASK_HISTORY_KEYS)
@@ -115,20 +137,12 @@ class LocalBackend:
         prepared = pipeline.preprocess([record])
         if not found:
             prepared.flags[0].append(history_missing_flag(pipeline.history))
-        outcome = pipeline.run(
-            [record],
-            targets=query.targets,
-            policy=query.policy,
-            alpha=query.alpha or self.settings.default_alpha,
-            request_id=request_id,
-            prepared=prepared,
-        )
-        outcome.timings_ms = {
+        timings = {
             "fetch": (fetched - start) * 1e3,
             "features": (computed - fetched) * 1e3,
-            **outcome.timings_ms,
+            "preprocess": (time.perf_counter() - computed) * 1e3,
         }
-        return outcome
+        return prepared, timings
 
     async def _store_and_answer(
         self, served: Served, outcome: Outcome, request_id: str, policy: str
@@ -233,7 +247,7 @@ def _lacks_history(body: PredictRequest, pipeline: Pipeline) -> bool:
     return any(not isinstance(row, dict) or n not in row for row in body.rows() for n in names)
 
 
-async def _on_thread(call: Callable[[], Outcome]) -> Outcome:
+async def _on_thread(call: Callable[[], _T]) -> _T:
     """``call`` on the loop's default executor: a third of anyio's ``run_in_threadpool``
     overhead (no capacity limiter, no context copy) on the database endpoint's hot path."""
     return await asyncio.get_running_loop().run_in_executor(None, call)

@@ -293,37 +293,64 @@ class Pipeline:
         t0 = time.perf_counter()
         if prepared is None:
             prepared = self.preprocess(rows, taskparams=taskparams, history=history)
+        preprocess_ms = (time.perf_counter() - t0) * 1e3
+        outcome = self.run_many([prepared], [request_id], targets=chosen_targets, policy=policy,
+                                alpha=alpha, layout=layout)[0]  # fmt: skip
+        outcome.timings_ms = {"preprocess": preprocess_ms, **outcome.timings_ms}
+        return outcome
+
+    def run_many(
+        self,
+        prepared: Sequence[Prepared],
+        request_ids: Sequence[str],
+        *,
+        targets: Sequence[str] | None = None,
+        policy: str = "argmax",
+        alpha: float = 0.05,
+        layout: str = "tasks",
+    ) -> list[Outcome]:
+        """Several requests' prepared tasks through the models and the decisions at once
+        (every step is row by row: a task's answer is the one it gets alone, to the DNN's
+        float32 rounding), then
+        each request's own answer and log rows; ``predict`` and ``aggregate`` are the
+        whole group's times."""
+        chosen_targets = self.check_targets(targets)
         t1 = time.perf_counter()
-        proba = self.predict(prepared.features, chosen_targets) if len(prepared.features) else {}
+        tasks = Prepared.stack(prepared)
+        proba = self.predict(tasks.features, chosen_targets) if len(tasks.features) else {}
         t2 = time.perf_counter()
         scouting = None
         if policy in VALUE_POLICIES and proba:
-            decisions, scouting = self.decide_values(
-                proba, prepared.features, policy=policy, alpha=alpha
-            )
+            decisions, scouting = self.decide_values(proba, tasks.features, policy=policy,
+                                                     alpha=alpha)  # fmt: skip
         else:
-            decisions = self.decide(proba, policy=policy, alpha=alpha, features=prepared.features)
+            decisions = self.decide(proba, policy=policy, alpha=alpha, features=tasks.features)
+        outcomes, lo = [], 0
+        for one, request_id in zip(prepared, request_ids, strict=True):
+            hi = lo + len(one.features)
+            mine = {t: d.rows(lo, hi) for t, d in decisions.items()}
+            outcomes.append(self._outcome(one, mine, scouting and scouting[lo:hi], policy=policy,
+                                          alpha=alpha, request_id=request_id, layout=layout))  # fmt: skip
+            lo = hi
+        timings = {"predict": (t2 - t1) * 1e3, "aggregate": (time.perf_counter() - t2) * 1e3}
+        for outcome in outcomes:
+            outcome.timings_ms = dict(timings)
+        return outcomes
+
+    def _outcome(
+        self, prepared: Prepared, decisions: dict[str, Decision],
+        scouting: list[dict[str, Any]] | None, *, policy: str, alpha: float, request_id: str,
+        layout: str,
+    ) -> Outcome:  # fmt: skip
         columns = layout == "columns"
-        outcome = Outcome(
+        logged = log_rows(prepared, decisions, version=self.version, policy=policy,
+                          request_id=request_id, alpha=alpha)  # fmt: skip
+        return Outcome(
             tasks=[] if columns else answer_tasks(prepared, decisions, policy, scouting),
-            log_rows=log_rows(
-                prepared,
-                decisions,
-                version=self.version,
-                policy=policy,
-                request_id=request_id,
-                alpha=alpha,
-            ),
+            log_rows=logged,
             class_counts={t: d.class_counts() for t, d in decisions.items()},
             columns=answer_columns(prepared, decisions, policy, scouting) if columns else None,
         )
-        t3 = time.perf_counter()
-        outcome.timings_ms = {
-            "preprocess": (t1 - t0) * 1e3,
-            "predict": (t2 - t1) * 1e3,
-            "aggregate": (t3 - t2) * 1e3,
-        }
-        return outcome
 
     def check_targets(self, targets: Sequence[str] | None) -> list[str]:
         if not targets:

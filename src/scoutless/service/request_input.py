@@ -59,6 +59,18 @@ class Prepared:
     flags: list[list[dict[str, Any]]]
     features_json: list[str]
 
+    @staticmethod
+    def stack(parts: Sequence[Prepared]) -> Prepared:
+        """Several requests' tasks as one (the models and decisions run once for them)."""
+        if len(parts) == 1:
+            return parts[0]
+        return Prepared(
+            InspectedFeatures.stack([p.features for p in parts]),
+            [i for p in parts for i in p.jeditaskids],
+            [f for p in parts for f in p.flags],
+            [j for p in parts for j in p.features_json],
+        )
+
 
 def parse_records(
     rows: Sequence[Any], field_name: str, taskparams: bool

@@ -1,0 +1,130 @@
+"""Requests of a few tasks computed together: the models and decisions once per loop turn.
+
+A request of a few tasks is prepared (validated, encoded) in its own handler, then waits
+here; the requests that reach this point during one turn of the event loop (those that
+arrived while the previous group was computed) go through ``Pipeline.run_many`` in one
+call. Most of a single task's CPU is the fixed cost of each numpy and model call (four
+targets' classes, their value models, the cost policy's grid), so a group pays it once,
+not once per request. Every step is row by row, so a task's answer is the one it gets
+alone (bit for bit with tree models; with the DNN champion to float32 rounding, as in any
+batch: its matrix products sum in another order for another number of rows). A group
+that fails is computed again request by request, so one request's failure
+is its own, never its neighbours' (as the group commit isolates its rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from scoutless.features.encoders import SMALL_BATCH
+from scoutless.service.answers import Outcome
+from scoutless.service.pipeline import Pipeline
+from scoutless.service.request_input import Prepared
+
+
+@dataclass
+class _Waiting:
+    prepared: Prepared
+    request_id: str
+    future: asyncio.Future[Outcome]
+
+
+@dataclass(frozen=True)
+class _Group:
+    """What requests must share to be computed together."""
+
+    pipeline: Pipeline  # the model served when each was prepared (a reload splits groups)
+    targets: tuple[str, ...] | None
+    policy: str
+    alpha: float
+    layout: str
+
+
+class LoopBatcher:
+    """Gathers prepared requests during a loop turn and computes each group at its end.
+
+    ``max_tasks`` bounds a group (the small-batch paths of the models: numpy trees,
+    plain lists); ``groups`` and ``requests`` count what was computed (a group of one
+    included)."""
+
+    def __init__(self, max_tasks: int = SMALL_BATCH) -> None:
+        self.max_tasks = max(1, max_tasks)
+        self.groups = 0
+        self.requests = 0
+        self._pending: dict[Hashable, list[_Waiting]] = {}
+        self._scheduled = False
+
+    async def outcome(
+        self,
+        pipeline: Pipeline,
+        prepared: Prepared,
+        request_id: str,
+        *,
+        targets: Sequence[str] | None,
+        policy: str,
+        alpha: float,
+        layout: str = "tasks",
+    ) -> Outcome:
+        """This request's outcome, computed with the others of this loop turn."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Outcome] = loop.create_future()
+        group = _Group(pipeline, tuple(targets) if targets else None, policy, alpha, layout)
+        self._pending.setdefault(group, []).append(_Waiting(prepared, request_id, future))
+        if not self._scheduled:  # after the handlers that are ready now have run
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        pending, self._pending = self._pending, {}
+        for group, waiting in pending.items():
+            for part in _parts(waiting, self.max_tasks):
+                self._compute(group, part)  # type: ignore[arg-type]
+
+    def _compute(self, group: _Group, waiting: list[_Waiting]) -> None:
+        live = [w for w in waiting if not w.future.done()]  # cancelled: the client left
+        if not live:
+            return
+        try:
+            outcomes = self._run(group, live)
+        except Exception as exc:
+            if len(live) == 1:
+                live[0].future.set_exception(exc)
+                return
+            for one in live:  # each request's own failure, or its answer
+                try:
+                    one.future.set_result(self._run(group, [one])[0])
+                except Exception as own:
+                    one.future.set_exception(own)
+            return
+        for one, outcome in zip(live, outcomes, strict=True):
+            one.future.set_result(outcome)
+
+    def _run(self, group: _Group, waiting: list[_Waiting]) -> list[Outcome]:
+        self.groups += 1
+        self.requests += len(waiting)
+        return group.pipeline.run_many(
+            [w.prepared for w in waiting],
+            [w.request_id for w in waiting],
+            targets=group.targets,
+            policy=group.policy,
+            alpha=group.alpha,
+            layout=group.layout,
+        )
+
+
+def _parts(waiting: list[_Waiting], max_tasks: int) -> list[list[_Waiting]]:
+    """``waiting`` in order, in parts of at most ``max_tasks`` tasks (a request whole)."""
+    parts: list[list[_Waiting]] = [[]]
+    tasks = 0
+    for one in waiting:
+        n = len(one.prepared.features)
+        if parts[-1] and tasks + n > max_tasks:
+            parts.append([])
+            tasks = 0
+        parts[-1].append(one)
+        tasks += n
+    return parts

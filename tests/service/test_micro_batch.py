@@ -1,0 +1,133 @@
+"""Requests of a few tasks are computed together (``service/micro_batch.py``): one model and
+decision pass per loop turn, every answer the one its request gets alone, every request's
+rows logged under its own id, and a failure in a group the failing request's alone."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scoutless.service.app import create_app
+from scoutless.service.micro_batch import LoopBatcher
+from scoutless.service.serving import ModelHolder
+
+LOOPBACK = ("127.0.0.1", 50000)
+
+
+def _task_ids(workdir: Path, n: int) -> list[int]:
+    with sqlite3.connect(workdir / "history.sqlite") as con:
+        rows = con.execute("SELECT jeditaskid FROM jedi_tasks ORDER BY jeditaskid LIMIT ?", (n,))
+        return [int(r[0]) for r in rows]
+
+
+def _without_timings(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k not in ("timings_ms", "request_id")}
+
+
+def test_concurrent_requests_are_computed_together_and_answered_as_alone(
+    demo_workdir, tmp_path
+) -> None:
+    """Twelve task-by-id requests at once on the cost policy (the shipped default: the
+    value models and the cost grid): fewer groups than requests, the same answers as one by one,
+    and each request's row in the prediction log under its own request id."""
+    ids = _task_ids(demo_workdir, 12)
+    log = tmp_path / "log.sqlite"
+    app = create_app(demo_workdir / "bundle", db_url=f"sqlite:///{demo_workdir / 'history.sqlite'}",
+                     log_db_url=f"sqlite:///{log}")  # fmt: skip
+
+    async def main() -> tuple[list[dict], list[dict], LoopBatcher]:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app, client=LOOPBACK)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+
+                def get(i: int, rid: str):  # fmt: skip
+                    return client.get(
+                        f"/v1/tasks/{i}/prediction?policy=cost", headers={"x-request-id": rid}
+                    )
+
+                together = await asyncio.gather(*[get(i, f"together-{i}") for i in ids])
+                alone = [await get(i, f"alone-{i}") for i in ids]
+            batcher = app.state.service.backend.batcher
+            return [r.json() for r in together], [r.json() for r in alone], batcher
+
+    together, alone, batcher = asyncio.run(main())
+    assert [b["policy"] for b in together] == ["cost"] * len(ids)
+    assert batcher.requests == 2 * len(ids)
+    assert batcher.groups < 2 * len(ids) - 1  # the gathered ones shared a group
+    for i, mine, single in zip(ids, together, alone, strict=True):
+        assert mine["request_id"] == f"together-{i}"
+        assert mine["tasks"][0]["jeditaskid"] == i and mine["tasks"][0]["index"] == 0
+        assert _without_timings(mine) == _without_timings(single)
+    with sqlite3.connect(log) as con:
+        logged = dict(con.execute("SELECT request_id, jeditaskid FROM scoutless_task_predictions"))
+    assert {f"together-{i}": i for i in ids}.items() <= logged.items()
+
+
+def test_a_failing_request_fails_alone_and_its_group_is_answered(real_pipeline) -> None:
+    pipeline, rows = real_pipeline
+    batcher = LoopBatcher()
+    run_many = pipeline.run_many
+
+    def refuses_bad(prepared, request_ids, **kw):
+        if "bad" in request_ids:
+            raise ValueError("bad request")
+        return run_many(prepared, request_ids, **kw)
+
+    async def main() -> list:
+        ask = [
+            batcher.outcome(
+                pipeline, pipeline.preprocess([row]), rid, targets=None, policy="argmax", alpha=0.05
+            )
+            for rid, row in zip(("a", "bad", "c"), rows, strict=False)
+        ]
+        return await asyncio.gather(*ask, return_exceptions=True)
+
+    pipeline.run_many = refuses_bad
+    try:
+        a, bad, c = asyncio.run(main())
+    finally:
+        del pipeline.run_many
+    assert isinstance(bad, ValueError)
+    assert a.log_rows[0]["request_id"] == "a" and c.log_rows[0]["request_id"] == "c"
+    assert batcher.groups == 4  # the group of three, then each request alone
+
+
+def test_groups_hold_at_most_max_tasks_and_keep_each_request_whole(real_pipeline) -> None:
+    pipeline, rows = real_pipeline
+    batcher = LoopBatcher(max_tasks=3)
+
+    async def main() -> list:
+        sizes = (2, 2, 1, 3)
+        ask = [
+            batcher.outcome(
+                pipeline,
+                pipeline.preprocess(rows[:n]),
+                f"r{k}",
+                targets=["memory"],
+                policy="argmax",
+                alpha=0.05,
+            )
+            for k, n in enumerate(sizes)
+        ]
+        return await asyncio.gather(*ask)
+
+    outcomes = asyncio.run(main())
+    assert [len(o.tasks) for o in outcomes] == [2, 2, 1, 3]
+    assert [list(o.tasks[0]["targets"]) for o in outcomes] == [["memory"]] * 4
+    assert batcher.groups == 3  # [2], [2, 1], [3]
+
+
+@pytest.fixture(scope="module")
+def real_pipeline(demo_workdir):
+    from service_fakes import task
+
+    holder = ModelHolder(demo_workdir / "bundle", targets=None, executor=ThreadPoolExecutor(2))
+    holder.load()
+    assert holder.current is not None
+    rows = [task(processingtype=p) for p in ("evgen", "simul", "reco")]
+    return holder.current.pipeline, rows
