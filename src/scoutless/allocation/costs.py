@@ -27,6 +27,7 @@ one place: the memory grace is the one the site guarantees
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -45,6 +46,12 @@ def congestion(load: float) -> float:
     so a core-hour there costs what it keeps others waiting; ``load`` clipped to
     [0, MAX_LOAD]."""
     return 1.0 / (1.0 - min(max(float(load), 0.0), MAX_LOAD))
+
+
+def free_cores(cores: float, load: float) -> float:
+    """The cores a cap of ``cores`` leaves a task when ``load`` of it is busy on average
+    (``load`` clipped as in :func:`congestion`)."""
+    return cores * (1.0 - min(max(float(load), 0.0), MAX_LOAD))
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,13 @@ class SiteRules:
     #: mean busy share of the long queue's and HIMEM's caps (0: free: the plain premium)
     long_load: float = 0.0
     himem_load: float = 0.0
+    #: cores of the width's pool, its long queue's cap and its HIMEM cap (inf: a room
+    #: without a cap, where no job waits for it) and the pool's mean busy share:
+    #: :func:`room_delay_hours` takes a task's wait in a capped room from them
+    pool_cores: float = math.inf
+    long_cores: float = math.inf
+    himem_cores: float = math.inf
+    pool_load: float = 0.0
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
@@ -115,6 +129,33 @@ class JobContext:
         return len(self.cores)
 
 
+def room_delay_hours(
+    rules: SiteRules, room: str, cores: np.ndarray, run_h: np.ndarray, n_jobs: np.ndarray
+) -> np.ndarray:
+    """Hours one job of ``cores`` × ``run_h`` sent to a capped ``room`` (``"long"``, the
+    long queue; ``"himem"``) adds to its task's completion, over the same job in the
+    width's pool (broadcast; 0 where the room has no cap).
+
+    Fluid, in the replay's own terms: a task's jobs in a room drain through the cores
+    the room's other load leaves free, F = cap × (1 − load) (:func:`free_cores`), so each
+    adds cores × run ÷ F to the task's end; the task's first job there waits as an
+    M/M/c queue's does at that load, load ÷ (1 − load) service times over the room's
+    slots, = load × cores × run ÷ F, shared among its ``n_jobs``. The same job in the pool
+    costs the same terms at the pool's size and load; only the excess is the room's."""
+    cap, load = (rules.long_cores, rules.long_load) if room == "long" else (
+        rules.himem_cores, rules.himem_load)  # fmt: skip
+    if not math.isfinite(cap):
+        return np.zeros(np.broadcast_shapes(np.shape(cores), np.shape(run_h)))
+    n = np.maximum(n_jobs, 1.0)
+    work_h = cores * run_h
+    in_room = work_h * (1.0 + min(max(load, 0.0), MAX_LOAD) / n) / free_cores(cap, load)
+    in_pool = 0.0
+    if math.isfinite(rules.pool_cores):
+        pool_load = min(max(rules.pool_load, 0.0), MAX_LOAD)
+        in_pool = work_h * (1.0 + pool_load / n) / free_cores(rules.pool_cores, pool_load)
+    return np.maximum(in_room - in_pool, 0.0)
+
+
 def memory_killed(alloc: np.ndarray, need: np.ndarray, rules: SiteRules) -> np.ndarray:
     """Whether a job needing ``need`` MB/core is killed at ramCount ``alloc``: above the
     grace times what its slot holds (broadcast)."""
@@ -144,7 +185,9 @@ def memory_cost(
     himem_border = rules.standard_mb_per_core / rules.memory_compensation
     himem_slot = np.maximum(need, alloc) > himem_border
     himem_price = prices.himem_core_hour * congestion(rules.himem_load)
-    himem = np.where(himem_slot, himem_price * cores * hours, 0.0)
+    n_jobs = job.n_jobs.reshape(-1, *extra)
+    waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", cores, hours, n_jobs)
+    himem = np.where(himem_slot, himem_price * cores * hours + waits, 0.0)
     return kill + slack + overuse + himem
 
 
@@ -198,7 +241,10 @@ def cputime_cost(
     if rules.short_maxtime_s is not None:
         on_long = held > rules.short_maxtime_s
         price = prices.long_queue_core_hour * congestion(rules.long_load)
-        long = np.where(on_long, price * cores * runs / 3600.0, 0.0)
+        n_jobs = job.n_jobs.reshape(-1, *extra)
+        waits = room_delay_hours(rules, "long", cores, runs / 3600.0, n_jobs)
+        long = np.where(on_long, price * cores * runs / 3600.0
+                        + prices.scout_delay_hour * waits, 0.0)  # fmt: skip
     return kill + slack + long
 
 

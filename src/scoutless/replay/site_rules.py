@@ -5,11 +5,13 @@ HIMEM or the long queue put on that width's caps."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
 
-from scoutless.allocation.costs import SiteRules
+from scoutless.allocation.allocate import Allocation
+from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.pool import LONG, pool_cores, standard_types
 from scoutless.replay.workload import Workload
@@ -30,38 +32,96 @@ WidthRules = Mapping[bool, SiteRules]
 def decision_rules(work: Workload, settings: Settings) -> dict[bool, SiteRules]:
     """Per width (multicore or not), the rules a decision assumes on this workload: the
     site's, with the memory grace the site guarantees
-    (``allocation.guaranteed_memory_grace``) and the load that the jobs which need that
-    width's HIMEM or long queue put on its caps (:func:`site_load`)."""
+    (``allocation.guaranteed_memory_grace``), the width's pool and caps in cores and the
+    load that the jobs which need that width's HIMEM or long queue put on its caps
+    (:func:`site_load`)."""
     rules = site_rules(work, settings.replay).deciding(settings.allocation)
     return {
-        multicore: dataclasses.replace(rules, long_load=long_load, himem_load=himem_load)
-        for multicore, (long_load, himem_load) in site_load(work, settings.replay, rules).items()
+        multicore: dataclasses.replace(rules, **fields)
+        for multicore, fields in site_load(work, settings.replay, rules).items()
     }
 
 
 def site_load(
     work: Workload, cfg: ReplaySettings, rules: SiteRules
-) -> dict[bool, tuple[float, float]]:
-    """Per width, the (long queue, HIMEM) mean busy share of its caps if every job went
+) -> dict[bool, dict[str, float]]:
+    """Per width, :class:`SiteRules`' room fields: the cores of its pool, long queue and
+    HIMEM (``pool_cores``: the caps) and the mean busy share of each if every job went
     where its own need sends it (a run above the short maxtime, a need above the standard
-    slot): the load the site carries whatever a strategy asks, in the pool's own terms
-    (``pool_cores``: the caps, the history's span)."""
+    slot): the load the site carries whatever a strategy asks, over the history's span."""
     cores = pool_cores(work, cfg)
-    span = float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
+    span = span_s(work)
     busy = work.cores * work.wall_s
     short = rules.short_maxtime_s
     long = work.wall_s > short if short is not None else np.zeros(work.n_jobs, bool)
     per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
     himem = per_core * rules.memory_compensation > rules.standard_mb_per_core
-    standard = standard_types(cfg.resource_types)
     out = {}
-    for multicore, name in standard.items():
+    for multicore, name in standard_types(cfg.resource_types).items():
         width = (work.cores > 1) == multicore
         himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
                         if t.multicore == multicore and k != name)  # fmt: skip
-        out[multicore] = (_share(busy[width & long].sum(), cores.get(name + LONG, 0), span),
-                          _share(busy[width & himem].sum(), himem_cap, span))  # fmt: skip
+        long_cap = cores.get(name + LONG, 0)
+        out[multicore] = {
+            "pool_cores": float(cores[name]),
+            "pool_load": _share(busy[width].sum(), cores[name], span),
+            "long_cores": float(long_cap) if long_cap > 0 else math.inf,
+            "long_load": _share(busy[width & long].sum(), long_cap, span),
+            "himem_cores": float(himem_cap) if himem_cap > 0 else math.inf,
+            "himem_load": _share(busy[width & himem].sum(), himem_cap, span),
+        }
     return out
+
+
+def span_s(work: Workload) -> float:
+    """The history's span the loads are shares of (as ``pool_cores`` sizes the pool)."""
+    return float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
+
+
+def chosen_loads(
+    allocations: Mapping[str, Allocation], job: JobContext, rules: WidthRules, work: Workload
+) -> dict[bool, dict[str, float]]:
+    """Per width, the (``long_load``, ``himem_load``) the allocations themselves put on
+    the caps: a task's expected jobs × cores × walltime, all of it where its value sends
+    every job there (a cpuTime whose limit is above the short maxtime, a ramCount above
+    the standard slot), else its predicted share of killed jobs (their retries go there:
+    the longest maxtime, the raised ramCount)."""
+    memory, cputime = allocations["memory"], allocations["cputime"]
+    busy = np.maximum(job.n_jobs, 1.0) * job.cores * job.wall_s
+    span = span_s(work)
+    out = {}
+    for multicore, width_rules in rules.items():
+        width = (job.cores > 1) == multicore
+        border = width_rules.standard_mb_per_core / width_rules.memory_compensation
+        himem = np.where(memory.value > border, 1.0, _killed_share(memory))
+        long = _killed_share(cputime)
+        if width_rules.short_maxtime_s is not None:
+            limit = walltime_limit_s(cputime.value, job, ())
+            long = np.where(limit > width_rules.short_maxtime_s, 1.0, long)
+        out[multicore] = {
+            "long_load": _share((busy * long)[width].sum(), width_rules.long_cores, span),
+            "himem_load": _share((busy * himem)[width].sum(), width_rules.himem_cores, span),
+        }
+    return out
+
+
+def with_loads(
+    rules: WidthRules, loads: Mapping[bool, Mapping[str, float]], floor: WidthRules
+) -> dict[bool, SiteRules]:
+    """Each width's rules at the mean of its loads and ``loads`` (a damped step towards
+    the loads the choices make), never below ``floor``'s (what the needs alone carry)."""
+    return {
+        w: dataclasses.replace(r, **{
+            k: max(getattr(floor[w], k), (getattr(r, k) + v) / 2.0) for k, v in loads[w].items()
+        })
+        for w, r in rules.items()
+    }  # fmt: skip
+
+
+def _killed_share(allocation: Allocation) -> np.ndarray:
+    if allocation.kill_probability is None:
+        return np.zeros(len(allocation.value))
+    return np.nan_to_num(allocation.kill_probability)
 
 
 def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
@@ -70,4 +130,4 @@ def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
 
 
 def _share(busy: float, cap: float, span: float) -> float:
-    return float(busy / (cap * span)) if cap > 0 and span > 0 else 0.0
+    return float(busy / (cap * span)) if 0 < cap < math.inf and span > 0 else 0.0
