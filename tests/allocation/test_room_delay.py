@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scoutless.allocation.allocate import cost_allocation
-from scoutless.allocation.costs import JobContext, SiteRules, free_cores, room_delay_hours
+from scoutless.allocation.costs import JobContext, SiteRules, room_delay_hours
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import Prices
 
@@ -27,20 +27,19 @@ def _job(n_jobs: float, wall_h: float = 20.0) -> JobContext:
     )  # fmt: skip
 
 
-def test_the_delay_is_the_jobs_drain_through_the_free_cores_over_the_pools():
-    # a 20-core cap half busy leaves 10 cores; a 100-core pool half busy, 50. A job of
-    # 2 cores x 5 h of a 4-job task: 10 core-h x (1 + 0.5 / 4) / 10 = 1.125 h in the
-    # room, 10 x 1.125 / 50 = 0.225 h in the pool: 0.9 h late
-    rules = SiteRules(pool_cores=100.0, pool_load=0.5, long_cores=20.0, long_load=0.5)
-    assert free_cores(20.0, 0.5) == 10.0
-    delay = room_delay_hours(rules, "long", np.array([2.0]), np.array([5.0]), np.array([4.0]))
-    assert delay[0] == pytest.approx(0.9)
-    # no cap on HIMEM here: no wait for it; a cap larger than the pool's free cores: none
-    himem = room_delay_hours(rules, "himem", np.array([2.0]), np.array([5.0]), np.array([4.0]))
-    assert himem[0] == 0.0
-    roomy = dataclasses.replace(rules, long_cores=1000.0)
-    none = room_delay_hours(roomy, "long", np.array([2.0]), np.array([5.0]), np.array([4.0]))
-    assert none[0] == 0.0
+def test_the_delay_is_the_drain_and_the_m_g_1_wait_over_the_pools():
+    # a 20-core long queue half busy, whose tasks' drains have a mean residual of 10 h;
+    # a 100-core pool half busy, residual 2 h. A job of 2 cores x 5 h of a 4-job task:
+    # 10 core-h / 20 + 0.5 / (1 - 0.5) x 10 h / 4 = 3.0 h in the room,
+    # 10 / 100 + 1 x 2 / 4 = 0.6 h in the pool: 2.4 h late
+    rules = SiteRules(pool_cores=100.0, pool_load=0.5, pool_residual_h=2.0, long_cores=20.0,
+                      long_load=0.5, long_residual_h=10.0)  # fmt: skip
+    job = np.array([2.0]), np.array([5.0]), np.array([4.0])
+    assert room_delay_hours(rules, "long", *job)[0] == pytest.approx(2.4)
+    # no cap on HIMEM here: no wait for it; an idle cap as large as the pool: none
+    assert room_delay_hours(rules, "himem", *job)[0] == 0.0
+    roomy = dataclasses.replace(rules, long_cores=100.0, long_load=0.0)
+    assert room_delay_hours(roomy, "long", *job)[0] == 0.0
 
 
 def test_a_tasks_own_demand_on_a_small_long_queue_moves_its_walltime_below_the_short_maxtime():

@@ -109,6 +109,8 @@ def test_the_loads_a_choice_puts_on_the_caps():
     loads = chosen_loads({"memory": memory, "cputime": cputime}, job, {False: rules}, work)
     assert loads[False]["himem_load"] == pytest.approx((10.0 + 2.0) / (2.0 * span_h))
     assert loads[False]["long_load"] == pytest.approx(20.0 / (4.0 * span_h))
+    # drains through HIMEM's 2 cores: 10 / 2 = 5 h and 2 / 2 = 1 h: E[S²] / 2 E[S] = 26 / 12
+    assert loads[False]["himem_residual_h"] == pytest.approx(26.0 / 12.0)
     # a damped step from the needs' loads, never below them
     floor = {False: dataclasses.replace(rules, himem_load=0.5, long_load=0.1)}
     stepped = with_loads(floor, loads, floor)[False]

@@ -48,12 +48,6 @@ def congestion(load: float) -> float:
     return 1.0 / (1.0 - min(max(float(load), 0.0), MAX_LOAD))
 
 
-def free_cores(cores: float, load: float) -> float:
-    """The cores a cap of ``cores`` leaves a task when ``load`` of it is busy on average
-    (``load`` clipped as in :func:`congestion`)."""
-    return cores * (1.0 - min(max(float(load), 0.0), MAX_LOAD))
-
-
 @dataclass(frozen=True)
 class SiteRules:
     """The rules an allocation meets: the kill factor, the standard slot, the queues."""
@@ -74,12 +68,16 @@ class SiteRules:
     long_load: float = 0.0
     himem_load: float = 0.0
     #: cores of the width's pool, its long queue's cap and its HIMEM cap (inf: a room
-    #: without a cap, where no job waits for it) and the pool's mean busy share:
-    #: :func:`room_delay_hours` takes a task's wait in a capped room from them
+    #: without a cap, where no job waits for it), the pool's mean busy share and each
+    #: one's mean residual drain of a task, hours (E[S²] ÷ 2 E[S] of the tasks' work
+    #: there over its cores): :func:`room_delay_hours` takes a task's wait from them
     pool_cores: float = math.inf
     long_cores: float = math.inf
     himem_cores: float = math.inf
     pool_load: float = 0.0
+    pool_residual_h: float = 0.0
+    long_residual_h: float = 0.0
+    himem_residual_h: float = 0.0
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
@@ -136,24 +134,34 @@ def room_delay_hours(
     long queue; ``"himem"``) adds to its task's completion, over the same job in the
     width's pool (broadcast; 0 where the room has no cap).
 
-    Fluid, in the replay's own terms: a task's jobs in a room drain through the cores
-    the room's other load leaves free, F = cap × (1 − load) (:func:`free_cores`), so each
-    adds cores × run ÷ F to the task's end; the task's first job there waits as an
-    M/M/c queue's does at that load, load ÷ (1 − load) service times over the room's
-    slots, = load × cores × run ÷ F, shared among its ``n_jobs``. The same job in the pool
-    costs the same terms at the pool's size and load; only the excess is the room's."""
-    cap, load = (rules.long_cores, rules.long_load) if room == "long" else (
-        rules.himem_cores, rules.himem_load)  # fmt: skip
+    In the replay's own terms, a room is one server of its cap's cores that serves tasks
+    in turn (PanDA's order: the oldest queued first): a task's jobs there drain in
+    cores × run ÷ cap each, after the task has waited for the work queued before it, the
+    Pollaczek–Khinchine wait of an M/G/1 queue, load ÷ (1 − load) × the mean residual
+    drain of the tasks it serves (``*_residual_h``: E[S²] ÷ 2 E[S] of their drains S),
+    shared among the task's ``n_jobs``. The same job in the pool costs the same terms at
+    the pool's cores, load and residual; only the excess is the room's."""
+    if room == "long":
+        cap, load, residual = rules.long_cores, rules.long_load, rules.long_residual_h
+    else:
+        cap, load, residual = rules.himem_cores, rules.himem_load, rules.himem_residual_h
     if not math.isfinite(cap):
         return np.zeros(np.broadcast_shapes(np.shape(cores), np.shape(run_h)))
     n = np.maximum(n_jobs, 1.0)
     work_h = cores * run_h
-    in_room = work_h * (1.0 + min(max(load, 0.0), MAX_LOAD) / n) / free_cores(cap, load)
+    in_room = work_h / cap + _queue_wait_h(load, residual) / n
     in_pool = 0.0
     if math.isfinite(rules.pool_cores):
-        pool_load = min(max(rules.pool_load, 0.0), MAX_LOAD)
-        in_pool = work_h * (1.0 + pool_load / n) / free_cores(rules.pool_cores, pool_load)
+        in_pool = (
+            work_h / rules.pool_cores + _queue_wait_h(rules.pool_load, rules.pool_residual_h) / n
+        )
     return np.maximum(in_room - in_pool, 0.0)
+
+
+def _queue_wait_h(load: float, residual_h: float) -> float:
+    """The M/G/1 (Pollaczek–Khinchine) wait: load ÷ (1 − load) × the mean residual
+    service, ``load`` clipped as in :func:`congestion`."""
+    return (congestion(load) - 1.0) * residual_h
 
 
 def memory_killed(alloc: np.ndarray, need: np.ndarray, rules: SiteRules) -> np.ndarray:

@@ -46,9 +46,10 @@ def site_load(
     work: Workload, cfg: ReplaySettings, rules: SiteRules
 ) -> dict[bool, dict[str, float]]:
     """Per width, :class:`SiteRules`' room fields: the cores of its pool, long queue and
-    HIMEM (``pool_cores``: the caps) and the mean busy share of each if every job went
-    where its own need sends it (a run above the short maxtime, a need above the standard
-    slot): the load the site carries whatever a strategy asks, over the history's span."""
+    HIMEM (``pool_cores``: the caps), and the load and residual drain of each
+    (:func:`_room_terms`) if every job went where its own need sends it (a run above the
+    short maxtime, a need above the standard slot): what the site carries whatever a
+    strategy asks, over the history's span."""
     cores = pool_cores(work, cfg)
     span = span_s(work)
     busy = work.cores * work.wall_s
@@ -56,21 +57,32 @@ def site_load(
     long = work.wall_s > short if short is not None else np.zeros(work.n_jobs, bool)
     per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
     himem = per_core * rules.memory_compensation > rules.standard_mb_per_core
+    per_task = lambda rows: np.bincount(  # noqa: E731
+        work.task[rows], weights=busy[rows], minlength=work.n_tasks
+    )
     out = {}
     for multicore, name in standard_types(cfg.resource_types).items():
         width = (work.cores > 1) == multicore
         himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
                         if t.multicore == multicore and k != name)  # fmt: skip
         long_cap = cores.get(name + LONG, 0)
-        out[multicore] = {
-            "pool_cores": float(cores[name]),
-            "pool_load": _share(busy[width].sum(), cores[name], span),
-            "long_cores": float(long_cap) if long_cap > 0 else math.inf,
-            "long_load": _share(busy[width & long].sum(), long_cap, span),
-            "himem_cores": float(himem_cap) if himem_cap > 0 else math.inf,
-            "himem_load": _share(busy[width & himem].sum(), himem_cap, span),
-        }
+        caps = {"pool": cores[name], "long": long_cap, "himem": himem_cap}
+        out[multicore] = {f"{room}_cores": float(cap) if cap > 0 else math.inf
+                          for room, cap in caps.items()}  # fmt: skip
+        for room, rows in (("pool", width), ("long", width & long), ("himem", width & himem)):
+            out[multicore].update(_room_terms(room, per_task(rows), caps[room], span))
     return out
+
+
+def _room_terms(room: str, task_core_s: np.ndarray, cap: float, span: float) -> dict[str, float]:
+    """A room's ``<room>_load`` (its tasks' work over its cores × the span) and
+    ``<room>_residual_h``: E[S²] ÷ 2 E[S] of the drains S (a task's work there over its
+    cores, hours) of the tasks that use it, the mean residual of an M/G/1 server."""
+    if not 0 < cap < math.inf or span <= 0:
+        return {f"{room}_load": 0.0, f"{room}_residual_h": 0.0}
+    drains = task_core_s[task_core_s > 0] / cap / 3600.0
+    residual = float((drains**2).sum() / (2.0 * drains.sum())) if drains.size else 0.0
+    return {f"{room}_load": float(task_core_s.sum() / (cap * span)), f"{room}_residual_h": residual}
 
 
 def span_s(work: Workload) -> float:
@@ -81,8 +93,8 @@ def span_s(work: Workload) -> float:
 def chosen_loads(
     allocations: Mapping[str, Allocation], job: JobContext, rules: WidthRules, work: Workload
 ) -> dict[bool, dict[str, float]]:
-    """Per width, the (``long_load``, ``himem_load``) the allocations themselves put on
-    the caps: a task's expected jobs × cores × walltime, all of it where its value sends
+    """Per width, the long queue's and HIMEM's load and residual drain (``_room_terms``)
+    the allocations themselves make: a task's expected jobs × cores × walltime, all of it where its value sends
     every job there (a cpuTime whose limit is above the short maxtime, a ramCount above
     the standard slot), else its predicted share of killed jobs (their retries go there:
     the longest maxtime, the raised ramCount)."""
@@ -99,17 +111,19 @@ def chosen_loads(
             limit = walltime_limit_s(cputime.value, job, ())
             long = np.where(limit > width_rules.short_maxtime_s, 1.0, long)
         out[multicore] = {
-            "long_load": _share((busy * long)[width].sum(), width_rules.long_cores, span),
-            "himem_load": _share((busy * himem)[width].sum(), width_rules.himem_cores, span),
-        }
+            **_room_terms("long", np.where(width, busy * long, 0.0), width_rules.long_cores, span),
+            **_room_terms("himem", np.where(width, busy * himem, 0.0), width_rules.himem_cores,
+                          span),
+        }  # fmt: skip
     return out
 
 
 def with_loads(
     rules: WidthRules, loads: Mapping[bool, Mapping[str, float]], floor: WidthRules
 ) -> dict[bool, SiteRules]:
-    """Each width's rules at the mean of its loads and ``loads`` (a damped step towards
-    the loads the choices make), never below ``floor``'s (what the needs alone carry)."""
+    """Each width's rules at the mean of its room terms (loads, residual drains) and
+    ``loads``' (a damped step towards those the choices make), never below ``floor``'s
+    (what the needs alone carry)."""
     return {
         w: dataclasses.replace(r, **{
             k: max(getattr(floor[w], k), (getattr(r, k) + v) / 2.0) for k, v in loads[w].items()
@@ -127,7 +141,3 @@ def _killed_share(allocation: Allocation) -> np.ndarray:
 def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
     """One width's rules (the same rules for both where one is given)."""
     return rules if isinstance(rules, SiteRules) else rules[multicore]
-
-
-def _share(busy: float, cap: float, span: float) -> float:
-    return float(busy / (cap * span)) if 0 < cap < math.inf and span > 0 else 0.0
