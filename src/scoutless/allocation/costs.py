@@ -27,6 +27,7 @@ one place: the memory grace is the one the site guarantees
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -66,6 +67,17 @@ class SiteRules:
     #: mean busy share of the long queue's and HIMEM's caps (0: free: the plain premium)
     long_load: float = 0.0
     himem_load: float = 0.0
+    #: cores of the width's pool, its long queue's cap and its HIMEM cap (inf: a room
+    #: without a cap, where no job waits for it), the pool's mean busy share and each
+    #: one's mean residual drain of a task, hours (E[S²] ÷ 2 E[S] of the tasks' work
+    #: there over its cores): :func:`room_delay_hours` takes a task's wait from them
+    pool_cores: float = math.inf
+    long_cores: float = math.inf
+    himem_cores: float = math.inf
+    pool_load: float = 0.0
+    pool_residual_h: float = 0.0
+    long_residual_h: float = 0.0
+    himem_residual_h: float = 0.0
 
     @classmethod
     def of(cls, replay: ReplaySettings) -> SiteRules:
@@ -115,6 +127,43 @@ class JobContext:
         return len(self.cores)
 
 
+def room_delay_hours(
+    rules: SiteRules, room: str, cores: np.ndarray, run_h: np.ndarray, n_jobs: np.ndarray
+) -> np.ndarray:
+    """Hours one job of ``cores`` × ``run_h`` sent to a capped ``room`` (``"long"``, the
+    long queue; ``"himem"``) adds to its task's completion, over the same job in the
+    width's pool (broadcast; 0 where the room has no cap).
+
+    In the replay's own terms, a room is one server of its cap's cores that serves tasks
+    in turn (PanDA's order: the oldest queued first): a task's jobs there drain in
+    cores × run ÷ cap each, after the task has waited for the work queued before it, the
+    Pollaczek–Khinchine wait of an M/G/1 queue, load ÷ (1 − load) × the mean residual
+    drain of the tasks it serves (``*_residual_h``: E[S²] ÷ 2 E[S] of their drains S),
+    shared among the task's ``n_jobs``. The same job in the pool costs the same terms at
+    the pool's cores, load and residual; only the excess is the room's."""
+    if room == "long":
+        cap, load, residual = rules.long_cores, rules.long_load, rules.long_residual_h
+    else:
+        cap, load, residual = rules.himem_cores, rules.himem_load, rules.himem_residual_h
+    if not math.isfinite(cap):
+        return np.zeros(np.broadcast_shapes(np.shape(cores), np.shape(run_h)))
+    n = np.maximum(n_jobs, 1.0)
+    work_h = cores * run_h
+    in_room = work_h / cap + _queue_wait_h(load, residual) / n
+    in_pool = 0.0
+    if math.isfinite(rules.pool_cores):
+        in_pool = (
+            work_h / rules.pool_cores + _queue_wait_h(rules.pool_load, rules.pool_residual_h) / n
+        )
+    return np.maximum(in_room - in_pool, 0.0)
+
+
+def _queue_wait_h(load: float, residual_h: float) -> float:
+    """The M/G/1 (Pollaczek–Khinchine) wait: load ÷ (1 − load) × the mean residual
+    service, ``load`` clipped as in :func:`congestion`."""
+    return (congestion(load) - 1.0) * residual_h
+
+
 def memory_killed(alloc: np.ndarray, need: np.ndarray, rules: SiteRules) -> np.ndarray:
     """Whether a job needing ``need`` MB/core is killed at ramCount ``alloc``: above the
     grace times what its slot holds (broadcast)."""
@@ -144,7 +193,9 @@ def memory_cost(
     himem_border = rules.standard_mb_per_core / rules.memory_compensation
     himem_slot = np.maximum(need, alloc) > himem_border
     himem_price = prices.himem_core_hour * congestion(rules.himem_load)
-    himem = np.where(himem_slot, himem_price * cores * hours, 0.0)
+    n_jobs = job.n_jobs.reshape(-1, *extra)
+    waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", cores, hours, n_jobs)
+    himem = np.where(himem_slot, himem_price * cores * hours + waits, 0.0)
     return kill + slack + overuse + himem
 
 
@@ -198,7 +249,10 @@ def cputime_cost(
     if rules.short_maxtime_s is not None:
         on_long = held > rules.short_maxtime_s
         price = prices.long_queue_core_hour * congestion(rules.long_load)
-        long = np.where(on_long, price * cores * runs / 3600.0, 0.0)
+        n_jobs = job.n_jobs.reshape(-1, *extra)
+        waits = room_delay_hours(rules, "long", cores, runs / 3600.0, n_jobs)
+        long = np.where(on_long, price * cores * runs / 3600.0
+                        + prices.scout_delay_hour * waits, 0.0)  # fmt: skip
     return kill + slack + long
 
 

@@ -104,6 +104,13 @@ class AllocationSettings(BaseModel):
         "factor (1: none assumed); only above 1 does the decision consider ramCount below the "
         "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
     )
+    load_rounds: int = Field(
+        2,
+        ge=0,
+        le=8,
+        description="the replay's cost policy: rounds that re-decide at the long queue's and "
+        "HIMEM's load the last choice put on them (0: the load the needs alone carry)",
+    )
     job_spread_points: int = Field(
         8, ge=1, le=64, description="factors of a task's jobs around its value priced per task"
     )

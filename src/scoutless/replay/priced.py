@@ -15,13 +15,17 @@ from what the replay's attempts did rather than expected, in core-hours:
 - ``walltime_slack``: core-hours of walltime limit successful attempts did not use ×
   ``walltime_slack_core_hour``;
 - ``scout_wait``: hours from a task's submission to its scouts' avalanche ×
-  ``scout_delay_hour``.
+  ``scout_delay_hour``;
+- ``room_delay``: hours by which the longest queue wait of a task's attempts in a capped
+  room (the long queue, a HIMEM slot) exceeds the longest of its attempts in the pool
+  alone × ``scout_delay_hour`` (an hour a task is late is priced alike whatever it waits
+  for): what the decision's :func:`~scoutless.allocation.costs.room_delay_hours` expects.
 
 Prices are the global ones with the overrides of each task's standard resource type, as
-the decision takes them (``replay/submission.py``'s ``price_groups``). Queueing delay is
-not priced (only the scouts' wait): ``oracle``, each job its own need, has no kill, no
-slack and no HIMEM or long-queue core-hour a job did not need, so it bounds every
-strategy's priced total up to the congestion its own load sets.
+the decision takes them (``replay/submission.py``'s ``price_groups``). Other queueing
+is not priced: ``oracle``, each job its own need, has no kill, no slack and no HIMEM or
+long-queue core-hour or wait a job did not need, so it bounds every strategy's priced
+total up to the congestion and waits its own load sets.
 """
 
 from __future__ import annotations
@@ -44,14 +48,14 @@ GB_HOUR = 1024.0 * HOUR
 #: priced_components' keys, in the order the tables show them
 COMPONENTS: tuple[str, ...] = (
     "kills", "memory_slack", "memory_overuse", "himem", "long_queue", "walltime_slack",
-    "scout_wait",
+    "scout_wait", "room_delay",
 )  # fmt: skip
 #: component -> the Prices field that prices it
 PRICE_OF: dict[str, str] = {
     "memory_slack": "memory_gb_hour", "memory_overuse": "memory_overuse_gb_hour",
     "himem": "himem_core_hour", "long_queue": "long_queue_core_hour",
     "walltime_slack": "walltime_slack_core_hour", "scout_wait": "scout_delay_hour",
-    "kills": "kill_overhead",
+    "kills": "kill_overhead", "room_delay": "scout_delay_hour",
 }  # fmt: skip
 
 
@@ -133,6 +137,7 @@ def priced_total(
         "long_queue": p["long_queue_core_hour"] * factor["long_queue"] * result.long_core_s / HOUR,
         "walltime_slack": p["walltime_slack_core_hour"] * result.walltime_slack_core_s / HOUR,
         "scout_wait": p["scout_delay_hour"] * result.scout_wait_s / HOUR,
+        "room_delay": p["scout_delay_hour"] * result.room_delay_s / HOUR,
     }
     totals = {k: float(np.sum(v)) for k, v in components.items()}
     return {

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 #: ReplayResult's per-task arrays that the priced total reads
 PRICED_FIELDS = (
     "killed_job_core_s", "priced_slack_mb_s", "overuse_mb_s", "himem_core_s", "long_core_s",
-    "scout_wait_s",
+    "scout_wait_s", "room_delay_s",
 )  # fmt: skip
 SCOUTING, RUNNING, BROKEN, EXHAUSTED = 0, 1, 2, 3
 
@@ -78,10 +78,13 @@ class ReplayResult:
     #: full length (core·s), memory held above max(need, the share of the slot its need
     #: requires) and used above the allocation by surviving attempts (MB·s), core·s in
     #: HIMEM slots or of HIMEM-class needs and on the long queue, and the wait for the
-    #: scouts (submission → avalanche, s)
+    #: scouts (submission → avalanche, s); and how much longer its attempts in a capped
+    #: room (the long queue, a HIMEM slot) waited than those in the pool alone (the
+    #: longest queue wait of each kind, s)
     killed_job_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     priced_slack_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     overuse_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     himem_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     long_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     scout_wait_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    room_delay_s: np.ndarray = field(default_factory=lambda: np.zeros(0))

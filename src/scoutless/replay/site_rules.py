@@ -5,11 +5,13 @@ HIMEM or the long queue put on that width's caps."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
 
-from scoutless.allocation.costs import SiteRules
+from scoutless.allocation.allocate import Allocation
+from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.pool import LONG, pool_cores, standard_types
 from scoutless.replay.workload import Workload
@@ -30,44 +32,112 @@ WidthRules = Mapping[bool, SiteRules]
 def decision_rules(work: Workload, settings: Settings) -> dict[bool, SiteRules]:
     """Per width (multicore or not), the rules a decision assumes on this workload: the
     site's, with the memory grace the site guarantees
-    (``allocation.guaranteed_memory_grace``) and the load that the jobs which need that
-    width's HIMEM or long queue put on its caps (:func:`site_load`)."""
+    (``allocation.guaranteed_memory_grace``), the width's pool and caps in cores and the
+    load that the jobs which need that width's HIMEM or long queue put on its caps
+    (:func:`site_load`)."""
     rules = site_rules(work, settings.replay).deciding(settings.allocation)
     return {
-        multicore: dataclasses.replace(rules, long_load=long_load, himem_load=himem_load)
-        for multicore, (long_load, himem_load) in site_load(work, settings.replay, rules).items()
+        multicore: dataclasses.replace(rules, **fields)
+        for multicore, fields in site_load(work, settings.replay, rules).items()
     }
 
 
 def site_load(
     work: Workload, cfg: ReplaySettings, rules: SiteRules
-) -> dict[bool, tuple[float, float]]:
-    """Per width, the (long queue, HIMEM) mean busy share of its caps if every job went
-    where its own need sends it (a run above the short maxtime, a need above the standard
-    slot): the load the site carries whatever a strategy asks, in the pool's own terms
-    (``pool_cores``: the caps, the history's span)."""
+) -> dict[bool, dict[str, float]]:
+    """Per width, :class:`SiteRules`' room fields: the cores of its pool, long queue and
+    HIMEM (``pool_cores``: the caps), and the load and residual drain of each
+    (:func:`_room_terms`) if every job went where its own need sends it (a run above the
+    short maxtime, a need above the standard slot): what the site carries whatever a
+    strategy asks, over the history's span."""
     cores = pool_cores(work, cfg)
-    span = float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
+    span = span_s(work)
     busy = work.cores * work.wall_s
     short = rules.short_maxtime_s
     long = work.wall_s > short if short is not None else np.zeros(work.n_jobs, bool)
     per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
     himem = per_core * rules.memory_compensation > rules.standard_mb_per_core
-    standard = standard_types(cfg.resource_types)
+    per_task = lambda rows: np.bincount(  # noqa: E731
+        work.task[rows], weights=busy[rows], minlength=work.n_tasks
+    )
     out = {}
-    for multicore, name in standard.items():
+    for multicore, name in standard_types(cfg.resource_types).items():
         width = (work.cores > 1) == multicore
         himem_cap = sum(cores[k] for k, t in cfg.resource_types.items()
                         if t.multicore == multicore and k != name)  # fmt: skip
-        out[multicore] = (_share(busy[width & long].sum(), cores.get(name + LONG, 0), span),
-                          _share(busy[width & himem].sum(), himem_cap, span))  # fmt: skip
+        long_cap = cores.get(name + LONG, 0)
+        caps = {"pool": cores[name], "long": long_cap, "himem": himem_cap}
+        out[multicore] = {f"{room}_cores": float(cap) if cap > 0 else math.inf
+                          for room, cap in caps.items()}  # fmt: skip
+        for room, rows in (("pool", width), ("long", width & long), ("himem", width & himem)):
+            out[multicore].update(_room_terms(room, per_task(rows), caps[room], span))
     return out
+
+
+def _room_terms(room: str, task_core_s: np.ndarray, cap: float, span: float) -> dict[str, float]:
+    """A room's ``<room>_load`` (its tasks' work over its cores × the span) and
+    ``<room>_residual_h``: E[S²] ÷ 2 E[S] of the drains S (a task's work there over its
+    cores, hours) of the tasks that use it, the mean residual of an M/G/1 server."""
+    if not 0 < cap < math.inf or span <= 0:
+        return {f"{room}_load": 0.0, f"{room}_residual_h": 0.0}
+    drains = task_core_s[task_core_s > 0] / cap / 3600.0
+    residual = float((drains**2).sum() / (2.0 * drains.sum())) if drains.size else 0.0
+    return {f"{room}_load": float(task_core_s.sum() / (cap * span)), f"{room}_residual_h": residual}
+
+
+def span_s(work: Workload) -> float:
+    """The history's span the loads are shares of (as ``pool_cores`` sizes the pool)."""
+    return float(work.submit_s.max() - work.submit_s.min()) + float(np.median(work.wall_s))
+
+
+def chosen_loads(
+    allocations: Mapping[str, Allocation], job: JobContext, rules: WidthRules, work: Workload
+) -> dict[bool, dict[str, float]]:
+    """Per width, the long queue's and HIMEM's load and residual drain (``_room_terms``)
+    the allocations themselves make: a task's expected jobs × cores × walltime, all of it where its value sends
+    every job there (a cpuTime whose limit is above the short maxtime, a ramCount above
+    the standard slot), else its predicted share of killed jobs (their retries go there:
+    the longest maxtime, the raised ramCount)."""
+    memory, cputime = allocations["memory"], allocations["cputime"]
+    busy = np.maximum(job.n_jobs, 1.0) * job.cores * job.wall_s
+    span = span_s(work)
+    out = {}
+    for multicore, width_rules in rules.items():
+        width = (job.cores > 1) == multicore
+        border = width_rules.standard_mb_per_core / width_rules.memory_compensation
+        himem = np.where(memory.value > border, 1.0, _killed_share(memory))
+        long = _killed_share(cputime)
+        if width_rules.short_maxtime_s is not None:
+            limit = walltime_limit_s(cputime.value, job, ())
+            long = np.where(limit > width_rules.short_maxtime_s, 1.0, long)
+        out[multicore] = {
+            **_room_terms("long", np.where(width, busy * long, 0.0), width_rules.long_cores, span),
+            **_room_terms("himem", np.where(width, busy * himem, 0.0), width_rules.himem_cores,
+                          span),
+        }  # fmt: skip
+    return out
+
+
+def with_loads(
+    rules: WidthRules, loads: Mapping[bool, Mapping[str, float]], floor: WidthRules
+) -> dict[bool, SiteRules]:
+    """Each width's rules at the mean of its room terms (loads, residual drains) and
+    ``loads``' (a damped step towards those the choices make), never below ``floor``'s
+    (what the needs alone carry)."""
+    return {
+        w: dataclasses.replace(r, **{
+            k: max(getattr(floor[w], k), (getattr(r, k) + v) / 2.0) for k, v in loads[w].items()
+        })
+        for w, r in rules.items()
+    }  # fmt: skip
+
+
+def _killed_share(allocation: Allocation) -> np.ndarray:
+    if allocation.kill_probability is None:
+        return np.zeros(len(allocation.value))
+    return np.nan_to_num(allocation.kill_probability)
 
 
 def rules_of(rules: SiteRules | WidthRules, multicore: bool) -> SiteRules:
     """One width's rules (the same rules for both where one is given)."""
     return rules if isinstance(rules, SiteRules) else rules[multicore]
-
-
-def _share(busy: float, cap: float, span: float) -> float:
-    return float(busy / (cap * span)) if cap > 0 and span > 0 else 0.0

@@ -38,7 +38,13 @@ from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
 from scoutless.allocation.policies import make_policy
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
-from scoutless.replay.site_rules import WidthRules, decision_rules, rules_of
+from scoutless.replay.site_rules import (
+    WidthRules,
+    chosen_loads,
+    decision_rules,
+    rules_of,
+    with_loads,
+)
 from scoutless.replay.workload import TaskEstimator, Workload
 
 if TYPE_CHECKING:
@@ -213,6 +219,29 @@ def decide(
     raise ValueError(f"policy {policy!r} allocates a class, not a value: use cost or value")
 
 
+def settled_decide(
+    dists: Mapping[str, ValueDistribution],
+    levels: Mapping[str, ConformalLevels | None],
+    job: JobContext,
+    settings: Settings,
+    work: Workload,
+    policy: str,
+    alpha: float,
+    spreads: Mapping[str, JobSpread] | None = None,
+) -> tuple[dict[str, Allocation], dict[bool, SiteRules]]:
+    """:func:`decide` at the caps' loads its own choices make: from the load the needs
+    alone carry (:func:`decision_rules`), ``allocation.load_rounds`` damped steps towards
+    the load the last choice put on the long queue and HIMEM (:func:`chosen_loads`), each
+    followed by a new choice (the cost policy only: the value policy prices nothing)."""
+    floor = decision_rules(work, settings)
+    rules = floor
+    allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
+    for _ in range(settings.allocation.load_rounds if policy == "cost" else 0):
+        rules = with_loads(rules, chosen_loads(allocations, job, rules, work), floor)
+        allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
+    return allocations, rules
+
+
 def measured_values(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
     """Each task's ramCount and cpuTime from all its units (the target code; NaN: none)."""
     ram, cpu = TaskEstimator(work, settings)(np.arange(work.n_jobs))
@@ -308,7 +337,9 @@ def model_submission(
     spreads = job_spreads(work, settings) if spreads is None else spreads
     allocations: dict[str, Allocation] = {}
     if policy in VALUE_POLICIES:
-        allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
+        allocations, rules = settled_decide(
+            dists, levels, job, settings, work, policy, alpha, spreads
+        )
         values = {t: a.value for t, a in allocations.items()}
     else:
         values = class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy, alpha=alpha)
@@ -341,10 +372,9 @@ def truth_submission(
     missing = [t for t in ALLOCATED_TARGETS if t not in truth]
     if missing:
         raise ValueError(f"the synthetic truth has no distribution of {missing[0]!r}")
-    rules = decision_rules(work, settings)
     spreads = job_spreads(work, settings) if spreads is None else spreads
     job = _job_of(truth, work)
-    allocations = decide(truth, {}, job, settings, rules, policy, alpha, spreads)
+    allocations, _ = settled_decide(truth, {}, job, settings, work, policy, alpha, spreads)
     return Submission(allocations["memory"].value, allocations["cputime"].value, allocations)
 
 

@@ -44,7 +44,10 @@ class TaskTally:
         self.wall_rel = [0.0] * n_t
         self.wall_spare = [0.0] * n_t
         self.scout_ram = [math.nan] * n_t
-        self.priced = {key: [0.0] * n_t for key in PRICED_FIELDS}
+        self.priced = {key: [0.0] * n_t for key in PRICED_FIELDS if key != "room_delay_s"}
+        # the longest queue wait of an attempt in a capped room / in the pool alone
+        self.room_wait = [0.0] * n_t
+        self.pool_wait = [0.0] * n_t
 
     def account_slack(
         self, j: int, t: int, runtime: float, alloc: float, limit: float | None
@@ -80,6 +83,13 @@ class TaskTally:
         priced["priced_slack_mb_s"][t] += max(alloc - held_anyway, 0.0) * runtime
         priced["overuse_mb_s"][t] += max(self.need[j] - alloc, 0.0) * runtime
 
+    def account_wait(self, t: int, wait_s: float, in_room: bool) -> None:
+        """An attempt's queue wait (queued → started), in a capped room (the long queue, a
+        HIMEM slot) or in the pool alone."""
+        waits = self.room_wait if in_room else self.pool_wait
+        if wait_s > waits[t]:
+            waits[t] = wait_s
+
     def result(self) -> ReplayResult:
         arr = np.asarray
         status = arr(self.state)
@@ -110,4 +120,5 @@ class TaskTally:
             attempt_log=None if self.log is None else AttemptLog.of(self.log),
             sizing={} if self.plan.sizer is None else self.plan.sizer.summary(),
             **{key: arr(values, dtype=float) for key, values in self.priced.items()},
+            room_delay_s=np.maximum(arr(self.room_wait) - arr(self.pool_wait), 0.0),
         )
