@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from replay_helpers import ValuePredictor, settings_with
+from scipy.stats import norm
 
 from scoutless.allocation.values import ValueDistribution
 from scoutless.replay.runner import run_plans
@@ -115,3 +116,49 @@ def test_online_sizes_with_the_engine_learning_each_outcome_kills_censored():
     # the later allocations move to the new needs: the last jobs fit at the first attempt
     assert result.first_ok[-8:].all() and np.all(first[-8:] < 2 * need[-8:])
     assert result.first_ok[8:16].mean() < result.first_ok[-8:].mean()
+
+
+def _deciding(grace: float = 1.0, cap: float = 0.25, maxtime_h: float = 72, **prices) -> tuple:
+    """Four one-core jobs needing 4,000 MB for 2 h (above the 2,000 MB slot) and a model that
+    knows it (σ 0.1); the pilot kills at 2× (the site's behaviour); ``prices`` override."""
+    rows = _rows().assign(memory_value=4000.0, memory_request=16000.0)
+    settings = settings_with(queue_maxtime_s=maxtime_h * H, memory_kill_factor=2.0)
+    alloc = settings.allocation.model_copy(update={
+        "guaranteed_memory_grace": grace, "max_kill_probability": cap,
+        "prices": settings.allocation.prices.model_copy(update=prices),
+    })  # fmt: skip
+    settings = settings.model_copy(update={"allocation": alloc})
+    dists = {
+        "memory": ValueDistribution.of(0, np.log([4000.0] * 4), 0.1),
+        "walltime": ValueDistribution.of(0, np.log([2 * H] * 4), 0.1),
+    }
+    work = trace_workload(rows, settings)
+    plans, _ = trace_plans(rows, settings, ValuePredictor(dists, [0, 1, 2, 3]), work=work)
+    return {p.name: p for p in plans}, settings, dists
+
+
+def _killed_share(values: np.ndarray, dist: ValueDistribution) -> np.ndarray:
+    """P(need > value) under the model's (exact, lognormal) distribution."""
+    return norm.sf((np.log(values) - dist.mu) / dist.sigma)
+
+
+def test_a_trace_decides_under_the_guaranteed_grace_not_the_pilots():
+    # memory above the allocation costs nothing here: only a grace the decision counts on
+    # would make need ÷ 2 (a 2,000 MB slot, killed without the pilot's 2×) look cheapest
+    plans, settings, dists = _deciding(memory_overuse_gb_hour=0.0)
+    cap = settings.allocation.kill_cap("memory")
+    for name in ("predicted", "selective"):
+        assert np.all(_killed_share(plans[name].ram, dists["memory"]) <= cap + 1e-9)
+    # a site that guarantees the 2× grace: the decision may plan below the need
+    graced, _, _ = _deciding(grace=2.0, memory_overuse_gb_hour=0.0)
+    assert np.all(graced["predicted"].ram < 0.9 * 4000.0)
+
+
+def test_a_traces_walltime_keeps_the_kill_cap_however_dear_its_slack():
+    # a queue of 2.5 h: a kill's retry holds little slack, so dear slack asks a kill in six
+    dear = {"walltime_slack_core_hour": 5.0, "kill_overhead": 0.0, "maxtime_h": 2.5}
+    loose, _, dists = _deciding(cap=0.5, **dear)
+    assert np.all(_killed_share(loose["predicted"].walltime, dists["walltime"]) > 0.15)
+    plans, settings, _ = _deciding(cap=0.05, **dear)
+    share = _killed_share(plans["predicted"].walltime, dists["walltime"])
+    assert np.all(share <= 0.05 + 1.0 / settings.allocation.grid_points)

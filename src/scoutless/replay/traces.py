@@ -31,13 +31,14 @@ replayed: the bundle never trained on them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from scoutless.allocation.allocate import (
+    Allocation,
     cost_allocation,
     coverage_grid,
     value_allocation,
@@ -47,9 +48,11 @@ from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
 from scoutless.replay.plan import StrategyPlan
-from scoutless.replay.site_rules import site_rules
-from scoutless.replay.submission import VALUE_POLICIES, class_values
+from scoutless.replay.pool import standard_types
+from scoutless.replay.site_rules import WidthRules, decision_rules, rules_of
+from scoutless.replay.submission import VALUE_POLICIES, class_values, price_groups, stitch
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
+from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
@@ -169,21 +172,46 @@ def trace_values(
     levels = {t: predictor.value_levels(t) for t in targets}
     wall = dists["walltime"].median() if "walltime" in dists else np.full(len(rows), np.nan)
     job = trace_job(work, wall)
-    rules = site_rules(work, settings.replay)
-    prices, grid = settings.allocation.prices, settings.allocation.grid_points
+    rules = decision_rules(work, settings)
     chosen = {}
     for target in targets:
-        priced = PRICED_AS[target]
-        best = cost_allocation(priced, dists[target], levels[target], job, rules, prices, grid)
+        request = _column(rows, request_col(target))
+        best, request_cost = trace_decision(target, dists[target], levels[target], request,
+                                            job, settings, rules)  # fmt: skip
         if policy == "value":
             predicted[target] = value_allocation(dists[target], levels[target], alpha).value
         elif policy == "cost":
             predicted[target] = best.value
-        request = _column(rows, request_col(target))
-        cost = expected_cost(priced, request, dists[target], levels[target], job, rules,
-                             prices, grid)  # fmt: skip
-        chosen[target] = np.where(cost < best.expected_cost, request, best.value)
+        chosen[target] = np.where(request_cost < best.expected_cost, request, best.value)
     return predicted, {**predicted, **chosen}
+
+
+def kill_cap(target: str, settings: Settings) -> float:
+    """A trace target's kill cap: its own (``allocation.kill_probability_by_target``), else
+    that of the cost model it is priced as."""
+    alloc = settings.allocation
+    return alloc.kill_probability_by_target.get(target, alloc.kill_cap(PRICED_AS[target]))
+
+
+def trace_decision(
+    target: str, dist: ValueDistribution, levels: ConformalLevels | None, request: np.ndarray,
+    job: JobContext, settings: Settings, rules: WidthRules,
+) -> tuple[Allocation, np.ndarray]:  # fmt: skip
+    """One target's cost-aware allocation and the request's expected cost, per job, under
+    the rules a decision assumes (``replay.site_rules.decision_rules``: the grace the site
+    guarantees, not the pilot's observed kill factor; the caps' loads) and the kill cap,
+    priced per resource type as the history's replay prices."""
+    alloc, priced = settings.allocation, PRICED_AS[target]
+    parts, costs = [], np.full(len(job), np.nan)
+    for name, at in price_groups(job.cores, settings.replay):
+        width = rules_of(rules, settings.replay.resource_types[name].multicore)
+        prices, part = alloc.prices_for(name), dist.take(at)
+        best = cost_allocation(priced, part, levels, job.take(at), width, prices,
+                               alloc.grid_points, max_kill_probability=kill_cap(target, settings))  # fmt: skip
+        costs[at] = expected_cost(priced, request[at], part, levels, job.take(at), width, prices,
+                                  alloc.grid_points)  # fmt: skip
+        parts.append((at, best))
+    return stitch(parts, len(job)), costs
 
 
 def trace_plans(
@@ -238,6 +266,24 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
+def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
+    """A memory kill in the replay's terms, for the sizing engine: the job's cores for its
+    run and the retry's overhead ((1 + ``kill_overhead``) core-hours per core-hour; the run
+    taken whole, an upper bound: the kill lands at the limit's share of it), in bytes of
+    memory slack at ``memory_gb_hour`` (what an allocation that fits costs the engine);
+    the allocation itself is not charged (holds 0): the cores are the loss."""
+    by_width = {multicore: settings.allocation.prices_for(name)
+                for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
+    gb = 1024.0 * MB
+
+    def price(f: Features) -> FailurePrice:
+        prices = by_width.get(f.cpus > 1) or settings.allocation.prices
+        per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
+        return FailurePrice(fixed=f.cpus * per_core * gb, holds=0.0)
+
+    return price
+
+
 class OnlineMemory:
     """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
     a unit, its memory sized by the sizing engine (total bytes; ramCount per core)."""
@@ -245,7 +291,10 @@ class OnlineMemory:
     def __init__(self, rows: pd.DataFrame, work: Workload, settings: Settings,
                  history: pd.DataFrame | None = None) -> None:  # fmt: skip
         columns = settings.replay.trace_type_columns
-        self.engine = Engine(settings.sizing)
+        self.engine = Engine(settings.sizing, failure_price=kill_price(settings),
+                             max_kill_probability=settings.allocation.kill_cap("memory"))  # fmt: skip
+        #: an allocation of need ÷ grace survives where the site guarantees a grace
+        self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = _column(rows, request_col("memory")) * work.cores * MB
@@ -273,7 +322,9 @@ class OnlineMemory:
             self.counts["history"] += int(at.sum())
 
     def _per_core(self, unit: int, total: float) -> float:
-        return total / MB / self.cores[unit] if np.isfinite(total) and total > 0 else np.nan
+        """The ramCount (MB/core) of a total need the engine plans for (bytes)."""
+        ok = np.isfinite(total) and total > 0
+        return total / self.grace / MB / self.cores[unit] if ok else np.nan
 
     def first(self, unit: int) -> float:
         ram = self._per_core(unit, self.engine.allocate(self.keys[unit], self.features[unit]))

@@ -26,13 +26,14 @@ Nothing here knows Nextflow: a task type is a key, an instance its features."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from scoutless.config import SizingSettings, get_settings
 from scoutless.sizing.distribution import (
+    FailurePrice,
     bandwidth,
     censored_weights,
     plan,
@@ -117,8 +118,19 @@ def _observed(resid: list[float], censored: list[bool]) -> np.ndarray:
 class Engine:
     """Online sizing over task types (see the module's docstring)."""
 
-    def __init__(self, settings: SizingSettings | None = None):
+    def __init__(
+        self,
+        settings: SizingSettings | None = None,
+        *,
+        failure_price: Callable[[Features], FailurePrice] | None = None,
+        max_kill_probability: float | None = None,
+    ):
+        """``failure_price``: what a failed attempt of an instance costs (default: the
+        protocol's, the allocation held plus `_penalty`); ``max_kill_probability``: each
+        attempt's P(need > allocation) at most this (None: no cap, the protocol's)."""
         self.settings = settings or get_settings().sizing
+        self.failure_price = failure_price
+        self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeState] = {}
         self._current: tuple | None = None  # (key, features, values, weights) being sized
         self._observed = 0  # outcomes learnt, all types
@@ -212,12 +224,13 @@ class Engine:
         """What sizing this instance with candidate ``name`` would have cost (per unit of
         runtime: the failed allocations, the excess of the one that fits, the penalties)."""
         values, weights = self.distribution(key, f, name)
+        price = self._failure(f, values)
         cost, failed = 0.0, -np.inf
         for _ in range(16):
-            a = self._next(values, weights, failed, key)
+            a = self._next(values, weights, failed, key, f)
             if a >= need:
                 return cost + a - need
-            cost += a + self._penalty(values)
+            cost += price.holds * a + price.fixed
             failed = a
         return cost
 
@@ -301,9 +314,18 @@ class Engine:
         scale = max(float(np.median(values)), self.settings.penalty_floor_bytes)
         return self.settings.failure_penalty * scale
 
-    def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable) -> float:
+    def _failure(self, f: Features, values: np.ndarray) -> FailurePrice:
+        if self.failure_price is not None:
+            return self.failure_price(f)
+        return FailurePrice(self._penalty(values), 1.0)
+
+    def _next(
+        self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable, f: Features
+    ) -> float:
+        price = self._failure(f, values)
         best = plan(values, weights, above=failed, grid=self.settings.grid_points,
-                    failure_cost=self._penalty(values))  # fmt: skip
+                    failure_cost=price.fixed, holds=price.holds,
+                    max_fail_probability=self.max_kill_probability)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         state = self._state(key)
@@ -329,7 +351,7 @@ class Engine:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
         values, weights = self.distribution(key, f)
         self._current = (key, f, values, weights)
-        return self._next(values, weights, -np.inf, key)
+        return self._next(values, weights, -np.inf, key, f)
 
     def retry(self, key: Hashable, f: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
@@ -337,4 +359,4 @@ class Engine:
         when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, f):
             self._current = (key, f, *self.distribution(key, f))
-        return self._next(self._current[2], self._current[3], failed, key)
+        return self._next(self._current[2], self._current[3], failed, key, f)
