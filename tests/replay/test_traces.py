@@ -61,7 +61,8 @@ def test_a_trace_runs_request_predicted_selective_and_oracle():
 def test_without_a_bundle_a_trace_still_runs_request_online_and_oracle():
     settings = settings_with()
     plans, notes = trace_plans(_rows(), settings, None)
-    assert [p.name for p in plans] == ["request", "online", "oracle"] and notes == {}
+    assert [p.name for p in plans] == ["request", "online", "oracle"]
+    assert set(notes) == {"kill_caps"}
 
 
 def test_on_a_trace_selective_weighs_costs_whatever_the_policy():
@@ -162,3 +163,47 @@ def test_a_traces_walltime_keeps_the_kill_cap_however_dear_its_slack():
     plans, settings, _ = _deciding(cap=0.05, **dear)
     share = _killed_share(plans["predicted"].walltime, dists["walltime"])
     assert np.all(share <= 0.05 + 1.0 / settings.allocation.grid_points)
+
+
+def _swf(path, runs: list[int], requested: int) -> None:
+    """A synthetic SWF log: one-core jobs of one user, ten minutes apart, each asking
+    ``requested`` seconds and running ``runs[i]`` seconds (used memory 10 MB)."""
+    lines = [
+        f"{i + 1} {600 * i} 0 {run} 1 {run} 10240 1 {requested} -1 1 7 1 3 1 1 -1 -1"
+        for i, run in enumerate(runs)
+    ]
+    path.write_text("; synthetic\n" + "\n".join(lines) + "\n")
+
+
+def test_a_swf_traces_kill_cap_is_the_incumbents_own_kill_share(tmp_path):
+    from scoutless.replay.traces import trace_caps, trace_history
+    from scoutless.sources.assemble import to_training_table
+    from scoutless.sources.load import load_trace
+
+    # 100 jobs of about 20 min; the users ask for an hour and two of them ran over it
+    runs = [1200 + 7 * (i % 10) for i in range(100)]
+    runs[3] = runs[17] = 4000
+    _swf(tmp_path / "log.swf", runs, 3600)
+    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"]), test_fraction=0.2)
+    history = trace_history(table)
+    over = int((history["walltime_value"] > 3600).sum())
+    settings = settings_with()
+    caps = trace_caps(history, settings)
+    assert over == 2 and caps["walltime"] == (over + 1) / (len(history) + 2)
+    assert caps["memory"] == settings.allocation.kill_cap("memory")  # no memory requests
+    off = settings.model_copy(update={"replay": settings.replay.model_copy(
+        update={"trace_incumbent_cap": False})})  # fmt: skip
+    assert trace_caps(history, off)["walltime"] == settings.allocation.kill_cap("cputime")
+
+
+def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
+    # history: the users' requests were exceeded once in 500 jobs: cap 2/502, below 1/96
+    history = pd.DataFrame({"walltime_value": [1.0] * 499 + [9.0], "walltime_request": 2.0})
+    rows = _rows()
+    settings = settings_with(queue_maxtime_s=72 * H)
+    work = trace_workload(rows, settings)
+    plans, notes = trace_plans(rows, settings, _predictor(), work=work, history=history)
+    cap = notes["kill_caps"]["walltime"]
+    assert cap == 2 / 502 < 1 / (2 * settings.allocation.grid_points)
+    walltime = {p.name: p.walltime for p in plans}["predicted"]
+    assert np.all(_killed_share(walltime, _predictor().dists["walltime"]) <= cap + 1e-9)

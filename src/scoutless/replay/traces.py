@@ -38,7 +38,6 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.allocate import (
-    Allocation,
     cost_allocation,
     coverage_grid,
     value_allocation,
@@ -50,7 +49,7 @@ from scoutless.config import Prices, Settings
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import standard_types
 from scoutless.replay.site_rules import WidthRules, decision_rules, rules_of
-from scoutless.replay.submission import VALUE_POLICIES, class_values, price_groups, stitch
+from scoutless.replay.submission import VALUE_POLICIES, class_values, price_groups
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.engine import Engine, Features
@@ -157,10 +156,11 @@ def expected_cost(
 
 def trace_values(
     rows: pd.DataFrame, work: Workload, settings: Settings, predictor: Predictor,
-    *, policy: str, alpha: float,
+    *, policy: str, alpha: float, caps: dict[str, float],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:  # fmt: skip
     """Per target (memory, walltime): the predicted allocation (the policy's) and the
-    selective one (the request or the cost-aware value, whatever the policy)."""
+    selective one (the request or the cost-aware value, whatever the policy); ``caps``:
+    per target the kill cap (:func:`trace_caps`)."""
     features = rows[[f.name for f in predictor.feature_specs]]
     targets = [t for t in PRICED_AS if t in predictor.targets]
     predicted: dict[str, np.ndarray] = {}
@@ -176,42 +176,76 @@ def trace_values(
     chosen = {}
     for target in targets:
         request = _column(rows, request_col(target))
-        best, request_cost = trace_decision(target, dists[target], levels[target], request,
-                                            job, settings, rules)  # fmt: skip
+        best, cost, request_cost = trace_decision(target, dists[target], levels[target],
+                                                  request, job, settings, rules, caps[target])  # fmt: skip
         if policy == "value":
             predicted[target] = value_allocation(dists[target], levels[target], alpha).value
         elif policy == "cost":
-            predicted[target] = best.value
-        chosen[target] = np.where(request_cost < best.expected_cost, request, best.value)
+            predicted[target] = best
+        chosen[target] = np.where(request_cost < cost, request, best)
     return predicted, {**predicted, **chosen}
 
 
 def kill_cap(target: str, settings: Settings) -> float:
-    """A trace target's kill cap: its own (``allocation.kill_probability_by_target``), else
-    that of the cost model it is priced as."""
+    """A trace target's kill cap from the settings: its own
+    (``allocation.kill_probability_by_target``), else that of the cost model it is priced as."""
     alloc = settings.allocation
     return alloc.kill_probability_by_target.get(target, alloc.kill_cap(PRICED_AS[target]))
 
 
+def incumbent_kill_share(history: pd.DataFrame | None, target: str) -> float | None:
+    """How often the users' requests were too small in the trace's history (its training
+    rows with both a need and a request): (kills + 1) / (rows + 2), so a history without
+    a kill still allows some; None without such rows."""
+    if history is None or not len(history):
+        return None
+    need, request = _column(history, value_col(target)), _column(history, request_col(target))
+    both = np.isfinite(need) & np.isfinite(request) & (request > 0)
+    if not both.any():
+        return None
+    return float((np.sum(need[both] > request[both]) + 1) / (both.sum() + 2))
+
+
+def trace_caps(history: pd.DataFrame | None, settings: Settings) -> dict[str, float]:
+    """Per trace target, the kill cap its decisions keep: the settings' (:func:`kill_cap`),
+    at most the incumbent's own kill share (``replay.trace_incumbent_cap``): the users'
+    requests are what the operators accept today."""
+    caps = {}
+    for target in PRICED_AS:
+        cap, share = kill_cap(target, settings), incumbent_kill_share(history, target)
+        incumbent = share is not None and settings.replay.trace_incumbent_cap
+        caps[target] = min(cap, share) if incumbent else cap
+    return caps
+
+
 def trace_decision(
     target: str, dist: ValueDistribution, levels: ConformalLevels | None, request: np.ndarray,
-    job: JobContext, settings: Settings, rules: WidthRules,
-) -> tuple[Allocation, np.ndarray]:  # fmt: skip
-    """One target's cost-aware allocation and the request's expected cost, per job, under
+    job: JobContext, settings: Settings, rules: WidthRules, cap: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """One target's cost-aware value per job, its expected cost and the request's, under
     the rules a decision assumes (``replay.site_rules.decision_rules``: the grace the site
-    guarantees, not the pilot's observed kill factor; the caps' loads) and the kill cap,
-    priced per resource type as the history's replay prices."""
+    guarantees, not the pilot's observed kill factor; the caps' loads), priced per resource
+    type as the history's replay prices, and under the kill ``cap``: the value is at least
+    the calibrated (1 − cap) value (÷ the guaranteed grace for memory), so a cap below the
+    grid's resolution, 1 / (2 × ``grid_points``), is kept on the distribution itself."""
     alloc, priced = settings.allocation, PRICED_AS[target]
-    parts, costs = [], np.full(len(job), np.nan)
+    value, cost, request_cost = (np.full(len(job), np.nan) for _ in range(3))
+    floor = value_allocation(dist, levels, cap).value
+    if priced == "memory":  # a need within the grace the site guarantees survives
+        floor = floor / alloc.guaranteed_memory_grace
     for name, at in price_groups(job.cores, settings.replay):
         width = rules_of(rules, settings.replay.resource_types[name].multicore)
-        prices, part = alloc.prices_for(name), dist.take(at)
-        best = cost_allocation(priced, part, levels, job.take(at), width, prices,
-                               alloc.grid_points, max_kill_probability=kill_cap(target, settings))  # fmt: skip
-        costs[at] = expected_cost(priced, request[at], part, levels, job.take(at), width, prices,
-                                  alloc.grid_points)  # fmt: skip
-        parts.append((at, best))
-    return stitch(parts, len(job)), costs
+        prices, part, jobs = alloc.prices_for(name), dist.take(at), job.take(at)
+        grid = alloc.grid_points
+        best = cost_allocation(priced, part, levels, jobs, width, prices, grid,
+                               max_kill_probability=cap)  # fmt: skip
+        value[at] = np.maximum(best.value, floor[at])
+        raised = value[at] > best.value
+        cost[at] = np.where(raised, expected_cost(priced, value[at], part, levels, jobs, width,
+                                                  prices, grid), best.expected_cost)  # fmt: skip
+        request_cost[at] = expected_cost(priced, request[at], part, levels, jobs, width, prices,
+                                         grid)  # fmt: skip
+    return value, cost, request_cost
 
 
 def trace_plans(
@@ -233,11 +267,12 @@ def trace_plans(
     ram = np.where(np.isnan(ram) | (ram <= 0), cfg.default_ram_mb_per_core, ram)
     request_wall = _column(rows, request_col("walltime"))
     plans = [StrategyPlan("request", ram, nan, False, False, walltime=request_wall)]
-    notes: dict[str, Any] = {}
+    caps = trace_caps(history, settings)
+    notes: dict[str, Any] = {"kill_caps": caps}
     if predictor is not None:
         work = work if work is not None else trace_workload(rows, settings)
         predicted, chosen = trace_values(rows, work, settings, predictor, policy=policy,
-                                         alpha=alpha)  # fmt: skip
+                                         alpha=alpha, caps=caps)  # fmt: skip
         for name, values in (("predicted", predicted), ("selective", chosen)):
             memory = values.get("memory", ram)
             memory = np.where(np.isfinite(memory) & (memory > 0), memory, ram)
@@ -248,7 +283,8 @@ def trace_plans(
         }
     work = work if work is not None else trace_workload(rows, settings)
     plans.append(StrategyPlan("online", ram, nan, False, False, walltime=request_wall,
-                              sizer=OnlineMemory(rows, work, settings, history)))  # fmt: skip
+                              sizer=OnlineMemory(rows, work, settings, history,
+                                                 cap=caps["memory"])))  # fmt: skip
     oracle_ram = _column(rows, value_col("memory"))
     oracle_ram = np.where(np.isfinite(oracle_ram) & (oracle_ram > 0), oracle_ram, ram)
     plans.append(StrategyPlan("oracle", oracle_ram, nan, False, False,
@@ -289,10 +325,12 @@ class OnlineMemory:
     a unit, its memory sized by the sizing engine (total bytes; ramCount per core)."""
 
     def __init__(self, rows: pd.DataFrame, work: Workload, settings: Settings,
-                 history: pd.DataFrame | None = None) -> None:  # fmt: skip
+                 history: pd.DataFrame | None = None, *, cap: float | None = None) -> None:  # fmt: skip
+        """``cap``: each attempt's kill probability at most this (default the settings')."""
         columns = settings.replay.trace_type_columns
+        cap = kill_cap("memory", settings) if cap is None else cap
         self.engine = Engine(settings.sizing, failure_price=kill_price(settings),
-                             max_kill_probability=settings.allocation.kill_cap("memory"))  # fmt: skip
+                             max_kill_probability=cap)  # fmt: skip
         #: an allocation of need ÷ grace survives where the site guarantees a grace
         self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
