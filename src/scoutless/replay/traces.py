@@ -159,7 +159,8 @@ def trace_values(
     *, policy: str, alpha: float, caps: dict[str, float],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:  # fmt: skip
     """Per target (memory, walltime): the predicted allocation (the policy's) and the
-    selective one (the request or the cost-aware value, whatever the policy); ``caps``:
+    selective one (the request where it costs less than the cost-aware value and its own
+    kill probability is within the cap, else that value, whatever the policy); ``caps``:
     per target the kill cap (:func:`trace_caps`)."""
     features = rows[[f.name for f in predictor.feature_specs]]
     targets = [t for t in PRICED_AS if t in predictor.targets]
@@ -182,8 +183,20 @@ def trace_values(
             predicted[target] = value_allocation(dists[target], levels[target], alpha).value
         elif policy == "cost":
             predicted[target] = best
-        chosen[target] = np.where(request_cost < cost, request, best)
+        grace = settings.allocation.guaranteed_memory_grace if target == "memory" else 1.0
+        allowed = kill_probability(dists[target], levels[target], request * grace) <= caps[target]
+        chosen[target] = np.where((request_cost < cost) & allowed, request, best)
     return predicted, {**predicted, **chosen}
+
+
+def kill_probability(
+    dist: ValueDistribution, levels: ConformalLevels | None, alloc: np.ndarray
+) -> np.ndarray:
+    """(n,) the calibrated P(need > alloc) per job (the exact distribution's without levels;
+    1 where there is no allocation)."""
+    alloc = np.asarray(alloc, dtype=float)
+    covered = dist.cdf(alloc) if levels is None else levels.coverage(dist.z_scores(alloc))
+    return np.where(np.isfinite(alloc) & (alloc > 0), 1.0 - covered, 1.0)
 
 
 def kill_cap(target: str, settings: Settings) -> float:
