@@ -181,6 +181,7 @@ def replay_main(args: argparse.Namespace, loop_before: float) -> None:
             print(f"{name}: {replayed[name]['seconds']} s, vs request {met}", file=sys.stderr)
     kept = json.loads(args.out.read_text()) if args.out is not None and args.out.exists() else {}
     kept.pop("machine", None)
+    replayed = {**kept.get("replay", {}), **replayed}  # traces not replayed now are kept
     emit({**kept, "replay": replayed}, args.out, loop_before, indent=2, default=str)
 
 

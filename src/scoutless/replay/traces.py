@@ -160,7 +160,8 @@ def trace_values(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:  # fmt: skip
     """Per target (memory, walltime): the predicted allocation (the policy's) and the
     selective one (the request where it costs less than the cost-aware value and its own
-    kill probability is within the cap, else that value, whatever the policy); ``caps``:
+    calibrated kill probability is within the cap, or no more than the value's where the
+    calibration cannot resolve the cap; else that value, whatever the policy); ``caps``:
     per target the kill cap (:func:`trace_caps`)."""
     features = rows[[f.name for f in predictor.feature_specs]]
     targets = [t for t in PRICED_AS if t in predictor.targets]
@@ -184,7 +185,8 @@ def trace_values(
         elif policy == "cost":
             predicted[target] = best
         grace = settings.allocation.guaranteed_memory_grace if target == "memory" else 1.0
-        allowed = kill_probability(dists[target], levels[target], request * grace) <= caps[target]
+        risk = [kill_probability(dists[target], levels[target], a * grace) for a in (request, best)]
+        allowed = risk[0] <= np.maximum(caps[target], risk[1])  # as safe as the cap, or the value
         chosen[target] = np.where((request_cost < cost) & allowed, request, best)
     return predicted, {**predicted, **chosen}
 
