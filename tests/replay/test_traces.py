@@ -207,3 +207,25 @@ def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
     assert cap == 2 / 502 < 1 / (2 * settings.allocation.grid_points)
     walltime = {p.name: p.walltime for p in plans}["predicted"]
     assert np.all(_killed_share(walltime, _predictor().dists["walltime"]) <= cap + 1e-9)
+
+
+def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
+    from scoutless.replay.traces import MB, kill_price
+    from scoutless.sizing.engine import Engine, Features
+
+    settings = settings_with()
+    price = kill_price(settings)
+    narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
+    p = settings.allocation.prices
+    assert narrow.holds == wide.holds == 0.0
+    assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB
+    assert wide.fixed == 64 * narrow.fixed
+    rng = np.random.default_rng(1)
+    needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a narrow kill: 8 GB of slack
+    engine = Engine(settings.sizing, failure_price=price)
+    engine.start_type("t", [Features()] * 40, needs, np.ones(40))
+    # a kill of 64 cores costs 64 times one core's: the wide job is given more headroom
+    assert engine.allocate("t", Features(cpus=64)) > engine.allocate("t", Features(cpus=1))
+    capped = Engine(settings.sizing, failure_price=price, max_kill_probability=0.01)
+    capped.start_type("t", [Features()] * 40, needs, np.ones(40))
+    assert capped.allocate("t", Features(cpus=1)) >= np.quantile(needs, 0.97)
