@@ -10,6 +10,7 @@ estimates the uncensored distribution instead of the one biased low by dropping 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from scipy.stats import norm
@@ -53,12 +54,20 @@ def censored_weights(
     return out
 
 
+@cache
+def _kernel_nodes(nodes: int) -> np.ndarray:
+    """The standard normal's ``nodes`` equal-mass points (read-only: shared)."""
+    points = norm.ppf((np.arange(nodes) + 0.5) / nodes)
+    points.setflags(write=False)
+    return points
+
+
 def smooth(values: np.ndarray, weights: np.ndarray, bandwidth: float, nodes: int) -> tuple:
     """Values spread by a Gaussian kernel of ``bandwidth`` (in the values' own scale) at
     ``nodes`` equal-mass nodes; weights split evenly."""
     if nodes <= 1 or bandwidth <= 0:
         return values, weights
-    offsets = norm.ppf((np.arange(nodes) + 0.5) / nodes) * bandwidth
+    offsets = _kernel_nodes(nodes) * bandwidth
     spread = (values[:, None] + offsets[None, :]).ravel()
     return spread, np.repeat(weights / nodes, nodes)
 
