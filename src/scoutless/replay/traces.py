@@ -9,8 +9,9 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
 - **predicted**: the bundle's allocation under the replay's policy (``cost`` by default:
   the least expected cost; ``value``; or a class policy's recommended value);
 - **selective**: per job and target, the user's request wherever its expected cost under
-  the model's distribution is lower than the cost-aware value's, the cost-aware value
-  elsewhere (a trace has no scouts: the request is the alternative to a prediction);
+  the model's distribution is lower than the cost-aware value's and its calibrated kill
+  probability within the cap, the cost-aware value elsewhere (a trace has no scouts: the
+  request is the alternative to a prediction);
 - **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
   the sizing benchmark run) sizes each job's memory when it is released, in submission
   order, per task type (``replay.trace_type_columns``: SWF's executable and user by
@@ -20,6 +21,12 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
   that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
   is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
+
+The model's strategies decide under the rules the history's replay decides under
+(``replay.site_rules.decision_rules``: the grace the site guarantees, not the pilot's
+observed kill factor) and a kill cap per target (:func:`trace_caps`: at most the users'
+requests' own kill share in the table's training rows), kept on the calibrated
+distribution where the cost grid cannot resolve it.
 
 A trace's walltime is priced as the cost model prices cpuTime, with one event per core,
 unit corePower, 100 % efficiency and no baseWalltime, so that getJobMaxWalltime of the
