@@ -249,12 +249,16 @@ def trace_decision(
     guarantees, not the pilot's observed kill factor; the caps' loads), priced per resource
     type as the history's replay prices, and under the kill ``cap``: the value is at least
     the calibrated (1 − cap) value (÷ the guaranteed grace for memory), so a cap below the
-    grid's resolution, 1 / (2 × ``grid_points``), is kept on the distribution itself."""
+    grid's resolution, 1 / (2 × ``grid_points``), is kept on the distribution itself; where
+    the cap is the incumbent's own kill share, the user's request meets it, so that floor
+    is never above the request."""
     alloc, priced = settings.allocation, PRICED_AS[target]
     value, cost, request_cost = (np.full(len(job), np.nan) for _ in range(3))
     floor = value_allocation(dist, levels, cap).value
     if priced == "memory":  # a need within the grace the site guarantees survives
         floor = floor / alloc.guaranteed_memory_grace
+    if cap < kill_cap(target, settings):  # the incumbent's kill share: its request meets it
+        floor = np.where(np.isfinite(request) & (request > 0), np.minimum(floor, request), floor)
     for name, at in price_groups(job.cores, settings.replay):
         width = rules_of(rules, settings.replay.resource_types[name].multicore)
         prices, part, jobs = alloc.prices_for(name), dist.take(at), job.take(at)
