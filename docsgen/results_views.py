@@ -294,7 +294,29 @@ def _real_traces(doc: dict[str, Any]) -> list[Table]:
             "goal: at least +0.05 macro-F1 and no loss of accuracy.",
         )
     )
-    return tables
+    return tables + _real_trace_replay(doc)
+
+
+TRACE_REPLAY_FIGURES = ("first_attempt_success", "wasted_core_hours", "memory_slack_gb_hours",
+                        "walltime_kills", "priced_total_core_hours")  # fmt: skip
+
+
+def _real_trace_replay(doc: dict[str, Any]) -> list[Table]:
+    """``--replay``: per trace and strategy, the figures the trace check compares with the
+    users' requests, and whether all three are met."""
+    rows = [
+        [label(tr), label(s), *(figure(doc, ("replay", tr, "strategies", s, m))
+                                for m in TRACE_REPLAY_FIGURES),
+         figure(doc, ("replay", tr, "vs_request", s, "all_met"))]
+        for tr, entry in (doc.get("replay") or {}).items()
+        for s in entry.get("strategies", {})
+    ]  # fmt: skip
+    if not rows:
+        return []
+    return [Table("replay --trace: each strategy on the test rows, against the users' requests",
+                  ["trace", "strategy", *TRACE_REPLAY_FIGURES, "all met vs request"], rows,
+                  "all met: wasted core-hours and memory slack at most the request's, "
+                  "first-attempt success at least its.")]  # fmt: skip
 
 
 def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from replay_helpers import ValuePredictor, settings_with
+from scipy.stats import norm
 
 from scoutless.allocation.values import ValueDistribution
 from scoutless.replay.runner import run_plans
@@ -60,7 +61,8 @@ def test_a_trace_runs_request_predicted_selective_and_oracle():
 def test_without_a_bundle_a_trace_still_runs_request_online_and_oracle():
     settings = settings_with()
     plans, notes = trace_plans(_rows(), settings, None)
-    assert [p.name for p in plans] == ["request", "online", "oracle"] and notes == {}
+    assert [p.name for p in plans] == ["request", "online", "oracle"]
+    assert set(notes) == {"kill_caps"}
 
 
 def test_on_a_trace_selective_weighs_costs_whatever_the_policy():
@@ -115,3 +117,119 @@ def test_online_sizes_with_the_engine_learning_each_outcome_kills_censored():
     # the later allocations move to the new needs: the last jobs fit at the first attempt
     assert result.first_ok[-8:].all() and np.all(first[-8:] < 2 * need[-8:])
     assert result.first_ok[8:16].mean() < result.first_ok[-8:].mean()
+
+
+def _deciding(grace: float = 1.0, cap: float = 0.25, maxtime_h: float = 72, **prices) -> tuple:
+    """Four one-core jobs needing 4,000 MB for 2 h (above the 2,000 MB slot) and a model that
+    knows it (σ 0.1); the pilot kills at 2× (the site's behaviour); ``prices`` override."""
+    rows = _rows().assign(memory_value=4000.0, memory_request=16000.0)
+    settings = settings_with(queue_maxtime_s=maxtime_h * H, memory_kill_factor=2.0)
+    alloc = settings.allocation.model_copy(update={
+        "guaranteed_memory_grace": grace, "max_kill_probability": cap,
+        "prices": settings.allocation.prices.model_copy(update=prices),
+    })  # fmt: skip
+    settings = settings.model_copy(update={"allocation": alloc})
+    dists = {
+        "memory": ValueDistribution.of(0, np.log([4000.0] * 4), 0.1),
+        "walltime": ValueDistribution.of(0, np.log([2 * H] * 4), 0.1),
+    }
+    work = trace_workload(rows, settings)
+    plans, _ = trace_plans(rows, settings, ValuePredictor(dists, [0, 1, 2, 3]), work=work)
+    return {p.name: p for p in plans}, settings, dists
+
+
+def _killed_share(values: np.ndarray, dist: ValueDistribution) -> np.ndarray:
+    """P(need > value) under the model's (exact, lognormal) distribution."""
+    return norm.sf((np.log(values) - dist.mu) / dist.sigma)
+
+
+def test_a_trace_decides_under_the_guaranteed_grace_not_the_pilots():
+    # memory above the allocation costs nothing here: only a grace the decision counts on
+    # would make need ÷ 2 (a 2,000 MB slot, killed without the pilot's 2×) look cheapest
+    plans, settings, dists = _deciding(memory_overuse_gb_hour=0.0)
+    cap = settings.allocation.kill_cap("memory")
+    for name in ("predicted", "selective"):
+        assert np.all(_killed_share(plans[name].ram, dists["memory"]) <= cap + 1e-9)
+    # a site that guarantees the 2× grace: the decision may plan below the need
+    graced, _, _ = _deciding(grace=2.0, memory_overuse_gb_hour=0.0)
+    assert np.all(graced["predicted"].ram < 0.9 * 4000.0)
+
+
+def test_a_traces_walltime_keeps_the_kill_cap_however_dear_its_slack():
+    # a queue of 2.5 h: a kill's retry holds little slack, so dear slack asks a kill in six
+    dear = {"walltime_slack_core_hour": 5.0, "kill_overhead": 0.0, "maxtime_h": 2.5}
+    loose, _, dists = _deciding(cap=0.5, **dear)
+    assert np.all(_killed_share(loose["predicted"].walltime, dists["walltime"]) > 0.15)
+    plans, settings, _ = _deciding(cap=0.05, **dear)
+    share = _killed_share(plans["predicted"].walltime, dists["walltime"])
+    assert np.all(share <= 0.05 + 1.0 / settings.allocation.grid_points)
+
+
+def _swf(path, runs: list[int], requested: int) -> None:
+    """A synthetic SWF log: one-core jobs of one user, ten minutes apart, each asking
+    ``requested`` seconds and running ``runs[i]`` seconds (used memory 10 MB)."""
+    lines = [
+        f"{i + 1} {600 * i} 0 {run} 1 {run} 10240 1 {requested} -1 1 7 1 3 1 1 -1 -1"
+        for i, run in enumerate(runs)
+    ]
+    path.write_text("; synthetic\n" + "\n".join(lines) + "\n")
+
+
+def test_a_swf_traces_kill_cap_is_the_incumbents_own_kill_share(tmp_path):
+    from scoutless.replay.traces import trace_caps, trace_history
+    from scoutless.sources.assemble import to_training_table
+    from scoutless.sources.load import load_trace
+
+    # 100 jobs of about 20 min; the users ask for an hour and two of them ran over it
+    runs = [1200 + 7 * (i % 10) for i in range(100)]
+    runs[3] = runs[17] = 4000
+    _swf(tmp_path / "log.swf", runs, 3600)
+    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"]), test_fraction=0.2)
+    history = trace_history(table)
+    over = int((history["walltime_value"] > 3600).sum())
+    settings = settings_with()
+    caps = trace_caps(history, settings)
+    assert over == 2 and caps["walltime"] == (over + 1) / (len(history) + 2)
+    assert caps["memory"] == settings.allocation.kill_cap("memory")  # no memory requests
+    off = settings.model_copy(update={"replay": settings.replay.model_copy(
+        update={"trace_incumbent_cap": False})})  # fmt: skip
+    assert trace_caps(history, off)["walltime"] == settings.allocation.kill_cap("cputime")
+
+
+def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
+    # history: the users' requests were exceeded once in 500 jobs: cap 2/502, below 1/96
+    history = pd.DataFrame({"walltime_value": [1.0] * 499 + [9.0], "walltime_request": 2.0})
+    rows = _rows()
+    settings = settings_with(queue_maxtime_s=72 * H)
+    work = trace_workload(rows, settings)
+    plans, notes = trace_plans(rows, settings, _predictor(), work=work, history=history)
+    cap = notes["kill_caps"]["walltime"]
+    assert cap == 2 / 502 < 1 / (2 * settings.allocation.grid_points)
+    walltime = {p.name: p.walltime for p in plans}["predicted"]
+    share = _killed_share(walltime, _predictor().dists["walltime"])
+    assert np.all(share[[0, 2, 3]] <= cap + 1e-9)  # asking 48 h, nothing, 4 h
+    # the cap is the users' own kill share, so their request meets it: the job asking 1 h
+    # is floored at its request, not above it (the cost-aware value, above, stands)
+    assert share[1] > cap and walltime[1] >= 1 * H
+
+
+def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
+    from scoutless.replay.traces import MB, kill_price
+    from scoutless.sizing.engine import Engine, Features
+
+    settings = settings_with()
+    price = kill_price(settings)
+    narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
+    p = settings.allocation.prices
+    assert narrow.holds == wide.holds == 0.0
+    assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB
+    assert wide.fixed == 64 * narrow.fixed
+    rng = np.random.default_rng(1)
+    needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a narrow kill: 8 GB of slack
+    engine = Engine(settings.sizing, failure_price=price)
+    engine.start_type("t", [Features()] * 40, needs, np.ones(40))
+    # a kill of 64 cores costs 64 times one core's: the wide job is given more headroom
+    assert engine.allocate("t", Features(cpus=64)) > engine.allocate("t", Features(cpus=1))
+    capped = Engine(settings.sizing, failure_price=price, max_kill_probability=0.01)
+    capped.start_type("t", [Features()] * 40, needs, np.ones(40))
+    assert capped.allocate("t", Features(cpus=1)) >= np.quantile(needs, 0.97)

@@ -26,6 +26,21 @@ def test_the_retry_is_planned_on_the_conditional_distribution() -> None:
     assert plan(NEEDS, PROBS, above=4.0) is None  # nothing known above: the caller's fallback
 
 
+def test_a_failure_priced_apart_from_its_allocation_by_hand() -> None:
+    # holds 0, a failure costs F: a=4: 2.0; a=2: 0.4·1 + 0.2·F; a=1: 0.6·F + J(1),
+    # J(1) = min(a=2: 0.2·F, a=4: 0.4·2)
+    assert plan(NEEDS, PROBS, holds=0.0, failure_cost=1.0) == 2.0  # 0.6 < 0.8 < 2.0
+    assert plan(NEEDS, PROBS, holds=0.0, failure_cost=10.0) == 4.0  # 2.0 < 2.4 < 6.8
+    assert plan(NEEDS, PROBS, holds=0.0) == 1.0  # free failures: the least, then climb
+
+
+def test_the_kill_cap_is_a_constraint_on_the_attempt() -> None:
+    assert plan(NEEDS, PROBS, max_fail_probability=0.25) == 2.0  # P(need > 2) = 0.2
+    assert plan(NEEDS, PROBS, max_fail_probability=0.1) == 4.0  # 2 would fail 0.2
+    # on the conditional distribution: above 1, P(need > 2 | need > 1) = 1/3
+    assert plan(NEEDS, PROBS, above=1.0, max_fail_probability=0.3) == 4.0
+
+
 def test_kaplan_meier_moves_a_censored_weight_to_the_larger_values() -> None:
     w = censored_weights(np.array([1, 2, 3, 4.0]), np.array([0, 1, 0, 0], bool))
     np.testing.assert_allclose(w, [1.0, 0.0, 1.5, 1.5])

@@ -150,6 +150,12 @@ class ReplaySettings(BaseModel):
         description="a trace's columns whose values make a job's task type (the online "
         "strategy's sizing engine learns per type)",
     )
+    trace_incumbent_cap: bool = Field(
+        True,
+        description="on a trace, each target's kill cap is at most the users' requests' own "
+        "kill share in the table's training rows ((kills + 1) / (rows + 2)): the model's "
+        "strategies plan no more kills than the incumbent has",
+    )
     # the canary strategy: a rollout rehearsed (docs/how-to/rollout.md)
     canary_share: float = Field(
         0.5, gt=0, le=1, description="canary: share of the eligible tasks that skip their scouts"

@@ -37,6 +37,13 @@ class SizingSettings(BaseModel):
     penalty_floor_bytes: float = Field(
         2e9, ge=0, description="the least memory a failure's overhead is priced at (a slot)"
     )
+    prior_refresh_share: float = Field(
+        0.01,
+        ge=0,
+        description="the other types' pooled residual shape (a type's prior) is rebuilt once "
+        "their outcomes have grown by more than this share since (0: after every outcome; "
+        "a walk of one type after another never sees it stale)",
+    )
     refit_every: int = Field(
         16, ge=1, description="instances between refits of a type's model choice"
     )

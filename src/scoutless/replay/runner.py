@@ -369,6 +369,7 @@ def replay_trace(
             "source": table.source, "incumbent": "request"}  # fmt: skip
     document = replay_document(results, work, classes, cfg, meta,
                                allocation=settings.allocation)  # fmt: skip
+    document["kill_caps"] = notes.pop("kill_caps")  # per target, what the decisions kept
     if "selective" in document["strategies"] and notes:
         document["strategies"]["selective"].update(notes)
     if "online" in results:

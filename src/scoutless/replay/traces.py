@@ -9,8 +9,9 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
 - **predicted**: the bundle's allocation under the replay's policy (``cost`` by default:
   the least expected cost; ``value``; or a class policy's recommended value);
 - **selective**: per job and target, the user's request wherever its expected cost under
-  the model's distribution is lower than the cost-aware value's, the cost-aware value
-  elsewhere (a trace has no scouts: the request is the alternative to a prediction);
+  the model's distribution is lower than the cost-aware value's and its calibrated kill
+  probability within the cap, the cost-aware value elsewhere (a trace has no scouts: the
+  request is the alternative to a prediction);
 - **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
   the sizing benchmark run) sizes each job's memory when it is released, in submission
   order, per task type (``replay.trace_type_columns``: SWF's executable and user by
@@ -20,6 +21,12 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
   that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
   is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
+
+The model's strategies decide under the rules the history's replay decides under
+(``replay.site_rules.decision_rules``: the grace the site guarantees, not the pilot's
+observed kill factor) and a kill cap per target (:func:`trace_caps`: at most the users'
+requests' own kill share in the table's training rows), kept on the calibrated
+distribution where the cost grid cannot resolve it.
 
 A trace's walltime is priced as the cost model prices cpuTime, with one event per core,
 unit corePower, 100 % efficiency and no baseWalltime, so that getJobMaxWalltime of the
@@ -31,7 +38,7 @@ replayed: the bundle never trained on them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,9 +54,11 @@ from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
 from scoutless.replay.plan import StrategyPlan
-from scoutless.replay.site_rules import site_rules
-from scoutless.replay.submission import VALUE_POLICIES, class_values
+from scoutless.replay.pool import standard_types
+from scoutless.replay.site_rules import WidthRules, decision_rules, rules_of
+from scoutless.replay.submission import VALUE_POLICIES, class_values, price_groups
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
+from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
@@ -154,10 +163,13 @@ def expected_cost(
 
 def trace_values(
     rows: pd.DataFrame, work: Workload, settings: Settings, predictor: Predictor,
-    *, policy: str, alpha: float,
+    *, policy: str, alpha: float, caps: dict[str, float],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:  # fmt: skip
     """Per target (memory, walltime): the predicted allocation (the policy's) and the
-    selective one (the request or the cost-aware value, whatever the policy)."""
+    selective one (the request where it costs less than the cost-aware value and its own
+    calibrated kill probability is within the cap, or no more than the value's where the
+    calibration cannot resolve the cap; else that value, whatever the policy); ``caps``:
+    per target the kill cap (:func:`trace_caps`)."""
     features = rows[[f.name for f in predictor.feature_specs]]
     targets = [t for t in PRICED_AS if t in predictor.targets]
     predicted: dict[str, np.ndarray] = {}
@@ -169,21 +181,97 @@ def trace_values(
     levels = {t: predictor.value_levels(t) for t in targets}
     wall = dists["walltime"].median() if "walltime" in dists else np.full(len(rows), np.nan)
     job = trace_job(work, wall)
-    rules = site_rules(work, settings.replay)
-    prices, grid = settings.allocation.prices, settings.allocation.grid_points
+    rules = decision_rules(work, settings)
     chosen = {}
     for target in targets:
-        priced = PRICED_AS[target]
-        best = cost_allocation(priced, dists[target], levels[target], job, rules, prices, grid)
+        request = _column(rows, request_col(target))
+        best, cost, request_cost = trace_decision(target, dists[target], levels[target],
+                                                  request, job, settings, rules, caps[target])  # fmt: skip
         if policy == "value":
             predicted[target] = value_allocation(dists[target], levels[target], alpha).value
         elif policy == "cost":
-            predicted[target] = best.value
-        request = _column(rows, request_col(target))
-        cost = expected_cost(priced, request, dists[target], levels[target], job, rules,
-                             prices, grid)  # fmt: skip
-        chosen[target] = np.where(cost < best.expected_cost, request, best.value)
+            predicted[target] = best
+        grace = settings.allocation.guaranteed_memory_grace if target == "memory" else 1.0
+        risk = [kill_probability(dists[target], levels[target], a * grace) for a in (request, best)]
+        allowed = risk[0] <= np.maximum(caps[target], risk[1])  # as safe as the cap, or the value
+        chosen[target] = np.where((request_cost < cost) & allowed, request, best)
     return predicted, {**predicted, **chosen}
+
+
+def kill_probability(
+    dist: ValueDistribution, levels: ConformalLevels | None, alloc: np.ndarray
+) -> np.ndarray:
+    """(n,) the calibrated P(need > alloc) per job (the exact distribution's without levels;
+    1 where there is no allocation)."""
+    alloc = np.asarray(alloc, dtype=float)
+    covered = dist.cdf(alloc) if levels is None else levels.coverage(dist.z_scores(alloc))
+    return np.where(np.isfinite(alloc) & (alloc > 0), 1.0 - covered, 1.0)
+
+
+def kill_cap(target: str, settings: Settings) -> float:
+    """A trace target's kill cap from the settings: its own
+    (``allocation.kill_probability_by_target``), else that of the cost model it is priced as."""
+    alloc = settings.allocation
+    return alloc.kill_probability_by_target.get(target, alloc.kill_cap(PRICED_AS[target]))
+
+
+def incumbent_kill_share(history: pd.DataFrame | None, target: str) -> float | None:
+    """How often the users' requests were too small in the trace's history (its training
+    rows with both a need and a request): (kills + 1) / (rows + 2), so a history without
+    a kill still allows some; None without such rows."""
+    if history is None or not len(history):
+        return None
+    need, request = _column(history, value_col(target)), _column(history, request_col(target))
+    both = np.isfinite(need) & np.isfinite(request) & (request > 0)
+    if not both.any():
+        return None
+    return float((np.sum(need[both] > request[both]) + 1) / (both.sum() + 2))
+
+
+def trace_caps(history: pd.DataFrame | None, settings: Settings) -> dict[str, float]:
+    """Per trace target, the kill cap its decisions keep: the settings' (:func:`kill_cap`),
+    at most the incumbent's own kill share (``replay.trace_incumbent_cap``): the users'
+    requests are what the operators accept today."""
+    caps = {}
+    for target in PRICED_AS:
+        cap, share = kill_cap(target, settings), incumbent_kill_share(history, target)
+        incumbent = share is not None and settings.replay.trace_incumbent_cap
+        caps[target] = min(cap, share) if incumbent else cap
+    return caps
+
+
+def trace_decision(
+    target: str, dist: ValueDistribution, levels: ConformalLevels | None, request: np.ndarray,
+    job: JobContext, settings: Settings, rules: WidthRules, cap: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """One target's cost-aware value per job, its expected cost and the request's, under
+    the rules a decision assumes (``replay.site_rules.decision_rules``: the grace the site
+    guarantees, not the pilot's observed kill factor; the caps' loads), priced per resource
+    type as the history's replay prices, and under the kill ``cap``: the value is at least
+    the calibrated (1 − cap) value (÷ the guaranteed grace for memory), so a cap below the
+    grid's resolution, 1 / (2 × ``grid_points``), is kept on the distribution itself; where
+    the cap is the incumbent's own kill share, the user's request meets it, so that floor
+    is never above the request."""
+    alloc, priced = settings.allocation, PRICED_AS[target]
+    value, cost, request_cost = (np.full(len(job), np.nan) for _ in range(3))
+    floor = value_allocation(dist, levels, cap).value
+    if priced == "memory":  # a need within the grace the site guarantees survives
+        floor = floor / alloc.guaranteed_memory_grace
+    if cap < kill_cap(target, settings):  # the incumbent's kill share: its request meets it
+        floor = np.where(np.isfinite(request) & (request > 0), np.minimum(floor, request), floor)
+    for name, at in price_groups(job.cores, settings.replay):
+        width = rules_of(rules, settings.replay.resource_types[name].multicore)
+        prices, part, jobs = alloc.prices_for(name), dist.take(at), job.take(at)
+        grid = alloc.grid_points
+        best = cost_allocation(priced, part, levels, jobs, width, prices, grid,
+                               max_kill_probability=cap)  # fmt: skip
+        value[at] = np.maximum(best.value, floor[at])
+        raised = value[at] > best.value
+        cost[at] = np.where(raised, expected_cost(priced, value[at], part, levels, jobs, width,
+                                                  prices, grid), best.expected_cost)  # fmt: skip
+        request_cost[at] = expected_cost(priced, request[at], part, levels, jobs, width, prices,
+                                         grid)  # fmt: skip
+    return value, cost, request_cost
 
 
 def trace_plans(
@@ -205,11 +293,12 @@ def trace_plans(
     ram = np.where(np.isnan(ram) | (ram <= 0), cfg.default_ram_mb_per_core, ram)
     request_wall = _column(rows, request_col("walltime"))
     plans = [StrategyPlan("request", ram, nan, False, False, walltime=request_wall)]
-    notes: dict[str, Any] = {}
+    caps = trace_caps(history, settings)
+    notes: dict[str, Any] = {"kill_caps": caps}
     if predictor is not None:
         work = work if work is not None else trace_workload(rows, settings)
         predicted, chosen = trace_values(rows, work, settings, predictor, policy=policy,
-                                         alpha=alpha)  # fmt: skip
+                                         alpha=alpha, caps=caps)  # fmt: skip
         for name, values in (("predicted", predicted), ("selective", chosen)):
             memory = values.get("memory", ram)
             memory = np.where(np.isfinite(memory) & (memory > 0), memory, ram)
@@ -220,7 +309,8 @@ def trace_plans(
         }
     work = work if work is not None else trace_workload(rows, settings)
     plans.append(StrategyPlan("online", ram, nan, False, False, walltime=request_wall,
-                              sizer=OnlineMemory(rows, work, settings, history)))  # fmt: skip
+                              sizer=OnlineMemory(rows, work, settings, history,
+                                                 cap=caps["memory"])))  # fmt: skip
     oracle_ram = _column(rows, value_col("memory"))
     oracle_ram = np.where(np.isfinite(oracle_ram) & (oracle_ram > 0), oracle_ram, ram)
     plans.append(StrategyPlan("oracle", oracle_ram, nan, False, False,
@@ -238,14 +328,37 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
+def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
+    """A memory kill in the replay's terms, for the sizing engine: the job's cores for its
+    run and the retry's overhead ((1 + ``kill_overhead``) core-hours per core-hour; the run
+    taken whole, an upper bound: the kill lands at the limit's share of it), in bytes of
+    memory slack at ``memory_gb_hour`` (what an allocation that fits costs the engine);
+    the allocation itself is not charged (holds 0): the cores are the loss."""
+    by_width = {multicore: settings.allocation.prices_for(name)
+                for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
+    gb = 1024.0 * MB
+
+    def price(f: Features) -> FailurePrice:
+        prices = by_width.get(f.cpus > 1) or settings.allocation.prices
+        per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
+        return FailurePrice(fixed=f.cpus * per_core * gb, holds=0.0)
+
+    return price
+
+
 class OnlineMemory:
     """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
     a unit, its memory sized by the sizing engine (total bytes; ramCount per core)."""
 
     def __init__(self, rows: pd.DataFrame, work: Workload, settings: Settings,
-                 history: pd.DataFrame | None = None) -> None:  # fmt: skip
+                 history: pd.DataFrame | None = None, *, cap: float | None = None) -> None:  # fmt: skip
+        """``cap``: each attempt's kill probability at most this (default the settings')."""
         columns = settings.replay.trace_type_columns
-        self.engine = Engine(settings.sizing)
+        cap = kill_cap("memory", settings) if cap is None else cap
+        self.engine = Engine(settings.sizing, failure_price=kill_price(settings),
+                             max_kill_probability=cap)  # fmt: skip
+        #: an allocation of need ÷ grace survives where the site guarantees a grace
+        self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = _column(rows, request_col("memory")) * work.cores * MB
@@ -273,7 +386,9 @@ class OnlineMemory:
             self.counts["history"] += int(at.sum())
 
     def _per_core(self, unit: int, total: float) -> float:
-        return total / MB / self.cores[unit] if np.isfinite(total) and total > 0 else np.nan
+        """The ramCount (MB/core) of a total need the engine plans for (bytes)."""
+        ok = np.isfinite(total) and total > 0
+        return total / self.grace / MB / self.cores[unit] if ok else np.nan
 
     def first(self, unit: int) -> float:
         ram = self._per_core(unit, self.engine.allocate(self.keys[unit], self.features[unit]))

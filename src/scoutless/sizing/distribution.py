@@ -9,8 +9,22 @@ estimates the uncensored distribution instead of the one biased low by dropping 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
+
 import numpy as np
 from scipy.stats import norm
+
+
+@dataclass(frozen=True)
+class FailurePrice:
+    """What a failed attempt costs, in the allocation's units (× runtime): ``fixed`` plus
+    ``holds`` × the failed allocation. The peers' protocol: the allocation held for the
+    run and a restart's overhead (holds 1); a PanDA site: the cores' time lost, whatever
+    the allocation (holds 0; ``replay.traces``)."""
+
+    fixed: float = 0.0
+    holds: float = 1.0
 
 
 def censored_weights(
@@ -40,12 +54,20 @@ def censored_weights(
     return out
 
 
+@cache
+def _kernel_nodes(nodes: int) -> np.ndarray:
+    """The standard normal's ``nodes`` equal-mass points (read-only: shared)."""
+    points = norm.ppf((np.arange(nodes) + 0.5) / nodes)
+    points.setflags(write=False)
+    return points
+
+
 def smooth(values: np.ndarray, weights: np.ndarray, bandwidth: float, nodes: int) -> tuple:
     """Values spread by a Gaussian kernel of ``bandwidth`` (in the values' own scale) at
     ``nodes`` equal-mass nodes; weights split evenly."""
     if nodes <= 1 or bandwidth <= 0:
         return values, weights
-    offsets = norm.ppf((np.arange(nodes) + 0.5) / nodes) * bandwidth
+    offsets = _kernel_nodes(nodes) * bandwidth
     spread = (values[:, None] + offsets[None, :]).ravel()
     return spread, np.repeat(weights / nodes, nodes)
 
@@ -77,6 +99,8 @@ def plan(
     above: float = -np.inf,
     grid: int = 48,
     failure_cost: float = 0.0,
+    holds: float = 1.0,
+    max_fail_probability: float | None = None,
 ) -> float | None:
     """The allocation minimising expected cost for a need distributed as the weighted
     ``values``, given that the need exceeds ``above``; None when no value does.
@@ -86,6 +110,9 @@ def plan(
     given need > c_k — is min over q > k of c_q·P(need > c_k) − E[need; c_k < need ≤ c_q]
     + failure_cost·P(need > c_q) + J(q): an attempt at c_q that fits costs c_q − need,
     one that fails costs c_q and the plan from c_q on. The answer is J(0)'s argmin.
+    ``holds`` scales the c_q a failure costs (0: only ``failure_cost``);
+    ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
+    a constraint on this attempt, not a price; the largest value always meets it).
     """
     keep = values > above
     v, w = values[keep], weights[keep]
@@ -103,7 +130,10 @@ def plan(
     best = 0
     for k in range(m - 1, -1, -1):
         q = np.arange(k + 1, m + 1)
-        total = c[q - 1] * tail[k] - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
+        held = c[q - 1] * (tail[k] - (1.0 - holds) * tail[q])
+        total = held - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
+        if k == 0 and max_fail_probability is not None:
+            total = np.where(tail[q] <= max_fail_probability * tail[0] + 1e-12, total, np.inf)
         j = int(np.argmin(total))
         cost[k], best = total[j], q[j]
     return float(c[best - 1])

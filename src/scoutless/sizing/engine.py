@@ -26,13 +26,14 @@ Nothing here knows Nextflow: a task type is a key, an instance its features."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from scoutless.config import SizingSettings, get_settings
 from scoutless.sizing.distribution import (
+    FailurePrice,
     bandwidth,
     censored_weights,
     plan,
@@ -81,10 +82,30 @@ class TypeState:
     shadow: dict[str, float] = field(default_factory=dict)
     borrowed: int = 0  # leading instances taken from other workflows (cold start)
     choice: str = CANDIDATES[0].name
+    #: the lists above as arrays, extended by what was appended since (name -> buffer, filled)
+    arrays: dict[str, tuple[np.ndarray, int]] = field(default_factory=dict, repr=False)
+    #: per candidate, its residual sample as last built: (outcomes, prior version, values, weights)
+    samples: dict[str, tuple] = field(default_factory=dict, repr=False)
+
+    def array(self, name: str, dtype: type = float) -> np.ndarray:
+        """One of the state's append-only lists (``xs``, ``censored``, ``resid:<model>``
+        …) as an array: a buffer kept between calls, grown by what was appended since
+        (amortised O(1) an outcome, not a copy of the whole history a call)."""
+        values = self.resid[name[6:]] if name.startswith("resid:") else getattr(self, name)
+        n = len(values)
+        buf, filled = self.arrays.get(name, (np.empty(0, dtype), 0))
+        if n > len(buf):
+            grown = np.empty(max(2 * len(buf), n, 64), dtype)
+            grown[:filled] = buf[:filled]
+            buf = grown
+        if n > filled:
+            buf[filled:n] = values[filled:n]
+        self.arrays[name] = (buf, n)
+        return buf[:n]
 
     def location(self, name: str, x: float) -> float:
         model = next(m for m in CANDIDATES if m.name == name)
-        return model.predict(np.asarray(self.xs), np.asarray(self.ys), x)
+        return model.predict(self.array("xs"), self.array("ys"), x)
 
 
 def standardise(resid: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -108,21 +129,33 @@ def _log(value: float) -> float:
     return float(np.log(value)) if np.isfinite(value) and value > 0 else np.nan
 
 
-def _observed(resid: list[float], censored: list[bool]) -> np.ndarray:
-    """The finite, uncensored residuals."""
-    r = np.asarray(resid, dtype=float)
-    return r[np.isfinite(r) & ~np.asarray(censored, dtype=bool)]
+def _observed(state: TypeState) -> np.ndarray:
+    """A type's finite, uncensored residuals of its chosen candidate."""
+    r = state.array("resid:" + state.choice)
+    return r[np.isfinite(r) & ~state.array("censored", bool)]
 
 
 class Engine:
     """Online sizing over task types (see the module's docstring)."""
 
-    def __init__(self, settings: SizingSettings | None = None):
+    def __init__(
+        self,
+        settings: SizingSettings | None = None,
+        *,
+        failure_price: Callable[[Features], FailurePrice] | None = None,
+        max_kill_probability: float | None = None,
+    ):
+        """``failure_price``: what a failed attempt of an instance costs (default: the
+        protocol's, the allocation held plus `_penalty`); ``max_kill_probability``: each
+        attempt's P(need > allocation) at most this (None: no cap, the protocol's)."""
         self.settings = settings or get_settings().sizing
+        self.failure_price = failure_price
+        self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeState] = {}
         self._current: tuple | None = None  # (key, features, values, weights) being sized
         self._observed = 0  # outcomes learnt, all types
-        self._priors: dict[Hashable, tuple[int, np.ndarray]] = {}  # key -> (others' outcomes, z)
+        #: key -> (others' outcomes, their pooled z, their median scale): `_pooled`
+        self._priors: dict[Hashable, tuple[int, np.ndarray, float | None]] = {}
 
     # ------------------------------------------------------------------ learning
     def start_type(
@@ -212,12 +245,13 @@ class Engine:
         """What sizing this instance with candidate ``name`` would have cost (per unit of
         runtime: the failed allocations, the excess of the one that fits, the penalties)."""
         values, weights = self.distribution(key, f, name)
+        price = self._failure(f, values)
         cost, failed = 0.0, -np.inf
         for _ in range(16):
-            a = self._next(values, weights, failed, key)
+            a = self._next(values, weights, failed, key, f)
             if a >= need:
                 return cost + a - need
-            cost += a + self._penalty(values)
+            cost += price.holds * a + price.fixed
             failed = a
         return cost
 
@@ -231,22 +265,38 @@ class Engine:
         if not state.ys:
             return self._from_request(key, f)
         name = name or state.choice
-        resid = np.asarray(state.resid[name], dtype=float)
+        vals, w = self._sample(key, state, name)
+        if not len(vals):
+            return np.zeros(0), np.zeros(0)
+        return np.exp(state.location(name, f.log_input()) + vals), w
+
+    def _sample(self, key: Hashable, state: TypeState, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate ``name``'s residuals (log scale) as a smoothed weighted sample with the
+        other types' shape mixed in: the same for every instance of the type, so it is kept
+        until the type learns an outcome or its prior is rebuilt."""
+        prior, others_scale = self._pooled(key)
+        version = (len(state.censored), self._priors[key][0])
+        cached = state.samples.get(name)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        resid = state.array("resid:" + name)
         known = np.isfinite(resid)
-        resid, cens = resid[known], np.asarray(state.censored, dtype=bool)[known]
-        rt = np.asarray(state.runtime, dtype=float)[known]
+        resid, cens = resid[known], state.array("censored", bool)[known]
+        rt = state.array("runtime")[known]
         use_rt = self.settings.runtime_weighted and len(rt) and rt.mean() > 0
         w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
-        _, med, scale = self._scale(key, resid[~cens])
+        _, med, scale = standardise(resid[~cens])
+        if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
+            scale = others_scale
         resid, w = compress(resid, w, SAMPLE_POINTS)
-        prior = self._prior_for(key)
         if len(prior) and self.settings.prior_weight > 0:
             resid = np.concatenate((resid, med + prior * scale))
             w = np.concatenate((w, np.full(len(prior), self.settings.prior_weight / len(prior))))
-        if not len(resid) or w.sum() <= 0:
-            return np.zeros(0), np.zeros(0)
-        vals, w = smooth(resid, w, bandwidth(resid, w), self.settings.kernel_nodes)
-        return np.exp(state.location(name, f.log_input()) + vals), w
+        sample = (np.zeros(0), np.zeros(0))
+        if len(resid) and w.sum() > 0:
+            sample = smooth(resid, w, bandwidth(resid, w), self.settings.kernel_nodes)
+        state.samples[name] = (version, *sample)
+        return sample
 
     def _from_request(self, key: Hashable, f: Features) -> tuple[np.ndarray, np.ndarray]:
         """A type never seen: the user's request times how need related to request in
@@ -254,7 +304,7 @@ class Engine:
         request."""
         log_req = _log(f.request)
         ratios = [
-            np.asarray(s.ys) - np.asarray(s.log_request)
+            s.array("ys") - s.array("log_request")
             for k, s in self.types.items() if k != key and len(s.ys)
         ]  # fmt: skip
         ratios = np.concatenate(ratios) if ratios else np.zeros(0)
@@ -265,35 +315,28 @@ class Engine:
         vals, w = smooth(vals, w, bandwidth(vals, w), self.settings.kernel_nodes)
         return np.exp(log_req + vals), w
 
-    def _scale(self, key: Hashable, resid: np.ndarray) -> tuple[np.ndarray, float, float]:
-        """A type's residual median and scale; with fewer than `MIN_OWN` residuals of its
-        own (a type sized cold), the median scale of the other types."""
-        z, med, scale = standardise(resid)
-        if len(resid) >= MIN_OWN:
-            return z, med, scale
-        others = [
-            standardise(_observed(s.resid[s.choice], s.censored))[2]
-            for k, s in self.types.items() if k != key and len(s.ys) > MIN_OWN
-        ]  # fmt: skip
-        return z, med, float(np.median(others)) if others else scale
-
-    def _prior_for(self, key: Hashable) -> np.ndarray:
-        """The other types' standardised residuals (of each one's chosen candidate), kept
-        until another type learns something."""
+    def _pooled(self, key: Hashable) -> tuple[np.ndarray, float | None]:
+        """The other types' standardised residuals (each one's chosen candidate's, the
+        prior), and the median of their scales (a type sized cold with fewer than `MIN_OWN`
+        residuals of its own is standardised with it; None: no other type has them).
+        Rebuilt once the other types' outcomes have grown by more than
+        `prior_refresh_share` since (in a walk of one type after another: never stale)."""
         others_seen = self._observed - len(self._state(key).censored)
         cached = self._priors.get(key)
-        if cached is not None and cached[0] == others_seen:
-            return cached[1]
-        others = [
-            standardise(_observed(s.resid[s.choice], s.censored))[0]
+        share = self.settings.prior_refresh_share
+        if cached is not None and others_seen - cached[0] <= share * cached[0]:
+            return cached[1], cached[2]
+        parts = [
+            standardise(_observed(s))
             for k, s in self.types.items() if k != key and len(s.ys) > MIN_OWN
         ]  # fmt: skip
-        if not others:
-            return np.zeros(0)
-        pooled = np.clip(np.concatenate(others), -PRIOR_Z, PRIOR_Z)
-        prior = compress(pooled, np.ones(len(pooled)), SAMPLE_POINTS)[0]
-        self._priors[key] = (others_seen, prior)
-        return prior
+        prior, scale = np.zeros(0), None
+        if parts:
+            pooled = np.clip(np.concatenate([z for z, _, _ in parts]), -PRIOR_Z, PRIOR_Z)
+            prior = compress(pooled, np.ones(len(pooled)), SAMPLE_POINTS)[0]
+            scale = float(np.median([sc for _, _, sc in parts]))
+        self._priors[key] = (others_seen, prior, scale)
+        return prior, scale
 
     def _penalty(self, values: np.ndarray) -> float:
         if not len(values):
@@ -301,9 +344,18 @@ class Engine:
         scale = max(float(np.median(values)), self.settings.penalty_floor_bytes)
         return self.settings.failure_penalty * scale
 
-    def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable) -> float:
+    def _failure(self, f: Features, values: np.ndarray) -> FailurePrice:
+        if self.failure_price is not None:
+            return self.failure_price(f)
+        return FailurePrice(self._penalty(values), 1.0)
+
+    def _next(
+        self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable, f: Features
+    ) -> float:
+        price = self._failure(f, values)
         best = plan(values, weights, above=failed, grid=self.settings.grid_points,
-                    failure_cost=self._penalty(values))  # fmt: skip
+                    failure_cost=price.fixed, holds=price.holds,
+                    max_fail_probability=self.max_kill_probability)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         state = self._state(key)
@@ -329,7 +381,7 @@ class Engine:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
         values, weights = self.distribution(key, f)
         self._current = (key, f, values, weights)
-        return self._next(values, weights, -np.inf, key)
+        return self._next(values, weights, -np.inf, key, f)
 
     def retry(self, key: Hashable, f: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
@@ -337,4 +389,4 @@ class Engine:
         when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, f):
             self._current = (key, f, *self.distribution(key, f))
-        return self._next(self._current[2], self._current[3], failed, key)
+        return self._next(self._current[2], self._current[3], failed, key, f)
