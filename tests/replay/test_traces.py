@@ -176,7 +176,8 @@ def _swf(path, runs: list[int], requested: int) -> None:
 
 
 def test_a_swf_traces_kill_cap_is_the_incumbents_own_kill_share(tmp_path):
-    from scoutless.replay.traces import trace_caps, trace_history
+    from scoutless.replay.trace_decision import trace_caps
+    from scoutless.replay.traces import trace_history
     from scoutless.sources.assemble import to_training_table
     from scoutless.sources.load import load_trace
 

@@ -1,3 +1,4 @@
+# Left whole: one concept, the event loop of one strategy (its events, their order, the pool).
 """The discrete-event replay of one strategy: tasks' jobs through a pool of job slots.
 
 Why a heap of events rather than SimPy: the replay must push ~2.6M jobs × 3 strategies

@@ -44,19 +44,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.allocate import (
-    cost_allocation,
-    coverage_grid,
-    value_allocation,
-    z_grid,
-)
-from scoutless.allocation.costs import COSTS, JobContext, SiteRules
-from scoutless.allocation.values import ConformalLevels, ValueDistribution
-from scoutless.config import Prices, Settings
+from scoutless.allocation.allocate import value_allocation
+from scoutless.allocation.costs import JobContext
+from scoutless.config import Settings
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import standard_types
-from scoutless.replay.site_rules import WidthRules, decision_rules, rules_of
-from scoutless.replay.submission import VALUE_POLICIES, class_values, price_groups
+from scoutless.replay.site_rules import decision_rules
+from scoutless.replay.submission import VALUE_POLICIES, class_values
+from scoutless.replay.trace_decision import (
+    PRICED_AS,
+    kill_cap,
+    kill_probability,
+    numeric_column,
+    trace_caps,
+    trace_decision,
+)
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.engine import Engine, Features
@@ -72,16 +74,10 @@ TRACE_STRATEGIES: tuple[str, ...] = ("request", "predicted", "selective", "onlin
 MB = 1024.0 * 1024.0
 
 
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
-
-
 def trace_rows(table: TrainingTable) -> pd.DataFrame:
     """The table's test rows that ran (positive walltime), in submission order."""
     _, test = table.split(table.default_split)
-    wall = _column(test, value_col("walltime"))
+    wall = numeric_column(test, value_col("walltime"))
     rows = test[wall > 0]
     if rows.empty:
         raise WorkloadError("the trace's test rows have no job with a positive walltime")
@@ -99,10 +95,10 @@ def trace_history(table: TrainingTable) -> pd.DataFrame:
 def trace_workload(rows: pd.DataFrame, settings: Settings) -> Workload:
     """One task of one unit per trace row."""
     n = len(rows)
-    cores = _column(rows, "requested_processors")
+    cores = numeric_column(rows, "requested_processors")
     cores = np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
-    wall = _column(rows, value_col("walltime"))
-    need = np.nan_to_num(_column(rows, value_col("memory")), nan=0.0) * cores
+    wall = numeric_column(rows, value_col("walltime"))
+    need = np.nan_to_num(numeric_column(rows, value_col("memory")), nan=0.0) * cores
     created = pd.to_datetime(rows.get("creationdate"), errors="coerce", utc=True)
     submit = np.zeros(n)
     if created is not None and created.notna().any():
@@ -116,9 +112,9 @@ def trace_workload(rows: pd.DataFrame, settings: Settings) -> Workload:
     )  # fmt: skip
     kind = rows["queue"] if "queue" in rows.columns else pd.Series("trace", index=rows.index)
     return Workload(
-        task_ids=_column(rows, "jeditaskid").astype(np.int64),
+        task_ids=numeric_column(rows, "jeditaskid").astype(np.int64),
         submit_s=submit, first_unit=index, n_units=np.ones(n, np.int64),
-        n_scouts=np.zeros(n, np.int64), request_ram=_column(rows, request_col("memory")),
+        n_scouts=np.zeros(n, np.int64), request_ram=numeric_column(rows, request_col("memory")),
         request_cputime=nan, base_ram_mb=zeros, base_walltime_s=zeros,
         cpu_efficiency=np.full(n, 100.0),
         kind=kind.fillna("unknown").astype(str).to_numpy(dtype=object),
@@ -136,29 +132,6 @@ def trace_job(work: Workload, wall_s: np.ndarray) -> JobContext:
         cores=work.cores.copy(), wall_s=wall, nevents=work.cores.copy(), core_power=np.ones(n),
         cpu_efficiency=np.full(n, 100.0), base_walltime_s=np.zeros(n), n_jobs=np.ones(n),
     )  # fmt: skip
-
-
-#: a trace's target -> the cost model that prices it
-PRICED_AS = {"memory": "memory", "walltime": "cputime"}
-
-
-def expected_cost(
-    target: str,
-    alloc: np.ndarray,
-    dist: ValueDistribution,
-    levels: ConformalLevels | None,
-    job: JobContext,
-    rules: SiteRules,
-    prices: Prices,
-    grid_points: int,
-) -> np.ndarray:
-    """(n,) expected cost per job of allocating ``alloc`` (one value per task), over the
-    same calibrated grid as ``allocation.cost_allocation`` (its ``z_grid``: one grid for
-    both; this function belongs beside it in allocation/allocate.py)."""
-    needs = dist.grid_at_z(z_grid(coverage_grid(grid_points), levels))
-    price = COSTS[target].cost
-    return price(np.asarray(alloc, float)[:, None, None], needs[:, None, :], job, rules, prices
-                 ).mean(axis=2)[:, 0]  # fmt: skip
 
 
 def trace_values(
@@ -184,7 +157,7 @@ def trace_values(
     rules = decision_rules(work, settings)
     chosen = {}
     for target in targets:
-        request = _column(rows, request_col(target))
+        request = numeric_column(rows, request_col(target))
         best, cost, request_cost = trace_decision(target, dists[target], levels[target],
                                                   request, job, settings, rules, caps[target])  # fmt: skip
         if policy == "value":
@@ -196,82 +169,6 @@ def trace_values(
         allowed = risk[0] <= np.maximum(caps[target], risk[1])  # as safe as the cap, or the value
         chosen[target] = np.where((request_cost < cost) & allowed, request, best)
     return predicted, {**predicted, **chosen}
-
-
-def kill_probability(
-    dist: ValueDistribution, levels: ConformalLevels | None, alloc: np.ndarray
-) -> np.ndarray:
-    """(n,) the calibrated P(need > alloc) per job (the exact distribution's without levels;
-    1 where there is no allocation)."""
-    alloc = np.asarray(alloc, dtype=float)
-    covered = dist.cdf(alloc) if levels is None else levels.coverage(dist.z_scores(alloc))
-    return np.where(np.isfinite(alloc) & (alloc > 0), 1.0 - covered, 1.0)
-
-
-def kill_cap(target: str, settings: Settings) -> float:
-    """A trace target's kill cap from the settings: its own
-    (``allocation.kill_probability_by_target``), else that of the cost model it is priced as."""
-    alloc = settings.allocation
-    return alloc.kill_probability_by_target.get(target, alloc.kill_cap(PRICED_AS[target]))
-
-
-def incumbent_kill_share(history: pd.DataFrame | None, target: str) -> float | None:
-    """How often the users' requests were too small in the trace's history (its training
-    rows with both a need and a request): (kills + 1) / (rows + 2), so a history without
-    a kill still allows some; None without such rows."""
-    if history is None or not len(history):
-        return None
-    need, request = _column(history, value_col(target)), _column(history, request_col(target))
-    both = np.isfinite(need) & np.isfinite(request) & (request > 0)
-    if not both.any():
-        return None
-    return float((np.sum(need[both] > request[both]) + 1) / (both.sum() + 2))
-
-
-def trace_caps(history: pd.DataFrame | None, settings: Settings) -> dict[str, float]:
-    """Per trace target, the kill cap its decisions keep: the settings' (:func:`kill_cap`),
-    at most the incumbent's own kill share (``replay.trace_incumbent_cap``): the users'
-    requests are what the operators accept today."""
-    caps = {}
-    for target in PRICED_AS:
-        cap, share = kill_cap(target, settings), incumbent_kill_share(history, target)
-        incumbent = share is not None and settings.replay.trace_incumbent_cap
-        caps[target] = min(cap, share) if incumbent else cap
-    return caps
-
-
-def trace_decision(
-    target: str, dist: ValueDistribution, levels: ConformalLevels | None, request: np.ndarray,
-    job: JobContext, settings: Settings, rules: WidthRules, cap: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """One target's cost-aware value per job, its expected cost and the request's, under
-    the rules a decision assumes (``replay.site_rules.decision_rules``: the grace the site
-    guarantees, not the pilot's observed kill factor; the caps' loads), priced per resource
-    type as the history's replay prices, and under the kill ``cap``: the value is at least
-    the calibrated (1 − cap) value (÷ the guaranteed grace for memory), so a cap below the
-    grid's resolution, 1 / (2 × ``grid_points``), is kept on the distribution itself; where
-    the cap is the incumbent's own kill share, the user's request meets it, so that floor
-    is never above the request."""
-    alloc, priced = settings.allocation, PRICED_AS[target]
-    value, cost, request_cost = (np.full(len(job), np.nan) for _ in range(3))
-    floor = value_allocation(dist, levels, cap).value
-    if priced == "memory":  # a need within the grace the site guarantees survives
-        floor = floor / alloc.guaranteed_memory_grace
-    if cap < kill_cap(target, settings):  # the incumbent's kill share: its request meets it
-        floor = np.where(np.isfinite(request) & (request > 0), np.minimum(floor, request), floor)
-    for name, at in price_groups(job.cores, settings.replay):
-        width = rules_of(rules, settings.replay.resource_types[name].multicore)
-        prices, part, jobs = alloc.prices_for(name), dist.take(at), job.take(at)
-        grid = alloc.grid_points
-        best = cost_allocation(priced, part, levels, jobs, width, prices, grid,
-                               max_kill_probability=cap)  # fmt: skip
-        value[at] = np.maximum(best.value, floor[at])
-        raised = value[at] > best.value
-        cost[at] = np.where(raised, expected_cost(priced, value[at], part, levels, jobs, width,
-                                                  prices, grid), best.expected_cost)  # fmt: skip
-        request_cost[at] = expected_cost(priced, request[at], part, levels, jobs, width, prices,
-                                         grid)  # fmt: skip
-    return value, cost, request_cost
 
 
 def trace_plans(
@@ -289,9 +186,9 @@ def trace_plans(
     kept the request, per target."""
     cfg = settings.replay
     nan = np.full(len(rows), np.nan)
-    ram = _column(rows, request_col("memory"))
+    ram = numeric_column(rows, request_col("memory"))
     ram = np.where(np.isnan(ram) | (ram <= 0), cfg.default_ram_mb_per_core, ram)
-    request_wall = _column(rows, request_col("walltime"))
+    request_wall = numeric_column(rows, request_col("walltime"))
     plans = [StrategyPlan("request", ram, nan, False, False, walltime=request_wall)]
     caps = trace_caps(history, settings)
     notes: dict[str, Any] = {"kill_caps": caps}
@@ -305,16 +202,16 @@ def trace_plans(
             plans.append(StrategyPlan(name, memory, nan, False, False,
                                       walltime=values.get("walltime")))  # fmt: skip
         notes["request_kept"] = {
-            t: float(np.mean(chosen[t] == _column(rows, request_col(t)))) for t in chosen
+            t: float(np.mean(chosen[t] == numeric_column(rows, request_col(t)))) for t in chosen
         }
     work = work if work is not None else trace_workload(rows, settings)
     plans.append(StrategyPlan("online", ram, nan, False, False, walltime=request_wall,
                               sizer=OnlineMemory(rows, work, settings, history,
                                                  cap=caps["memory"])))  # fmt: skip
-    oracle_ram = _column(rows, value_col("memory"))
+    oracle_ram = numeric_column(rows, value_col("memory"))
     oracle_ram = np.where(np.isfinite(oracle_ram) & (oracle_ram > 0), oracle_ram, ram)
     plans.append(StrategyPlan("oracle", oracle_ram, nan, False, False,
-                              walltime=_column(rows, value_col("walltime"))))  # fmt: skip
+                              walltime=numeric_column(rows, value_col("walltime"))))  # fmt: skip
     return plans, notes
 
 
@@ -361,7 +258,7 @@ class OnlineMemory:
         self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
-        request = _column(rows, request_col("memory")) * work.cores * MB
+        request = numeric_column(rows, request_col("memory")) * work.cores * MB
         self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
@@ -371,11 +268,11 @@ class OnlineMemory:
 
     def _start(self, history: pd.DataFrame, columns: list[str]) -> None:
         """Each type's history: the table's training rows that ran with a measured need."""
-        cores = _column(history, "requested_processors")
+        cores = numeric_column(history, "requested_processors")
         cores = np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
-        need = _column(history, value_col("memory")) * cores * MB
-        wall = _column(history, value_col("walltime"))
-        request = _column(history, request_col("memory")) * cores * MB
+        need = numeric_column(history, value_col("memory")) * cores * MB
+        wall = numeric_column(history, value_col("walltime"))
+        request = numeric_column(history, request_col("memory")) * cores * MB
         ok = np.isfinite(need) & (need > 0) & np.isfinite(wall) & (wall > 0)
         keys = type_keys(history, columns)
         for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
