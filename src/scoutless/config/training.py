@@ -38,6 +38,10 @@ class TrainingSettings(BaseModel):
         0, ge=0, description="(target, family) fits trained at once, sharing the thread "
         "budget; 0: one per thread of the budget, at most 4",
     )  # fmt: skip
+    value_folds: int = Field(
+        5, ge=2, description="folds the value model is cross-fitted over (fit and validation "
+        "rows): its location is their mean, its scale fitted on their out-of-fold residuals",
+    )  # fmt: skip
     refit_latest: bool = Field(
         True, description="on a time split, refit the served XGBoost models after early "
         "stopping on the fit and validation rows (the latest ones) with as many trees per "

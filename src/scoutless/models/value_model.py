@@ -1,14 +1,22 @@
 """A task's value distribution from its submission features: the value head every bundle
 has beside its class models, whichever family is champion.
 
-Two gradient-boosted trees on ``log1p`` of the value: one for the location (squared
-error, early-stopped on validation), one for the scale, fitted on the validation rows'
-residuals (the location never saw them, so the residuals are honest): ``log |r|`` has
-mean ``log sigma - (gamma + log 2) / 2`` for a Gaussian residual, so its regression gives
+Gradient-boosted trees on ``log1p`` of the value, cross-fitted on the fit and validation
+rows together (``folds`` parts, seeded): each fold's location (squared error) is fitted on
+the other folds and early-stopped on its own, so every row gets an out-of-fold residual
+that no location saw. The served location is one booster refitted on all those rows with
+the folds' mean number of trees (one ensemble to walk per request, not ``folds``). The
+scale is one more tree ensemble on the out-of-fold residuals: ``log |r|`` has mean
+``log sigma - (gamma + log 2) / 2`` for a Gaussian residual, so its regression gives
 ``log sigma`` up to that constant. The result is ``-1 + exp(N(mu, sigma))`` per task
 (:class:`~scoutless.allocation.values.ValueDistribution`); its marginal calibration is
-the conformal step's job (``ConformalLevels``), so the scale needs to rank tasks by
-their spread, not to be exact.
+the conformal step's job (``ConformalLevels``, on the calibration part, which no fold
+saw), so the scale needs to rank tasks by their spread, not to be exact.
+
+Why cross-fitting: with the scale fitted on the validation part's residuals alone (the
+layout before it) the scale saw a sixth of the rows, and the location was early-stopped
+on that same sixth. A bundle written before holds the same files (``location.ubj``,
+``scale.ubj``) and loads unchanged.
 
 Both boosters are saved with their trees in numpy (checked against them at save,
 :mod:`~scoutless.models.xgb_inference`): a loaded model predicts a few rows from those
@@ -42,6 +50,7 @@ SCALE_PARAMS: dict[str, Any] = {
     "reg_lambda": 5.0, "max_bin": 64,
 }  # fmt: skip
 SCALE_ROUNDS = 150
+EARLY_STOPPING_ROUNDS = 30
 #: the two boosters, by attribute and file stem
 BOOSTERS = {"location_": "location", "scale_": "scale"}
 
@@ -50,13 +59,28 @@ def _known(values: np.ndarray) -> np.ndarray:
     return np.isfinite(values) & (values > -1)
 
 
+def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
+    """(n,) each row's fold, 0 .. folds - 1, as equal as can be, in a seeded order."""
+    return np.random.default_rng(seed).permutation(np.arange(n) % folds)
+
+
 class LogValueModel:
     """``fit(X, values, eval_set=(X_val, values_val))`` → ``predict_dist(X)``."""
 
-    def __init__(self, *, n_estimators: int = 600, n_jobs: int | None = None, seed: int = 42):
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 2000,
+        folds: int = 5,
+        n_jobs: int | None = None,
+        seed: int = 42,
+    ):
         if n_estimators < 1:
             raise ValueError(f"{n_estimators=} must be positive")
+        if folds < 2:
+            raise ValueError(f"{folds=}: cross-fitting needs at least 2")
         self.n_estimators = n_estimators
+        self.folds = folds
         self.n_jobs = n_jobs
         self.seed = seed
 
@@ -72,31 +96,53 @@ class LogValueModel:
         *,
         eval_set: tuple[EncodedFeatures, np.ndarray],
     ) -> LogValueModel:
-        """Location on the rows with a known value; scale on the validation residuals."""
+        """Locations cross-fitted on the fit and validation rows with a known value, the
+        served one refitted on all of them; the scale on their out-of-fold residuals."""
         import xgboost as xgb
 
         values, val_values = np.asarray(values, float), np.asarray(eval_set[1], float)
         fit, val = _known(values), _known(val_values)
-        if fit.sum() < 2 or val.sum() < 2:
+        if fit.sum() + val.sum() < 4:
             raise ValueError(
-                f"value model: {fit.sum()} fit and {val.sum()} validation rows with a value"
+                f"value model: {fit.sum()} fit and {val.sum()} validation rows with a value; "
+                "cross-fitting needs at least 4"
             )
-        train = xgb.DMatrix(tree_matrix(X.take(np.flatnonzero(fit))), np.log1p(values[fit]))
-        X_val = tree_matrix(eval_set[0].take(np.flatnonzero(val)))
-        logged_val = np.log1p(val_values[val])
-        location = xgb.train(
-            self._params(LOCATION_PARAMS), train, num_boost_round=self.n_estimators,
-            evals=[(xgb.DMatrix(X_val, logged_val), "validation")],
-            early_stopping_rounds=30, verbose_eval=False,
+        matrix = np.vstack([
+            tree_matrix(X.take(np.flatnonzero(fit))),
+            tree_matrix(eval_set[0].take(np.flatnonzero(val))),
+        ])  # fmt: skip
+        logged = np.log1p(np.concatenate([values[fit], val_values[val]]))
+        out_of_fold, self.fold_rounds_ = self._cross_fit(matrix, logged)
+        self.location_ = xgb.train(
+            self._params(LOCATION_PARAMS), xgb.DMatrix(matrix, logged),
+            num_boost_round=max(round(float(np.mean(self.fold_rounds_))), 1),
         )  # fmt: skip
-        self.location_ = location[: location.best_iteration + 1]
-        residual = logged_val - self.location_.inplace_predict(X_val)
-        log_abs = np.log(np.maximum(np.abs(residual), 1e-6)) - _LOG_ABS_NORMAL
+        log_abs = np.log(np.maximum(np.abs(logged - out_of_fold), 1e-6)) - _LOG_ABS_NORMAL
         self.scale_ = xgb.train(
-            self._params(SCALE_PARAMS), xgb.DMatrix(X_val, log_abs), num_boost_round=SCALE_ROUNDS
+            self._params(SCALE_PARAMS), xgb.DMatrix(matrix, log_abs), num_boost_round=SCALE_ROUNDS
         )
         self.trees_ = {}
         return self
+
+    def _cross_fit(self, matrix: np.ndarray, logged: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """Every row's out-of-fold location and each fold's early-stopped number of trees;
+        a small table gets fewer folds, two rows each at least."""
+        import xgboost as xgb
+
+        folds = min(self.folds, len(logged) // 2)
+        fold = fold_of(len(logged), folds, self.seed)
+        out_of_fold, rounds = np.empty(len(logged)), []
+        for k in range(folds):
+            inside, held = fold != k, fold == k
+            booster = xgb.train(
+                self._params(LOCATION_PARAMS), xgb.DMatrix(matrix[inside], logged[inside]),
+                num_boost_round=self.n_estimators,
+                evals=[(xgb.DMatrix(matrix[held], logged[held]), "held_out")],
+                early_stopping_rounds=EARLY_STOPPING_ROUNDS, verbose_eval=False,
+            )  # fmt: skip
+            rounds.append(booster.best_iteration + 1)
+            out_of_fold[held] = booster[: rounds[-1]].inplace_predict(matrix[held])
+        return out_of_fold, rounds
 
     def __getattr__(self, name: str) -> Any:
         """A booster of a model loaded from its trees, built when first asked for (from the
@@ -140,14 +186,17 @@ class LogValueModel:
             if trees is not None:
                 trees.save(folder / f"{stem}.trees.npz")
                 written.append(f"{stem}.trees.npz")
-        meta = {"n_estimators": self.n_estimators, "seed": self.seed}
+        meta = {"n_estimators": self.n_estimators, "seed": self.seed, "folds": self.folds}
         (folder / "value.json").write_text(json.dumps(meta))
         return [*written, "value.json"]
 
     @classmethod
     def load(cls, folder: Path) -> LogValueModel:
+        """A saved model; one written before cross-fitting (no ``folds``) loads the same."""
         meta = json.loads((folder / "value.json").read_text())
-        model = cls(n_estimators=meta["n_estimators"], seed=meta["seed"])
+        model = cls(
+            n_estimators=meta["n_estimators"], folds=meta.get("folds", 5), seed=meta["seed"]
+        )
         # the boosters' bytes, built into boosters on first need (see __getattr__)
         model._raw = {n: bytearray((folder / f"{s}.ubj").read_bytes()) for n, s in BOOSTERS.items()}
         model.trees_ = {}

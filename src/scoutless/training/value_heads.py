@@ -1,8 +1,9 @@
 """Step 4b of training: each target's value model and its conformal calibration.
 
-The value model is fitted on the fit part (early-stopped, its scale fitted on the
-validation part); the calibration part, which neither saw, gives the scores that
-make the (1 - alpha) value under-allocate at most alpha (``ConformalLevels``).
+The value model is cross-fitted on the fit and validation parts
+(``Settings.training.value_folds``: its scale on the out-of-fold residuals); the
+calibration part, which no fold saw, gives the scores that make the (1 - alpha) value
+under-allocate at most alpha (``ConformalLevels``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from scoutless.allocation.values import ConformalLevels
+from scoutless.config import get_settings
 from scoutless.history.table import TrainingTable
 from scoutless.models.value_model import LogValueModel
 from scoutless.targets.spec import value_col
@@ -22,7 +24,8 @@ def fit_value_head(
     """The target's value model and its calibration rows' sorted scores."""
     values = table.frame[value_col(data.target)].to_numpy(dtype=float)
     part = {p: values[rows] for p, rows in data.rows.items()}
-    model = LogValueModel(n_jobs=n_jobs, seed=seed).fit(
+    folds = get_settings().training.value_folds
+    model = LogValueModel(folds=folds, n_jobs=n_jobs, seed=seed).fit(
         data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"])
     )
     calibration = model.predict_dist(data.X["calibration"])

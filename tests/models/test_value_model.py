@@ -1,0 +1,120 @@
+"""The cross-fitted value model: calibrated coverage on held-out tasks, a scale that ranks
+tasks by their spread, one served location, and bundles written before still loading."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from scoutless.allocation.allocate import value_allocation
+from scoutless.allocation.values import ConformalLevels
+from scoutless.features.encoders import EncodedFeatures
+from scoutless.models.value_model import LogValueModel, fold_of
+from scoutless.models.xgb import tree_matrix
+
+ALPHA = 0.1
+
+
+def _tasks(n: int, seed: int) -> tuple[EncodedFeatures, np.ndarray, np.ndarray]:
+    """Group 1 spreads six times as wide as group 2; the location follows a numeric."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(1, 3, n)
+    x = rng.normal(size=n)
+    sigma = np.where(group == 1, 0.6, 0.1)
+    values = np.expm1(5.0 + 0.8 * x + sigma * rng.normal(size=n))
+    encoded = EncodedFeatures(group[:, None].astype(np.int64), x[:, None].astype(np.float32))
+    return encoded, values, group
+
+
+@pytest.fixture(scope="module")
+def fitted() -> LogValueModel:
+    X, values, _ = _tasks(1600, 0)
+    X_val, val_values, _ = _tasks(400, 1)
+    return LogValueModel(n_estimators=200, folds=4, n_jobs=1).fit(
+        X, values, eval_set=(X_val, val_values)
+    )
+
+
+def test_calibrated_value_under_allocates_alpha_on_held_out_tasks(fitted):
+    X_cal, cal_values, _ = _tasks(1500, 2)
+    X_test, need, _ = _tasks(6000, 3)
+    levels = ConformalLevels.fit(fitted.predict_dist(X_cal), cal_values)
+    value = value_allocation(fitted.predict_dist(X_test), levels, ALPHA).value
+    under = float((need > value).mean())
+    # the test rows' binomial spread and the calibration quantile's, three deviations each
+    spread = 3 * math.sqrt(ALPHA * (1 - ALPHA) * (1 / len(need) + 1 / levels.n))
+    assert abs(under - ALPHA) <= spread, (under, spread)
+
+
+def test_the_scale_ranks_tasks_by_their_spread(fitted):
+    X, _, group = _tasks(2000, 4)
+    sigma = fitted.predict_dist(X).sigma
+    wide, narrow = np.median(sigma[group == 1]), np.median(sigma[group == 2])
+    assert wide > 3 * narrow, (wide, narrow)
+    assert narrow == pytest.approx(0.1, rel=0.5) and wide == pytest.approx(0.6, rel=0.3)
+
+
+def test_one_location_served_with_the_folds_mean_number_of_trees(fitted):
+    assert len(fitted.fold_rounds_) == 4 and all(r > 10 for r in fitted.fold_rounds_)
+    assert fitted.location_.num_boosted_rounds() == round(np.mean(fitted.fold_rounds_))
+    X, _, _ = _tasks(50, 5)
+    np.testing.assert_allclose(
+        fitted.predict_dist(X).mu, fitted.location_.inplace_predict(tree_matrix(X)), rtol=1e-6
+    )
+
+
+def test_saved_and_loaded_it_predicts_the_same_from_its_numpy_trees(fitted, tmp_path):
+    files = fitted.save(tmp_path / "value")
+    assert files == ["location.ubj", "location.trees.npz", "scale.ubj", "scale.trees.npz",
+                     "value.json"]  # fmt: skip
+    loaded = LogValueModel.load(tmp_path / "value")
+    assert loaded.folds == 4 and set(loaded.trees_) == {"location_", "scale_"}
+    assert "location_" not in vars(loaded)  # the booster is not built for a few rows
+    X, _, _ = _tasks(3, 6)
+    a, b = fitted.predict_dist(X), loaded.predict_dist(X)
+    assert "location_" not in vars(loaded)
+    np.testing.assert_allclose(a.mu, b.mu, rtol=1e-6)
+    np.testing.assert_allclose(a.sigma, b.sigma, rtol=1e-6)
+
+
+@pytest.mark.parametrize("with_trees", [True, False])
+def test_a_bundle_written_before_cross_fitting_still_loads(fitted, tmp_path, with_trees):
+    """Before: ``value.json`` without ``folds``; with or without the trees in numpy."""
+    folder = tmp_path / "old"
+    fitted.save(folder)
+    (folder / "value.json").write_text(json.dumps({"n_estimators": 600, "seed": 42}))
+    if not with_trees:
+        for npz in folder.glob("*.trees.npz"):
+            npz.unlink()
+    old = LogValueModel.load(folder)
+    assert old.n_estimators == 600 and old.trees_["location_"] is not None
+    X, _, _ = _tasks(20, 7)
+    np.testing.assert_allclose(
+        old.predict_dist(X).mu, fitted.location_.inplace_predict(tree_matrix(X)), rtol=1e-6
+    )
+    shutil.rmtree(folder)
+
+
+def test_folds_are_balanced_and_seeded():
+    fold = fold_of(103, 5, seed=1)
+    assert sorted(np.bincount(fold)) == [20, 20, 21, 21, 21]
+    np.testing.assert_array_equal(fold, fold_of(103, 5, seed=1))
+    assert not np.array_equal(fold, fold_of(103, 5, seed=2))
+
+
+def test_a_small_table_gets_fewer_folds_and_too_few_rows_are_refused():
+    X, values, _ = _tasks(7, 8)
+    model = LogValueModel(n_estimators=5, folds=5).fit(
+        X.take(np.arange(5)), values[:5], eval_set=(X.take(np.arange(5, 7)), values[5:])
+    )
+    assert len(model.fold_rounds_) == 3
+    with pytest.raises(ValueError, match="2 fit and 1 validation rows"):
+        LogValueModel(folds=5).fit(
+            X.take(np.arange(2)), values[:2], eval_set=(X.take(np.arange(2, 3)), values[2:3])
+        )
+    with pytest.raises(ValueError, match="folds=1"):
+        LogValueModel(folds=1)

@@ -1,0 +1,45 @@
+"""Training's value head: cross-fitted over ``Settings.training.value_folds`` folds of the
+fit and validation parts, its conformal scores from the calibration part alone."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from scoutless.config import get_settings
+from scoutless.features.encoders import EncodedFeatures
+from scoutless.training.fitting import TargetData
+from scoutless.training.value_heads import fit_value_head
+
+
+def _data(n: int = 240) -> tuple[SimpleNamespace, TargetData]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n)
+    values = np.expm1(4.0 + x + 0.3 * rng.normal(size=n))
+    encoded = EncodedFeatures(np.ones((n, 1), np.int64), x[:, None].astype(np.float32))
+    rows = {
+        "fit": np.arange(0, 120),
+        "validation": np.arange(120, 180),
+        "calibration": np.arange(180, n),
+    }
+    data = TargetData(
+        target="memory", n_classes=2, X={p: encoded.take(r) for p, r in rows.items()},
+        y={p: np.zeros(len(r), np.int64) for p, r in rows.items()}, rows=rows,
+        class_weight=np.ones(2), values=values[rows["fit"]],
+    )  # fmt: skip
+    return SimpleNamespace(frame=pd.DataFrame({"memory_value": values})), data
+
+
+def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
+    table, data = _data()
+    monkeypatch.setenv("SCOUTLESS_TRAINING__VALUE_FOLDS", "3")
+    get_settings.cache_clear()
+    try:
+        model, scores = fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    finally:
+        monkeypatch.delenv("SCOUTLESS_TRAINING__VALUE_FOLDS")
+        get_settings.cache_clear()
+    assert len(model.fold_rounds_) == 3
+    assert len(scores) == 60 and np.all(np.diff(scores) >= 0)  # the calibration rows, sorted
