@@ -21,6 +21,7 @@ above it is never chosen (``Settings.allocation.max_kill_probability``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,14 +59,17 @@ def coverage_grid(m: int) -> np.ndarray:
     return (np.arange(m) + 0.5) / m
 
 
-@functools.lru_cache(maxsize=64)
-def _constant(make: str, *args: float | int | None) -> np.ndarray:
-    """A read-only array that depends only on scalar settings, made once (a served task
-    asks for the same grid, levels and scout errors every time)."""
-    made = {"coverage": coverage_grid, "levels": _candidate_levels, "errors": _scout_errors}
-    out = np.asarray(made[make](*args))
-    out.flags.writeable = False
-    return out
+def _read_only_cache(make: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``make`` of scalar settings made once per arguments, read-only (a served task asks
+    for the same grid, levels and scout errors every time)."""
+
+    @functools.lru_cache(maxsize=64)
+    def cached(*args: float | int | None) -> np.ndarray:
+        out = np.asarray(make(*args))
+        out.flags.writeable = False
+        return out
+
+    return cached
 
 
 def z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
@@ -76,9 +80,23 @@ def z_grid(coverage: np.ndarray, levels: ConformalLevels | None) -> np.ndarray:
     return np.quantile(levels.scores, coverage)
 
 
+def grid_z(grid_points: int, levels: ConformalLevels | None) -> np.ndarray:
+    """:func:`z_grid` of the cost grid (:func:`coverage_grid`), made once per grid and
+    calibration."""
+    if levels is None:
+        return _normal_grid_z(grid_points)
+    return levels.memo(("grid_z", grid_points), lambda: z_grid(_coverages(grid_points), levels))
+
+
 def _scout_errors(sigma: float, points: int = 8) -> np.ndarray:
     """(points,) equally likely factors exp(N(0, sigma)) of the scouts' measurement."""
     return np.exp(sigma * ndtri(coverage_grid(points)))
+
+
+_coverages = _read_only_cache(coverage_grid)
+_normal_grid_z = _read_only_cache(lambda m: z_grid(coverage_grid(m), None))
+_scout_errors_of = _read_only_cache(_scout_errors)
+_job_levels = _read_only_cache(lambda m, cap: candidate_levels(coverage_grid(m), cap))
 
 
 def value_allocation(
@@ -118,9 +136,8 @@ def cost_allocation(
     spread = JobSpread.none(len(dist)) if spread is None else spread
     if len(spread) != len(dist):
         raise ValueError(f"a job spread of {len(spread)} tasks for {len(dist)} distributions")
-    coverages = _constant("coverage", grid_points)
-    zs = levels.grid_z(grid_points) if levels is not None else z_grid(coverages, None)
-    job_levels = _constant("levels", grid_points, max_kill_probability)
+    zs = grid_z(grid_points, levels)
+    job_levels = _job_levels(grid_points, max_kill_probability)
     points = grid_points * spread.factors.shape[1]
     chunk = max(1, _BLOCK // (points * (len(job_levels) + 3)))
     out = {k: np.empty(len(dist)) for k in _FIELDS}
@@ -133,10 +150,6 @@ def cost_allocation(
         for key, values in part.items():
             out[key][rows] = values
     return Allocation(*(out[k] for k in _FIELDS))
-
-
-def _candidate_levels(grid_points: int, max_kill_probability: float | None) -> np.ndarray:
-    return candidate_levels(coverage_grid(grid_points), max_kill_probability)
 
 
 def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) -> np.ndarray:
@@ -184,7 +197,7 @@ def _priced_chunk(
     best = choose(candidates, expected, p_kill, cap)
     rows = np.arange(len(best))
     chosen = candidates[rows, best]
-    errors = _constant("errors", prices.scout_error_sigma)
+    errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
     scouted = model.cost(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
     return {

@@ -16,6 +16,7 @@ score is monotone in ``y`` for every task.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -131,7 +132,7 @@ class ConformalLevels:
     conformal level."""
 
     scores: np.ndarray  # sorted
-    _grids: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    _memo: dict[Hashable, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def fit(cls, dist: ValueDistribution, values: np.ndarray) -> ConformalLevels:
@@ -157,15 +158,14 @@ class ConformalLevels:
             return Z_CAP
         return float(self.scores[rank - 1])
 
-    def grid_z(self, grid_points: int) -> np.ndarray:
-        """The standardised levels of ``grid_points`` equal-probability coverages
-        (``allocate.z_grid``), computed once per grid: every served task asks again."""
-        cached = self._grids.get(grid_points)
+    def memo(self, key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """``make()`` made once per ``key`` for these scores, read-only: what depends only
+        on them and the settings (the cost grid's levels every served task asks for)."""
+        cached = self._memo.get(key)
         if cached is None:
-            coverage = (np.arange(grid_points) + 0.5) / grid_points
-            cached = np.quantile(self.scores, coverage)
+            cached = np.asarray(make())
             cached.flags.writeable = False
-            self._grids[grid_points] = cached
+            self._memo[key] = cached
         return cached
 
     def coverage(self, z: float | np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 from scoutless.allocation.values import ValueDistribution
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted
-from scoutless.models.xgb import booster_params, tree_matrix
+from scoutless.models.xgb import booster_from_bytes, booster_params, tree_matrix
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
 #: E[log |Z|] for Z ~ N(0, 1): -(Euler's gamma + log 2) / 2
@@ -150,10 +150,7 @@ class LogValueModel:
         raw = self.__dict__.get("_raw", {}).get(name)
         if raw is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        import xgboost as xgb
-
-        booster = xgb.Booster()
-        booster.load_model(raw)
+        booster = booster_from_bytes(raw)
         setattr(self, name, booster)
         return booster
 

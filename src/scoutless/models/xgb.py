@@ -71,6 +71,16 @@ def booster_params(
     return params
 
 
+def booster_from_bytes(raw: bytes | bytearray) -> xgb.Booster:
+    """A booster from a saved model's bytes, read at load (XGBoost imported only now: a
+    loaded model predicts a few rows from its numpy trees without it)."""
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    booster.load_model(raw)
+    return booster
+
+
 class XGBModel:
     """Shared fit/predict/save for both encodings of the categoricals (the two families below)."""
 
@@ -212,10 +222,7 @@ class XGBModel:
         raw = self.__dict__.get("_booster_raw")
         if name not in ("booster_", "_booster_small") or raw is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        import xgboost as xgb
-
-        booster = xgb.Booster()
-        booster.load_model(raw)
+        booster = booster_from_bytes(raw)
         trees = self.__dict__.get("tree_ensemble")
         self._set_booster(booster)
         if trees is not None:  # the saved ensemble, checked against this booster at save

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.allocate import cost_allocation, coverage_grid, value_allocation, z_grid
+from scoutless.allocation.allocate import cost_allocation, grid_z, value_allocation
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
@@ -42,9 +42,9 @@ def expected_cost(
     grid_points: int,
 ) -> np.ndarray:
     """(n,) expected cost per job of allocating ``alloc`` (one value per task), over the
-    same calibrated grid as ``allocation.cost_allocation`` (its ``z_grid``: one grid for
+    same calibrated grid as ``allocation.cost_allocation`` (its ``grid_z``: one grid for
     both; this function belongs beside it in allocation/allocate.py)."""
-    needs = dist.grid_at_z(z_grid(coverage_grid(grid_points), levels))
+    needs = dist.grid_at_z(grid_z(grid_points, levels))
     price = COSTS[target].cost
     return price(np.asarray(alloc, float)[:, None, None], needs[:, None, :], job, rules, prices
                  ).mean(axis=2)[:, 0]  # fmt: skip

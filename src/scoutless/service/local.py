@@ -71,22 +71,16 @@ class LocalBackend:
         rows = body.rows()
         lookup = self._store_lookup(served.pipeline)
         alpha = body.alpha or self.settings.default_alpha
-        run = functools.partial(
-            served.pipeline.run,
-            rows,
-            taskparams=body.is_taskparams,
-            targets=body.targets,
-            policy=body.policy,
-            alpha=alpha,
-            request_id=request_id,
-            history=lookup,
-            layout=body.layout,
-        )
         # a few tasks take about a millisecond: cheaper on the event loop than a thread hop,
         # unless they wait on a database server's round trip for their history
         remote_store = lookup is not None and not (self.reader and self.reader.local)
         waits = remote_store and _lacks_history(body, served.pipeline)
         if len(rows) > INLINE_MAX_TASKS or waits:
+            run = functools.partial(
+                served.pipeline.run, rows, taskparams=body.is_taskparams, targets=body.targets,
+                policy=body.policy, alpha=alpha, request_id=request_id, history=lookup,
+                layout=body.layout,
+            )  # fmt: skip
             outcome = await run_in_threadpool(run)
             return await self._store_and_answer(served, outcome, request_id, body.policy)
         pipeline = served.pipeline
