@@ -43,8 +43,12 @@ def test_a_bundle_loads_and_predicts_without_torch_or_xgboost(small_bundle, smal
             np.testing.assert_allclose(proba, torch_or_xgboost, rtol=1e-5, atol=1e-5)
     for target, proba in predictor.predict_proba(record).items():
         np.testing.assert_allclose(answer["proba"][target], proba, rtol=0, atol=1e-12)
-        booster = predictor._value_models[target].location_  # built from its bytes now
+        model = predictor._value_models[target]
+        booster = model.location_  # built from its bytes now
         mu = booster.inplace_predict(_matrix(predictor, record), validate_features=False)
+        linear = model.linear_  # the ridge the trees start from (none in older bundles)
+        if linear is not None:
+            mu = mu + linear.predict(predictor.encoder.transform(record))
         np.testing.assert_allclose(answer["values"][target], mu, rtol=1e-6)
 
 

@@ -59,20 +59,23 @@ def test_the_scale_ranks_tasks_by_their_spread(fitted):
 
 
 def test_one_location_served_with_the_folds_mean_number_of_trees(fitted):
-    assert len(fitted.fold_rounds_) == 4 and all(r > 10 for r in fitted.fold_rounds_)
+    # the location is linear in x here: the ridge fits it, the trees have little left
+    assert len(fitted.fold_rounds_) == 4 and all(r >= 1 for r in fitted.fold_rounds_)
     assert fitted.location_.num_boosted_rounds() == round(np.mean(fitted.fold_rounds_))
     X, _, _ = _tasks(50, 5)
+    trees = fitted.location_.inplace_predict(tree_matrix(X))
     np.testing.assert_allclose(
-        fitted.predict_dist(X).mu, fitted.location_.inplace_predict(tree_matrix(X)), rtol=1e-6
+        fitted.predict_dist(X).mu, trees + fitted.linear_.predict(X), rtol=1e-6
     )
 
 
 def test_saved_and_loaded_it_predicts_the_same_from_its_numpy_trees(fitted, tmp_path):
     files = fitted.save(tmp_path / "value")
     assert files == ["location.ubj", "location.trees.npz", "scale.ubj", "scale.trees.npz",
-                     "value.json"]  # fmt: skip
+                     "linear.npz", "value.json"]  # fmt: skip
     loaded = LogValueModel.load(tmp_path / "value")
     assert loaded.folds == 4 and set(loaded.trees_) == {"location_", "scale_"}
+    assert loaded.linear_.alpha == fitted.linear_.alpha
     assert "location_" not in vars(loaded)  # the booster is not built for a few rows
     X, _, _ = _tasks(3, 6)
     a, b = fitted.predict_dist(X), loaded.predict_dist(X)
@@ -83,15 +86,18 @@ def test_saved_and_loaded_it_predicts_the_same_from_its_numpy_trees(fitted, tmp_
 
 @pytest.mark.parametrize("with_trees", [True, False])
 def test_a_bundle_written_before_cross_fitting_still_loads(fitted, tmp_path, with_trees):
-    """Before: ``value.json`` without ``folds``; with or without the trees in numpy."""
+    """Before: ``value.json`` without ``folds``, no ridge (``linear.npz``): the location is
+    the trees alone; with or without the trees in numpy."""
     folder = tmp_path / "old"
     fitted.save(folder)
     (folder / "value.json").write_text(json.dumps({"n_estimators": 600, "seed": 42}))
+    (folder / "linear.npz").unlink()
     if not with_trees:
         for npz in folder.glob("*.trees.npz"):
             npz.unlink()
     old = LogValueModel.load(folder)
     assert old.n_estimators == 600 and old.trees_["location_"] is not None
+    assert old.linear_ is None and not old.linear
     X, _, _ = _tasks(20, 7)
     np.testing.assert_allclose(
         old.predict_dist(X).mu, fitted.location_.inplace_predict(tree_matrix(X)), rtol=1e-6
@@ -118,3 +124,30 @@ def test_a_small_table_gets_fewer_folds_and_too_few_rows_are_refused():
         )
     with pytest.raises(ValueError, match="folds=1"):
         LogValueModel(folds=1)
+
+
+def _additive(n: int, seed: int) -> tuple[EncodedFeatures, np.ndarray, np.ndarray]:
+    """A log value that is a sum of effects of 150 releases (a few rows each) and of a
+    numeric: the shape the ridge is there for. Returns the true location too."""
+    rng = np.random.default_rng(seed)
+    effect = np.random.default_rng(99).normal(0, 0.5, 151)
+    release = rng.integers(1, 151, n)
+    x = rng.normal(size=n)
+    loc = 4.0 + effect[release] + 0.7 * x
+    values = np.expm1(loc + 0.2 * rng.normal(size=n))
+    codes = np.c_[release, rng.integers(1, 4, n)].astype(np.int64)
+    return EncodedFeatures(codes, x[:, None].astype(np.float32)), values, loc
+
+
+def test_the_ridge_start_lowers_the_location_error_on_additive_effects():
+    X, values, _ = _additive(1500, 10)
+    X_val, val_values, _ = _additive(400, 11)
+    X_test, _, loc = _additive(2000, 12)
+    errors = {}
+    for linear in (True, False):
+        model = LogValueModel(n_estimators=400, folds=4, linear=linear, n_jobs=1).fit(
+            X, values, eval_set=(X_val, val_values)
+        )
+        errors[linear] = float(np.sqrt(np.mean((model.predict_dist(X_test).mu - loc) ** 2)))
+        assert (getattr(model, "linear_", None) is not None) == linear
+    assert errors[True] < 0.7 * errors[False], errors

@@ -43,3 +43,15 @@ def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
         get_settings.cache_clear()
     assert len(model.fold_rounds_) == 3
     assert len(scores) == 60 and np.all(np.diff(scores) >= 0)  # the calibration rows, sorted
+
+
+def test_the_ridge_start_can_be_switched_off_in_the_settings(monkeypatch):
+    table, data = _data()
+    monkeypatch.setenv("SCOUTLESS_TRAINING__VALUE_LINEAR", "false")
+    get_settings.cache_clear()
+    try:
+        model, _ = fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    finally:
+        monkeypatch.delenv("SCOUTLESS_TRAINING__VALUE_LINEAR")
+        get_settings.cache_clear()
+    assert model.linear_ is None and not model.linear

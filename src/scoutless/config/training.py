@@ -42,6 +42,11 @@ class TrainingSettings(BaseModel):
         5, ge=2, description="folds the value model is cross-fitted over (fit and validation "
         "rows): its location is their mean, its scale fitted on their out-of-fold residuals",
     )  # fmt: skip
+    value_linear: bool = Field(
+        True, description="the value model's location starts from a ridge regression on the "
+        "one-hot categories and the numericals (its penalty chosen over the folds), its "
+        "trees fit what that leaves (models/value_linear.py)",
+    )  # fmt: skip
     refit_latest: bool = Field(
         True, description="on a time split, refit the served XGBoost models after early "
         "stopping on the fit and validation rows (the latest ones) with as many trees per "

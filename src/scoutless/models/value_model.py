@@ -3,15 +3,22 @@ has beside its class models, whichever family is champion.
 
 Gradient-boosted trees on ``log1p`` of the value, cross-fitted on the fit and validation
 rows together (``folds`` parts, seeded): each fold's location (squared error) is fitted on
-the other folds and early-stopped on its own, so every row gets an out-of-fold residual
+the other folds and early-stopped on its own, starting (``linear``) from a ridge regression
+on the one-hot categories and the numericals fitted on those same folds
+(:mod:`~scoutless.models.value_linear`: it lowers the location's error on every target of
+the 20k demo, the trees left to fit the interactions), so every row gets an out-of-fold residual
 that no location saw. The served location is one booster refitted on all those rows with
-the folds' mean number of trees (one ensemble to walk per request, not ``folds``). The
+the folds' mean number of trees (one ensemble to walk per request, not ``folds``), on top
+of the ridge refitted on all those rows (a few look-ups and a dot product per request). The
 scale is one more tree ensemble on the out-of-fold residuals: ``log |r|`` has mean
 ``log sigma - (gamma + log 2) / 2`` for a Gaussian residual, so its regression gives
 ``log sigma`` up to that constant. The result is ``-1 + exp(N(mu, sigma))`` per task
 (:class:`~scoutless.allocation.values.ValueDistribution`); its marginal calibration is
 the conformal step's job (``ConformalLevels``, on the calibration part, which no fold
 saw), so the scale needs to rank tasks by their spread, not to be exact.
+
+A bundle written before the ridge has no ``linear.npz``: its location is its trees alone,
+as it was fitted.
 
 Why cross-fitting: with the scale fitted on the validation part's residuals alone (the
 layout before it) the scale saw a sixth of the rows, and the location was early-stopped
@@ -34,6 +41,7 @@ import numpy as np
 from scoutless.allocation.values import ValueDistribution
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted
+from scoutless.models.value_linear import LinearBase, choose_alpha
 from scoutless.models.xgb import booster_from_bytes, booster_params, tree_matrix
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
@@ -72,6 +80,7 @@ class LogValueModel:
         *,
         n_estimators: int = 2000,
         folds: int = 5,
+        linear: bool = True,
         n_jobs: int | None = None,
         seed: int = 42,
     ):
@@ -81,6 +90,7 @@ class LogValueModel:
             raise ValueError(f"{folds=}: cross-fitting needs at least 2")
         self.n_estimators = n_estimators
         self.folds = folds
+        self.linear = linear
         self.n_jobs = n_jobs
         self.seed = seed
 
@@ -97,7 +107,8 @@ class LogValueModel:
         eval_set: tuple[EncodedFeatures, np.ndarray],
     ) -> LogValueModel:
         """Locations cross-fitted on the fit and validation rows with a known value, the
-        served one refitted on all of them; the scale on their out-of-fold residuals."""
+        served one refitted on all of them (the ridge, then the trees on what it leaves);
+        the scale on their out-of-fold residuals."""
         import xgboost as xgb
 
         values, val_values = np.asarray(values, float), np.asarray(eval_set[1], float)
@@ -107,14 +118,17 @@ class LogValueModel:
                 f"value model: {fit.sum()} fit and {val.sum()} validation rows with a value; "
                 "cross-fitting needs at least 4"
             )
-        matrix = np.vstack([
-            tree_matrix(X.take(np.flatnonzero(fit))),
-            tree_matrix(eval_set[0].take(np.flatnonzero(val))),
-        ])  # fmt: skip
+        rows = EncodedFeatures.stack(
+            [X.take(np.flatnonzero(fit)), eval_set[0].take(np.flatnonzero(val))]
+        )
+        matrix = tree_matrix(rows)
         logged = np.log1p(np.concatenate([values[fit], val_values[val]]))
-        out_of_fold, self.fold_rounds_ = self._cross_fit(matrix, logged)
+        out_of_fold, self.fold_rounds_ = self._cross_fit(rows, matrix, logged)
+        self.linear_ = (
+            LinearBase.fit(rows, logged, self.alpha_) if self.alpha_ is not None else None
+        )
         self.location_ = xgb.train(
-            self._params(LOCATION_PARAMS), xgb.DMatrix(matrix, logged),
+            self._params(LOCATION_PARAMS), xgb.DMatrix(matrix, logged - self._base(rows)),
             num_boost_round=max(round(float(np.mean(self.fold_rounds_))), 1),
         )  # fmt: skip
         log_abs = np.log(np.maximum(np.abs(logged - out_of_fold), 1e-6)) - _LOG_ABS_NORMAL
@@ -124,25 +138,41 @@ class LogValueModel:
         self.trees_ = {}
         return self
 
-    def _cross_fit(self, matrix: np.ndarray, logged: np.ndarray) -> tuple[np.ndarray, list[int]]:
-        """Every row's out-of-fold location and each fold's early-stopped number of trees;
-        a small table gets fewer folds, two rows each at least."""
+    def _cross_fit(
+        self, rows: EncodedFeatures, matrix: np.ndarray, logged: np.ndarray
+    ) -> tuple[np.ndarray, list[int]]:
+        """Every row's out-of-fold location and each fold's early-stopped number of trees
+        (``alpha_``: the ridge's penalty, chosen on these folds); a small table gets fewer
+        folds, two rows each at least."""
         import xgboost as xgb
 
         folds = min(self.folds, len(logged) // 2)
         fold = fold_of(len(logged), folds, self.seed)
-        out_of_fold, rounds = np.empty(len(logged)), []
+        self.alpha_ = choose_alpha(rows, logged, fold) if self.linear else None
+        out_of_fold, rounds = np.zeros(len(logged)), []
         for k in range(folds):
             inside, held = fold != k, fold == k
+            target = logged.copy()
+            if self.alpha_ is not None:
+                base = LinearBase.fit(
+                    rows.take(np.flatnonzero(inside)), logged[inside], self.alpha_
+                )
+                out_of_fold[held] = base.predict(rows.take(np.flatnonzero(held)))
+                target -= base.predict(rows)
             booster = xgb.train(
-                self._params(LOCATION_PARAMS), xgb.DMatrix(matrix[inside], logged[inside]),
+                self._params(LOCATION_PARAMS), xgb.DMatrix(matrix[inside], target[inside]),
                 num_boost_round=self.n_estimators,
-                evals=[(xgb.DMatrix(matrix[held], logged[held]), "held_out")],
+                evals=[(xgb.DMatrix(matrix[held], target[held]), "held_out")],
                 early_stopping_rounds=EARLY_STOPPING_ROUNDS, verbose_eval=False,
             )  # fmt: skip
             rounds.append(booster.best_iteration + 1)
-            out_of_fold[held] = booster[: rounds[-1]].inplace_predict(matrix[held])
+            out_of_fold[held] += booster[: rounds[-1]].inplace_predict(matrix[held])
         return out_of_fold, rounds
+
+    def _base(self, X: EncodedFeatures) -> np.ndarray | float:
+        """The ridge's part of the location (0 for a model fitted or saved without it)."""
+        linear = getattr(self, "linear_", None)
+        return 0.0 if linear is None else linear.predict(X)
 
     def __getattr__(self, name: str) -> Any:
         """A booster of a model loaded from its trees, built when first asked for (from the
@@ -166,7 +196,7 @@ class LogValueModel:
         """The task's value as ``-1 + exp(N(mu, sigma))`` (value in the target's unit)."""
         check_fitted(self, "trees_")
         matrix = tree_matrix(X)
-        mu = self._predict("location_", matrix).astype(float)
+        mu = self._predict("location_", matrix).astype(float) + self._base(X)
         log_sigma = self._predict("scale_", matrix)
         sigma = np.maximum(np.exp(log_sigma.astype(float)), _MIN_SIGMA)
         return ValueDistribution.of(-1.0, mu, sigma)
@@ -183,17 +213,28 @@ class LogValueModel:
             if trees is not None:
                 trees.save(folder / f"{stem}.trees.npz")
                 written.append(f"{stem}.trees.npz")
-        meta = {"n_estimators": self.n_estimators, "seed": self.seed, "folds": self.folds}
+        linear = getattr(self, "linear_", None)
+        if linear is not None:
+            linear.save(folder / "linear.npz")
+            written.append("linear.npz")
+        meta = {
+            "n_estimators": self.n_estimators, "seed": self.seed, "folds": self.folds,
+            "linear": self.linear,
+        }  # fmt: skip
         (folder / "value.json").write_text(json.dumps(meta))
         return [*written, "value.json"]
 
     @classmethod
     def load(cls, folder: Path) -> LogValueModel:
-        """A saved model; one written before cross-fitting (no ``folds``) loads the same."""
+        """A saved model; one written before cross-fitting (no ``folds``) or before the
+        ridge (no ``linear.npz``: its trees alone) loads the same."""
         meta = json.loads((folder / "value.json").read_text())
+        linear = folder / "linear.npz"
         model = cls(
-            n_estimators=meta["n_estimators"], folds=meta.get("folds", 5), seed=meta["seed"]
-        )
+            n_estimators=meta["n_estimators"], folds=meta.get("folds", 5),
+            linear=linear.exists(), seed=meta["seed"],
+        )  # fmt: skip
+        model.linear_ = LinearBase.load(linear) if linear.exists() else None
         # the boosters' bytes, built into boosters on first need (see __getattr__)
         model._raw = {n: bytearray((folder / f"{s}.ubj").read_bytes()) for n, s in BOOSTERS.items()}
         model.trees_ = {}

@@ -1,7 +1,8 @@
 """Step 4b of training: each target's value model and its conformal calibration.
 
 The value model is cross-fitted on the fit and validation parts
-(``Settings.training.value_folds``: its scale on the out-of-fold residuals); the
+(``Settings.training.value_folds``: its scale on the out-of-fold residuals; its location
+a ridge and trees on what it leaves, ``value_linear``); the
 calibration part, which no fold saw, gives the scores that make the (1 - alpha) value
 under-allocate at most alpha (``ConformalLevels``).
 """
@@ -24,10 +25,10 @@ def fit_value_head(
     """The target's value model and its calibration rows' sorted scores."""
     values = table.frame[value_col(data.target)].to_numpy(dtype=float)
     part = {p: values[rows] for p, rows in data.rows.items()}
-    folds = get_settings().training.value_folds
-    model = LogValueModel(folds=folds, n_jobs=n_jobs, seed=seed).fit(
-        data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"])
-    )
+    settings = get_settings().training
+    model = LogValueModel(
+        folds=settings.value_folds, linear=settings.value_linear, n_jobs=n_jobs, seed=seed
+    ).fit(data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"]))
     calibration = model.predict_dist(data.X["calibration"])
     return model, ConformalLevels.fit(calibration, part["calibration"]).scores
 
