@@ -40,7 +40,8 @@ class TrainingSettings(BaseModel):
     )  # fmt: skip
     value_folds: int = Field(
         5, ge=2, description="folds the value model is cross-fitted over (fit and validation "
-        "rows): its location is their mean, its scale fitted on their out-of-fold residuals",
+        "rows): they pick its number of trees and give every row an out-of-fold residual, "
+        "which its scale is fitted on; the served location is one model refitted on all rows",
     )  # fmt: skip
     value_linear: bool = Field(
         True, description="the value model's location starts from a ridge regression on the "
