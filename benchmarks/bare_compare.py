@@ -16,7 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from load_client import by_id, drive, free_port, post, start_command, start_server
+from load_client import (
+    by_id,
+    drive,
+    free_port,
+    post,
+    start_command,
+    start_server,
+    tree_cpu_seconds,
+)
 from serve_world import request_rows, sample_task_ids
 
 #: the bare FastAPI app the service is compared with: the same routes, no work but parsing
@@ -60,6 +68,8 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
     busy moment hits both alike; each figure the median of ``--repeats`` runs, and the
     ratios service / bare. Single-task POST and task by id, 8 connections, log on."""
     ids = sample_task_ids(db_url, 5000)
+    os.sched_setaffinity(0, {1})  # the servers' core, idle until they start
+    pipeline_cpu = pipeline_cpu_ms(bundle)
     os.sched_setaffinity(0, {0})
     auth = f"Authorization: Bearer {BENCH_TOKEN}\r\n"
     ours, our_port = start_server(bundle, db_url, log_url, 1, cpus="1",
@@ -74,14 +84,77 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
             asyncio.run(drive(p, by_id(ids), 200, 4, auth))
         for _ in range(args.repeats):
             for cell, requests in cells.items():
-                for side, p in (("service", our_port), ("bare", bare_port)):
-                    runs[cell, side].append(asyncio.run(drive(p, requests, args.requests, 8, auth)))
+                for side, (proc, p) in (("service", (ours, our_port)), ("bare", (bare, bare_port))):
+                    cpu = tree_cpu_seconds(proc.pid)
+                    run = asyncio.run(drive(p, requests, args.requests, 8, auth))
+                    run["cpu_ms_per_request"] = (
+                        (tree_cpu_seconds(proc.pid) - cpu) / args.requests * 1e3
+                    )
+                    runs[cell, side].append(run)
     finally:
         for proc in (ours, bare):
             proc.terminate()
             proc.wait(30)
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-    return {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
+    out = {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
+    for figures in out.values():
+        figures["ceiling"] = ceiling(pipeline_cpu, figures["bare"])
+    return out
+
+
+#: requests computed together by ``Pipeline.run_many`` in the ceiling (the service's groups
+#: at 8 connections hold ~3-5)
+CEILING_GROUPS = (1, 4, 8)
+
+
+def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
+    """In-process CPU ms per request of what every request costs the service beyond
+    answering HTTP: ``preprocess`` of one posted task, and ``Pipeline.run_many`` (models,
+    the default policy's decisions, answer and log rows) per request at group sizes
+    :data:`CEILING_GROUPS`. The single task of the ``post_c8`` cell."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scoutless.bundle import load_bundle
+    from scoutless.config import get_settings
+    from scoutless.service.pipeline import Pipeline
+
+    policy = get_settings().allocation.default_policy
+    pipeline = Pipeline(load_bundle(bundle), None, ThreadPoolExecutor(1))
+    rows = request_rows(1)
+
+    def per_call(call, n: int) -> float:  # type: ignore[no-untyped-def]
+        for _ in range(max(reps // 10, 5)):
+            call()
+        start = time.process_time()
+        for _ in range(reps):
+            call()
+        return (time.process_time() - start) / reps / n * 1e3
+
+    out = {"preprocess": per_call(lambda: pipeline.preprocess(rows), 1)}
+    for k in CEILING_GROUPS:
+        prepared = [pipeline.preprocess(rows) for _ in range(k)]
+        ids = [f"r{i}" for i in range(k)]
+        out[f"run_many_{k}"] = per_call(
+            lambda p=prepared, i=ids: pipeline.run_many(p, i, policy=policy), k
+        )
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def ceiling(pipeline_cpu: dict[str, float], bare: dict) -> dict:
+    """The highest throughput ratio this service can reach on one core: were its HTTP,
+    logging and thread hand-offs as cheap as the bare app's whole request, a request would
+    still cost the bare app's CPU plus ``preprocess`` plus its share of ``run_many``, so at
+    most 1000 / that many requests a second, against the bare app's measured rate."""
+    out: dict = {"pipeline_cpu_ms_per_request": pipeline_cpu}
+    for k in CEILING_GROUPS:
+        floor_ms = (
+            bare["cpu_ms_per_request"] + pipeline_cpu["preprocess"] + pipeline_cpu[f"run_many_{k}"]
+        )
+        out[f"max_throughput_ratio_group_{k}"] = round(
+            min(1.0, 1000 / floor_ms / bare["requests_per_s"]), 3
+        )
+    return out
 
 
 def _ratios(service: list[dict], bare: list[dict]) -> dict:
@@ -91,6 +164,7 @@ def _ratios(service: list[dict], bare: list[dict]) -> dict:
     out = {side: {"requests_per_s": round(median(rows, "requests_per_s"), 1),
                   "p50_ms": round(median(rows, "p50_ms"), 2),
                   "p99_ms": round(median(rows, "p99_ms"), 2),
+                  "cpu_ms_per_request": round(median(rows, "cpu_ms_per_request"), 3),
                   "failures": sum(r["failures"] for r in rows)}
            for side, rows in (("service", service), ("bare", bare))}  # fmt: skip
     out["throughput_ratio"] = round(

@@ -32,7 +32,11 @@ time), ``serve_world.py`` (the bundle's table, the histories, the history world)
 ``--vs-bare`` compares the service (a token required, the log on) with a bare FastAPI app
 (the same routes, no work) under the same client, the servers pinned to core 1 and the
 client to core 0, runs interleaved, medians of ``--repeats``: the ratios of throughput
-(goal >= 0.7) and p99 (goal <= 1.5) on SQLite and, with ``--pg-url``, PostgreSQL.
+(goal >= 0.7) and p99 (goal <= 1.5) on SQLite and, with ``--pg-url``, PostgreSQL; each
+side's server CPU per request, and per cell a ``ceiling``: the in-process CPU per request of
+``preprocess`` and ``Pipeline.run_many`` at group sizes 1, 4 and 8, and the highest
+throughput ratio one core allows even with HTTP, logging and hand-offs as cheap as the bare
+app's whole request.
 ``--only-vs-bare`` measures only that.
 """
 

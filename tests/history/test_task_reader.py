@@ -123,6 +123,35 @@ def test_postgres_reads_the_same_features_as_sqlite(tmp_path, history_frames) ->
 
 @pytest.mark.postgres
 @pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
+def test_postgres_reads_of_a_session_share_one_connection(history_frames) -> None:
+    """A group's reads (``TaskReader.session``) take one pooled connection, read what single
+    reads do, and a connection dropped under the session is replaced once."""
+    pg = make_engine(PG_URL)  # type: ignore[arg-type]
+    metadata.drop_all(pg)
+    try:
+        load_into(pg, history_frames)
+        reader = TaskReader(make_engine(PG_URL, for_reads=True))  # type: ignore[arg-type]
+        ids = [int(i) for i in history_frames["jedi_tasks"]["jeditaskid"].head(5)]
+        alone = [reader.features(i) for i in ids]
+        checkouts: list[object] = []
+        event.listen(reader.engine, "checkout", lambda *args: checkouts.append(args[0]))
+        with reader.session():
+            together = [reader.features(i) for i in ids]
+            reader._local.raw.dbapi_connection.close()  # the server went away under it
+            again = reader.features(ids[0])
+        assert len(checkouts) == 2  # one for the group, one to replace the dropped one
+        assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
+        assert _same(again, alone[0])
+        reader.features(ids[1])  # after the session: its own checkout, as before
+        assert len(checkouts) == 3
+        reader.engine.dispose()
+    finally:
+        metadata.drop_all(pg)
+        pg.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
 def test_postgres_migrates_a_legacy_store_and_joins_the_same_states_as_sqlite(
     tmp_path, history_frames
 ) -> None:

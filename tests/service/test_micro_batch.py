@@ -122,6 +122,50 @@ def test_groups_hold_at_most_max_tasks_and_keep_each_request_whole(real_pipeline
     assert batcher.groups == 3  # [2], [2, 1], [3]
 
 
+@pytest.mark.parametrize(("turns", "groups"), [(3, 1), (0, 3)])
+def test_requests_of_the_next_turns_join_the_group(real_pipeline, turns, groups) -> None:
+    """Requests reaching the batcher one loop turn after another share one group while each
+    turn brings one (``gather_turns``; 0: each turn's requests alone), answered as alone."""
+    pipeline, rows = real_pipeline
+    batcher = LoopBatcher(gather_turns=turns)
+
+    async def arriving(turn: int, row: dict) -> object:
+        for _ in range(turn):  # this request reaches the batcher ``turn`` turns later
+            await asyncio.sleep(0)
+        prepared = pipeline.preprocess([row])
+        return await batcher.outcome(pipeline, prepared, f"r{turn}", targets=None,
+                                     policy="cost", alpha=0.05)  # fmt: skip
+
+    async def main() -> list:
+        return await asyncio.gather(*[arriving(k, row) for k, row in enumerate(rows)])
+
+    outcomes = asyncio.run(main())
+    assert batcher.groups == groups and batcher.requests == len(rows)
+    for k, (outcome, row) in enumerate(zip(outcomes, rows, strict=True)):
+        alone = pipeline.run_many([pipeline.preprocess([row])], [f"r{k}"], policy="cost")[0]
+        assert outcome.tasks == alone.tasks
+
+
+def test_a_lone_request_waits_one_turn_only(real_pipeline) -> None:
+    """A turn that brings nothing ends the wait: a lone request is computed one loop turn
+    later than without gathering, not ``gather_turns`` later."""
+    pipeline, rows = real_pipeline
+
+    async def turns_to_answer(batcher: LoopBatcher) -> int:
+        task = asyncio.ensure_future(batcher.outcome(
+            pipeline, pipeline.preprocess(rows[:1]), "lone", targets=None, policy="argmax",
+            alpha=0.05,
+        ))  # fmt: skip
+        turns = 0
+        while not task.done():
+            await asyncio.sleep(0)
+            turns += 1
+        return turns
+
+    waited = asyncio.run(turns_to_answer(LoopBatcher(gather_turns=3)))
+    assert waited == asyncio.run(turns_to_answer(LoopBatcher(gather_turns=0))) + 1
+
+
 @pytest.fixture(scope="module")
 def real_pipeline(demo_workdir):
     from service_fakes import task

@@ -68,6 +68,13 @@ class ServiceSettings(BaseModel):
         description="up to this many rows the targets are predicted inline, "
         "not on the thread pool (the hand-off costs more than it saves)",
     )
+    gather_turns: int = Field(
+        3,
+        ge=0,
+        description="event-loop turns a group of small requests may wait while each turn "
+        "brings it another request (0: compute what one turn gathered): a group's models and "
+        "decisions cost about as much as one request's",
+    )
     torch_threads: int | None = Field(
         1,
         ge=1,

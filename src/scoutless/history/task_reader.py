@@ -17,7 +17,8 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, inspect, select
@@ -146,8 +147,11 @@ class TaskReader:
     def _execute(self, args: Any) -> list[tuple[Any, ...]]:
         if self._sqlite_file is not None:
             return self._sqlite_connection().execute(self._sql, args).fetchall()
+        held = getattr(self._local, "session", False)  # inside session(): one connection
         for attempt in (1, 2):
-            raw = self.engine.raw_connection()
+            raw = self._local.raw if held and self._local.raw else self.engine.raw_connection()
+            if held:
+                self._local.raw = raw
             cursor = None
             try:
                 cursor = raw.cursor()
@@ -158,11 +162,30 @@ class TaskReader:
                 if attempt == 2 or not dropped:
                     raise
                 raw.invalidate(exc)  # a fresh connection for the retry
+                if held:
+                    self._local.raw = None
             finally:
                 if cursor is not None:
                     cursor.close()
-                raw.close()
+                if not held:
+                    raw.close()
         raise AssertionError("unreachable")
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """This thread's reads inside share one pooled connection: a group's reads take
+        one pool checkout, not one each (the engine autocommits: no transaction is held
+        open between them). SQLite files keep their per-thread connection anyway."""
+        if self._sqlite_file is not None or getattr(self._local, "session", False):
+            yield
+            return
+        self._local.session, self._local.raw = True, None
+        try:
+            yield
+        finally:
+            raw, self._local.raw, self._local.session = self._local.raw, None, False
+            if raw is not None:
+                raw.close()
 
     @property
     def local(self) -> bool:

@@ -48,7 +48,7 @@ from sqlalchemy import (
 from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.history.db_write import insert_records
+from scoutless.history.db_write import insert_few_postgres, insert_records
 from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 
 TABLE_NAME = "scoutless_task_predictions"
@@ -237,6 +237,11 @@ class PredictionLog:
                 return self._insert(stamped)
         if len(stamped) >= BULK_MIN_ROWS:
             return self._insert(stamped)
+        if self.engine.dialect.name == "postgresql":  # the service's group commits
+            try:
+                return insert_few_postgres(self.engine, predictions_table, stamped)
+            except DatabaseUnavailable as exc:
+                raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
         try:
             with self.engine.begin() as conn:
                 conn.execute(predictions_table.insert(), stamped)

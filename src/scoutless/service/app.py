@@ -42,6 +42,7 @@ from scoutless.service.errors import (
 from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
 from scoutless.service.limits import LimitsMiddleware
 from scoutless.service.local import LocalBackend
+from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.openapi import add_security_scheme
 from scoutless.service.pipeline import Predictor
 from scoutless.service.request_input import InputError, InputErrors
@@ -191,7 +192,9 @@ async def _start_local(
         on_swap=lambda s: state.metrics.set_model(s.version),
         pointer=pointer,
     )
-    local = LocalBackend(holder, state.metrics, state.settings.service)
+    service = state.settings.service
+    batcher = LoopBatcher(gather_turns=service.gather_turns)
+    local = LocalBackend(holder, state.metrics, service, batcher=batcher)
     state.backend = local  # from here on, shutdown closes what follows
     if predictor is not None:
         holder.install(holder.build(predictor, None))

@@ -5,7 +5,8 @@ rows through the group commit (``LoopGroupCommit``), and only then answers: a
 prediction answered is a prediction stored. A request of a few tasks is prepared in its
 handler and computed with the others of the same loop turn (``LoopBatcher``: the models
 and decisions once per group). A task read from the PanDA database costs one query and,
-on a database server, one thread hop for the fetch; none on SQLite.
+on a database server, a share of one thread hop (``LoopTaskFetch``: a loop turn's reads
+together); none on SQLite.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import asyncio
 import functools
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import HTTPException
 from starlette.concurrency import run_in_threadpool
@@ -26,7 +26,7 @@ from scoutless.config import ServiceSettings
 from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store_reader import task_history
-from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskReader
+from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskInputs, TaskReader
 from scoutless.ops.log_commit import LoopGroupCommit
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.registry import is_registry, resolve_champion
@@ -38,13 +38,12 @@ from scoutless.service.pipeline import HistoryLookup, Pipeline, history_missing_
 from scoutless.service.request_input import Prepared
 from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
+from scoutless.service.task_fetch import LoopTaskFetch
 from scoutless.service.telemetry import Metrics
 
 #: requests with at most this many tasks are computed on the event loop (no thread hop),
 #: together with the others of the same loop turn
 INLINE_MAX_TASKS = 4
-
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -58,6 +57,8 @@ class LocalBackend:
     log: PredictionLog | None = None
     writer: LoopGroupCommit | None = None
     batcher: LoopBatcher = field(default_factory=LoopBatcher)
+    #: task reads from a database server, a loop turn's together (made on first use)
+    fetch: LoopTaskFetch | None = None
 
     def served(self) -> Served:
         """The model being served now; 503 while none is loaded."""
@@ -105,10 +106,16 @@ class LocalBackend:
         served.pipeline.check_targets(query.targets)
         if self.reader is None:
             raise DatabaseUnavailable("no PanDA database configured (--db)")
-        prepare = functools.partial(self._prepare_task, served.pipeline, jeditaskid)
-        # a local SQLite read takes ~0.1 ms: cheaper on the event loop than a thread hop;
-        # a database server's round trip may stall, so it goes to the thread pool
-        prepared, timings = prepare() if self.reader.local else await _on_thread(prepare)
+        if self.reader.local:  # a local SQLite read takes ~0.1 ms: cheaper on the loop
+            start = time.perf_counter()
+            inputs = self.reader.inputs(jeditaskid)
+            fetch_ms = (time.perf_counter() - start) * 1e3
+        else:  # a server's round trip may stall: off the loop, with this turn's other reads
+            if self.fetch is None:
+                self.fetch = LoopTaskFetch(self.reader)
+            inputs, fetch_ms = await self.fetch.inputs(jeditaskid)
+        prepared, timings = self._prepare_task(served.pipeline, jeditaskid, inputs)
+        timings = {"fetch": fetch_ms, **timings}
         outcome = await self.batcher.outcome(
             served.pipeline, prepared, request_id, targets=query.targets, policy=query.policy,
             alpha=query.alpha or self.settings.default_alpha,
@@ -116,11 +123,11 @@ class LocalBackend:
         outcome.timings_ms = {**timings, **outcome.timings_ms}
         return await self._store_and_answer(served, outcome, request_id, query.policy)
 
-    def _prepare_task(self, pipeline: Pipeline, jeditaskid: int) -> tuple[Prepared, dict]:
-        """Fetch (one query), features (the training code), preprocess; timed."""
-        assert self.reader is not None
-        start = time.perf_counter()
-        inputs = self.reader.inputs(jeditaskid)
+    @staticmethod
+    def _prepare_task(
+        pipeline: Pipeline, jeditaskid: int, inputs: TaskInputs
+    ) -> tuple[Prepared, dict]:
+        """Features (the training code) and preprocess of a fetched task; timed."""
         fetched = time.perf_counter()
         record = {**features_of(*inputs), "jeditaskid": jeditaskid}
         found = True
@@ -132,7 +139,6 @@ class LocalBackend:
         if not found:
             prepared.flags[0].append(history_missing_flag(pipeline.history))
         timings = {
-            "fetch": (fetched - start) * 1e3,
             "features": (computed - fetched) * 1e3,
             "preprocess": (time.perf_counter() - computed) * 1e3,
         }
@@ -228,6 +234,8 @@ class LocalBackend:
     async def close(self) -> None:
         if self.writer is not None:
             await self.writer.close()
+        if self.fetch is not None:
+            await asyncio.to_thread(self.fetch.close)
         for engine in (self.reader.engine if self.reader else None, self.log and self.log.engine):
             if engine is not None:
                 engine.dispose()
@@ -239,12 +247,6 @@ def _lacks_history(body: PredictRequest, pipeline: Pipeline) -> bool:
     if not names or body.is_taskparams:
         return bool(names)
     return any(not isinstance(row, dict) or n not in row for row in body.rows() for n in names)
-
-
-async def _on_thread(call: Callable[[], _T]) -> _T:
-    """``call`` on the loop's default executor: a third of anyio's ``run_in_threadpool``
-    overhead (no capacity limiter, no context copy) on the database endpoint's hot path."""
-    return await asyncio.get_running_loop().run_in_executor(None, call)
 
 
 def _real(path: Path) -> Path:

@@ -1,0 +1,88 @@
+"""Task reads from a database server, grouped: one thread hop for the reads of a loop turn.
+
+``GET /v1/tasks/{id}/prediction`` on a database server waits on a round trip, so the read
+leaves the event loop. One hop per request (a pool thread, a future, a wake-up of the
+loop) cost about as much CPU as the read itself under load, and requests came back at
+scattered moments, each too late for the model group (``LoopBatcher``) of the others.
+Here the reads gathered while the previous group was being read go to the database
+together, on one reader thread, one after another on one pooled connection: one hop each
+way per group, at most one group in flight (groups grow with the load, as in the
+prediction log's group commit), and every request of a group is back on the loop in the
+same turn, so they reach the model group together. Each read succeeds or fails on its
+own: a missing task is its request's 404, never its neighbours'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from scoutless.history.task_reader import TaskInputs, TaskReader
+
+#: a request's task id and what its handler awaits
+_Waiting = tuple[int, "asyncio.Future[tuple[TaskInputs, float]]"]
+
+
+class LoopTaskFetch:
+    """Reads tasks by id for the event loop, a group at a time on one thread."""
+
+    def __init__(self, reader: TaskReader) -> None:
+        self.reader = reader
+        self.groups = 0
+        self.reads = 0
+        self._pending: list[_Waiting] = []
+        self._leading = False
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="task-fetch")
+
+    async def inputs(self, jeditaskid: int) -> tuple[TaskInputs, float]:
+        """The task's inputs (``TaskReader.inputs``, its errors raised here) and the time
+        its group's reads took, in ms."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[TaskInputs, float]] = loop.create_future()
+        self._pending.append((jeditaskid, future))
+        if not self._leading:  # the other requests of this loop turn join the group
+            self._leading = True
+            loop.call_soon(self._lead, loop)
+        return await future
+
+    def _lead(self, loop: asyncio.AbstractEventLoop) -> None:
+        group, self._pending = self._pending, []
+        if not group:
+            self._leading = False
+            return
+        self.groups += 1
+        self.reads += len(group)
+        self._thread.submit(self._read, group, loop)
+
+    def _read(self, group: list[_Waiting], loop: asyncio.AbstractEventLoop) -> None:
+        """On the reader thread: every read of the group, then one wake-up of the loop."""
+        start = time.perf_counter()
+        outcomes: list[Any] = []
+        try:
+            with self.reader.session():
+                for jeditaskid, _ in group:
+                    try:
+                        outcomes.append(self.reader.inputs(jeditaskid))
+                    except Exception as exc:  # this request's own failure
+                        outcomes.append(exc)
+        except BaseException as exc:  # never leave a request waiting
+            outcomes += [exc] * (len(group) - len(outcomes))
+        ms = (time.perf_counter() - start) * 1e3
+        loop.call_soon_threadsafe(self._settle, group, outcomes, ms, loop)
+
+    def _settle(
+        self, group: list[_Waiting], outcomes: list[Any], ms: float, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        for (_, future), outcome in zip(group, outcomes, strict=True):
+            if future.done():  # its request was cancelled (the client went away)
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result((outcome, ms))
+        self._lead(loop)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
