@@ -91,3 +91,22 @@ def test_sqlite_multi_row_inserts_store_every_row_in_order(tmp_path_factory, n_r
         stored = conn.execute(text(f"SELECT {', '.join(cols)} FROM t ORDER BY id")).all()
     engine.dispose()
     assert [tuple(r) for r in stored] == rows
+
+
+def test_sqlite_insert_records_keeps_a_key_only_later_rows_have(tmp_path) -> None:
+    """The columns are every record's keys, not the first record's: a value only a later
+    row carries is stored, and a row lacking a key gets NULL (nothing silently dropped)."""
+    from sqlalchemy import Column, Integer, MetaData, String, Table, select
+
+    from scoutless.history import db_write, panda_db
+
+    engine = panda_db.make_engine(f"sqlite:///{tmp_path}/t.sqlite")
+    table = Table("t", MetaData(), Column("id", Integer, primary_key=True),
+                  Column("a", String(8)), Column("b", String(8)))  # fmt: skip
+    table.metadata.create_all(engine)
+    records = [{"id": 1, "a": "x"}, {"id": 2, "a": "y", "b": "later"}]
+    assert db_write.insert_records(engine, table, records) == 2
+    with engine.connect() as conn:
+        stored = [tuple(r) for r in conn.execute(select(table).order_by(table.c.id))]
+    engine.dispose()
+    assert stored == [(1, "x", None), (2, "y", "later")]

@@ -44,7 +44,8 @@ def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) 
         return 0
     if engine.dialect.name != "sqlite":
         return bulk_insert(engine, table, pd.DataFrame.from_records(records))
-    cols = [c.name for c in table.columns if c.name in records[0]]
+    keys = set().union(*records)  # every row's keys: a later row's key is kept, NULL elsewhere
+    cols = [c.name for c in table.columns if c.name in keys]
     rows = [tuple(map(r.get, cols)) for r in records]
     dates = [i for i, c in enumerate(cols) if isinstance(table.c[c].type, DateTime)]
     if dates:  # a log batch shares one timestamp: format each distinct value once
