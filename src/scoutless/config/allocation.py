@@ -93,12 +93,12 @@ class AllocationSettings(BaseModel):
         "it; docs/concepts/allocation.md has the measurements)",
     )
     kill_probability_by_target: dict[str, float] = Field(
-        default_factory=lambda: {"memory": 0.4},
+        default_factory=lambda: {"memory": 0.5},
         description="target -> its own kill cap where it differs from max_kill_probability. "
-        "Memory 0.4: planned without the pilot's grace, a planned memory kill is realised "
-        "only above twice the allocation; 0.4 is the largest cap whose realised memory kills "
-        "stay at or below the scouts' on the 20k demo (3 replay seeds: 174 against 180; 0.45: "
-        "205); docs/concepts/allocation.md has the sweep",
+        "Memory 0.5: planned without the pilot's grace, a planned memory kill is realised "
+        "only above twice the allocation; on the 20k demo (3 replay seeds) the hybrid's "
+        "realised memory kills stay below the scouts' at 0.5 (159 against 180); "
+        "docs/concepts/allocation.md has the sweep",
     )
     guaranteed_memory_grace: float = Field(
         1.0,
