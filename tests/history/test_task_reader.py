@@ -124,7 +124,7 @@ def test_postgres_reads_the_same_features_as_sqlite(tmp_path, history_frames) ->
 @pytest.mark.postgres
 @pytest.mark.skipif(not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set")
 def test_postgres_reads_of_a_session_share_one_connection(history_frames) -> None:
-    """A group's reads (``TaskReader.session``) take one pooled connection, read what single
+    """A group's reads (``TaskReader.one_connection``) take one pooled connection, read what single
     reads do, and a connection dropped under the session is replaced once."""
     pg = make_engine(PG_URL)  # type: ignore[arg-type]
     metadata.drop_all(pg)
@@ -135,7 +135,7 @@ def test_postgres_reads_of_a_session_share_one_connection(history_frames) -> Non
         alone = [reader.features(i) for i in ids]
         checkouts: list[object] = []
         event.listen(reader.engine, "checkout", lambda *args: checkouts.append(args[0]))
-        with reader.session():
+        with reader.one_connection():
             together = [reader.features(i) for i in ids]
             reader._local.raw.dbapi_connection.close()  # the server went away under it
             again = reader.features(ids[0])

@@ -27,7 +27,7 @@ class FakeReader:
         self.gate.set()
 
     @contextmanager
-    def session(self) -> Iterator[None]:
+    def one_connection(self) -> Iterator[None]:
         self.gate.wait(10)
         self.sessions.append([])
         yield
@@ -77,7 +77,7 @@ def test_reads_arriving_while_a_group_is_read_form_the_next_group() -> None:
 def test_a_failing_session_fails_every_request_of_its_group() -> None:
     class Broken(FakeReader):
         @contextmanager
-        def session(self) -> Iterator[None]:
+        def one_connection(self) -> Iterator[None]:
             raise ConnectionError("no server")
             yield
 

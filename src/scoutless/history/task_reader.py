@@ -147,7 +147,7 @@ class TaskReader:
     def _execute(self, args: Any) -> list[tuple[Any, ...]]:
         if self._sqlite_file is not None:
             return self._sqlite_connection().execute(self._sql, args).fetchall()
-        held = getattr(self._local, "session", False)  # inside session(): one connection
+        held = getattr(self._local, "held", False)  # inside one_connection(): one connection
         for attempt in (1, 2):
             raw = self._local.raw if held and self._local.raw else self.engine.raw_connection()
             if held:
@@ -172,18 +172,18 @@ class TaskReader:
         raise AssertionError("unreachable")
 
     @contextmanager
-    def session(self) -> Iterator[None]:
+    def one_connection(self) -> Iterator[None]:
         """This thread's reads inside share one pooled connection: a group's reads take
         one pool checkout, not one each (the engine autocommits: no transaction is held
         open between them). SQLite files keep their per-thread connection anyway."""
-        if self._sqlite_file is not None or getattr(self._local, "session", False):
+        if self._sqlite_file is not None or getattr(self._local, "held", False):
             yield
             return
-        self._local.session, self._local.raw = True, None
+        self._local.held, self._local.raw = True, None
         try:
             yield
         finally:
-            raw, self._local.raw, self._local.session = self._local.raw, None, False
+            raw, self._local.raw, self._local.held = self._local.raw, None, False
             if raw is not None:
                 raw.close()
 

@@ -74,8 +74,11 @@ class LinearBase:
     def predict(self, X: EncodedFeatures) -> np.ndarray:
         numeric = np.asarray(X.numeric, dtype=float)
         missing = np.isnan(numeric)
-        out = self.intercept + np.where(missing, 0.0, numeric) @ self.weights
-        out += missing @ self.missing_weights
+        # row by row (elementwise, then a sum along each row), not a matrix product: BLAS
+        # rounds a row differently by the rows beside it, and a task's value must be the
+        # one it gets alone (the service groups requests)
+        out = self.intercept + (np.where(missing, 0.0, numeric) * self.weights).sum(axis=1)
+        out += np.where(missing, self.missing_weights, 0.0).sum(axis=1)
         return out + self.effects[_columns(X.codes, self.widths, self._starts)].sum(axis=1)
 
     @cached_property

@@ -61,7 +61,7 @@ class LoopTaskFetch:
         start = time.perf_counter()
         outcomes: list[Any] = []
         try:
-            with self.reader.session():
+            with self.reader.one_connection():
                 for jeditaskid, _ in group:
                     try:
                         outcomes.append(self.reader.inputs(jeditaskid))
