@@ -32,26 +32,24 @@ def _data(n: int = 240) -> tuple[SimpleNamespace, TargetData]:
     return SimpleNamespace(frame=pd.DataFrame({"memory_value": values})), data
 
 
-def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
+def _fit_with(monkeypatch, name: str, value: str):
+    """The value head fitted on the small data with one setting from the environment."""
     table, data = _data()
-    monkeypatch.setenv("SCOUTLESS_TRAINING__VALUE_FOLDS", "3")
+    monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     try:
-        model, scores = fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
+        return fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
     finally:
-        monkeypatch.delenv("SCOUTLESS_TRAINING__VALUE_FOLDS")
+        monkeypatch.delenv(name)
         get_settings.cache_clear()
+
+
+def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
+    model, scores = _fit_with(monkeypatch, "SCOUTLESS_TRAINING__VALUE_FOLDS", "3")
     assert len(model.fold_rounds_) == 3
     assert len(scores) == 60 and np.all(np.diff(scores) >= 0)  # the calibration rows, sorted
 
 
 def test_the_ridge_start_can_be_switched_off_in_the_settings(monkeypatch):
-    table, data = _data()
-    monkeypatch.setenv("SCOUTLESS_TRAINING__VALUE_LINEAR", "false")
-    get_settings.cache_clear()
-    try:
-        model, _ = fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
-    finally:
-        monkeypatch.delenv("SCOUTLESS_TRAINING__VALUE_LINEAR")
-        get_settings.cache_clear()
+    model, _ = _fit_with(monkeypatch, "SCOUTLESS_TRAINING__VALUE_LINEAR", "false")
     assert model.linear_ is None and not model.linear
