@@ -152,7 +152,7 @@ def replay_trace_figures(name: str, work: Path, bundles: Path | None) -> dict[st
     start = time.perf_counter()
     doc = replay_trace(table_path, load_bundle(bundle), work / name, get_settings())
     strategies = doc["strategies"]
-    keys = (*REPLAY_FIGURES, "request_kept", "sizing")
+    keys = (*REPLAY_FIGURES, "priced_components", "request_kept", "sizing")
     figures = {s: {k: e[k] for k in keys if k in e} for s, e in strategies.items()}
     checks = {
         s: at_least_as_good(strategies, s, "request", TRACE_METRICS)

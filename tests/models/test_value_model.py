@@ -1,5 +1,6 @@
 """The cross-fitted value model: calibrated coverage on held-out tasks, a scale that ranks
-tasks by their spread, one served location, and bundles written before still loading."""
+tasks by their spread, folds in blocks of time on a time-ordered history, one served
+location, and bundles written before still loading."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.values import ConformalLevels
@@ -110,6 +113,53 @@ def test_folds_are_balanced_and_seeded():
     assert sorted(np.bincount(fold)) == [20, 20, 21, 21, 21]
     np.testing.assert_array_equal(fold, fold_of(103, 5, seed=1))
     assert not np.array_equal(fold, fold_of(103, 5, seed=2))
+
+
+@given(n=st.integers(2, 300), folds=st.integers(2, 7), seed=st.integers(0, 3))
+def test_given_a_time_order_folds_are_balanced_blocks_of_time(n, folds, seed):
+    folds = min(folds, n)
+    order = np.random.default_rng(seed).permutation(n) * 10.0  # rows not in time order
+    fold = fold_of(n, folds, seed=seed, order=order)
+    counts = np.bincount(fold, minlength=folds)
+    assert counts.max() - counts.min() <= 1 and counts.min() >= 1
+    # every fold is one stretch of time: sorted by time, the folds never go back
+    assert np.all(np.diff(fold[np.argsort(order)]) >= 0)
+
+
+def _bursts(n_bursts: int, size: int, seed: int) -> tuple[EncodedFeatures, np.ndarray]:
+    """A history of bursts: each of one user's near-copies (same features, values within
+    1 %), submitted together; bursts differ by 0.5 in log value beyond what the
+    features say."""
+    rng = np.random.default_rng(seed)
+    x = np.repeat(rng.normal(size=n_bursts), size)
+    burst = np.repeat(rng.normal(scale=0.5, size=n_bursts), size)
+    values = np.expm1(4.0 + 0.5 * x + burst + 0.01 * rng.normal(size=len(x)))
+    noise = x + 1e-4 * rng.normal(size=len(x))  # what tells the copies of one burst apart
+    encoded = EncodedFeatures(
+        np.zeros((len(x), 1), np.int64), np.column_stack([x, noise]).astype(np.float32)
+    )
+    return encoded, values
+
+
+def test_on_a_time_ordered_history_the_scale_is_not_fooled_by_bursts_of_copies():
+    """Random folds put a burst's copies on both sides of a fold: the out-of-fold
+    residuals look like the 1 % within a burst, and the scale promises a precision no
+    new burst has; blocks of time see the 0.5 between bursts."""
+    X, values = _bursts(60, 20, seed=0)
+    X_val, val_values = _bursts(15, 20, seed=1)
+    time = (np.arange(len(values)), len(values) + np.arange(len(val_values)))
+    fit = {"random": None, "blocks": time}
+    sigma = {
+        name: np.median(
+            LogValueModel(n_estimators=100, folds=5, linear=False, n_jobs=1)
+            .fit(X, values, eval_set=(X_val, val_values), order=order)
+            .predict_dist(_bursts(20, 20, seed=2)[0])
+            .sigma
+        )
+        for name, order in fit.items()
+    }
+    assert sigma["blocks"] > 3 * sigma["random"], sigma
+    assert sigma["blocks"] == pytest.approx(0.5, rel=0.6), sigma
 
 
 def test_a_small_table_gets_fewer_folds_and_too_few_rows_are_refused():

@@ -53,3 +53,24 @@ def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
 def test_the_ridge_start_can_be_switched_off_in_the_settings(monkeypatch):
     model, _ = _fit_with(monkeypatch, "SCOUTLESS_TRAINING__VALUE_LINEAR", "false")
     assert model.linear_ is None and not model.linear
+
+
+def test_on_a_time_split_the_value_heads_folds_are_blocks_of_time(monkeypatch):
+    """The parts' time order reaches the folds (``TargetData.fit_order``/``val_order``);
+    without it (a random split) the folds stay seeded at random."""
+    import scoutless.models.value_model as value_model
+
+    made, fold_of = [], value_model.fold_of
+
+    def spy(n, folds, seed, order=None):
+        made.append(fold_of(n, folds, seed, order))
+        return made[-1]
+
+    monkeypatch.setattr(value_model, "fold_of", spy)
+    table, data = _data()
+    time = np.random.default_rng(1).permutation(180).astype(float)
+    timed = TargetData(**{**vars(data), "fit_order": time[:120], "val_order": time[120:]})
+    fit_value_head(table, timed, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    assert np.all(np.diff(made[-1][np.argsort(time)]) >= 0)
+    fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    assert np.any(np.diff(made[-1]) < 0)

@@ -2,7 +2,8 @@
 has beside its class models, whichever family is champion.
 
 Gradient-boosted trees on ``log1p`` of the value, cross-fitted on the fit and validation
-rows together (``folds`` parts, seeded): each fold's location (squared error) is fitted on
+rows together (``folds`` parts: seeded, or in blocks of time on a time-ordered history,
+:func:`fold_of`): each fold's location (squared error) is fitted on
 the other folds and early-stopped on its own, starting (``linear``) from a ridge regression
 on the one-hot categories and the numericals fitted on those same folds
 (:mod:`~scoutless.models.value_linear`: it lowers the location's error on every target of
@@ -67,9 +68,25 @@ def _known(values: np.ndarray) -> np.ndarray:
     return np.isfinite(values) & (values > -1)
 
 
-def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
-    """(n,) each row's fold, 0 .. folds - 1, as equal as can be, in a seeded order."""
-    return np.random.default_rng(seed).permutation(np.arange(n) % folds)
+def fold_of(n: int, folds: int, seed: int, order: np.ndarray | None = None) -> np.ndarray:
+    """(n,) each row's fold, 0 .. folds - 1, as equal as can be: in a seeded order, or,
+    given the rows' time ``order``, in contiguous blocks of time.
+
+    Why blocks on a time-ordered history: its jobs come in bursts of near-copies (one
+    user's submissions), and random folds put a burst's copies on both sides of a fold,
+    so the out-of-fold residuals (the scale's data) and the early-stopped number of trees
+    look as if the future were the past. Blocks keep a burst inside one fold (the
+    blocked cross-validation of Bergmeir & Benitez 2012, Roberts et al. 2017). On the
+    LPC-EGEE trace, random folds took the walltime value's first-attempt success from
+    0.9895 to 0.9656 against the users' requests' 0.9946; blocks give 0.9949.
+    """
+    if order is None:
+        return np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    if len(order) != n:
+        raise ValueError(f"order has {len(order)} rows, not {n}")
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.argsort(np.asarray(order), kind="stable")] = np.arange(n)
+    return rank * folds // n
 
 
 class LogValueModel:
@@ -105,10 +122,13 @@ class LogValueModel:
         values: np.ndarray,
         *,
         eval_set: tuple[EncodedFeatures, np.ndarray],
+        order: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> LogValueModel:
         """Locations cross-fitted on the fit and validation rows with a known value, the
         served one refitted on all of them (the ridge, then the trees on what it leaves);
-        the scale on their out-of-fold residuals."""
+        the scale on their out-of-fold residuals. ``order``: the fit and the validation
+        rows' time order on a time-ordered history (folds in blocks of time,
+        :func:`fold_of`); None: folds at random."""
         import xgboost as xgb
 
         values, val_values = np.asarray(values, float), np.asarray(eval_set[1], float)
@@ -123,7 +143,8 @@ class LogValueModel:
         )
         matrix = tree_matrix(rows)
         logged = np.log1p(np.concatenate([values[fit], val_values[val]]))
-        out_of_fold, self.fold_rounds_ = self._cross_fit(rows, matrix, logged)
+        time = None if order is None else np.concatenate([order[0][fit], order[1][val]])
+        out_of_fold, self.fold_rounds_ = self._cross_fit(rows, matrix, logged, time)
         self.linear_ = (
             LinearBase.fit(rows, logged, self.alpha_) if self.alpha_ is not None else None
         )
@@ -139,7 +160,11 @@ class LogValueModel:
         return self
 
     def _cross_fit(
-        self, rows: EncodedFeatures, matrix: np.ndarray, logged: np.ndarray
+        self,
+        rows: EncodedFeatures,
+        matrix: np.ndarray,
+        logged: np.ndarray,
+        order: np.ndarray | None = None,
     ) -> tuple[np.ndarray, list[int]]:
         """Every row's out-of-fold location and each fold's early-stopped number of trees
         (``alpha_``: the ridge's penalty, chosen on these folds); a small table gets fewer
@@ -147,7 +172,7 @@ class LogValueModel:
         import xgboost as xgb
 
         folds = min(self.folds, len(logged) // 2)
-        fold = fold_of(len(logged), folds, self.seed)
+        fold = fold_of(len(logged), folds, self.seed, order)
         self.alpha_ = choose_alpha(rows, logged, fold) if self.linear else None
         out_of_fold, rounds = np.zeros(len(logged)), []
         for k in range(folds):

@@ -66,6 +66,8 @@ class TargetData:
     values: np.ndarray
     #: the validation rows' time order (None: the split is not time-ordered)
     val_order: np.ndarray | None = None
+    #: the fit rows' time order (None: the split is not time-ordered)
+    fit_order: np.ndarray | None = None
 
     @property
     def validation(self) -> tuple[EncodedFeatures, np.ndarray]:

@@ -144,6 +144,7 @@ def target_data(table: TrainingTable, prep: PreparedRows, target: str) -> Target
         class_weight=balanced_class_weight(Y["fit"], n_classes),
         values=values[rows["fit"]],
         val_order=None if prep.order is None else prep.order[prep.positions[rows["validation"]]],
+        fit_order=None if prep.order is None else prep.order[prep.positions[rows["fit"]]],
     )
 
 

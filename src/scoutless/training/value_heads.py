@@ -1,8 +1,8 @@
 """Step 4b of training: each target's value model and its conformal calibration.
 
 The value model is cross-fitted on the fit and validation parts
-(``Settings.training.value_folds``: its scale on the out-of-fold residuals; its location
-a ridge and trees on what it leaves, ``value_linear``); the
+(``Settings.training.value_folds``, in blocks of time on a time split: its scale on the
+out-of-fold residuals; its location a ridge and trees on what it leaves, ``value_linear``); the
 calibration part, which no fold saw, gives the scores that make the (1 - alpha) value
 under-allocate at most alpha (``ConformalLevels``).
 """
@@ -28,7 +28,11 @@ def fit_value_head(
     settings = get_settings().training
     model = LogValueModel(
         folds=settings.value_folds, linear=settings.value_linear, n_jobs=n_jobs, seed=seed
-    ).fit(data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"]))
+    ).fit(
+        data.X["fit"], part["fit"], eval_set=(data.X["validation"], part["validation"]),
+        order=None if data.fit_order is None or data.val_order is None
+        else (data.fit_order, data.val_order),
+    )  # fmt: skip
     calibration = model.predict_dist(data.X["calibration"])
     return model, ConformalLevels.fit(calibration, part["calibration"]).scores
 
