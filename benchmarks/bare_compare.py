@@ -115,12 +115,13 @@ def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from scoutless.bundle import load_bundle
     from scoutless.config import get_settings
     from scoutless.service.pipeline import Pipeline
+    from scoutless.service.serving import load_bundle_default
 
     policy = get_settings().allocation.default_policy
-    pipeline = Pipeline(load_bundle(bundle), None, ThreadPoolExecutor(1))
+    # the service's own loader: with the trees' compiled walk, as the server runs them
+    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
     rows = request_rows(1)
 
     def per_call(call, n: int) -> float:  # type: ignore[no-untyped-def]

@@ -31,8 +31,12 @@ BundleLoader = Callable[[Path], Predictor]
 
 
 def load_bundle_default(path: Path) -> Predictor:
+    """The bundle, and the trees' compiled walk (:mod:`scoutless.models.tree_walk`):
+    compiled, or read from numba's cache, here at start, never on a request."""
     from scoutless.bundle import load_bundle  # heavy (torch, xgboost): load when serving
+    from scoutless.models import tree_walk
 
+    tree_walk.load()
     return load_bundle(path)  # type: ignore[return-value]
 
 
