@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from scoutless.allocation import cost_kernels
 from scoutless.config import AllocationSettings, Prices, ReplaySettings
 from scoutless.jedi.units import MEMORY_COMPENSATION
 
@@ -273,13 +274,36 @@ class CostModel:
     cost: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules, Prices], np.ndarray]
     candidates: Callable[[np.ndarray, SiteRules], np.ndarray]
     killed: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules], np.ndarray]
+    #: ``cost`` and ``killed`` (as 0/1) in one compiled pass, equal bit for bit
+    #: (:mod:`.cost_kernels`; used where the service loaded them)
+    compiled: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
+
+    def cost_and_killed(
+        self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
+        prices: Prices,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """``cost`` and ``killed`` of the same grid, compiled where loaded."""
+        if self.compiled is not None and cost_kernels.loaded():
+            return self.compiled(alloc, need, job, rules, prices)
+        return self.cost(alloc, need, job, rules, prices), self.killed(alloc, need, job, rules)
+
+    def cost_only(
+        self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
+        prices: Prices,
+    ) -> np.ndarray:  # fmt: skip
+        """``cost``, compiled where loaded."""
+        if self.compiled is not None and cost_kernels.loaded():
+            return self.compiled(alloc, need, job, rules, prices)[0]
+        return self.cost(alloc, need, job, rules, prices)
 
 
 #: target -> its cost model; the targets allocated as a number
 COSTS = {
-    "memory": CostModel(memory_cost, memory_candidates, _memory_killed),
-    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed),
-}
+    "memory": CostModel(memory_cost, memory_candidates, _memory_killed,
+                        cost_kernels.memory_cost_killed),
+    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed,
+                         cost_kernels.cputime_cost_killed),
+}  # fmt: skip
 
 
 def scout_wait_cost(job: JobContext, prices: Prices) -> np.ndarray:
