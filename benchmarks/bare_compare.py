@@ -194,7 +194,9 @@ def ceiling(pipeline_cpu: dict[str, float], bare: dict, *, by_id: bool = False) 
     most 1000 / that many requests a second, against the bare app's measured rate
     (``max_throughput_ratio_group_k``). ``must_remain_ratio_group_k`` adds what else a
     request cannot skip: its committed log rows (``log_write_k``) and, by id, the task's
-    read (``task_read``)."""
+    read (``task_read``); ``must_remain_cpu_ratio_group_k`` is the bare app's CPU per
+    request over that floor, the same bound where both servers get the same share of a
+    busy core (the measured rate then lags the bare app's own CPU)."""
     out: dict = {"pipeline_cpu_ms_per_request": pipeline_cpu}
     for k in CEILING_GROUPS:
         floor_ms = (
@@ -209,6 +211,9 @@ def ceiling(pipeline_cpu: dict[str, float], bare: dict, *, by_id: bool = False) 
             out[f"must_remain_cpu_ms_group_{k}"] = round(floor_ms, 3)
             out[f"must_remain_ratio_group_{k}"] = round(
                 min(1.0, 1000 / floor_ms / bare["requests_per_s"]), 3
+            )
+            out[f"must_remain_cpu_ratio_group_{k}"] = round(
+                bare["cpu_ms_per_request"] / floor_ms, 3
             )
     return out
 

@@ -28,9 +28,10 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: the compiled walk once :func:`load` has run (None: the numpy walk)
+#: the compiled walk in use once :func:`load` has run (None: the numpy walk)
 _KERNEL: Callable[..., np.ndarray] | None = None
-_TRIED = False
+#: the walk once compiled in this process (:func:`unload` keeps it)
+_BUILT: Callable[..., np.ndarray] | None = None
 
 
 def kernel() -> Callable[..., np.ndarray] | None:
@@ -40,20 +41,20 @@ def kernel() -> Callable[..., np.ndarray] | None:
 
 def load() -> bool:
     """Compile (or read from numba's cache) the walk; False (logged) without numba."""
-    global _KERNEL, _TRIED
-    if not _TRIED:
-        _TRIED = True
+    global _KERNEL, _BUILT
+    if _BUILT is None:
         try:
-            _KERNEL = _compile()
+            _BUILT = _compile()
         except ImportError as exc:  # numba is a dependency; a broken install falls back
             log.warning("tree walk in numpy: numba unavailable (%s)", exc)
+    _KERNEL = _BUILT
     return _KERNEL is not None
 
 
 def unload() -> None:
     """Back to the numpy walk (tests compare the two)."""
-    global _KERNEL, _TRIED
-    _KERNEL, _TRIED = None, False
+    global _KERNEL
+    _KERNEL = None
 
 
 def _compile() -> Callable[..., np.ndarray]:
