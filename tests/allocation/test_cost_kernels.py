@@ -83,10 +83,18 @@ def test_compiled_costs_and_kills_equal_the_numpy_functions_bit_for_bit(compiled
         got_cost, got_killed = model.compiled(alloc, need, job, rules, prices)
         assert np.array_equal(_bits(got_cost), _bits(cost(alloc, need, job, rules, prices)))
         assert np.array_equal(got_killed, killed(alloc, need, job, rules).astype(float))
-        four = (alloc[:, :4, :, None] * np.ones((1, 1, 8, 1)), need[:, :, None, :])  # scouts
+        # the scouts' grid: each task point's measurements against its jobs' needs
+        measured = alloc[:, :6, :, None] * rng.lognormal(0, 0.2, (1, 1, 8, 1))  # (n, 6, 8, 1)
+        jobs = need[:, :, None, :6] * rng.lognormal(0, 0.3, (n, 6, 1, 1))  # (n, 6, 1, 6)
         assert np.array_equal(
-            _bits(model.compiled(*four, job, rules, prices)[0]),
-            _bits(cost(*four, job, rules, prices)),
+            _bits(model.compiled(measured, jobs, job, rules, prices)[0]),
+            _bits(cost(measured, jobs, job, rules, prices)),
+        )
+        # another shape is left to numpy, with the same answer
+        assert model.compiled(alloc[:, :, 0], need[:, 0, :1], job, rules, prices) is None
+        assert np.array_equal(
+            _bits(model.cost_only(alloc[:, :, 0], need[:, 0, :1], job, rules, prices)),
+            _bits(cost(alloc[:, :, 0], need[:, 0, :1], job, rules, prices)),
         )
 
 

@@ -61,20 +61,20 @@ def unload() -> None:
 def _compile() -> dict[str, Callable[..., Any]]:
     import numba
 
-    grid = "float64[:, ::1]"
-    task = "float64[::1]"
+    grid, out = "float64[:, ::1]", "float64[:, :, ::1]"
+    rows, task = "intp[::1]", "float64[::1]"
     jit = numba.njit(cache=True, nogil=True, boundscheck=False)
     # the kernels call these by their global names: compiled first (numba resolves a
     # global when it compiles the caller; called from Python they answer the same)
     globals().update(_maximum=jit(_maximum), _minimum=jit(_minimum))
     floats = ", ".join(["float64"] * 8)
     memory_sig = (
-        f"Tuple(({grid}, {grid}))({grid}, {grid}, {task}, {task}, {task}, {floats}, boolean)"
+        f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {floats}, boolean)"
     )
     floats = ", ".join(["float64"] * 10)
     cputime_sig = (
-        f"Tuple(({grid}, {grid}))({grid}, {grid}, {task}, {task}, {task}, {task}, {floats}, "
-        "boolean, boolean)"
+        f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {task}, "
+        f"{floats}, boolean, boolean)"
     )
     return {
         "memory": numba.njit(memory_sig, cache=True, nogil=True, boundscheck=False)(_memory),
@@ -97,102 +97,128 @@ def _minimum(a: float, b: float) -> float:
 
 
 def _memory(
-    alloc: Any, need: Any, cores: Any, hours: Any, waits: Any, standard: float,
+    alloc: Any, need: Any, task: Any, cores: Any, hours: Any, waits: Any, standard: float,
     himem_mb: float, border: float, kill_factor: float, kill_overhead: float,
     gb_hour: float, overuse_gb_hour: float, himem_price: float, with_himem: bool,
 ) -> tuple[Any, Any]:  # fmt: skip
-    """(cost, killed as 0/1) per element of ``alloc`` and ``need`` (tasks, elements), as
-    :func:`.costs.memory_cost` and :func:`.costs.memory_killed` compute them."""
-    n, m = alloc.shape
-    cost = np.empty((n, m))
-    killed_out = np.empty((n, m))
-    for i in range(n):
+    """(cost, killed as 0/1) of every allocation ``alloc[r, p]`` against every need
+    ``need[r, q]`` (row ``r`` of task ``task[r]``), as :func:`.costs.memory_cost` and
+    :func:`.costs.memory_killed` compute them."""
+    rows, n_alloc, n_need = alloc.shape[0], alloc.shape[1], need.shape[1]
+    cost = np.empty((rows, n_alloc, n_need))
+    killed_out = np.empty((rows, n_alloc, n_need))
+    for r in range(rows):
+        i = task[r]
         c, h, w = cores[i], hours[i], waits[i]
-        for j in range(m):
-            a, x = alloc[i, j], need[i, j]
-            if with_himem:
-                held = _maximum(a, himem_mb if a > border else standard)
-                slot_need = _maximum(x, himem_mb if x > border else standard)
-            else:
-                held = _maximum(a, standard)
-                slot_need = _maximum(x, standard)
+        for p in range(n_alloc):
+            a = alloc[r, p]
+            held = _maximum(a, himem_mb if with_himem and a > border else standard)
             limit = kill_factor * held
-            killed = x > limit
-            ran = _minimum(1.0, limit / _maximum(x, 1e-9)) if killed else 1.0
-            kill = (ran + kill_overhead) * c * h if killed else 0.0
-            slack_gb = _maximum(held - slot_need, 0.0) / 1024.0
-            slack = 0.0 if killed else gb_hour * slack_gb * c * h
-            over_gb = 0.0 if killed else _maximum(x - held, 0.0) / 1024.0
-            overuse = overuse_gb_hour * over_gb * c * h
-            himem = himem_price * c * h + w if _maximum(x, a) > border else 0.0
-            cost[i, j] = kill + slack + overuse + himem
-            killed_out[i, j] = 1.0 if killed else 0.0
+            for q in range(n_need):
+                x = need[r, q]
+                slot_need = _maximum(x, himem_mb if with_himem and x > border else standard)
+                killed = x > limit
+                ran = _minimum(1.0, limit / _maximum(x, 1e-9)) if killed else 1.0
+                kill = (ran + kill_overhead) * c * h if killed else 0.0
+                slack_gb = _maximum(held - slot_need, 0.0) / 1024.0
+                slack = 0.0 if killed else gb_hour * slack_gb * c * h
+                over_gb = 0.0 if killed else _maximum(x - held, 0.0) / 1024.0
+                overuse = overuse_gb_hour * over_gb * c * h
+                himem = himem_price * c * h + w if _maximum(x, a) > border else 0.0
+                cost[r, p, q] = kill + slack + overuse + himem
+                killed_out[r, p, q] = 1.0 if killed else 0.0
     return cost, killed_out
 
 
 def _cputime(
-    alloc: Any, need: Any, cores: Any, per_event: Any, base: Any, n_jobs: Any,
+    alloc: Any, need: Any, task: Any, cores: Any, per_event: Any, base: Any, n_jobs: Any,
     max_maxtime: float, kill_overhead: float, slack_core_hour: float, short_maxtime: float,
     long_price: float, scout_delay_hour: float, long_cores: float, long_wait: float,
     pool_cores: float, pool_wait: float, with_long: bool, with_pool: bool,
 ) -> tuple[Any, Any]:  # fmt: skip
-    """(cost, killed as 0/1) per element, as :func:`.costs.cputime_cost` and
-    :func:`.costs.cputime_killed` compute them (the long room's wait per element:
-    :func:`.costs.room_delay_hours`)."""
-    n, m = alloc.shape
-    cost = np.empty((n, m))
-    killed_out = np.empty((n, m))
+    """(cost, killed as 0/1) as :func:`_memory` lays them out, as
+    :func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` compute them (the long
+    room's wait per element: :func:`.costs.room_delay_hours`)."""
+    rows, n_alloc, n_need = alloc.shape[0], alloc.shape[1], need.shape[1]
+    cost = np.empty((rows, n_alloc, n_need))
+    killed_out = np.empty((rows, n_alloc, n_need))
     capped = math.isfinite(long_cores)
-    for i in range(n):
+    for r in range(rows):
+        i = task[r]
         c, pe, b = cores[i], per_event[i], base[i]
         jobs = _maximum(n_jobs[i], 1.0)
-        for j in range(m):
-            limit = _minimum(alloc[i, j] * pe + b, max_maxtime)
-            runs = need[i, j] * pe + b
-            killed = runs > limit
-            kill = c * (limit + kill_overhead * runs) / 3600.0 if killed else 0.0
-            held = max_maxtime if killed else limit
-            slack_h = _maximum(held - runs, 0.0) / 3600.0
-            slack = slack_core_hour * c * slack_h
-            long = 0.0
-            if with_long:
-                waits = 0.0
-                if capped:
-                    work_h = c * (runs / 3600.0)
-                    in_room = work_h / long_cores + long_wait / jobs
-                    in_pool = work_h / pool_cores + pool_wait / jobs if with_pool else 0.0
-                    waits = _maximum(in_room - in_pool, 0.0)
-                if held > short_maxtime:
-                    long = long_price * c * runs / 3600.0 + scout_delay_hour * waits
-            cost[i, j] = kill + slack + long
-            killed_out[i, j] = 1.0 if killed else 0.0
+        for p in range(n_alloc):
+            limit = _minimum(alloc[r, p] * pe + b, max_maxtime)
+            for q in range(n_need):
+                runs = need[r, q] * pe + b
+                killed = runs > limit
+                kill = c * (limit + kill_overhead * runs) / 3600.0 if killed else 0.0
+                held = max_maxtime if killed else limit
+                slack_h = _maximum(held - runs, 0.0) / 3600.0
+                slack = slack_core_hour * c * slack_h
+                long = 0.0
+                if with_long:
+                    waits = 0.0
+                    if capped:
+                        work_h = c * (runs / 3600.0)
+                        in_room = work_h / long_cores + long_wait / jobs
+                        in_pool = work_h / pool_cores + pool_wait / jobs if with_pool else 0.0
+                        waits = _maximum(in_room - in_pool, 0.0)
+                    if held > short_maxtime:
+                        long = long_price * c * runs / 3600.0 + scout_delay_hour * waits
+                cost[r, p, q] = kill + slack + long
+                killed_out[r, p, q] = 1.0 if killed else 0.0
     return cost, killed_out
 
 
-def _grid(alloc: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Both operands broadcast to one shape, as (tasks, elements) writeable C arrays (the
-    kernels' signatures)."""
-    shape = np.broadcast_shapes(alloc.shape, need.shape)
-    flat = (shape[0], -1)
-    a = np.require(np.broadcast_to(alloc, shape), float, ["C", "W"]).reshape(flat)
-    x = np.require(np.broadcast_to(need, shape), float, ["C", "W"]).reshape(flat)
-    return a, x, shape
+def outer(alloc: np.ndarray, need: np.ndarray, n_tasks: int) -> tuple | None:
+    """``alloc`` (tasks, ..., a, 1) against ``need`` (tasks, ..., 1, q), the cost grid's
+    two shapes, as the kernels' rows: (rows, a) and (rows, q) C arrays, each row's task,
+    and the result's shape; None for any other shape (the numpy functions serve)."""
+    lead = alloc.shape[:-2]
+    if (
+        alloc.ndim != need.ndim or alloc.ndim < 3 or need.shape[:-2] != lead
+        or alloc.shape[-1] != 1 or need.shape[-2] != 1 or lead[0] != n_tasks
+    ):  # fmt: skip
+        return None
+    a = _writeable(alloc.reshape(-1, alloc.shape[-2]))
+    x = _writeable(need.reshape(-1, need.shape[-1]))
+    per_task = len(a) // n_tasks
+    task = np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
+    return a, x, task, (*lead, a.shape[1], x.shape[1])
+
+
+def _writeable(a: np.ndarray) -> np.ndarray:
+    """``a`` as a float64 writeable C array (the kernels' signatures), copied only if not."""
+    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.array(a, dtype=np.float64, order="C")
+
+
+def _per_task(values: np.ndarray | float, n: int) -> np.ndarray:
+    """(n,) float64 writeable C array of a per-task value (a scalar repeated)."""
+    a = np.asarray(values, dtype=np.float64)
+    return _writeable(a) if a.shape == (n,) else np.full(n, a, dtype=np.float64)
 
 
 def memory_cost_killed(
     alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`.costs.memory_cost` and :func:`.costs.memory_killed` (as 0/1) at once."""
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`.costs.memory_cost` and :func:`.costs.memory_killed` (as 0/1) at once; None
+    where the shapes are not the grid's (:func:`outer`)."""
     from scoutless.allocation.costs import congestion, room_delay_hours
 
-    assert _KERNELS is not None
-    a, x, shape = _grid(alloc, need)
+    grid = outer(alloc, need, len(job))
+    if _KERNELS is None or grid is None:
+        return None
+    a, x, task, shape = grid
+    n = len(job)
     hours = job.wall_s / 3600.0
     waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", job.cores, hours,
                                                        job.n_jobs)  # fmt: skip
     himem_mb = rules.himem_mb_per_core
     cost, killed = _KERNELS["memory"](
-        a, x, _task(job.cores, shape), _task(hours, shape), _task(waits, shape),
+        a, x, task, _per_task(job.cores, n), _per_task(hours, n), _per_task(waits, n),
         float(rules.standard_mb_per_core), float(himem_mb or 0.0),
         float(rules.standard_mb_per_core / rules.memory_compensation),
         float(rules.memory_kill_factor), float(prices.kill_overhead),
@@ -204,17 +230,21 @@ def memory_cost_killed(
 
 def cputime_cost_killed(
     alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` (as 0/1) at once."""
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` (as 0/1) at once;
+    None where the shapes are not the grid's (:func:`outer`)."""
     from scoutless.allocation.costs import _queue_wait_h, congestion
 
-    assert _KERNELS is not None
-    a, x, shape = _grid(alloc, need)
+    grid = outer(alloc, need, len(job))
+    if _KERNELS is None or grid is None:
+        return None
+    a, x, task, shape = grid
+    n = len(job)
     short = rules.short_maxtime_s
     pool = math.isfinite(rules.pool_cores)
     cost, killed = _KERNELS["cputime"](
-        a, x, _task(job.cores, shape), _task(_per_event(job), shape),
-        _task(job.base_walltime_s, shape), _task(job.n_jobs, shape),
+        a, x, task, _per_task(job.cores, n), _per_task(_per_event(job), n),
+        _per_task(job.base_walltime_s, n), _per_task(job.n_jobs, n),
         float(rules.max_maxtime_s), float(prices.kill_overhead),
         float(prices.walltime_slack_core_hour), float(short or 0.0),
         float(prices.long_queue_core_hour * congestion(rules.long_load)),
@@ -232,9 +262,3 @@ def _per_event(job: JobContext) -> np.ndarray:
     return job.nevents / (
         np.maximum(job.cores, 1.0) * job.core_power * (job.cpu_efficiency / 100.0)
     )
-
-
-def _task(values: np.ndarray | float, shape: tuple) -> np.ndarray:
-    """(tasks,) float64 C array of a per-task value (a scalar broadcast)."""
-    return np.require(np.broadcast_to(np.asarray(values, dtype=float), (shape[0],)), float,
-                      ["C", "W"])  # fmt: skip

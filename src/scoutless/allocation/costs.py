@@ -274,9 +274,10 @@ class CostModel:
     cost: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules, Prices], np.ndarray]
     candidates: Callable[[np.ndarray, SiteRules], np.ndarray]
     killed: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules], np.ndarray]
-    #: ``cost`` and ``killed`` (as 0/1) in one compiled pass, equal bit for bit
-    #: (:mod:`.cost_kernels`; used where the service loaded them)
-    compiled: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
+    #: ``cost`` and ``killed`` (as 0/1) in one compiled pass, equal bit for bit, or None
+    #: for a shape it does not take (:mod:`.cost_kernels`; used where the service loaded
+    #: them)
+    compiled: Callable[..., tuple[np.ndarray, np.ndarray] | None] | None = None
 
     def cost_and_killed(
         self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
@@ -284,7 +285,9 @@ class CostModel:
     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """``cost`` and ``killed`` of the same grid, compiled where loaded."""
         if self.compiled is not None and cost_kernels.loaded():
-            return self.compiled(alloc, need, job, rules, prices)
+            both = self.compiled(alloc, need, job, rules, prices)
+            if both is not None:
+                return both
         return self.cost(alloc, need, job, rules, prices), self.killed(alloc, need, job, rules)
 
     def cost_only(
@@ -293,7 +296,9 @@ class CostModel:
     ) -> np.ndarray:  # fmt: skip
         """``cost``, compiled where loaded."""
         if self.compiled is not None and cost_kernels.loaded():
-            return self.compiled(alloc, need, job, rules, prices)[0]
+            both = self.compiled(alloc, need, job, rules, prices)
+            if both is not None:
+                return both[0]
         return self.cost(alloc, need, job, rules, prices)
 
 
