@@ -121,3 +121,20 @@ def test_the_cost_allocation_is_the_same_compiled_or_not(target, rules):
     for name in ("value", "p_sufficient", "expected_cost", "scouted_cost", "kill_probability"):
         assert np.array_equal(_bits(getattr(fast, name)), _bits(getattr(plain, name))), name
     assert math.isfinite(float(fast.expected_cost.sum()))
+
+
+def test_a_kernel_numba_cannot_compile_leaves_numpy_serving(monkeypatch, caplog):
+    """E.g. no writable cache folder: the service starts and prices in numpy."""
+    kernels, built = cost_kernels._KERNELS, cost_kernels._BUILT
+
+    def fail() -> None:
+        raise RuntimeError("cannot cache function: no locator available")
+
+    cost_kernels._KERNELS = cost_kernels._BUILT = None
+    monkeypatch.setattr(cost_kernels, "_compile", fail)
+    try:
+        assert not cost_kernels.load()
+        assert not cost_kernels.loaded()
+        assert "could not compile" in caplog.text
+    finally:
+        cost_kernels._KERNELS, cost_kernels._BUILT = kernels, built

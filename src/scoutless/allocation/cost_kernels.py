@@ -46,8 +46,10 @@ def load() -> bool:
     if _BUILT is None:
         try:
             _BUILT = _compile()
-        except ImportError as exc:
+        except ImportError as exc:  # numba is a dependency; a broken install falls back
             log.warning("cost grid in numpy: numba unavailable (%s)", exc)
+        except Exception as exc:  # e.g. no writable cache folder (NUMBA_CACHE_DIR names one)
+            log.warning("cost grid in numpy: numba could not compile it (%s)", exc)
     _KERNELS = _BUILT
     return _KERNELS is not None
 

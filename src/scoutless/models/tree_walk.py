@@ -47,6 +47,8 @@ def load() -> bool:
             _BUILT = _compile()
         except ImportError as exc:  # numba is a dependency; a broken install falls back
             log.warning("tree walk in numpy: numba unavailable (%s)", exc)
+        except Exception as exc:  # e.g. no writable cache folder (NUMBA_CACHE_DIR names one)
+            log.warning("tree walk in numpy: numba could not compile it (%s)", exc)
     _KERNEL = _BUILT
     return _KERNEL is not None
 
