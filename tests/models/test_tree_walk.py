@@ -118,3 +118,20 @@ def test_the_service_loader_compiles_the_walk_before_any_request(monkeypatch, tm
         assert tree_walk.kernel() is not None
     finally:
         tree_walk._KERNEL = kernel
+
+
+def test_compiled_categories_from_the_dense_table_or_the_sorted_keys_agree(compiled, monkeypatch):
+    from scoutless.models import xgb_inference
+
+    rng = np.random.default_rng(8)
+    X, y = _data(rng, 1500, 4, 0.1)
+    booster = _booster(X, y, 4, native=True, depth=6, rounds=15)
+    rows = _requests(rng, X)
+    margin = booster.inplace_predict(rows, predict_type="margin").reshape(len(rows), 4)
+    dense = build_ensemble(booster)
+    assert dense.listed is not None
+    np.testing.assert_array_equal(dense.margin(rows), margin)
+    monkeypatch.setattr(xgb_inference, "DENSE_MAX", 0)
+    searched = build_ensemble(booster)
+    assert searched.listed is None
+    np.testing.assert_array_equal(searched.margin(rows), margin)

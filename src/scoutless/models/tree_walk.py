@@ -64,18 +64,23 @@ def _compile() -> Callable[..., np.ndarray]:
 
     signature = (
         "float32[:, ::1](float32[:, ::1], intp[::1], intp[::1], intp[::1], float32[::1], "
-        "boolean[::1], boolean[::1], intp[::1], int64[::1], int64, float32[::1], int64)"
+        "boolean[::1], boolean[::1], intp[::1], int64[::1], boolean[::1], int64, float32[::1], "
+        "int64)"
     )
     return numba.njit(signature, cache=True, nogil=True, boundscheck=False)(_margins)
 
 
 def _margins(
     X: Any, roots: Any, left: Any, feature: Any, threshold: Any, default_right: Any,
-    inner: Any, category_rank: Any, right_keys: Any, width: int, value: Any, n_classes: int,
+    inner: Any, category_rank: Any, right_keys: Any, listed: Any, width: int, value: Any,
+    n_classes: int,
 ) -> Any:  # fmt: skip
     """(n, n_classes) float32 margins of ``X`` (compiled by :func:`_compile`; plain
-    Python otherwise, for reading only)."""
+    Python otherwise, for reading only). A category goes right where its key
+    (``rank * width + code``) is set in ``listed``, the dense table, or else (an empty
+    table: too large) is among the sorted ``right_keys``."""
     n, n_trees, n_keys = X.shape[0], roots.shape[0], right_keys.shape[0]
+    dense = listed.shape[0] > 0
     out = np.zeros((n, n_classes), dtype=np.float32)
     for i in range(n):
         for t in range(n_trees):
@@ -89,8 +94,11 @@ def _margins(
                     right = False
                     if x >= 0 and x < width:
                         key = rank * width + int(x)
-                        at = np.searchsorted(right_keys, key)
-                        right = at < n_keys and right_keys[at] == key
+                        if dense:
+                            right = listed[key]
+                        else:
+                            at = np.searchsorted(right_keys, key)
+                            right = at < n_keys and right_keys[at] == key
                 else:
                     right = not x < threshold[node]
                 node = left[node] + 1 if right else left[node]

@@ -115,15 +115,18 @@ class TreeEnsemble:
     @cached_property
     def _walk_arrays(self) -> tuple:
         """The compiled walk's arguments after ``X``, in the dtypes it was compiled for:
-        the node arrays, each node's rank among the categorical ones (-1: numerical)."""
+        the node arrays, each node's rank among the categorical ones (-1: numerical), and
+        the categories going right as the dense table (flat; empty where it would be too
+        large) and as sorted keys."""
         rank = np.full(len(self.left), -1, dtype=np.intp)
         rank[self.categorical] = np.arange(len(self.categorical))
         flat = np.ascontiguousarray
+        listed = np.zeros(0, bool) if self.listed is None else self.listed.ravel()
         return (
             flat(self.roots, np.intp), flat(self.left, np.intp), flat(self.feature, np.intp),
             flat(self.threshold, np.float32), flat(self.default_right, bool),
-            flat(self.inner, bool), rank, flat(self.right_keys, np.int64), int(self.width),
-            flat(self.value, np.float32), int(self.n_classes),
+            flat(self.inner, bool), rank, flat(self.right_keys, np.int64), flat(listed, bool),
+            int(self.width), flat(self.value, np.float32), int(self.n_classes),
         )  # fmt: skip
 
     @cached_property
