@@ -8,7 +8,8 @@ each element is computed once, with the very operations of :mod:`.costs` in the 
 order (no fast-math: LLVM neither reorders nor fuses them), so every cost is equal to
 the numpy one bit for bit; the sums over the needs (a matrix product) stay in numpy.
 What depends on a task only (its cores, hours, the rooms' waits) is computed by the numpy
-code of :mod:`.costs` first and passed per task.
+code of :mod:`.costs` first and passed per task (:mod:`.costs` calls the kernels; this
+module imports nothing of it).
 
 Like :mod:`scoutless.models.tree_walk`, the kernels are compiled by :func:`load` (the
 service, at start; ``cache=True``); without it the numpy functions serve.
@@ -19,13 +20,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from scoutless.allocation.costs import JobContext, SiteRules
-    from scoutless.config import Prices
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +35,11 @@ _BUILT: dict[str, Callable[..., Any]] | None = None
 def loaded() -> bool:
     """Whether the compiled kernels are in use."""
     return _KERNELS is not None
+
+
+def kernel(name: str) -> Callable[..., Any] | None:
+    """The compiled ``"memory"`` or ``"cputime"`` kernel in use, else None."""
+    return None if _KERNELS is None else _KERNELS[name]
 
 
 def load() -> bool:
@@ -197,70 +199,7 @@ def _writeable(a: np.ndarray) -> np.ndarray:
     return np.array(a, dtype=np.float64, order="C")
 
 
-def _per_task(values: np.ndarray | float, n: int) -> np.ndarray:
+def per_task(values: np.ndarray | float, n: int) -> np.ndarray:
     """(n,) float64 writeable C array of a per-task value (a scalar repeated)."""
     a = np.asarray(values, dtype=np.float64)
     return _writeable(a) if a.shape == (n,) else np.full(n, a, dtype=np.float64)
-
-
-def memory_cost_killed(
-    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`.costs.memory_cost` and :func:`.costs.memory_killed` (as 0/1) at once; None
-    where the shapes are not the grid's (:func:`outer`)."""
-    from scoutless.allocation.costs import congestion, room_delay_hours
-
-    grid = outer(alloc, need, len(job))
-    if _KERNELS is None or grid is None:
-        return None
-    a, x, task, shape = grid
-    n = len(job)
-    hours = job.wall_s / 3600.0
-    waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", job.cores, hours,
-                                                       job.n_jobs)  # fmt: skip
-    himem_mb = rules.himem_mb_per_core
-    cost, killed = _KERNELS["memory"](
-        a, x, task, _per_task(job.cores, n), _per_task(hours, n), _per_task(waits, n),
-        float(rules.standard_mb_per_core), float(himem_mb or 0.0),
-        float(rules.standard_mb_per_core / rules.memory_compensation),
-        float(rules.memory_kill_factor), float(prices.kill_overhead),
-        float(prices.memory_gb_hour), float(prices.memory_overuse_gb_hour),
-        float(prices.himem_core_hour * congestion(rules.himem_load)), himem_mb is not None,
-    )  # fmt: skip
-    return cost.reshape(shape), killed.reshape(shape)
-
-
-def cputime_cost_killed(
-    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` (as 0/1) at once;
-    None where the shapes are not the grid's (:func:`outer`)."""
-    from scoutless.allocation.costs import _queue_wait_h, congestion
-
-    grid = outer(alloc, need, len(job))
-    if _KERNELS is None or grid is None:
-        return None
-    a, x, task, shape = grid
-    n = len(job)
-    short = rules.short_maxtime_s
-    pool = math.isfinite(rules.pool_cores)
-    cost, killed = _KERNELS["cputime"](
-        a, x, task, _per_task(job.cores, n), _per_task(_per_event(job), n),
-        _per_task(job.base_walltime_s, n), _per_task(job.n_jobs, n),
-        float(rules.max_maxtime_s), float(prices.kill_overhead),
-        float(prices.walltime_slack_core_hour), float(short or 0.0),
-        float(prices.long_queue_core_hour * congestion(rules.long_load)),
-        float(prices.scout_delay_hour), float(rules.long_cores),
-        float(_queue_wait_h(rules.long_load, rules.long_residual_h)), float(rules.pool_cores),
-        float(_queue_wait_h(rules.pool_load, rules.pool_residual_h)) if pool else 0.0,
-        short is not None, pool,
-    )  # fmt: skip
-    return cost.reshape(shape), killed.reshape(shape)
-
-
-def _per_event(job: JobContext) -> np.ndarray:
-    """(n,) ``getJobMaxWalltime``'s seconds per HS06·s/event, as
-    :func:`.costs.walltime_limit_s` divides it (the same operations, per task)."""
-    return job.nevents / (
-        np.maximum(job.cores, 1.0) * job.core_power * (job.cpu_efficiency / 100.0)
-    )
