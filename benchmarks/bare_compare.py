@@ -70,6 +70,7 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
     ids = sample_task_ids(db_url, 5000)
     os.sched_setaffinity(0, {1})  # the servers' core, idle until they start
     pipeline_cpu = pipeline_cpu_ms(bundle)
+    pipeline_cpu |= remaining_cpu_ms(bundle, db_url, log_url, ids)
     os.sched_setaffinity(0, {0})
     auth = f"Authorization: Bearer {BENCH_TOKEN}\r\n"
     ours, our_port = start_server(bundle, db_url, log_url, 1, cpus="1",
@@ -97,8 +98,8 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
             proc.wait(30)
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
     out = {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
-    for figures in out.values():
-        figures["ceiling"] = ceiling(pipeline_cpu, figures["bare"])
+    for cell, figures in out.items():
+        figures["ceiling"] = ceiling(pipeline_cpu, figures["bare"], by_id=cell == "db_c8")
     return out
 
 
@@ -115,12 +116,13 @@ def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from scoutless.bundle import load_bundle
     from scoutless.config import get_settings
     from scoutless.service.pipeline import Pipeline
+    from scoutless.service.serving import load_bundle_default
 
     policy = get_settings().allocation.default_policy
-    pipeline = Pipeline(load_bundle(bundle), None, ThreadPoolExecutor(1))
+    # the service's own loader: with the trees' compiled walk, as the server runs them
+    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
     rows = request_rows(1)
 
     def per_call(call, n: int) -> float:  # type: ignore[no-untyped-def]
@@ -141,11 +143,60 @@ def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def ceiling(pipeline_cpu: dict[str, float], bare: dict) -> dict:
+def remaining_cpu_ms(bundle: Path, db_url: str, log_url: str, ids: list[int],
+                     reps: int = 200) -> dict[str, float]:  # fmt: skip
+    """In-process CPU ms per request of the two other things a request must do beyond the
+    bare app's work and ``pipeline_cpu_ms``: write its prediction-log rows in a committed
+    transaction (``PredictionLog.write`` of a group of ``k`` requests' rows, the service's
+    log setting, on the cell's log database; the database server's own CPU, for
+    PostgreSQL, not counted) and, for a task by id, read the task and compute its features
+    (``TaskReader.inputs`` + ``features_of``)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scoutless.config import get_settings
+    from scoutless.features.extract import features_of
+    from scoutless.history.panda_db import make_engine
+    from scoutless.history.task_reader import TaskReader
+    from scoutless.ops.prediction_log import PredictionLog
+    from scoutless.service.pipeline import Pipeline
+    from scoutless.service.serving import load_bundle_default
+
+    settings = get_settings()
+    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
+    log = PredictionLog(log_url, synchronous=settings.service.log_synchronous)
+    rows = request_rows(1)
+    out: dict[str, float] = {}
+    for k in CEILING_GROUPS:
+        prepared = [pipeline.preprocess(rows) for _ in range(k)]
+        outcomes = pipeline.run_many(prepared, [f"bench-log-{i}" for i in range(k)],
+                                     policy=settings.allocation.default_policy)  # fmt: skip
+        group = [r for o in outcomes for r in o.log_rows]
+        n = max(reps // k, 50)
+        start = time.process_time()
+        for _ in range(n):
+            log.write(group)
+        out[f"log_write_{k}"] = (time.process_time() - start) / n / k * 1e3
+    log.engine.dispose()
+    reader = TaskReader(make_engine(db_url, create_dirs=False, for_reads=True))
+    start = time.process_time()
+    for i in ids[:reps]:
+        features_of(*reader.inputs(i))
+    out["task_read"] = (time.process_time() - start) / len(ids[:reps]) * 1e3
+    reader.engine.dispose()
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def ceiling(pipeline_cpu: dict[str, float], bare: dict, *, by_id: bool = False) -> dict:
     """The highest throughput ratio this service can reach on one core: were its HTTP,
     logging and thread hand-offs as cheap as the bare app's whole request, a request would
     still cost the bare app's CPU plus ``preprocess`` plus its share of ``run_many``, so at
-    most 1000 / that many requests a second, against the bare app's measured rate."""
+    most 1000 / that many requests a second, against the bare app's measured rate
+    (``max_throughput_ratio_group_k``). ``must_remain_ratio_group_k`` adds what else a
+    request cannot skip: its committed log rows (``log_write_k``) and, by id, the task's
+    read (``task_read``); ``must_remain_cpu_ratio_group_k`` is the bare app's CPU per
+    request over that floor, the same bound where both servers get the same share of a
+    busy core (the measured rate then lags the bare app's own CPU)."""
     out: dict = {"pipeline_cpu_ms_per_request": pipeline_cpu}
     for k in CEILING_GROUPS:
         floor_ms = (
@@ -154,6 +205,16 @@ def ceiling(pipeline_cpu: dict[str, float], bare: dict) -> dict:
         out[f"max_throughput_ratio_group_{k}"] = round(
             min(1.0, 1000 / floor_ms / bare["requests_per_s"]), 3
         )
+        if f"log_write_{k}" in pipeline_cpu:
+            floor_ms += pipeline_cpu[f"log_write_{k}"]
+            floor_ms += pipeline_cpu["task_read"] if by_id else 0.0
+            out[f"must_remain_cpu_ms_group_{k}"] = round(floor_ms, 3)
+            out[f"must_remain_ratio_group_{k}"] = round(
+                min(1.0, 1000 / floor_ms / bare["requests_per_s"]), 3
+            )
+            out[f"must_remain_cpu_ratio_group_{k}"] = round(
+                bare["cpu_ms_per_request"] / floor_ms, 3
+            )
     return out
 
 

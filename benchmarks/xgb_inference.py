@@ -1,8 +1,9 @@
-"""One served row through XGBoost: the numpy trees against ``inplace_predict``.
+"""One served row through XGBoost: the numpy trees, their compiled walk (the service's,
+``models/tree_walk.py``) and ``inplace_predict``.
 
 Prints one JSON line: per model size (rounds) and row count, microseconds per call of
-both paths (median of repeats, one-thread booster as the service keeps it), the nodes,
-and the largest margin difference (0: bit for bit). Models are trained here on a
+the three paths (median of repeats, one-thread booster as the service keeps it), the
+nodes, and the largest margin difference of each walk (0: bit for bit). Models are trained here on a
 generated table with a wide categorical column, as the service's champions have.
 `python benchmarks/xgb_inference.py --rounds 25 100 400`
 """
@@ -16,6 +17,7 @@ import numpy as np
 import xgboost as xgb
 
 from record import add_out, emit, reference_loop_s
+from scoutless.models import tree_walk
 from scoutless.models.xgb_inference import build_ensemble
 
 
@@ -54,14 +56,21 @@ def measure(rounds: int, rows: list[int], n_classes: int, budget_s: float) -> li
     for n in rows:
         batch = X[:n]
         margin = booster.inplace_predict(batch, predict_type="margin").reshape(n, -1)
-        out.append({
+        tree_walk.unload()
+        row = {
             "rounds": rounds, "rows": n, "nodes": len(trees.left), "fits": trees.fits(n),
             "numpy_us": _per_call_us(lambda b=batch: trees.predict_proba(b), budget_s),
             "inplace_predict_us": _per_call_us(
                 lambda b=batch: booster.inplace_predict(b, validate_features=False), budget_s
             ),
             "max_margin_difference": float(np.abs(trees.margin(batch) - margin).max()),
-        })  # fmt: skip
+        }  # fmt: skip
+        if tree_walk.load():
+            row["compiled_us"] = _per_call_us(lambda b=batch: trees.predict_proba(b), budget_s)
+            row["max_margin_difference_compiled"] = float(
+                np.abs(trees.margin(batch) - margin).max()
+            )
+        out.append(row)
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scoutless.features.encoders import SMALL_BATCH
 from scoutless.service.app import create_app
 from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.serving import ModelHolder
@@ -175,3 +176,25 @@ def real_pipeline(demo_workdir):
     assert holder.current is not None
     rows = [task(processingtype=p) for p in ("evgen", "simul", "reco")]
     return holder.current.pipeline, rows
+
+
+def test_a_full_group_is_answered_as_each_request_alone(real_pipeline) -> None:
+    """Up to the batcher's 64 tasks: a group past the size at which a model's trees would
+    be left to XGBoost (whose softmax rounds otherwise) still walks them as one task does."""
+    from service_fakes import task
+
+    pipeline, _ = real_pipeline
+    kinds = ("evgen", "simul", "reco", "deriv", "merge", "pile")
+    rows = [task(processingtype=kinds[i % len(kinds)], corecount=float(1 + i % 8),
+                 input_nevents=1000.0 * (1 + i)) for i in range(SMALL_BATCH)]  # fmt: skip
+    prepared = [pipeline.preprocess([row]) for row in rows]
+    ids = [f"r{i}" for i in range(len(rows))]
+    for policy in ("argmax", "cost"):
+        together = pipeline.run_many(prepared, ids, policy=policy)
+        alone = [
+            pipeline.run_many([p], [i], policy=policy)[0]
+            for p, i in zip(prepared, ids, strict=True)
+        ]
+        for mine, single in zip(together, alone, strict=True):
+            assert repr(mine.tasks) == repr(single.tasks)
+            assert repr(mine.log_rows) == repr(single.log_rows)

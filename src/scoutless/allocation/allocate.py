@@ -192,14 +192,15 @@ def _priced_chunk(
     weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
     alloc, need = candidates[:, :, None], job_needs[:, None, :]
-    expected = model.cost(alloc, need, job, rules, prices) @ weights  # (c, k)
-    p_kill = model.killed(alloc, need, job, rules) @ weights
+    cost, killed = model.cost_and_killed(alloc, need, job, rules, prices)
+    expected = cost @ weights  # (c, k)
+    p_kill = killed @ weights
     best = choose(candidates, expected, p_kill, cap)
     rows = np.arange(len(best))
     chosen = candidates[rows, best]
     errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
-    scouted = model.cost(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
+    scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
     return {
         "value": chosen,
         "covered": (task_needs <= chosen[:, None]).mean(axis=1),

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from scoutless.allocation import cost_kernels
 from scoutless.config import AllocationSettings, Prices, ReplaySettings
 from scoutless.jedi.units import MEMORY_COMPENSATION
 
@@ -266,6 +267,67 @@ def _memory_killed(alloc: np.ndarray, need: np.ndarray, job: JobContext,
     return memory_killed(alloc, need, rules)
 
 
+def _memory_compiled(
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`memory_cost` and :func:`memory_killed` (as 0/1) at once; None
+    where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
+    grid = cost_kernels.outer(alloc, need, len(job))
+    kernel = cost_kernels.kernel("memory")
+    if kernel is None or grid is None:
+        return None
+    a, x, task, shape = grid
+    n, per = len(job), cost_kernels.per_task
+    hours = job.wall_s / 3600.0
+    waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", job.cores, hours,
+                                                       job.n_jobs)  # fmt: skip
+    himem_mb = rules.himem_mb_per_core
+    cost, killed = kernel(
+        a, x, task, per(job.cores, n), per(hours, n), per(waits, n),
+        float(rules.standard_mb_per_core), float(himem_mb or 0.0),
+        float(rules.standard_mb_per_core / rules.memory_compensation),
+        float(rules.memory_kill_factor), float(prices.kill_overhead),
+        float(prices.memory_gb_hour), float(prices.memory_overuse_gb_hour),
+        float(prices.himem_core_hour * congestion(rules.himem_load)), himem_mb is not None,
+    )  # fmt: skip
+    return cost.reshape(shape), killed.reshape(shape)
+
+
+def _cputime_compiled(
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`cputime_cost` and :func:`cputime_killed` (as 0/1) at once;
+    None where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
+    grid = cost_kernels.outer(alloc, need, len(job))
+    kernel = cost_kernels.kernel("cputime")
+    if kernel is None or grid is None:
+        return None
+    a, x, task, shape = grid
+    n, per = len(job), cost_kernels.per_task
+    short = rules.short_maxtime_s
+    pool = math.isfinite(rules.pool_cores)
+    cost, killed = kernel(
+        a, x, task, per(job.cores, n), per(_per_event(job), n),
+        per(job.base_walltime_s, n), per(job.n_jobs, n),
+        float(rules.max_maxtime_s), float(prices.kill_overhead),
+        float(prices.walltime_slack_core_hour), float(short or 0.0),
+        float(prices.long_queue_core_hour * congestion(rules.long_load)),
+        float(prices.scout_delay_hour), float(rules.long_cores),
+        float(_queue_wait_h(rules.long_load, rules.long_residual_h)), float(rules.pool_cores),
+        float(_queue_wait_h(rules.pool_load, rules.pool_residual_h)) if pool else 0.0,
+        short is not None, pool,
+    )  # fmt: skip
+    return cost.reshape(shape), killed.reshape(shape)
+
+
+def _per_event(job: JobContext) -> np.ndarray:
+    """(n,) ``getJobMaxWalltime``'s seconds per HS06·s/event, as :func:`walltime_limit_s`
+    divides it (the same operations, per task)."""
+    return job.nevents / (
+        np.maximum(job.cores, 1.0) * job.core_power * (job.cpu_efficiency / 100.0)
+    )
+
+
 @dataclass(frozen=True)
 class CostModel:
     """One target's per-job cost, the allocations worth pricing and whether a job dies."""
@@ -273,13 +335,39 @@ class CostModel:
     cost: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules, Prices], np.ndarray]
     candidates: Callable[[np.ndarray, SiteRules], np.ndarray]
     killed: Callable[[np.ndarray, np.ndarray, JobContext, SiteRules], np.ndarray]
+    #: ``cost`` and ``killed`` (as 0/1) in one compiled pass, equal bit for bit, or None
+    #: for a shape it does not take (:mod:`.cost_kernels`; used where the service loaded
+    #: them)
+    compiled: Callable[..., tuple[np.ndarray, np.ndarray] | None] | None = None
+
+    def cost_and_killed(
+        self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
+        prices: Prices,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """``cost`` and ``killed`` of the same grid, compiled where loaded."""
+        if self.compiled is not None and cost_kernels.loaded():
+            both = self.compiled(alloc, need, job, rules, prices)
+            if both is not None:
+                return both
+        return self.cost(alloc, need, job, rules, prices), self.killed(alloc, need, job, rules)
+
+    def cost_only(
+        self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
+        prices: Prices,
+    ) -> np.ndarray:  # fmt: skip
+        """``cost``, compiled where loaded."""
+        if self.compiled is not None and cost_kernels.loaded():
+            both = self.compiled(alloc, need, job, rules, prices)
+            if both is not None:
+                return both[0]
+        return self.cost(alloc, need, job, rules, prices)
 
 
 #: target -> its cost model; the targets allocated as a number
 COSTS = {
-    "memory": CostModel(memory_cost, memory_candidates, _memory_killed),
-    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed),
-}
+    "memory": CostModel(memory_cost, memory_candidates, _memory_killed, _memory_compiled),
+    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed, _cputime_compiled),
+}  # fmt: skip
 
 
 def scout_wait_cost(job: JobContext, prices: Prices) -> np.ndarray:

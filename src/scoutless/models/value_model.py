@@ -212,7 +212,7 @@ class LogValueModel:
     def _predict(self, name: str, matrix: np.ndarray) -> np.ndarray:
         """One booster's predictions: from its trees in numpy for a few rows, if it has them."""
         trees = self.trees_.get(name)
-        if trees is not None and len(matrix) <= SMALL_BATCH and trees.fits(len(matrix)):
+        if trees is not None and len(matrix) <= SMALL_BATCH and trees.fits(1):  # as alone
             return trees.predict_value(matrix)
         booster = getattr(self, name)
         return np.asarray(booster.inplace_predict(matrix, validate_features=False))

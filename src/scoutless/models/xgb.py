@@ -240,7 +240,9 @@ class XGBModel:
         matrix = self._matrix(X)
         if len(X) <= SMALL_BATCH:
             trees = self.tree_ensemble
-            if trees is not None and trees.fits(len(X)):
+            # the model's size decides, not the rows': a task grouped with others (the
+            # service's micro-batches) gets the probabilities it gets alone, to the bit
+            if trees is not None and trees.fits(1):
                 return trees.predict_proba(matrix)
         booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
         proba = booster.inplace_predict(matrix, validate_features=False)

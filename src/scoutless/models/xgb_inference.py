@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scoutless.models import tree_walk
+
 if TYPE_CHECKING:
     import xgboost as xgb
 
@@ -107,8 +109,27 @@ class TreeEnsemble:
         return valid & (self.right_keys[at] == key)
 
     def fits(self, n_rows: int) -> bool:
-        """Whether ``n_rows`` rows are predicted faster here than by ``inplace_predict``."""
+        """Whether ``n_rows`` rows are predicted faster here than by ``inplace_predict``
+        (in numpy; the models ask it of one row, so a batch of up to ``SMALL_BATCH`` rows
+        takes the path one of its rows takes alone)."""
         return n_rows * len(self.left) <= MAX_CELLS
+
+    @cached_property
+    def _walk_arrays(self) -> tuple:
+        """The compiled walk's arguments after ``X``, in the dtypes it was compiled for:
+        the node arrays, each node's rank among the categorical ones (-1: numerical), and
+        the categories going right as the dense table (flat; empty where it would be too
+        large) and as sorted keys."""
+        rank = np.full(len(self.left), -1, dtype=np.intp)
+        rank[self.categorical] = np.arange(len(self.categorical))
+        flat = np.ascontiguousarray
+        listed = np.zeros(0, bool) if self.listed is None else self.listed.ravel()
+        return (
+            flat(self.roots, np.intp), flat(self.left, np.intp), flat(self.feature, np.intp),
+            flat(self.threshold, np.float32), flat(self.default_right, bool),
+            flat(self.inner, bool), rank, flat(self.right_keys, np.int64), flat(listed, bool),
+            int(self.width), flat(self.value, np.float32), int(self.n_classes),
+        )  # fmt: skip
 
     @cached_property
     def _ranks(self) -> np.ndarray:
@@ -137,7 +158,11 @@ class TreeEnsemble:
 
     def margin(self, X: np.ndarray) -> np.ndarray:
         """(n, n_classes) float32 margins: the intercept, then each round's leaf, added
-        in that order (``cumsum`` adds sequentially, as XGBoost does; ``sum`` does not)."""
+        in that order (``cumsum`` adds sequentially, as XGBoost does; ``sum`` does not).
+        Compiled where the service loaded :mod:`.tree_walk`, the same sums bit for bit."""
+        walk = tree_walk.kernel()
+        if walk is not None:
+            return walk(np.ascontiguousarray(X, dtype=np.float32), *self._walk_arrays)
         rounds = self.value[self.leaves(X)].reshape(len(X), -1, self.n_classes)
         return np.cumsum(rounds, axis=1, dtype=np.float32)[:, -1]
 

@@ -31,8 +31,15 @@ BundleLoader = Callable[[Path], Predictor]
 
 
 def load_bundle_default(path: Path) -> Predictor:
+    """The bundle, and the compiled trees' walk and cost grid
+    (:mod:`scoutless.models.tree_walk`, :mod:`scoutless.allocation.cost_kernels`):
+    compiled, or read from numba's cache, here at start, never on a request."""
+    from scoutless.allocation import cost_kernels
     from scoutless.bundle import load_bundle  # heavy (torch, xgboost): load when serving
+    from scoutless.models import tree_walk
 
+    tree_walk.load()
+    cost_kernels.load()
     return load_bundle(path)  # type: ignore[return-value]
 
 

@@ -1,0 +1,205 @@
+"""The cost grid's per-job costs compiled (numba): :func:`memory_cost` and
+:func:`cputime_cost` of :mod:`.costs`, and whether each job is killed, in one loop.
+
+A served task's cost policy prices ~100 candidate allocations against ~50 job needs per
+priced target, and again each scout's measurement: the numpy functions make a score of
+array passes over those grids, most of a request's CPU once the trees are compiled. Here
+each element is computed once, with the very operations of :mod:`.costs` in the same
+order (no fast-math: LLVM neither reorders nor fuses them), so every cost is equal to
+the numpy one bit for bit; the sums over the needs (a matrix product) stay in numpy.
+What depends on a task only (its cores, hours, the rooms' waits) is computed by the numpy
+code of :mod:`.costs` first and passed per task (:mod:`.costs` calls the kernels; this
+module imports nothing of it).
+
+Like :mod:`scoutless.models.tree_walk`, the kernels are compiled by :func:`load` (the
+service, at start; ``cache=True``); without it the numpy functions serve.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: the kernels in use once :func:`load` has run (None: the numpy functions)
+_KERNELS: dict[str, Callable[..., Any]] | None = None
+#: the kernels once compiled in this process (:func:`unload` keeps them)
+_BUILT: dict[str, Callable[..., Any]] | None = None
+
+
+def loaded() -> bool:
+    """Whether the compiled kernels are in use."""
+    return _KERNELS is not None
+
+
+def kernel(name: str) -> Callable[..., Any] | None:
+    """The compiled ``"memory"`` or ``"cputime"`` kernel in use, else None."""
+    return None if _KERNELS is None else _KERNELS[name]
+
+
+def load() -> bool:
+    """Compile (or read from numba's cache) the kernels; False (logged) without numba."""
+    global _KERNELS, _BUILT
+    if _BUILT is None:
+        try:
+            _BUILT = _compile()
+        except ImportError as exc:  # numba is a dependency; a broken install falls back
+            log.warning("cost grid in numpy: numba unavailable (%s)", exc)
+        except Exception as exc:  # e.g. no writable cache folder (NUMBA_CACHE_DIR names one)
+            log.warning("cost grid in numpy: numba could not compile it (%s)", exc)
+    _KERNELS = _BUILT
+    return _KERNELS is not None
+
+
+def unload() -> None:
+    """Back to the numpy functions (tests compare the two)."""
+    global _KERNELS
+    _KERNELS = None
+
+
+def _compile() -> dict[str, Callable[..., Any]]:
+    import numba
+
+    grid, out = "float64[:, ::1]", "float64[:, :, ::1]"
+    rows, task = "intp[::1]", "float64[::1]"
+    jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+    # the kernels call these by their global names: compiled first (numba resolves a
+    # global when it compiles the caller; called from Python they answer the same)
+    globals().update(_maximum=jit(_maximum), _minimum=jit(_minimum))
+    floats = ", ".join(["float64"] * 8)
+    memory_sig = (
+        f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {floats}, boolean)"
+    )
+    floats = ", ".join(["float64"] * 10)
+    cputime_sig = (
+        f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {task}, "
+        f"{floats}, boolean, boolean)"
+    )
+    return {
+        "memory": numba.njit(memory_sig, cache=True, nogil=True, boundscheck=False)(_memory),
+        "cputime": numba.njit(cputime_sig, cache=True, nogil=True, boundscheck=False)(_cputime),
+    }
+
+
+def _maximum(a: float, b: float) -> float:
+    """``np.maximum`` of two numbers: NaN if either is."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return a if a >= b else b
+
+
+def _minimum(a: float, b: float) -> float:
+    """``np.minimum`` of two numbers: NaN if either is."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return a if a <= b else b
+
+
+def _memory(
+    alloc: Any, need: Any, task: Any, cores: Any, hours: Any, waits: Any, standard: float,
+    himem_mb: float, border: float, kill_factor: float, kill_overhead: float,
+    gb_hour: float, overuse_gb_hour: float, himem_price: float, with_himem: bool,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(cost, killed as 0/1) of every allocation ``alloc[r, p]`` against every need
+    ``need[r, q]`` (row ``r`` of task ``task[r]``), as :func:`.costs.memory_cost` and
+    :func:`.costs.memory_killed` compute them."""
+    rows, n_alloc, n_need = alloc.shape[0], alloc.shape[1], need.shape[1]
+    cost = np.empty((rows, n_alloc, n_need))
+    killed_out = np.empty((rows, n_alloc, n_need))
+    for r in range(rows):
+        i = task[r]
+        c, h, w = cores[i], hours[i], waits[i]
+        for p in range(n_alloc):
+            a = alloc[r, p]
+            held = _maximum(a, himem_mb if with_himem and a > border else standard)
+            limit = kill_factor * held
+            for q in range(n_need):
+                x = need[r, q]
+                slot_need = _maximum(x, himem_mb if with_himem and x > border else standard)
+                killed = x > limit
+                ran = _minimum(1.0, limit / _maximum(x, 1e-9)) if killed else 1.0
+                kill = (ran + kill_overhead) * c * h if killed else 0.0
+                slack_gb = _maximum(held - slot_need, 0.0) / 1024.0
+                slack = 0.0 if killed else gb_hour * slack_gb * c * h
+                over_gb = 0.0 if killed else _maximum(x - held, 0.0) / 1024.0
+                overuse = overuse_gb_hour * over_gb * c * h
+                himem = himem_price * c * h + w if _maximum(x, a) > border else 0.0
+                cost[r, p, q] = kill + slack + overuse + himem
+                killed_out[r, p, q] = 1.0 if killed else 0.0
+    return cost, killed_out
+
+
+def _cputime(
+    alloc: Any, need: Any, task: Any, cores: Any, per_event: Any, base: Any, n_jobs: Any,
+    max_maxtime: float, kill_overhead: float, slack_core_hour: float, short_maxtime: float,
+    long_price: float, scout_delay_hour: float, long_cores: float, long_wait: float,
+    pool_cores: float, pool_wait: float, with_long: bool, with_pool: bool,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(cost, killed as 0/1) as :func:`_memory` lays them out, as
+    :func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` compute them (the long
+    room's wait per element: :func:`.costs.room_delay_hours`)."""
+    rows, n_alloc, n_need = alloc.shape[0], alloc.shape[1], need.shape[1]
+    cost = np.empty((rows, n_alloc, n_need))
+    killed_out = np.empty((rows, n_alloc, n_need))
+    capped = math.isfinite(long_cores)
+    for r in range(rows):
+        i = task[r]
+        c, pe, b = cores[i], per_event[i], base[i]
+        jobs = _maximum(n_jobs[i], 1.0)
+        for p in range(n_alloc):
+            limit = _minimum(alloc[r, p] * pe + b, max_maxtime)
+            for q in range(n_need):
+                runs = need[r, q] * pe + b
+                killed = runs > limit
+                kill = c * (limit + kill_overhead * runs) / 3600.0 if killed else 0.0
+                held = max_maxtime if killed else limit
+                slack_h = _maximum(held - runs, 0.0) / 3600.0
+                slack = slack_core_hour * c * slack_h
+                long = 0.0
+                if with_long:
+                    waits = 0.0
+                    if capped:
+                        work_h = c * (runs / 3600.0)
+                        in_room = work_h / long_cores + long_wait / jobs
+                        in_pool = work_h / pool_cores + pool_wait / jobs if with_pool else 0.0
+                        waits = _maximum(in_room - in_pool, 0.0)
+                    if held > short_maxtime:
+                        long = long_price * c * runs / 3600.0 + scout_delay_hour * waits
+                cost[r, p, q] = kill + slack + long
+                killed_out[r, p, q] = 1.0 if killed else 0.0
+    return cost, killed_out
+
+
+def outer(alloc: np.ndarray, need: np.ndarray, n_tasks: int) -> tuple | None:
+    """``alloc`` (tasks, ..., a, 1) against ``need`` (tasks, ..., 1, q), the cost grid's
+    two shapes, as the kernels' rows: (rows, a) and (rows, q) C arrays, each row's task,
+    and the result's shape; None for any other shape (the numpy functions serve)."""
+    lead = alloc.shape[:-2]
+    if (
+        alloc.ndim != need.ndim or alloc.ndim < 3 or need.shape[:-2] != lead
+        or alloc.shape[-1] != 1 or need.shape[-2] != 1 or lead[0] != n_tasks
+    ):  # fmt: skip
+        return None
+    a = _writeable(alloc.reshape(-1, alloc.shape[-2]))
+    x = _writeable(need.reshape(-1, need.shape[-1]))
+    per_task = len(a) // n_tasks
+    task = np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
+    return a, x, task, (*lead, a.shape[1], x.shape[1])
+
+
+def _writeable(a: np.ndarray) -> np.ndarray:
+    """``a`` as a float64 writeable C array (the kernels' signatures), copied only if not."""
+    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.array(a, dtype=np.float64, order="C")
+
+
+def per_task(values: np.ndarray | float, n: int) -> np.ndarray:
+    """(n,) float64 writeable C array of a per-task value (a scalar repeated)."""
+    a = np.asarray(values, dtype=np.float64)
+    return _writeable(a) if a.shape == (n,) else np.full(n, a, dtype=np.float64)
