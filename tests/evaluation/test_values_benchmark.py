@@ -1,0 +1,67 @@
+"""``benchmarks/values.py``'s measure: a served value that is the truth's own scores 1 against
+the Bayes value, one from a blurred location more; the goals sit at the sizes item 5 names."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoutless.allocation.values import ConformalLevels, ValueDistribution
+from scoutless.targets.spec import truth_col, value_col
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def values_benchmark():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("values")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _tasks(n: int, seed: int) -> tuple[ValueDistribution, pd.DataFrame]:
+    """Tasks with a true distribution each and one need drawn from it."""
+    rng = np.random.default_rng(seed)
+    mu, sigma = rng.normal(5.0, 1.0, n), rng.uniform(0.1, 0.6, n)
+    truth = ValueDistribution.of(0.0, mu, sigma)
+    need = np.exp(mu + sigma * rng.normal(size=n))
+    frame = pd.DataFrame({
+        value_col("memory"): need, truth_col("memory", "mu"): mu,
+        truth_col("memory", "sigma"): sigma, truth_col("memory", "offset"): 0.0,
+    })  # fmt: skip
+    return truth, frame
+
+
+def test_the_truth_served_scores_one_and_a_wider_one_more(values_benchmark):
+    cal_truth, cal = _tasks(4000, 0)
+    test_truth, test = _tasks(20000, 1)
+    need = cal[value_col("memory")].to_numpy()
+    served = values_benchmark.figures(
+        test_truth, ConformalLevels.fit(cal_truth, need), test, "memory", 0.05
+    )
+    assert served["fair"] == pytest.approx(1.0, abs=0.02), served
+    assert served["under_allocation"] == pytest.approx(0.05, abs=0.01), served
+    rng = np.random.default_rng(2)
+
+    def blurred(truth: ValueDistribution) -> ValueDistribution:
+        """A location off by 0.3 in log units, the spread widened to cover it."""
+        mu = truth.mu + rng.normal(scale=0.3, size=len(truth.mu))
+        return ValueDistribution.of(0.0, mu, np.hypot(truth.sigma, 0.3))
+
+    worse = values_benchmark.figures(
+        blurred(test_truth), ConformalLevels.fit(blurred(cal_truth), need), test, "memory", 0.05
+    )
+    assert worse["fair"] > served["fair"] + 0.05, (served, worse)
+
+
+def test_the_goals_are_item_5s(values_benchmark):
+    assert values_benchmark.goal_for(20_000) == 1.05
+    assert values_benchmark.goal_for(200_000) == 1.03
+    assert values_benchmark.goal_for(50_000) is None
