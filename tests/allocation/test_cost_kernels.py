@@ -125,16 +125,16 @@ def test_the_cost_allocation_is_the_same_compiled_or_not(target, rules):
 
 def test_a_kernel_numba_cannot_compile_leaves_numpy_serving(monkeypatch, caplog):
     """E.g. no writable cache folder: the service starts and prices in numpy."""
-    kernels, built = cost_kernels._KERNELS, cost_kernels._BUILT
+    kernels, built = cost_kernels._CODE.active, cost_kernels._CODE.built
 
     def fail() -> None:
         raise RuntimeError("cannot cache function: no locator available")
 
-    cost_kernels._KERNELS = cost_kernels._BUILT = None
-    monkeypatch.setattr(cost_kernels, "_compile", fail)
+    cost_kernels._CODE.active = cost_kernels._CODE.built = None
+    monkeypatch.setattr(cost_kernels._CODE, "build", fail)
     try:
         assert not cost_kernels.load()
         assert not cost_kernels.loaded()
         assert "could not compile" in caplog.text
     finally:
-        cost_kernels._KERNELS, cost_kernels._BUILT = kernels, built
+        cost_kernels._CODE.active, cost_kernels._CODE.built = kernels, built

@@ -83,7 +83,7 @@ def test_a_compiled_value_booster_and_a_strided_matrix_predict_as_xgboost(compil
 
 
 def test_without_numba_the_numpy_walk_serves(monkeypatch, caplog):
-    kernel, built = tree_walk._KERNEL, tree_walk._BUILT
+    kernel, built = tree_walk._CODE.active, tree_walk._CODE.built
     real_import = builtins.__import__
 
     def no_numba(name, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -91,7 +91,7 @@ def test_without_numba_the_numpy_walk_serves(monkeypatch, caplog):
             raise ImportError("no module named numba")
         return real_import(name, *args, **kwargs)
 
-    tree_walk._KERNEL = tree_walk._BUILT = None
+    tree_walk._CODE.active = tree_walk._CODE.built = None
     monkeypatch.setattr(builtins, "__import__", no_numba)
     try:
         assert not tree_walk.load()
@@ -104,20 +104,20 @@ def test_without_numba_the_numpy_walk_serves(monkeypatch, caplog):
         margin = booster.inplace_predict(rows, predict_type="margin").reshape(len(rows), 3)
         np.testing.assert_array_equal(build_ensemble(booster).margin(rows), margin)
     finally:
-        tree_walk._KERNEL, tree_walk._BUILT = kernel, built
+        tree_walk._CODE.active, tree_walk._CODE.built = kernel, built
 
 
 def test_the_service_loader_compiles_the_walk_before_any_request(monkeypatch, tmp_path):
     from scoutless.service import serving
 
     monkeypatch.setattr("scoutless.bundle.load_bundle", lambda path: "bundle")
-    kernel = tree_walk._KERNEL
+    kernel = tree_walk._CODE.active
     tree_walk.unload()
     try:
         assert serving.load_bundle_default(tmp_path) == "bundle"
         assert tree_walk.kernel() is not None
     finally:
-        tree_walk._KERNEL = kernel
+        tree_walk._CODE.active = kernel
 
 
 def test_compiled_categories_from_the_dense_table_or_the_sorted_keys_agree(compiled, monkeypatch):

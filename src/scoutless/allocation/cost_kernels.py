@@ -17,49 +17,34 @@ service, at start; ``cache=True``); without it the numpy functions serve.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-log = logging.getLogger(__name__)
-
-#: the kernels in use once :func:`load` has run (None: the numpy functions)
-_KERNELS: dict[str, Callable[..., Any]] | None = None
-#: the kernels once compiled in this process (:func:`unload` keeps them)
-_BUILT: dict[str, Callable[..., Any]] | None = None
+from scoutless.compiled import Compiled
 
 
 def loaded() -> bool:
     """Whether the compiled kernels are in use."""
-    return _KERNELS is not None
+    return _CODE.active is not None
 
 
 def kernel(name: str) -> Callable[..., Any] | None:
     """The compiled ``"memory"`` or ``"cputime"`` kernel in use, else None."""
-    return None if _KERNELS is None else _KERNELS[name]
+    active = _CODE.active
+    return None if active is None else active[name]
 
 
 def load() -> bool:
     """Compile (or read from numba's cache) the kernels; False (logged) without numba."""
-    global _KERNELS, _BUILT
-    if _BUILT is None:
-        try:
-            _BUILT = _compile()
-        except ImportError as exc:  # numba is a dependency; a broken install falls back
-            log.warning("cost grid in numpy: numba unavailable (%s)", exc)
-        except Exception as exc:  # e.g. no writable cache folder (NUMBA_CACHE_DIR names one)
-            log.warning("cost grid in numpy: numba could not compile it (%s)", exc)
-    _KERNELS = _BUILT
-    return _KERNELS is not None
+    return _CODE.load()
 
 
 def unload() -> None:
     """Back to the numpy functions (tests compare the two)."""
-    global _KERNELS
-    _KERNELS = None
+    _CODE.unload()
 
 
 def _compile() -> dict[str, Callable[..., Any]]:
@@ -84,6 +69,10 @@ def _compile() -> dict[str, Callable[..., Any]]:
         "memory": numba.njit(memory_sig, cache=True, nogil=True, boundscheck=False)(_memory),
         "cputime": numba.njit(cputime_sig, cache=True, nogil=True, boundscheck=False)(_cputime),
     }
+
+
+#: the kernels by name, compiled by :func:`load` (:class:`~scoutless.compiled.Compiled`)
+_CODE: Compiled[dict[str, Callable[..., Any]]] = Compiled("cost grid", _compile)
 
 
 def _maximum(a: float, b: float) -> float:

@@ -20,43 +20,27 @@ machine code is cached on disk (``cache=True``) for the next start.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-log = logging.getLogger(__name__)
-
-#: the compiled walk in use once :func:`load` has run (None: the numpy walk)
-_KERNEL: Callable[..., np.ndarray] | None = None
-#: the walk once compiled in this process (:func:`unload` keeps it)
-_BUILT: Callable[..., np.ndarray] | None = None
+from scoutless.compiled import Compiled
 
 
 def kernel() -> Callable[..., np.ndarray] | None:
     """The compiled walk if :func:`load` made it, else None."""
-    return _KERNEL
+    return _CODE.active
 
 
 def load() -> bool:
     """Compile (or read from numba's cache) the walk; False (logged) without numba."""
-    global _KERNEL, _BUILT
-    if _BUILT is None:
-        try:
-            _BUILT = _compile()
-        except ImportError as exc:  # numba is a dependency; a broken install falls back
-            log.warning("tree walk in numpy: numba unavailable (%s)", exc)
-        except Exception as exc:  # e.g. no writable cache folder (NUMBA_CACHE_DIR names one)
-            log.warning("tree walk in numpy: numba could not compile it (%s)", exc)
-    _KERNEL = _BUILT
-    return _KERNEL is not None
+    return _CODE.load()
 
 
 def unload() -> None:
     """Back to the numpy walk (tests compare the two)."""
-    global _KERNEL
-    _KERNEL = None
+    _CODE.unload()
 
 
 def _compile() -> Callable[..., np.ndarray]:
@@ -68,6 +52,10 @@ def _compile() -> Callable[..., np.ndarray]:
         "int64)"
     )
     return numba.njit(signature, cache=True, nogil=True, boundscheck=False)(_margins)
+
+
+#: the walk, compiled by :func:`load` (:class:`~scoutless.compiled.Compiled`)
+_CODE: Compiled[Callable[..., np.ndarray]] = Compiled("tree walk", _compile)
 
 
 def _margins(
