@@ -267,16 +267,26 @@ def _memory_killed(alloc: np.ndarray, need: np.ndarray, job: JobContext,
     return memory_killed(alloc, need, rules)
 
 
+def _compiled_grid(
+    target: str, alloc: np.ndarray, need: np.ndarray, job: JobContext
+) -> tuple | None:
+    """(kernel, grid): the target's compiled kernel and the grid laid out for it
+    (:func:`.cost_kernels.outer`); None where the kernel is
+    not loaded or the shapes are not the grid's (numpy prices it)."""
+    kernel = cost_kernels.kernel(target)
+    grid = None if kernel is None else cost_kernels.outer(alloc, need, len(job))
+    return None if grid is None else (kernel, grid)
+
+
 def _memory_compiled(
     alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`memory_cost` and :func:`memory_killed` (as 0/1) at once; None
     where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
-    grid = cost_kernels.outer(alloc, need, len(job))
-    kernel = cost_kernels.kernel("memory")
-    if kernel is None or grid is None:
+    compiled = _compiled_grid("memory", alloc, need, job)
+    if compiled is None:
         return None
-    a, x, task, shape = grid
+    kernel, (a, x, task, shape) = compiled
     n, per = len(job), cost_kernels.per_task
     hours = job.wall_s / 3600.0
     waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", job.cores, hours,
@@ -298,11 +308,10 @@ def _cputime_compiled(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`cputime_cost` and :func:`cputime_killed` (as 0/1) at once;
     None where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
-    grid = cost_kernels.outer(alloc, need, len(job))
-    kernel = cost_kernels.kernel("cputime")
-    if kernel is None or grid is None:
+    compiled = _compiled_grid("cputime", alloc, need, job)
+    if compiled is None:
         return None
-    a, x, task, shape = grid
+    kernel, (a, x, task, shape) = compiled
     n, per = len(job), cost_kernels.per_task
     short = rules.short_maxtime_s
     pool = math.isfinite(rules.pool_cores)
