@@ -27,20 +27,14 @@ from record import add_out, emit, reference_loop_s
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.bundle import load_bundle
+from scoutless.evaluation.allocations import bayes_at_under, true_distribution
 from scoutless.history.table import TrainingTable
-from scoutless.targets.spec import TRUTH_PARTS, truth_col, value_col
+from scoutless.targets.spec import value_col
 from scoutless.training.run import prepare_rows, target_data
 from scoutless.training.value_heads import fit_value_head
 
 #: item 5's goals: the largest fair ratio allowed at a demo size (tasks generated)
 GOALS = {20_000: 1.05, 200_000: 1.03}
-
-
-def _bayes_median(truth: ValueDistribution, need: np.ndarray, under: float) -> float:
-    """The true distribution's median allocated ÷ needed at the level under-allocating
-    ``under`` of these tasks."""
-    z = float(np.quantile(truth.z_scores(need), 1 - under))
-    return float(np.median(truth.at_z(z) / need))
 
 
 def figures(
@@ -50,15 +44,20 @@ def figures(
     known = np.isfinite(need) & (need > 0)
     value = value_allocation(dist, levels, alpha).value[known]
     need = need[known]
-    mu, sigma, offset = (test[truth_col(target, p)].to_numpy(float)[known] for p in TRUTH_PARTS)
-    truth = ValueDistribution.of(offset, mu, sigma)
+    truth = true_distribution(test[known], target)
+    if truth is None:
+        raise ValueError(f"{target}: the table has no truth columns (a synthetic demo's has)")
     under = float((need > value).mean())
     median = float(np.median(value / need))
+
+    def bayes_median(level: float) -> float:
+        return float(np.median(bayes_at_under(truth, need, level) / need))
+
     return {
         "under_allocation": round(under, 4),
         "median_ratio": round(median, 3),
-        "ratio": round(median / _bayes_median(truth, need, alpha), 3),
-        "fair": round(median / _bayes_median(truth, need, max(under, 1e-6)), 3),
+        "ratio": round(median / bayes_median(alpha), 3),
+        "fair": round(median / bayes_median(max(under, 1e-6)), 3),
     }
 
 

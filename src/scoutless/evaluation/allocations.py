@@ -30,19 +30,33 @@ def _figures(allocated: np.ndarray, need: np.ndarray) -> dict[str, float]:
     }
 
 
+def true_distribution(test: pd.DataFrame, target: str) -> ValueDistribution | None:
+    """Each task's true value distribution, from a synthetic table's truth columns (None
+    where the table has none)."""
+    columns = [truth_col(target, part) for part in TRUTH_PARTS]
+    if not all(c in test.columns for c in columns):
+        return None
+    mu, sigma, offset = (test[c].to_numpy(dtype=float) for c in columns)
+    return ValueDistribution.of(offset, mu, sigma)
+
+
+def bayes_at_under(truth: ValueDistribution, need: np.ndarray, under: float) -> np.ndarray:
+    """The true quantile of each task's value at the one level that under-allocates
+    ``under`` of these tasks' needs."""
+    z = float(np.quantile(truth.z_scores(need), 1 - under))
+    return truth.at_z(z)
+
+
 def _bayes_values(
     test: pd.DataFrame, target: str, need: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The true (1 - alpha) quantile of each task's value, and the true quantile at the
     level that under-allocates exactly alpha of these tasks (where the generator's
     distribution is calibrated rather than exact, e.g. cputime, the two differ)."""
-    columns = [truth_col(target, part) for part in TRUTH_PARTS]
-    if not all(c in test.columns for c in columns):
+    truth = true_distribution(test, target)
+    if truth is None:
         return None
-    mu, sigma, offset = (test[c].to_numpy(dtype=float) for c in columns)
-    truth = ValueDistribution.of(offset, mu, sigma)
-    z = float(np.quantile(truth.z_scores(need), 1 - alpha))
-    return truth.quantile(1 - alpha), truth.at_z(z)
+    return truth.quantile(1 - alpha), bayes_at_under(truth, need, alpha)
 
 
 def allocation_figures(
