@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_xgb_inference import _booster, _data, _requests
+from test_xgb_inference import BOOSTER_CASES, _booster, _data, _requests
 
 from scoutless.models import tree_walk
 from scoutless.models.xgb_inference import build_ensemble, compile_booster
@@ -41,14 +40,7 @@ def _numpy_margin(trees, rows: np.ndarray) -> np.ndarray:
     # the fixture only loads the walk: the same for every example
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(
-    seed=st.integers(0, 10_000),
-    n_classes=st.integers(2, 5),
-    native=st.booleans(),
-    depth=st.integers(1, 8),
-    rounds=st.integers(1, 25),
-    nan_share=st.sampled_from([0.0, 0.2]),
-)
+@given(**BOOSTER_CASES)
 def test_compiled_margins_equal_xgboost_and_the_numpy_walk_bit_for_bit(
     compiled, seed, n_classes, native, depth, rounds, nan_share
 ):

@@ -47,15 +47,19 @@ def _requests(rng: np.random.Generator, X: np.ndarray) -> np.ndarray:
     return rows
 
 
+#: the boosters the walk is checked on (here and in test_tree_walk.py)
+BOOSTER_CASES = {
+    "seed": st.integers(0, 10_000),
+    "n_classes": st.integers(2, 5),
+    "native": st.booleans(),
+    "depth": st.integers(1, 8),
+    "rounds": st.integers(1, 25),
+    "nan_share": st.sampled_from([0.0, 0.2]),
+}
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 10_000),
-    n_classes=st.integers(2, 5),
-    native=st.booleans(),
-    depth=st.integers(1, 8),
-    rounds=st.integers(1, 25),
-    nan_share=st.sampled_from([0.0, 0.2]),
-)
+@given(**BOOSTER_CASES)
 def test_margins_equal_xgboost_bit_for_bit_and_probabilities_to_float32(
     seed, n_classes, native, depth, rounds, nan_share
 ):
