@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.turn_groups import LoopTurnGroups
 
 #: rows of one request and what its caller waits on (a thread's or the event loop's future)
 Waiter = tuple[list[dict[str, Any]], "Future[int] | asyncio.Future[int]"]
@@ -51,7 +52,7 @@ def _commit_one(
     return 1
 
 
-class LoopGroupCommit:
+class LoopGroupCommit(LoopTurnGroups[Waiter]):
     """Group commit led from the event loop, committed on one writer thread.
 
     Requests' rows gather on the loop while a commit is in flight; when it ends, the next
@@ -63,34 +64,21 @@ class LoopGroupCommit:
     """
 
     def __init__(self, log: PredictionLog) -> None:
+        super().__init__("prediction-log")
         self.log = log
         self.commits = 0
-        self._pending: list[Waiter] = []
-        self._leading = False
         self._closed = False
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="prediction-log")
 
     async def committed(self, rows: list[dict[str, Any]]) -> int:
         """Wait until ``rows`` are committed; :class:`DatabaseUnavailable` once closed (a
         request after shutdown must not wait on a writer that is gone)."""
         if self._closed:
             raise DatabaseUnavailable("prediction log writer is closed")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[int] = loop.create_future()
-        self._pending.append((rows, future))
-        if not self._leading:  # this loop turn's other requests join the first commit
-            self._leading = True
-            loop.call_soon(self._lead, loop)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._join((rows, future))  # this loop turn's other requests join the first commit
         return await future
 
-    def _lead(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch, self._pending = self._pending, []
-        if not batch:
-            self._leading = False
-            return
-        self._thread.submit(self._commit, batch, loop)
-
-    def _commit(self, batch: list[Waiter], loop: asyncio.AbstractEventLoop) -> None:
+    def _work(self, batch: list[Waiter], loop: asyncio.AbstractEventLoop) -> None:
         """On the writer thread: commit, then hand every outcome back to the loop at once."""
         outcomes: list[tuple[Any, int | BaseException]] = []
         try:

@@ -16,48 +16,37 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scoutless.history.task_reader import TaskInputs, TaskReader
+from scoutless.ops.turn_groups import LoopTurnGroups
 
 #: a request's task id and what its handler awaits
 _Waiting = tuple[int, "asyncio.Future[tuple[TaskInputs, float]]"]
 
 
-class LoopTaskFetch:
+class LoopTaskFetch(LoopTurnGroups[_Waiting]):
     """Reads tasks by id for the event loop, a group at a time on one thread."""
 
     def __init__(self, reader: TaskReader) -> None:
+        super().__init__("task-fetch")
         self.reader = reader
         self.groups = 0
         self.reads = 0
-        self._pending: list[_Waiting] = []
-        self._leading = False
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="task-fetch")
 
     async def inputs(self, jeditaskid: int) -> tuple[TaskInputs, float]:
         """The task's inputs (``TaskReader.inputs``, its errors raised here) and the time
         its group's reads took, in ms."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[tuple[TaskInputs, float]] = loop.create_future()
-        self._pending.append((jeditaskid, future))
-        if not self._leading:  # the other requests of this loop turn join the group
-            self._leading = True
-            loop.call_soon(self._lead, loop)
+        future: asyncio.Future[tuple[TaskInputs, float]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._join((jeditaskid, future))
         return await future
 
-    def _lead(self, loop: asyncio.AbstractEventLoop) -> None:
-        group, self._pending = self._pending, []
-        if not group:
-            self._leading = False
-            return
+    def _work(self, group: list[_Waiting], loop: asyncio.AbstractEventLoop) -> None:
+        """On the reader thread: every read of the group, then one wake-up of the loop."""
         self.groups += 1
         self.reads += len(group)
-        self._thread.submit(self._read, group, loop)
-
-    def _read(self, group: list[_Waiting], loop: asyncio.AbstractEventLoop) -> None:
-        """On the reader thread: every read of the group, then one wake-up of the loop."""
         start = time.perf_counter()
         outcomes: list[Any] = []
         try:
