@@ -33,6 +33,7 @@ after, the date, the command), so a figure can be read against its machine.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import time
 from pathlib import Path
@@ -43,7 +44,7 @@ import numpy as np
 from record import add_out, emit, reference_loop_s
 from scoutless.cli.data import synthetic_values
 from scoutless.config import STRATEGY_NAMES, Settings, get_settings
-from scoutless.replay.checks import METRICS, value_at
+from scoutless.replay.checks import METRICS, model_misses, reference_bound, value_at
 from scoutless.replay.history import workload_from_db
 from scoutless.replay.runner import replay_document, run_strategies, submissions_for, true_classes
 from scoutless.replay.submission import Submission, measured_values
@@ -206,7 +207,9 @@ def spread(runs: list[dict[str, Any]], name: str, path: str) -> dict[str, float 
     return {"mean": float(arr.mean()), "sd": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
 
 
-def hybrid_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def hybrid_rows(runs: list[dict[str, Any]], means: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per metric the hybrid's mean against the scouts', the seeds it held in, and which
+    reference does worse than the scouts too (``reference_bound`` on the means)."""
     rows = []
     for label, path, better in METRICS:
         h, s = spread(runs, "hybrid", path), spread(runs, "scouts", path)
@@ -220,7 +223,8 @@ def hybrid_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         met = h["mean"] <= s["mean"] if better == "lower" else h["mean"] >= s["mean"]
         rows.append({"metric": label, "figures": {"hybrid": h, "scouts": s},
                      "goal": f"hybrid {'≤' if better == 'lower' else '≥'} scouts (mean)",
-                     "seeds_met": f"{sum(holds)}/{len(holds)}", "met": met})  # fmt: skip
+                     "seeds_met": f"{sum(holds)}/{len(holds)}", "met": met,
+                     "bounded_by": reference_bound(means, path, better, "scouts")})  # fmt: skip
     return rows
 
 
@@ -259,15 +263,20 @@ def size_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     names = list(runs[0]["strategies"]) if runs else []
     figures = {n: {path: spread(runs, n, path) for _, path, _ in METRICS} for n in names}
     order = sorted(names, key=lambda n: figures[n][PRICED]["mean"] or float("inf"))
-    hybrid = hybrid_rows(runs) if {"hybrid", "scouts"} <= set(names) else []
+    means = {n: nested({p: f["mean"] for p, f in figures[n].items()}) for n in names}
+    hybrid = hybrid_rows(runs, means) if {"hybrid", "scouts"} <= set(names) else []
     bounds = bound_rows(runs)
     return {
         "seeds": len(runs),
         "ranking": order,
-        "strategies": {n: nested({p: f["mean"] for p, f in figures[n].items()}) for n in names},
+        "strategies": means,
         "spread": {n: {p: f["sd"] for p, f in figures[n].items()} for n in names},
         "checks": {
-            "hybrid_vs_scouts": {"rows": hybrid, "all_met": all(r["met"] for r in hybrid)},
+            "hybrid_vs_scouts": {
+                "rows": hybrid,
+                "all_met": all(r["met"] for r in hybrid),
+                "model_misses": model_misses(hybrid),
+            },
             "bounds": {"rows": bounds, "all_met": all(r["met"] for r in bounds)},
         },
     }
@@ -315,12 +324,38 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--share", type=float, default=0.9,
                         help="--sizes: share of the test tasks each seed samples")  # fmt: skip
     parser.add_argument("--utilisation", type=float, help="--sizes: replay.target_utilisation")
+    parser.add_argument("--recheck", type=Path,
+                        help="a --sizes result: its checks computed again from its runs, "
+                             "rewritten in place (no replay)")  # fmt: skip
     add_out(parser)
     return parser.parse_args()
 
 
+def recheck(path: Path) -> None:
+    """A ``--sizes`` result's per-size summaries and checks computed again from the runs it
+    keeps, written back in place (atomically): a new check reaches earlier runs without
+    replaying them. The runs and the machine record are left as they were."""
+    text = path.read_text()
+    document = json.loads(text)
+    second = text.splitlines()[1] if text.count("\n") > 1 else ""
+    indent = len(second) - len(second.lstrip(" ")) or 1  # the file's own layout
+    if "runs" not in document:
+        raise SystemExit(f"{path}: not a --sizes result (no 'runs')")
+    document["sizes"] = {
+        size: size_summary(list(runs.values())) for size, runs in document["runs"].items()
+    }
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(
+        json.dumps(document, indent=indent, default=float, ensure_ascii=text.isascii()) + "\n"
+    )
+    staging.replace(path)
+
+
 def main() -> None:
     args = parse()
+    if args.recheck is not None:
+        recheck(args.recheck)
+        return
     args.workdir.mkdir(parents=True, exist_ok=True)
     loop_before = reference_loop_s()
     settings = get_settings()

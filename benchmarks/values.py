@@ -6,7 +6,8 @@ target, the bundle's value allocation on the test tasks: its under-allocation, i
 allocated ÷ needed, and that median over the Bayes value's at the level that
 under-allocates ``alpha`` (``ratio``, as ``scoutless evaluate``) and at the level that
 under-allocates as often as the served value did (``fair``: the goal's comparison, ≤ 1.05
-at 20k tasks and ≤ 1.03 at 200k). ``--refit`` also refits each target's value model with
+at 20k tasks and ≤ 1.03 at 200k), with its 95 % bootstrap interval over the test tasks
+(``fair_95``: how far the figure moves with the tasks it is measured on). ``--refit`` also refits each target's value model with
 this checkout's code on the bundle's own split and seed (the same fit / validation /
 calibration rows), to try a change without rerunning a demo.
 
@@ -35,6 +36,8 @@ from scoutless.training.value_heads import fit_value_head
 
 #: item 5's goals: the largest fair ratio allowed at a demo size (tasks generated)
 GOALS = {20_000: 1.05, 200_000: 1.03}
+#: bootstrap draws of the fair ratio's interval
+BOOTSTRAP_DRAWS = 200
 
 
 def figures(
@@ -58,7 +61,26 @@ def figures(
         "median_ratio": round(median, 3),
         "ratio": round(median / bayes_median(alpha), 3),
         "fair": round(median / bayes_median(max(under, 1e-6)), 3),
+        "fair_95": [round(f, 3) for f in fair_interval(value, need, truth)],
     }
+
+
+def fair_interval(
+    value: np.ndarray, need: np.ndarray, truth: ValueDistribution, draws: int = BOOTSTRAP_DRAWS
+) -> tuple[float, float]:
+    """The fair ratio's 95 % percentile-bootstrap interval over the test tasks (tasks drawn
+    with replacement, the under-allocation and the Bayes level recomputed in each draw):
+    how far the figure moves with the sample of tasks it is measured on alone."""
+    rng = np.random.default_rng(0)
+    fairs = []
+    for _ in range(draws):
+        rows = rng.integers(0, len(need), len(need))
+        v, n, t = value[rows], need[rows], truth.take(rows)
+        under = max(float((n > v).mean()), 1e-6)
+        bayes = bayes_at_under(t, n, under)
+        fairs.append(float(np.median(v / n)) / float(np.median(bayes / n)))
+    low, high = np.quantile(fairs, [0.025, 0.975])
+    return float(low), float(high)
 
 
 def goal_for(tasks: int) -> float | None:

@@ -3,27 +3,19 @@ the Bayes value, one from a blurred location more; the goals sit at the sizes it
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from benchmark_modules import benchmark_module
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.targets.spec import truth_col, value_col
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def values_benchmark():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("values")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    with benchmark_module("values") as module:
+        yield module
 
 
 def _tasks(n: int, seed: int) -> tuple[ValueDistribution, pd.DataFrame]:
@@ -65,3 +57,24 @@ def test_the_goals_are_item_5s(values_benchmark):
     assert values_benchmark.goal_for(20_000) == 1.05
     assert values_benchmark.goal_for(200_000) == 1.03
     assert values_benchmark.goal_for(50_000) is None
+
+
+def test_the_fair_interval_brackets_the_figure_and_narrows_with_tasks(values_benchmark):
+    """A blurred location served: the interval brackets the fair ratio, lies above 1, and
+    four times the tasks about halve it (1/√n)."""
+    rng = np.random.default_rng(7)
+
+    def blurred(truth: ValueDistribution) -> ValueDistribution:
+        mu = truth.mu + rng.normal(scale=0.3, size=len(truth.mu))
+        return ValueDistribution.of(0.0, mu, np.hypot(truth.sigma, 0.3))
+
+    cal_truth, cal = _tasks(4000, 6)
+    levels = ConformalLevels.fit(blurred(cal_truth), cal[value_col("memory")].to_numpy())
+    widths = []
+    for n in (2000, 8000):
+        truth, frame = _tasks(n, 5)
+        fair = values_benchmark.figures(blurred(truth), levels, frame, "memory", 0.05)
+        low, high = fair["fair_95"]
+        assert 1.0 < low <= fair["fair"] <= high, fair
+        widths.append(high - low)
+    assert 0.35 * widths[0] < widths[1] < 0.75 * widths[0], widths

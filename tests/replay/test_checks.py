@@ -107,3 +107,33 @@ def test_on_a_trace_selective_is_checked_against_the_request():
     assert "selective vs the users' requests, wasted core-hours: selective 10, request 30" in (
         headline_line({"strategies": trace})
     )
+
+
+def test_a_miss_is_laid_at_the_reference_that_does_worse_too():
+    """oracle holds more memory slack than the scouts (slots), bayes wastes more core-hours
+    than they do, and both finish sooner: only the completion misses are the model's."""
+    from scoutless.replay.tables import check_line
+
+    strategies = dict(
+        STRATEGIES,
+        hybrid=_entry(first=0.0, p90=250.0, waste=15.0, slack=85.0),
+        bayes=_entry(waste=40.0, slack=50.0),
+    )
+    checks = replay_checks(strategies)["hybrid_vs_scouts"]
+    rows = {r["metric"]: r for r in checks["rows"]}
+    slack = rows["memory slack (GB·h)"]
+    assert slack["met"] is False and slack["bounded_by"] == "oracle"
+    assert "(oracle does worse than scouts too)" in check_line("hybrid_vs_scouts", slack, False)
+    assert rows["wasted core-hours"]["met"] and rows["wasted core-hours"]["bounded_by"] == "bayes"
+    assert rows["completion P90 (s)"]["met"] is False
+    assert rows["completion P90 (s)"]["bounded_by"] is None
+    assert checks["model_misses"] == ["completion P50 (s)", "completion P90 (s)"]
+    assert "too" not in check_line("hybrid_vs_scouts", rows["completion P90 (s)"], False)
+
+
+def test_without_references_no_miss_is_explained():
+    only = {k: STRATEGIES[k] for k in ("scouts", "hybrid")}
+    worse = dict(only, hybrid=_entry(p90=250.0))
+    checks = replay_checks(worse)["hybrid_vs_scouts"]
+    assert all(r["bounded_by"] is None for r in checks["rows"])
+    assert "completion P90 (s)" in checks["model_misses"]

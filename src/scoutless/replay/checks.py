@@ -1,6 +1,8 @@
 """The checks between strategies as computed figures: replay.json's ``checks``.
 
-- ``hybrid_vs_scouts``: the hybrid at least as good as the scouts on every metric;
+- ``hybrid_vs_scouts``: the hybrid at least as good as the scouts on every metric, each
+  row saying which reference, if any, loses it to the scouts too (``bounded_by``: a miss
+  there is not the model's to win) and the misses no reference explains (``model_misses``);
 - ``gap_closed``: on completion P90, wasted core-hours and memory slack, wherever the
   scouts trail the oracle, the share of that gap the hybrid closes (goal ≥ 75 %);
 - ``predicted_vs_bayes``: predicted within 10 % of bayes on wasted core-hours and memory
@@ -53,6 +55,9 @@ GAP_GOAL = 0.75
 BAYES_METRICS: tuple[str, ...] = ("wasted_core_hours", "memory_slack_gb_hours")
 BAYES_TOLERANCE = 0.10
 FIRST_JOB_SHARE = 0.01
+#: the references a miss is laid against, in this order: perfect foresight, then the same
+#: decision fed each task's true distribution
+REFERENCES: tuple[str, ...] = ("oracle", "bayes")
 _LABEL = {path: label for label, path, _ in METRICS}
 
 
@@ -75,13 +80,41 @@ def _all_met(rows: list[dict[str, Any]]) -> bool | None:
     return all(decided) if decided else None
 
 
+def _as_good(a: float, b: float, better: str) -> bool:
+    return a <= b if better == "lower" else a >= b
+
+
+def reference_bound(
+    strategies: Mapping[str, Mapping[str, Any]], path: str, better: str, incumbent: str
+) -> str | None:
+    """The first of :data:`REFERENCES` that does worse than ``incumbent`` on a metric, or
+    None where every reference that ran does at least as well. ``oracle`` doing worse
+    says no allocation wins the metric: with every job given exactly its need, what is
+    left is the order in which work meets the pool's queues (a task that waits for its
+    scouts leaves the pool to others meanwhile). ``bayes`` doing worse says what is known
+    at submission does not win it under these prices: a trade the prices chose, not a
+    model's error. Either way a strategy's miss there is no sign of a worse model."""
+    theirs = _number(strategies.get(incumbent), path)
+    if theirs is None:
+        return None
+    for reference in REFERENCES:
+        figure = _number(strategies.get(reference), path)
+        if figure is not None and not _as_good(figure, theirs, better):
+            return reference
+    return None
+
+
 def at_least_as_good(
     strategies: Mapping[str, Mapping[str, Any]],
     name: str,
     incumbent: str,
     metrics: tuple[tuple[str, str, str], ...] = METRICS,
+    *,
+    references: bool = False,
 ) -> dict[str, Any]:
-    """``name`` at least as good as ``incumbent`` on each metric (its figure ≤ or ≥)."""
+    """``name`` at least as good as ``incumbent`` on each metric (its figure ≤ or ≥);
+    with ``references``, each row's :func:`reference_bound` as ``bounded_by`` and the
+    missed rows it does not explain as ``model_misses``."""
     ours, theirs = strategies[name], strategies[incumbent]
     rows, missing = [], []
     for label, path, better in metrics:
@@ -90,11 +123,22 @@ def at_least_as_good(
             missing.append(label)
             continue
         a, b = _number(ours, path), _number(theirs, path)
-        met = None if a is None or b is None else (a <= b if better == "lower" else a >= b)
+        met = None if a is None or b is None else _as_good(a, b, better)
         sign = "≤" if better == "lower" else "≥"
-        rows.append({"metric": label, "figures": {name: a, incumbent: b},
-                     "goal": f"{name} {sign} {incumbent}", "met": met})  # fmt: skip
-    return {"rows": rows, "all_met": _all_met(rows), "not_measured": missing}
+        row = {"metric": label, "figures": {name: a, incumbent: b},
+               "goal": f"{name} {sign} {incumbent}", "met": met}  # fmt: skip
+        if references:
+            row["bounded_by"] = reference_bound(strategies, path, better, incumbent)
+        rows.append(row)
+    out = {"rows": rows, "all_met": _all_met(rows), "not_measured": missing}
+    if references:
+        out["model_misses"] = model_misses(rows)
+    return out
+
+
+def model_misses(rows: list[dict[str, Any]]) -> list[str]:
+    """The missed rows no reference explains (``bounded_by`` None): the model's to win."""
+    return [r["metric"] for r in rows if r["met"] is False and r.get("bounded_by") is None]
 
 
 def gap_closed(
@@ -167,7 +211,7 @@ def replay_checks(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     s = strategies.get
     out: dict[str, Any] = {}
     if s("hybrid") and s("scouts"):
-        out["hybrid_vs_scouts"] = at_least_as_good(strategies, "hybrid", "scouts")
+        out["hybrid_vs_scouts"] = at_least_as_good(strategies, "hybrid", "scouts", references=True)
     if s("selective") and s("request"):
         out["selective_vs_request"] = at_least_as_good(
             strategies, "selective", "request", TRACE_METRICS

@@ -90,6 +90,8 @@ def check_line(group: str, row: dict[str, Any], markup: bool = True) -> str:
     ok = row["met"]
     met, missed = ("[green]met[/]", "[red]missed[/]") if markup else ("met", "missed")
     mark = met if ok else missed if ok is False else row.get("note", "–")
+    if ok is False and row.get("bounded_by"):
+        mark += f" ({row['bounded_by']} does worse than {list(row['figures'])[1]} too)"
     return f"{CHECK_TITLES.get(group, group)}, {row['metric']}: {'; '.join(parts)} → {mark}"
 
 
