@@ -97,6 +97,9 @@ _coverages = _read_only_cache(coverage_grid)
 _normal_grid_z = _read_only_cache(lambda m: z_grid(coverage_grid(m), None))
 _scout_errors_of = _read_only_cache(_scout_errors)
 _job_levels = _read_only_cache(lambda m, cap: candidate_levels(coverage_grid(m), cap))
+#: the needs' weights of a grid of m points under JobSpread.none, as _priced_chunk lays
+#: them out for any spread
+_plain_weights = _read_only_cache(lambda m: np.tile(np.ones(1) / m, m))
 
 
 def value_allocation(
@@ -133,19 +136,23 @@ def cost_allocation(
         raise ValueError(f"no cost model for target {target!r}; priced: {', '.join(COSTS)}")
     if max_kill_probability is not None and not 0 < max_kill_probability < 1:
         raise ValueError(f"{max_kill_probability=} must be in (0, 1)")
-    spread = JobSpread.none(len(dist)) if spread is None else spread
+    plain, spread = spread is None, JobSpread.none(len(dist)) if spread is None else spread
     if len(spread) != len(dist):
         raise ValueError(f"a job spread of {len(spread)} tasks for {len(dist)} distributions")
     zs = grid_z(grid_points, levels)
     job_levels = _job_levels(grid_points, max_kill_probability)
     points = grid_points * spread.factors.shape[1]
     chunk = max(1, _BLOCK // (points * (len(job_levels) + 3)))
+    if 0 < len(dist) <= chunk:  # one chunk (a served request): its arrays are the answer's
+        part = _priced_chunk(COSTS[target], dist.grid_at_z(zs), spread, job, rules, prices,
+                             job_levels, max_kill_probability, plain=plain)  # fmt: skip
+        return Allocation(*(part[k] for k in _FIELDS))
     out = {k: np.empty(len(dist)) for k in _FIELDS}
     for lo in range(0, len(dist), chunk):
         rows = slice(lo, lo + chunk)
         part = _priced_chunk(
             COSTS[target], dist.take(rows).grid_at_z(zs), spread.take(rows), job.take(rows),
-            rules, prices, job_levels, max_kill_probability,
+            rules, prices, job_levels, max_kill_probability, plain=plain,
         )  # fmt: skip
         for key, values in part.items():
             out[key][rows] = values
@@ -162,11 +169,23 @@ def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) 
 def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """(c, l) per row of ``values`` (c, p) with probabilities ``weights`` (p,), the least
     value at or below which at least ``level`` of the probability lies: a candidate is a
-    need itself, so at most 1 - level of the needs lie above it."""
+    need itself, so at most 1 - level of the needs lie above it.
+
+    Rows already in order (a task's grid of quantiles, every job at the task's value) are
+    their own ranking: every row then has the same cumulative weights and the same
+    columns, read once (what the sort gives: a stable sort keeps a sorted row as it is)."""
+    bounds = np.asarray(levels, dtype=float) - 1e-12
+    if values.shape[1] > 1 and (values[:, 1:] >= values[:, :-1]).all():
+        at = (np.cumsum(weights)[:, None] < bounds).sum(axis=0)
+        return values[:, np.minimum(at, values.shape[1] - 1)]
+    return _sorting_quantiles(values, weights, bounds)
+
+
+def _sorting_quantiles(values: np.ndarray, weights: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """:func:`weighted_quantiles` of rows in any order (``bounds``: the levels less 1e-12)."""
     order = np.argsort(values, axis=1, kind="stable")
     ranked = np.take_along_axis(values, order, axis=1)
     cumulative = np.cumsum(weights[order], axis=1)
-    bounds = np.asarray(levels, dtype=float) - 1e-12
     if cumulative.size * len(bounds) <= _BROADCAST_MAX:  # one comparison for every level
         at = (cumulative[:, :, None] < bounds).sum(axis=1)
     else:
@@ -183,13 +202,19 @@ def _priced_chunk(
     prices: Prices,
     job_levels: np.ndarray,
     cap: float | None,
+    *,
+    plain: bool = False,
 ) -> dict[str, np.ndarray]:
     """One chunk's choice: ``task_needs`` (c, m) equally likely values times ``spread``'s
-    (c, s) factors: (c, m·s) job needs, each with its probability."""
+    (c, s) factors: (c, m·s) job needs, each with its probability. ``plain``: the spread
+    is :meth:`JobSpread.none` (factors of 1: the needs are the task's values as they are)."""
     c, m = task_needs.shape
-    per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+    if plain:
+        per_job, weights = task_needs[:, :, None], _plain_weights(m)
+    else:
+        per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+        weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     job_needs = per_job.reshape(c, -1)
-    weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
     alloc, need = candidates[:, :, None], job_needs[:, None, :]
     cost, killed = model.cost_and_killed(alloc, need, job, rules, prices)
@@ -203,7 +228,7 @@ def _priced_chunk(
     scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
     return {
         "value": chosen,
-        "covered": (task_needs <= chosen[:, None]).mean(axis=1),
+        "covered": (task_needs <= chosen[:, None]).sum(axis=1) / m,  # the mean of 0/1
         "cost": expected[rows, best],
         "scouted": scouted.mean(axis=(1, 2)),
         "kill": p_kill[rows, best],
@@ -217,13 +242,16 @@ def choose(
     ``cap`` (rows where none is: among those least likely to kill); ties (e.g. every value
     below the slot's own share costs the same): the largest."""
     allowed = np.ones(expected.shape, bool) if cap is None else p_kill <= cap + 1e-12
-    none = ~allowed.any(axis=1)
-    allowed[none] = p_kill[none] <= p_kill[none].min(axis=1, keepdims=True)
+    some = allowed.any(axis=1)
+    if not some.all():
+        none = ~some
+        allowed[none] = p_kill[none] <= p_kill[none].min(axis=1, keepdims=True)
     cost = np.where(allowed, expected, np.inf)
     order = np.argsort(candidates, axis=1, kind="stable")[:, ::-1]
-    by_size = np.take_along_axis(cost, order, axis=1)
+    rows = np.arange(len(order))
+    by_size = cost[rows[:, None], order]
     tied = by_size <= by_size.min(axis=1, keepdims=True) * (1 + 1e-9) + 1e-12
-    return order[np.arange(len(order)), tied.argmax(axis=1)]
+    return order[rows, tied.argmax(axis=1)]
 
 
 @dataclass(frozen=True)
