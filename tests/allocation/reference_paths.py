@@ -137,3 +137,10 @@ def sufficient_probability(
         g_hi - g_lo + _PRIOR_MASS
     )
     return (below + proba[rows, c] * inside.clip(0.0, 1.0)).clip(0.0, 1.0)
+
+
+def distribution_of(offset: object, mu: object, sigma: object) -> ValueDistribution:
+    mu_a = np.atleast_1d(np.asarray(mu, dtype=float))
+    offset_a = np.broadcast_to(np.asarray(offset, dtype=float), mu_a.shape).copy()
+    sigma_a = np.maximum(np.broadcast_to(np.asarray(sigma, dtype=float), mu_a.shape), 1e-9)
+    return ValueDistribution(offset_a, mu_a, sigma_a.copy())

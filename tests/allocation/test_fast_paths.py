@@ -168,3 +168,28 @@ def test_p_sufficient_is_the_one_before_bit_for_bit(seed, n):
     edges = np.asarray(BINS.edges)
     got = sufficient_probability(proba, edges, classes, dist, value)
     assert _same(got, ref.sufficient_probability(proba, edges, classes, dist, value))
+
+
+@pytest.mark.parametrize(
+    "offset, mu, sigma",
+    [
+        (-1.0, np.array([7.0, np.nan, -np.inf]), np.array([0.0, 1e-12, np.nan])),
+        (np.array([0.5, -1.0, 2.0]), [1.0, 2.0, 3.0], 0.2),
+        (0, 3, 1e-20),  # scalars: one task
+        (-1.0, np.array([1.0], dtype=np.float32), np.array([2.0], dtype=np.float32)),
+    ],
+)
+def test_a_distribution_is_made_as_before(offset, mu, sigma):
+    got, want = ValueDistribution.of(offset, mu, sigma), ref.distribution_of(offset, mu, sigma)
+    for name in ("offset", "mu", "sigma"):
+        assert _same(getattr(got, name), getattr(want, name)), name
+    got.offset[0] = 99.0  # offset and sigma are the distribution's own
+    got.sigma[0] = 99.0
+    assert np.asarray(offset).flat[0] != 99.0 and np.asarray(sigma).flat[0] != 99.0
+
+
+@pytest.mark.parametrize(
+    "x", [np.array([1.0, 2.5]), np.array([np.nan, np.inf, -np.inf, 1.0]), np.array([])]
+)
+def test_costs_read_as_nan_to_num_reads_them(x):
+    assert _same(allocate._nan_to_num(x), np.nan_to_num(x))

@@ -293,8 +293,14 @@ def selective(
     """Scout where predicting costs more than scouting: the task's jobs at the cost-aware
     values, against the scouts' wait plus its jobs at the need the scouts measure."""
     n_jobs = np.maximum(job.n_jobs, 1)
-    predict = n_jobs * sum(np.nan_to_num(a.expected_cost) for a in allocations.values())
-    scouted = n_jobs * sum(np.nan_to_num(a.scouted_cost) for a in allocations.values())
+    predict = n_jobs * sum(_nan_to_num(a.expected_cost) for a in allocations.values())
+    scouted = n_jobs * sum(_nan_to_num(a.scouted_cost) for a in allocations.values())
     scouting = scout_wait_cost(job, prices) + scouted
     unseen = np.zeros(len(job), bool) if unknown is None else np.asarray(unknown, bool)
     return ScoutChoice(unseen | (predict > scouting), np.asarray(predict, float), scouting, unseen)
+
+
+def _nan_to_num(x: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(x)``, which costs ~10 us a call on every served task: ``x`` itself
+    where it is all finite (the sum reading it makes a new array)."""
+    return x if np.isfinite(x).all() else np.nan_to_num(x)

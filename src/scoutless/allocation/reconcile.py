@@ -52,7 +52,7 @@ def sufficient_probability(
             f"{len(dist)} distributions: one of each per task"
         )
     rows = np.arange(n)
-    c = np.clip(np.asarray(classes, dtype=int), 0, proba.shape[1] - 1)
+    c = np.minimum(np.maximum(np.asarray(classes, dtype=int), 0), proba.shape[1] - 1)  # clip
     edges = np.asarray(edges, dtype=float)
     # one pass over four rows, each equal to its own call: the value capped at its class's
     # top, the class's bounds, the value (the three CDFs read rows 0-2, the places 1-3)

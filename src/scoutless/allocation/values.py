@@ -81,11 +81,15 @@ class ValueDistribution:
 
     @classmethod
     def of(cls, offset: object, mu: object, sigma: object) -> ValueDistribution:
-        """Arrays broadcast to one length (a scalar offset is shared by every task)."""
-        mu_a = np.atleast_1d(np.asarray(mu, dtype=float))
-        offset_a = np.broadcast_to(np.asarray(offset, dtype=float), mu_a.shape).copy()
-        sigma_a = np.maximum(np.broadcast_to(np.asarray(sigma, dtype=float), mu_a.shape), 1e-9)
-        return cls(offset_a, mu_a, sigma_a.copy())
+        """Arrays broadcast to one length (a scalar offset is shared by every task); offset
+        and sigma are copies (filled in place: ``broadcast_to`` costs ~5 us a call, and a
+        served task makes four distributions)."""
+        mu_a = np.asarray(mu, dtype=float)
+        mu_a = mu_a.reshape(1) if mu_a.ndim == 0 else mu_a
+        offset_a, sigma_a = np.empty(mu_a.shape), np.empty(mu_a.shape)
+        offset_a[...] = np.asarray(offset, dtype=float)
+        sigma_a[...] = np.asarray(sigma, dtype=float)
+        return cls(offset_a, mu_a, np.maximum(sigma_a, 1e-9, out=sigma_a))
 
     def __len__(self) -> int:
         return len(self.mu)
