@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scoutless.allocation import allocate, cost_kernels
 from scoutless.allocation.allocate import choose, cost_allocation, weighted_quantiles
 from scoutless.allocation.costs import JobContext, SiteRules
-from scoutless.allocation.reconcile import sufficient_probability
+from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.allocation.values import SCALAR_MAX, ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
 from scoutless.targets.bins import TargetBins
@@ -193,3 +193,29 @@ def test_a_distribution_is_made_as_before(offset, mu, sigma):
 )
 def test_costs_read_as_nan_to_num_reads_them(x):
     assert _same(allocate._nan_to_num(x), np.nan_to_num(x))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.sampled_from([1, 4, 8, SCALAR_MAX, SCALAR_MAX + 1]))
+def test_every_targets_p_sufficient_in_one_pass_is_each_ones_own(seed, n):
+    """Targets of 2 to 5 classes, open or closed last class: each target's numbers are
+    those of its own call before."""
+    rng = np.random.default_rng(seed)
+    readings, want = [], []
+    for edges in ([0.0, 500.0, np.inf], [0.0, 1e3, 2e3, 4e3, np.inf], [0.0, 10.0, 60.0, 600.0],
+                  [0.0, 3600.0, 7200.0, 14400.0, 28800.0, np.inf]):  # fmt: skip
+        edges = np.asarray(edges)
+        k = len(edges) - 1
+        proba = rng.dirichlet(np.full(k, 0.5), n)
+        dist = ValueDistribution.of(-1.0, rng.normal(np.log(edges[1]), 2.0, n),
+                                    rng.choice([1e-9, 0.05, 1.5], n))  # fmt: skip
+        value = np.exp(rng.normal(np.log(edges[1]), 2.5, n))
+        value[rng.random(n) < 0.2] = rng.choice([0.0, edges[1], np.inf, np.nan])
+        classes = np.searchsorted(edges[1:-1], value)
+        classes[rng.random(n) < 0.1] = rng.choice([-1, k + 2])
+        readings.append((proba, edges, classes, dist, value))
+        want.append(ref.sufficient_probability(proba, edges, classes, dist, value))
+    got = sufficient_probabilities(readings)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert _same(g, w)

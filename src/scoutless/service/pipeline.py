@@ -23,7 +23,7 @@ import orjson
 import pandas as pd
 
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
-from scoutless.allocation.reconcile import sufficient_probability
+from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
@@ -106,6 +106,7 @@ class Pipeline:
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
         self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
+        self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
 
     @property
     def version(self) -> str:
@@ -260,18 +261,24 @@ class Pipeline:
             answer = value_answer(self.predictor, features, list(proba), policy=policy, alpha=alpha)
         except ValuePolicyError as exc:
             raise InputError(["body", "policy"], str(exc)) from exc
-        decisions: dict[str, Decision] = {}
+        chosen, readings = {}, []
         for target, p in proba.items():
             allocation, bins = answer.allocations[target], self.predictor.bins[target]
-            chosen = np.maximum(bins.classify(allocation.value), 0)
-            sufficient = sufficient_probability(
-                p, np.asarray(bins.edges), chosen, answer.distributions[target], allocation.value
-            )  # one distribution: the classes' masses, the value model's shape inside
+            chosen[target] = np.maximum(bins.classify(allocation.value), 0)
+            readings.append((p, self._edges[target], chosen[target],
+                             answer.distributions[target], allocation.value))  # fmt: skip
+        # one distribution: the classes' masses, the value model's shape inside (every
+        # target's in one pass)
+        sufficient = dict(zip(proba, sufficient_probabilities(readings), strict=True))
+        rows = np.arange(len(features.encoded))
+        decisions: dict[str, Decision] = {}
+        for target, p in proba.items():
             decisions[target] = Decision(
-                view=self._views[target], classes=chosen.tolist(), probabilities=p.tolist(),
-                confidence=p[np.arange(len(p)), chosen].tolist(),
-                p_sufficient=sufficient.tolist(),
-                values=allocation.value.tolist(), alpha=alpha if policy == "value" else None,
+                view=self._views[target], classes=chosen[target].tolist(),
+                probabilities=p.tolist(), confidence=p[rows, chosen[target]].tolist(),
+                p_sufficient=sufficient[target].tolist(),
+                values=answer.allocations[target].value.tolist(),
+                alpha=alpha if policy == "value" else None,
             )  # fmt: skip
         return decisions, answer.scouting
 
