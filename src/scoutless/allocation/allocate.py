@@ -226,11 +226,11 @@ def _priced_chunk(
     errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
     scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
-    return {
+    return {  # the means as np.mean takes them (its sum, over the count), without its checks
         "value": chosen,
-        "covered": (task_needs <= chosen[:, None]).sum(axis=1) / m,  # the mean of 0/1
+        "covered": (task_needs <= chosen[:, None]).sum(axis=1) / m,
         "cost": expected[rows, best],
-        "scouted": scouted.mean(axis=(1, 2)),
+        "scouted": np.add.reduce(scouted, axis=(1, 2)) / (scouted.shape[1] * scouted.shape[2]),
         "kill": p_kill[rows, best],
     }
 

@@ -147,7 +147,10 @@ def room_delay_hours(
     else:
         cap, load, residual = rules.himem_cores, rules.himem_load, rules.himem_residual_h
     if not math.isfinite(cap):
-        return np.zeros(np.broadcast_shapes(np.shape(cores), np.shape(run_h)))
+        shape = np.shape(cores)  # broadcast_shapes costs ~5 us; most calls need none
+        return np.zeros(
+            shape if shape == np.shape(run_h) else np.broadcast_shapes(shape, np.shape(run_h))
+        )
     n = np.maximum(n_jobs, 1.0)
     work_h = cores * run_h
     in_room = work_h / cap + _queue_wait_h(load, residual) / n
@@ -208,7 +211,7 @@ def memory_candidates(levels: np.ndarray, rules: SiteRules) -> np.ndarray:
     parts = [levels, standard]
     if rules.memory_kill_factor > 1:
         parts.insert(0, levels / rules.memory_kill_factor)
-    return np.hstack(parts)
+    return np.concatenate(parts, axis=1)  # hstack of 2-d arrays, without its checks
 
 
 def walltime_limit_s(cputime: np.ndarray, job: JobContext, extra: tuple[int, ...]) -> np.ndarray:
