@@ -34,6 +34,7 @@ without importing XGBoost, which it reads only for larger batches or bundles sav
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ import numpy as np
 from scoutless.allocation.values import ValueDistribution
 from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted
-from scoutless.models.value_linear import LinearBase, choose_alpha
+from scoutless.models.value_linear import JointLinear, LinearBase, choose_alpha
 from scoutless.models.xgb import booster_from_bytes, booster_params, tree_matrix
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
@@ -217,11 +218,21 @@ class LogValueModel:
         booster = getattr(self, name)
         return np.asarray(booster.inplace_predict(matrix, validate_features=False))
 
-    def predict_dist(self, X: EncodedFeatures) -> ValueDistribution:
-        """The task's value as ``-1 + exp(N(mu, sigma))`` (value in the target's unit)."""
+    def predict_dist(
+        self,
+        X: EncodedFeatures,
+        *,
+        matrix: np.ndarray | None = None,
+        base: np.ndarray | float | None = None,
+    ) -> ValueDistribution:
+        """The task's value as ``-1 + exp(N(mu, sigma))`` (value in the target's unit).
+        ``matrix``, ``base``: ``X``'s tree matrix and this model's ridge part, where made
+        already (:class:`ValueModels`)."""
         check_fitted(self, "trees_")
-        matrix = tree_matrix(X)
-        mu = self._predict("location_", matrix).astype(float) + self._base(X)
+        matrix = tree_matrix(X) if matrix is None else matrix
+        mu = self._predict("location_", matrix).astype(float) + (
+            self._base(X) if base is None else base
+        )
         log_sigma = self._predict("scale_", matrix)
         sigma = np.maximum(np.exp(log_sigma.astype(float)), _MIN_SIGMA)
         return ValueDistribution.of(-1.0, mu, sigma)
@@ -272,3 +283,30 @@ class LogValueModel:
                 else compile_booster(getattr(model, name))
             )
         return model
+
+
+class ValueModels:
+    """Several targets' value models predicting the same rows together: the trees' matrix
+    made once, the ridges in one pass (:class:`~.value_linear.JointLinear`); each target's
+    distribution is the one its own :meth:`LogValueModel.predict_dist` gives."""
+
+    def __init__(self, models: Mapping[str, LogValueModel]) -> None:
+        self.models = dict(models)
+        linear = {t: getattr(m, "linear_", None) for t, m in self.models.items()}
+        self._ridged = [t for t, base in linear.items() if base is not None]
+        try:
+            self._joint = (
+                JointLinear.of([linear[t] for t in self._ridged]) if self._ridged else None
+            )
+        except ValueError:  # ridges of different features: each predicts its own
+            self._joint = None
+
+    def predict_dists(self, X: EncodedFeatures) -> dict[str, ValueDistribution]:
+        matrix = tree_matrix(X)
+        if self._joint is None:
+            return {t: m.predict_dist(X, matrix=matrix) for t, m in self.models.items()}
+        bases = dict(zip(self._ridged, self._joint.predict(X), strict=True))
+        return {
+            t: m.predict_dist(X, matrix=matrix, base=bases.get(t, 0.0))
+            for t, m in self.models.items()
+        }

@@ -55,14 +55,13 @@ def _allocations(
     alpha: float,
 ) -> tuple[dict[str, Allocation], dict[str, ValueDistribution], JobContext]:
     settings = get_settings()
-    dists = {}
     for t in targets:
         if not predictor.has_values(t):
             raise ValuePolicyError(
                 f"policy {policy!r}: bundle {predictor.version} has no value model for {t!r}; "
                 "retrain it to serve values"
             )
-        dists[t] = predictor.value_distribution(features.encoded, t)
+    dists = predictor.value_distributions(features.encoded, targets)
     out = {}
     wall = dists["walltime"].median() if "walltime" in dists else None
     job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
