@@ -144,3 +144,26 @@ def distribution_of(offset: object, mu: object, sigma: object) -> ValueDistribut
     offset_a = np.broadcast_to(np.asarray(offset, dtype=float), mu_a.shape).copy()
     sigma_a = np.maximum(np.broadcast_to(np.asarray(sigma, dtype=float), mu_a.shape), 1e-9)
     return ValueDistribution(offset_a, mu_a, sigma_a.copy())
+
+
+def job_columns(numbers: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """``context._column`` and ``context._n_jobs`` as they were, for a few columns."""
+
+    def column(name: str, default: float) -> np.ndarray:
+        values = np.asarray(numbers.get(name, np.full(n, np.nan)), dtype=float)
+        return np.where(np.isfinite(values) & (values > 0), values, default)
+
+    nan = np.full(n, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_events = np.asarray(numbers.get("input_nevents", nan), float) / np.asarray(
+            numbers.get("nevents_per_job", nan), float
+        )
+        by_files = np.asarray(numbers.get("input_nfiles", nan), float) / np.asarray(
+            numbers.get("nfiles_per_job", nan), float
+        )
+    jobs = np.where(np.isfinite(by_events) & (by_events > 0), by_events, by_files)
+    return {
+        "cores": column("corecount", 1.0),
+        "nevents": column("nevents_per_job", 1.0),
+        "n_jobs": np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0),
+    }

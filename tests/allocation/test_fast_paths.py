@@ -219,3 +219,40 @@ def test_every_targets_p_sufficient_in_one_pass_is_each_ones_own(seed, n):
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert _same(g, w)
+
+
+@pytest.mark.parametrize(
+    "present", [(), ("corecount",), ("corecount", "input_nevents", "nevents_per_job"), None]
+)
+def test_a_job_is_read_from_the_features_as_before(present):
+    from scoutless.allocation.context import job_context
+    from scoutless.config import PandaDefaults
+
+    rng = np.random.default_rng(5)
+    names = ("corecount", "input_nevents", "nevents_per_job", "input_nfiles", "nfiles_per_job")
+    values = rng.choice([np.nan, 0.0, -1.0, 3.0, 1e4, np.inf], (len(names), 12))
+    numbers = {k: v for k, v in zip(names, values, strict=True) if present is None or k in present}
+    job, want = job_context(numbers, 12, PandaDefaults()), ref.job_columns(numbers, 12)
+    for name, column in want.items():
+        assert _same(getattr(job, name), column), name
+
+
+def test_the_decision_rules_follow_the_settings(monkeypatch):
+    from scoutless.allocation.costs import SiteRules
+    from scoutless.config import get_settings
+    from scoutless.service import value_decisions
+
+    def made() -> SiteRules:
+        settings = get_settings()
+        return SiteRules.of(settings.replay).deciding(settings.allocation)
+
+    get_settings.cache_clear()
+    assert value_decisions._deciding_rules(get_settings()) == made()
+    monkeypatch.setenv("SCOUTLESS_ALLOCATION__GUARANTEED_MEMORY_GRACE", "1.7")
+    get_settings.cache_clear()
+    try:
+        rules = value_decisions._deciding_rules(get_settings())
+        assert rules == made() and rules.memory_kill_factor == 1.7
+    finally:
+        monkeypatch.delenv("SCOUTLESS_ALLOCATION__GUARANTEED_MEMORY_GRACE")
+        get_settings.cache_clear()

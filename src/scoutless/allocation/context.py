@@ -19,21 +19,23 @@ from scoutless.config import PandaDefaults
 DEFAULT_JOB_WALL_S = 6 * 3600.0
 
 
+def _numbers(numbers: Mapping[str, np.ndarray], name: str, n: int) -> np.ndarray:
+    """A feature's float values, NaN where the task has none (the default made only when
+    needed: a served task has every one)."""
+    values = numbers.get(name)
+    return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)
+
+
 def _column(numbers: Mapping[str, np.ndarray], name: str, n: int, default: float) -> np.ndarray:
-    values = np.asarray(numbers.get(name, np.full(n, np.nan)), dtype=float)
+    values = _numbers(numbers, name, n)
     return np.where(np.isfinite(values) & (values > 0), values, default)
 
 
 def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """Jobs a task will have: input events ÷ events per job, else files ÷ files per job."""
-    nan = np.full(n, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        by_events = np.asarray(numbers.get("input_nevents", nan), float) / np.asarray(
-            numbers.get("nevents_per_job", nan), float
-        )
-        by_files = np.asarray(numbers.get("input_nfiles", nan), float) / np.asarray(
-            numbers.get("nfiles_per_job", nan), float
-        )
+        by_events = _numbers(numbers, "input_nevents", n) / _numbers(numbers, "nevents_per_job", n)
+        by_files = _numbers(numbers, "input_nfiles", n) / _numbers(numbers, "nfiles_per_job", n)
     jobs = np.where(np.isfinite(by_events) & (by_events > 0), by_events, by_files)
     return np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0)
 
