@@ -256,3 +256,44 @@ def test_the_decision_rules_follow_the_settings(monkeypatch):
     finally:
         monkeypatch.delenv("SCOUTLESS_ALLOCATION__GUARANTEED_MEMORY_GRACE")
         get_settings.cache_clear()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    cap=st.sampled_from([None, 0.0, 0.1, 0.5]),
+    k=st.sampled_from([1, 2, 12, 51]),
+    nan=st.booleans(),
+)
+def test_the_compiled_choice_is_numpys(seed, cap, k, nan):
+    """Ties of size and of cost, infinite costs, rows no candidate meets the cap in, NaN
+    anywhere: the same index and readings as choose and the numpy gathers."""
+    had = cost_kernels.loaded()
+    assert cost_kernels.load()
+    try:
+        _compare_choices(seed, cap, k, nan)
+    finally:
+        if not had:
+            cost_kernels.unload()
+
+
+def _compare_choices(seed: int, cap: float | None, k: int, nan: bool) -> None:
+    rng = np.random.default_rng(seed)
+    c, m = 6, 9
+    candidates = rng.choice([1.0, 2.0, 3.0, 5.0, -0.0, 0.0, np.inf], (c, k))
+    expected = rng.choice([0.5, 1.0, 1.0 + 1e-10, 1.0 + 1e-8, 2.0, np.inf, 0.0], (c, k))
+    p_kill = rng.choice([0.0, 0.05, 0.1, 0.1 + 1e-13, 0.3, 0.9], (c, k))
+    p_kill[0] = 0.95  # a row no candidate meets the cap in
+    if nan:
+        for a in (candidates, expected, p_kill):
+            a[rng.random((c, k)) < 0.1] = np.nan
+    needs = rng.choice([0.5, 1.0, 2.0, 3.0, 6.0, np.nan], (c, m))
+    want = ref.choose(candidates, expected, p_kill.copy(), cap)
+    rows = np.arange(c)
+    compiled = cost_kernels.choice(candidates, expected, p_kill, needs, cap)
+    assert compiled is not None
+    best, value, cost, kill, covered = compiled
+    assert np.array_equal(best, want)
+    assert _same(value, candidates[rows, want]) and _same(cost, expected[rows, want])
+    assert _same(kill, p_kill[rows, want])
+    assert _same(covered, (needs <= candidates[rows, want][:, None]).mean(axis=1))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoutless.allocation import cost_kernels
 from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules, scout_wait_cost
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution, ndtri
 from scoutless.config import Prices
@@ -220,18 +221,23 @@ def _priced_chunk(
     cost, killed = model.cost_and_killed(alloc, need, job, rules, prices)
     expected = cost @ weights  # (c, k)
     p_kill = killed @ weights
-    best = choose(candidates, expected, p_kill, cap)
-    rows = np.arange(len(best))
-    chosen = candidates[rows, best]
+    compiled = cost_kernels.choice(candidates, expected, p_kill, task_needs, cap)
+    if compiled is not None:  # the same choice and readings in one compiled pass
+        _, chosen, cost, kill, covered = compiled
+    else:
+        best = choose(candidates, expected, p_kill, cap)
+        rows = np.arange(len(best))
+        chosen, cost, kill = candidates[rows, best], expected[rows, best], p_kill[rows, best]
+        covered = (task_needs <= chosen[:, None]).sum(axis=1) / m  # np.mean of 0/1
     errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
     scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
-    return {  # the means as np.mean takes them (its sum, over the count), without its checks
+    return {  # the mean as np.mean takes it (its sum, over the count), without its checks
         "value": chosen,
-        "covered": (task_needs <= chosen[:, None]).sum(axis=1) / m,
-        "cost": expected[rows, best],
+        "covered": covered,
+        "cost": cost,
         "scouted": np.add.reduce(scouted, axis=(1, 2)) / (scouted.shape[1] * scouted.shape[2]),
-        "kill": p_kill[rows, best],
+        "kill": kill,
     }
 
 
