@@ -101,6 +101,10 @@ _job_levels = _read_only_cache(lambda m, cap: candidate_levels(coverage_grid(m),
 #: the needs' weights of a grid of m points under JobSpread.none, as _priced_chunk lays
 #: them out for any spread
 _plain_weights = _read_only_cache(lambda m: np.tile(np.ones(1) / m, m))
+#: the columns of a sorted plain grid's quantiles at the candidate levels
+_plain_columns = _read_only_cache(
+    lambda m, cap: _sorted_columns(_plain_weights(m), _job_levels(m, cap), m)
+)
 
 
 def value_allocation(
@@ -175,11 +179,20 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarr
     Rows already in order (a task's grid of quantiles, every job at the task's value) are
     their own ranking: every row then has the same cumulative weights and the same
     columns, read once (what the sort gives: a stable sort keeps a sorted row as it is)."""
+    if _in_order(values):
+        return values[:, _sorted_columns(weights, levels, values.shape[1])]
+    return _sorting_quantiles(values, weights, np.asarray(levels, dtype=float) - 1e-12)
+
+
+def _in_order(values: np.ndarray) -> bool:
+    """Whether every row of ``values`` is non-decreasing (NaN is not in order)."""
+    return values.shape[1] > 1 and bool((values[:, 1:] >= values[:, :-1]).all())
+
+
+def _sorted_columns(weights: np.ndarray, levels: np.ndarray, p: int) -> np.ndarray:
+    """(l,) the column holding each level's quantile in rows already in order."""
     bounds = np.asarray(levels, dtype=float) - 1e-12
-    if values.shape[1] > 1 and (values[:, 1:] >= values[:, :-1]).all():
-        at = (np.cumsum(weights)[:, None] < bounds).sum(axis=0)
-        return values[:, np.minimum(at, values.shape[1] - 1)]
-    return _sorting_quantiles(values, weights, bounds)
+    return np.minimum((np.cumsum(weights)[:, None] < bounds).sum(axis=0), p - 1)
 
 
 def _sorting_quantiles(values: np.ndarray, weights: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -216,9 +229,14 @@ def _priced_chunk(
         per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
         weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     job_needs = per_job.reshape(c, -1)
-    candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
+    if plain and job_levels is _job_levels(m, cap) and _in_order(job_needs):
+        quantiles = job_needs[:, _plain_columns(m, cap)]  # weighted_quantiles' columns
+    else:
+        quantiles = weighted_quantiles(job_needs, weights, job_levels)
+    candidates = model.candidates(quantiles, rules)
     alloc, need = candidates[:, :, None], job_needs[:, None, :]
-    cost, killed = model.cost_and_killed(alloc, need, job, rules, prices)
+    task_args = model.task_args(job, rules, prices)  # the two grids' per-task arguments
+    cost, killed = model.cost_and_killed(alloc, need, job, rules, prices, task_args)
     expected = cost @ weights  # (c, k)
     p_kill = killed @ weights
     compiled = cost_kernels.choice(candidates, expected, p_kill, task_needs, cap)
@@ -231,7 +249,10 @@ def _priced_chunk(
         covered = (task_needs <= chosen[:, None]).sum(axis=1) / m  # np.mean of 0/1
     errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
-    scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
+    scouted = (
+        model.cost_only(measured, per_job[:, :, None, :], job, rules, prices, task_args)
+        @ spread.weights
+    )
     return {  # the mean as np.mean takes it (its sum, over the count), without its checks
         "value": chosen,
         "covered": covered,

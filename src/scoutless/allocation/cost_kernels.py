@@ -19,6 +19,7 @@ service, at start; ``cache=True``); without it the numpy functions serve.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -276,9 +277,13 @@ def outer(alloc: np.ndarray, need: np.ndarray, n_tasks: int) -> tuple | None:
         return None
     a = _writeable(alloc.reshape(-1, alloc.shape[-2]))
     x = _writeable(need.reshape(-1, need.shape[-1]))
-    per_task = len(a) // n_tasks
-    task = np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
-    return a, x, task, (*lead, a.shape[1], x.shape[1])
+    return a, x, _task_rows(n_tasks, len(a) // n_tasks), (*lead, a.shape[1], x.shape[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _task_rows(n_tasks: int, per_task: int) -> np.ndarray:
+    """Each grid row's task (the kernels read it, never write it: made once per shape)."""
+    return np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
 
 
 def _writeable(a: np.ndarray) -> np.ndarray:
