@@ -18,6 +18,7 @@ in the class on the ``log1p`` scale (halfway in an open class), blended smoothly
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,14 +72,10 @@ def sufficient_probabilities(readings: Sequence[Reading]) -> list[np.ndarray]:
                 f"{len(proba)} probability rows, {len(classes)} classes, {len(value)} values "
                 f"and {len(dist)} distributions: one of each per task, {n} tasks per target"
             )
-    edges = [np.asarray(r[1], dtype=float) for r in readings]
-    widths = [p.shape[1] for p in probas]
-    # per task and target: its class (clipped to the target's), its first edge's place
-    # among every target's edges laid end to end
-    top = np.repeat(np.asarray(widths) - 1, n)
+    widths = tuple(p.shape[1] for p in probas)
+    edges = tuple(tuple(np.asarray(r[1], dtype=float).tolist()) for r in readings)
+    top, first, every_edge = _layout(widths, edges, n)
     c = np.minimum(np.maximum(np.concatenate([r[2] for r in readings]).astype(int), 0), top)
-    first = np.repeat(np.cumsum([0, *(len(e) for e in edges[:-1])]), n)
-    every_edge = np.concatenate(edges)
     padded = np.zeros((len(top), max(widths)))
     for i, (proba, width) in enumerate(zip(probas, widths, strict=True)):
         padded[i * n : (i + 1) * n, :width] = proba
@@ -98,6 +95,21 @@ def sufficient_probabilities(readings: Sequence[Reading]) -> list[np.ndarray]:
     below = np.cumsum(padded, axis=1)[rows, c] - mass
     out = (below + mass * inside.clip(0.0, 1.0)).clip(0.0, 1.0)
     return [out[i * n : (i + 1) * n] for i in range(len(readings))]
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(
+    widths: tuple[int, ...], edges: tuple[tuple[float, ...], ...], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task and target (target-major): the last class, the first edge's place among
+    every target's edges laid end to end; and those edges (made once per bins and size:
+    a served request asks for the same every time)."""
+    top = np.repeat(np.asarray(widths, dtype=np.int64) - 1, n)
+    first = np.repeat(np.cumsum([0, *(len(e) for e in edges[:-1])]), n)
+    every_edge = np.concatenate([np.asarray(e, dtype=float) for e in edges])
+    for a in (top, first, every_edge):
+        a.flags.writeable = False
+    return top, first, every_edge
 
 
 def _places(bounds_and_value: np.ndarray) -> np.ndarray:
