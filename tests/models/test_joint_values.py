@@ -74,13 +74,14 @@ def test_value_models_together_answer_as_each_alone(tmp_path):
     models = {t: predictor._value_model(t) for t in predictor.targets}
     models[predictor.targets[0]].linear_ = None
     shape = predictor.encoder.transform(demo_table(5).X())
-    X = _rows(np.random.default_rng(1), 40, shape.codes.shape[1], shape.numeric.shape[1])
-    together = ValueModels(models).predict_dists(X)
-    for target, model in models.items():
-        alone = model.predict_dist(X)
-        for name in ("offset", "mu", "sigma"):
-            assert np.array_equal(_bits(getattr(together[target], name)),
-                                  _bits(getattr(alone, name))), (target, name)  # fmt: skip
+    for n in (1, 40, 70):  # 70: past the small batch, the boosters themselves
+        X = _rows(np.random.default_rng(n), n, shape.codes.shape[1], shape.numeric.shape[1])
+        together = ValueModels(models).predict_dists(X)
+        for target, model in models.items():
+            alone = model.predict_dist(X)
+            for name in ("offset", "mu", "sigma"):
+                assert np.array_equal(_bits(getattr(together[target], name)),
+                                      _bits(getattr(alone, name))), (n, target, name)  # fmt: skip
     served = predictor.value_distributions(X, predictor.targets[1:])
     assert list(served) == predictor.targets[1:]
     for target, dist in served.items():
