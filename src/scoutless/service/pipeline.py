@@ -263,20 +263,23 @@ class Pipeline:
             raise InputError(["body", "policy"], str(exc)) from exc
         chosen, readings = {}, []
         for target, p in proba.items():
-            allocation, bins = answer.allocations[target], self.predictor.bins[target]
-            chosen[target] = np.maximum(bins.classify(allocation.value), 0)
+            allocation = answer.allocations[target]
+            chosen[target] = _holding_class(self._edges[target], allocation.value)
             readings.append((p, self._edges[target], chosen[target],
                              answer.distributions[target], allocation.value))  # fmt: skip
         # one distribution: the classes' masses, the value model's shape inside (every
         # target's in one pass)
         sufficient = dict(zip(proba, sufficient_probabilities(readings), strict=True))
-        rows = np.arange(len(features.encoded))
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
+            probabilities, classes = p.tolist(), chosen[target].tolist()
+            if len(p) > SMALL_BATCH:
+                confidence = p[np.arange(len(p)), chosen[target]].tolist()
+            else:  # a few tasks: the same numbers from the lists
+                confidence = [row[c] for row, c in zip(probabilities, classes, strict=True)]
             decisions[target] = Decision(
-                view=self._views[target], classes=chosen[target].tolist(),
-                probabilities=p.tolist(), confidence=p[rows, chosen[target]].tolist(),
-                p_sufficient=sufficient[target].tolist(),
+                view=self._views[target], classes=classes, probabilities=probabilities,
+                confidence=confidence, p_sufficient=sufficient[target].tolist(),
                 values=answer.allocations[target].value.tolist(),
                 alpha=alpha if policy == "value" else None,
             )  # fmt: skip
@@ -369,6 +372,15 @@ class Pipeline:
                 ["body", "targets"], f"{unknown} not served here; this service has {self.targets}"
             )
         return list(dict.fromkeys(targets))
+
+
+def _holding_class(edges: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
+    missing or negative value in the first class (the inner edges' search, without
+    ``classify``'s conversions; ``edges`` the bins' edges as an array)."""
+    classes = np.searchsorted(edges[1:-1], value, side="left").astype(np.int64)
+    classes[np.isnan(value) | (value < 0)] = 0
+    return classes
 
 
 def _cumulative(row: list[float], c: int) -> float:
