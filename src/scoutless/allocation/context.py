@@ -26,11 +26,6 @@ def _numbers(numbers: Mapping[str, np.ndarray], name: str, n: int) -> np.ndarray
     return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)
 
 
-def _column(numbers: Mapping[str, np.ndarray], name: str, n: int, default: float) -> np.ndarray:
-    values = _numbers(numbers, name, n)
-    return np.where(np.isfinite(values) & (values > 0), values, default)
-
-
 def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """Jobs a task will have: input events ÷ events per job, else files ÷ files per job."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -49,12 +44,26 @@ def job_context(
     """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
     median; a typical grid job's where absent)."""
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
+    # each feature's positive, finite values, else its default: the four in one pass
+    cores, nevents, efficiency, base = _columns(
+        numbers, n, {"corecount": 1.0, "nevents_per_job": 1.0,
+                     "cpuefficiency": defaults.cpu_efficiency_percent,
+                     "basewalltime": defaults.base_walltime_s},
+    )  # fmt: skip
     return JobContext(
-        cores=_column(numbers, "corecount", n, 1.0),
+        cores=cores,
         wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, DEFAULT_JOB_WALL_S),
-        nevents=_column(numbers, "nevents_per_job", n, 1.0),
+        nevents=nevents,
         core_power=np.full(n, defaults.core_power_hs06),
-        cpu_efficiency=_column(numbers, "cpuefficiency", n, defaults.cpu_efficiency_percent),
-        base_walltime_s=_column(numbers, "basewalltime", n, defaults.base_walltime_s),
+        cpu_efficiency=efficiency,
+        base_walltime_s=base,
         n_jobs=_n_jobs(numbers, n),
     )
+
+
+def _columns(numbers: Mapping[str, np.ndarray], n: int, defaults: dict[str, float]) -> np.ndarray:
+    """(features, n) each feature's values where positive and finite, else its default
+    (element by element: each row is what the feature alone gives)."""
+    values = np.stack([_numbers(numbers, name, n) for name in defaults])
+    fallback = np.array(list(defaults.values()), dtype=float)[:, None]
+    return np.where(np.isfinite(values) & (values > 0), values, fallback)
