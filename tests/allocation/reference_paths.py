@@ -167,3 +167,18 @@ def job_columns(numbers: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]
         "nevents": column("nevents_per_job", 1.0),
         "n_jobs": np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0),
     }
+
+
+def value_allocation(
+    dist: ValueDistribution, levels: ConformalLevels | None, alpha: float
+) -> Allocation:
+    from scoutless.allocation.values import ndtri
+
+    if levels is None:
+        z, covered = float(ndtri(1 - alpha)), 1 - alpha
+    else:
+        z = levels.z_at(alpha)
+        covered = float(levels.coverage(z))
+    value = dist.at_z(z)
+    n = len(dist)
+    return Allocation(value, np.full(n, covered), np.full(n, np.nan), np.full(n, np.nan))

@@ -297,3 +297,16 @@ def _compare_choices(seed: int, cap: float | None, k: int, nan: bool) -> None:
     assert _same(value, candidates[rows, want]) and _same(cost, expected[rows, want])
     assert _same(kill, p_kill[rows, want])
     assert _same(covered, (needs <= candidates[rows, want][:, None]).mean(axis=1))
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_the_value_allocation_is_the_one_before(calibrated):
+    from scoutless.allocation.allocate import value_allocation
+
+    rng = np.random.default_rng(9)
+    dist = _dist(rng, 7, "memory")
+    levels = ConformalLevels(np.sort(rng.normal(0, 1.2, 40))) if calibrated else None
+    for alpha in (0.05, 0.2, 0.05, 0.001):  # again: its coverage remembered
+        got, want = value_allocation(dist, levels, alpha), ref.value_allocation(dist, levels, alpha)
+        for name in ("value", "p_sufficient", "expected_cost", "scouted_cost"):
+            assert _same(getattr(got, name), getattr(want, name)), (alpha, name)
