@@ -336,9 +336,9 @@ class Pipeline:
         else:
             decisions = self.decide(proba, policy=policy, alpha=alpha, features=tasks.features)
         outcomes, lo = [], 0
+        alone = len(prepared) == 1  # the group's decisions are this request's own
         for one, request_id in zip(prepared, request_ids, strict=True):
             hi = lo + len(one.features)
-            alone = len(prepared) == 1  # the group's decisions are this request's own
             mine = decisions if alone else {t: d.rows(lo, hi) for t, d in decisions.items()}
             outcomes.append(self._outcome(one, mine, scouting and scouting[lo:hi], policy=policy,
                                           alpha=alpha, request_id=request_id, layout=layout))  # fmt: skip
