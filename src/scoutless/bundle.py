@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from scoutless.libraries import library_versions, version_mismatch
 from scoutless.models.base import ClassModel
 from scoutless.models.families import UnknownFamilyError, family_class
 from scoutless.models.guard import ServingGuard, baseline_classes, baseline_feature_columns
-from scoutless.models.value_model import LogValueModel
+from scoutless.models.value_model import LogValueModel, ValueModels
 from scoutless.targets.bins import TargetBins
 
 logger = logging.getLogger("scoutless.bundle")
@@ -154,6 +154,7 @@ class Predictor:
         self.path = path
         self._value_models = dict(value_models or {})
         self._value_levels: dict[str, ConformalLevels] = {}
+        self._joint_values: dict[tuple[str, ...], ValueModels] = {}
         self.manifest = manifest
         self.version: str = manifest["version"]
         self.targets: list[str] = list(manifest["targets"])
@@ -277,6 +278,18 @@ class Predictor:
         model = self._value_model(target)
         encoded = data if isinstance(data, EncodedFeatures) else self.encoder.transform(data)
         return model.predict_dist(encoded)
+
+    def value_distributions(
+        self, encoded: EncodedFeatures, targets: Sequence[str]
+    ) -> dict[str, ValueDistribution]:
+        """:meth:`value_distribution` of several targets, predicted together (a served
+        request's: :class:`~scoutless.models.value_model.ValueModels`), the same numbers."""
+        key = tuple(targets)
+        joint = self._joint_values.get(key)
+        if joint is None:
+            joint = ValueModels({t: self._value_model(t) for t in key})
+            self._joint_values[key] = joint
+        return joint.predict_dists(encoded)
 
     def value_levels(self, target: str) -> ConformalLevels:
         """The target's conformal levels, from the held-out calibration rows' scores."""

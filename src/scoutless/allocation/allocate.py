@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoutless.allocation import cost_kernels
 from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules, scout_wait_cost
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution, ndtri
 from scoutless.config import Prices
@@ -97,6 +98,13 @@ _coverages = _read_only_cache(coverage_grid)
 _normal_grid_z = _read_only_cache(lambda m: z_grid(coverage_grid(m), None))
 _scout_errors_of = _read_only_cache(_scout_errors)
 _job_levels = _read_only_cache(lambda m, cap: candidate_levels(coverage_grid(m), cap))
+#: the needs' weights of a grid of m points under JobSpread.none, as _priced_chunk lays
+#: them out for any spread
+_plain_weights = _read_only_cache(lambda m: np.tile(np.ones(1) / m, m))
+#: the columns of a sorted plain grid's quantiles at the candidate levels
+_plain_columns = _read_only_cache(
+    lambda m, cap: _sorted_columns(_plain_weights(m), _job_levels(m, cap), m)
+)
 
 
 def value_allocation(
@@ -106,11 +114,18 @@ def value_allocation(
     if levels is None:
         z, covered = float(ndtri(1 - alpha)), 1 - alpha
     else:
-        z = levels.z_at(alpha)
-        covered = float(levels.coverage(z))
+        z = levels.z_at(alpha)  # its coverage once per alpha: a served task asks the same
+        covered = float(levels.memo(("coverage", alpha), lambda: levels.coverage(z)))
     value = dist.at_z(z)
     n = len(dist)
-    return Allocation(value, np.full(n, covered), np.full(n, np.nan), np.full(n, np.nan))
+    return Allocation(value, _filled(n, covered), _filled(n, np.nan), _filled(n, np.nan))
+
+
+def _filled(n: int, value: float) -> np.ndarray:
+    """``np.full(n, value)`` without its Python-level wrapper (~2 us a call)."""
+    out = np.empty(n)
+    out.fill(value)
+    return out
 
 
 def cost_allocation(
@@ -133,19 +148,23 @@ def cost_allocation(
         raise ValueError(f"no cost model for target {target!r}; priced: {', '.join(COSTS)}")
     if max_kill_probability is not None and not 0 < max_kill_probability < 1:
         raise ValueError(f"{max_kill_probability=} must be in (0, 1)")
-    spread = JobSpread.none(len(dist)) if spread is None else spread
+    plain, spread = spread is None, JobSpread.none(len(dist)) if spread is None else spread
     if len(spread) != len(dist):
         raise ValueError(f"a job spread of {len(spread)} tasks for {len(dist)} distributions")
     zs = grid_z(grid_points, levels)
     job_levels = _job_levels(grid_points, max_kill_probability)
     points = grid_points * spread.factors.shape[1]
     chunk = max(1, _BLOCK // (points * (len(job_levels) + 3)))
+    if 0 < len(dist) <= chunk:  # one chunk (a served request): its arrays are the answer's
+        part = _priced_chunk(COSTS[target], dist.grid_at_z(zs), spread, job, rules, prices,
+                             job_levels, max_kill_probability, plain=plain)  # fmt: skip
+        return Allocation(*(part[k] for k in _FIELDS))
     out = {k: np.empty(len(dist)) for k in _FIELDS}
     for lo in range(0, len(dist), chunk):
         rows = slice(lo, lo + chunk)
         part = _priced_chunk(
             COSTS[target], dist.take(rows).grid_at_z(zs), spread.take(rows), job.take(rows),
-            rules, prices, job_levels, max_kill_probability,
+            rules, prices, job_levels, max_kill_probability, plain=plain,
         )  # fmt: skip
         for key, values in part.items():
             out[key][rows] = values
@@ -162,11 +181,32 @@ def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) 
 def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """(c, l) per row of ``values`` (c, p) with probabilities ``weights`` (p,), the least
     value at or below which at least ``level`` of the probability lies: a candidate is a
-    need itself, so at most 1 - level of the needs lie above it."""
+    need itself, so at most 1 - level of the needs lie above it.
+
+    Rows already in order (a task's grid of quantiles, every job at the task's value) are
+    their own ranking: every row then has the same cumulative weights and the same
+    columns, read once (what the sort gives: a stable sort keeps a sorted row as it is)."""
+    if _in_order(values):
+        return values[:, _sorted_columns(weights, levels, values.shape[1])]
+    return _sorting_quantiles(values, weights, np.asarray(levels, dtype=float) - 1e-12)
+
+
+def _in_order(values: np.ndarray) -> bool:
+    """Whether every row of ``values`` is non-decreasing (NaN is not in order)."""
+    return values.shape[1] > 1 and bool((values[:, 1:] >= values[:, :-1]).all())
+
+
+def _sorted_columns(weights: np.ndarray, levels: np.ndarray, p: int) -> np.ndarray:
+    """(l,) the column holding each level's quantile in rows already in order."""
+    bounds = np.asarray(levels, dtype=float) - 1e-12
+    return np.minimum((np.cumsum(weights)[:, None] < bounds).sum(axis=0), p - 1)
+
+
+def _sorting_quantiles(values: np.ndarray, weights: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """:func:`weighted_quantiles` of rows in any order (``bounds``: the levels less 1e-12)."""
     order = np.argsort(values, axis=1, kind="stable")
     ranked = np.take_along_axis(values, order, axis=1)
     cumulative = np.cumsum(weights[order], axis=1)
-    bounds = np.asarray(levels, dtype=float) - 1e-12
     if cumulative.size * len(bounds) <= _BROADCAST_MAX:  # one comparison for every level
         at = (cumulative[:, :, None] < bounds).sum(axis=1)
     else:
@@ -183,30 +223,49 @@ def _priced_chunk(
     prices: Prices,
     job_levels: np.ndarray,
     cap: float | None,
+    *,
+    plain: bool = False,
 ) -> dict[str, np.ndarray]:
     """One chunk's choice: ``task_needs`` (c, m) equally likely values times ``spread``'s
-    (c, s) factors: (c, m·s) job needs, each with its probability."""
+    (c, s) factors: (c, m·s) job needs, each with its probability. ``plain``: the spread
+    is :meth:`JobSpread.none` (factors of 1: the needs are the task's values as they are)."""
     c, m = task_needs.shape
-    per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+    if plain:
+        per_job, weights = task_needs[:, :, None], _plain_weights(m)
+    else:
+        per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
+        weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     job_needs = per_job.reshape(c, -1)
-    weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
-    candidates = model.candidates(weighted_quantiles(job_needs, weights, job_levels), rules)
+    if plain and job_levels is _job_levels(m, cap) and _in_order(job_needs):
+        quantiles = job_needs[:, _plain_columns(m, cap)]  # weighted_quantiles' columns
+    else:
+        quantiles = weighted_quantiles(job_needs, weights, job_levels)
+    candidates = model.candidates(quantiles, rules)
     alloc, need = candidates[:, :, None], job_needs[:, None, :]
-    cost, killed = model.cost_and_killed(alloc, need, job, rules, prices)
+    task_args = model.task_args(job, rules, prices)  # the two grids' per-task arguments
+    cost, killed = model.cost_and_killed(alloc, need, job, rules, prices, task_args)
     expected = cost @ weights  # (c, k)
     p_kill = killed @ weights
-    best = choose(candidates, expected, p_kill, cap)
-    rows = np.arange(len(best))
-    chosen = candidates[rows, best]
+    compiled = cost_kernels.choice(candidates, expected, p_kill, task_needs, cap)
+    if compiled is not None:  # the same choice and readings in one compiled pass
+        _, chosen, cost, kill, covered = compiled
+    else:
+        best = choose(candidates, expected, p_kill, cap)
+        rows = np.arange(len(best))
+        chosen, cost, kill = candidates[rows, best], expected[rows, best], p_kill[rows, best]
+        covered = (task_needs <= chosen[:, None]).sum(axis=1) / m  # np.mean of 0/1
     errors = _scout_errors_of(prices.scout_error_sigma)
     measured = task_needs[:, :, None, None] * errors[None, None, :, None]
-    scouted = model.cost_only(measured, per_job[:, :, None, :], job, rules, prices) @ spread.weights
-    return {
+    scouted = (
+        model.cost_only(measured, per_job[:, :, None, :], job, rules, prices, task_args)
+        @ spread.weights
+    )
+    return {  # the mean as np.mean takes it (its sum, over the count), without its checks
         "value": chosen,
-        "covered": (task_needs <= chosen[:, None]).mean(axis=1),
-        "cost": expected[rows, best],
-        "scouted": scouted.mean(axis=(1, 2)),
-        "kill": p_kill[rows, best],
+        "covered": covered,
+        "cost": cost,
+        "scouted": np.add.reduce(scouted, axis=(1, 2)) / (scouted.shape[1] * scouted.shape[2]),
+        "kill": kill,
     }
 
 
@@ -217,13 +276,16 @@ def choose(
     ``cap`` (rows where none is: among those least likely to kill); ties (e.g. every value
     below the slot's own share costs the same): the largest."""
     allowed = np.ones(expected.shape, bool) if cap is None else p_kill <= cap + 1e-12
-    none = ~allowed.any(axis=1)
-    allowed[none] = p_kill[none] <= p_kill[none].min(axis=1, keepdims=True)
+    some = allowed.any(axis=1)
+    if not some.all():
+        none = ~some
+        allowed[none] = p_kill[none] <= p_kill[none].min(axis=1, keepdims=True)
     cost = np.where(allowed, expected, np.inf)
     order = np.argsort(candidates, axis=1, kind="stable")[:, ::-1]
-    by_size = np.take_along_axis(cost, order, axis=1)
+    rows = np.arange(len(order))
+    by_size = cost[rows[:, None], order]
     tied = by_size <= by_size.min(axis=1, keepdims=True) * (1 + 1e-9) + 1e-12
-    return order[np.arange(len(order)), tied.argmax(axis=1)]
+    return order[rows, tied.argmax(axis=1)]
 
 
 @dataclass(frozen=True)
@@ -265,8 +327,14 @@ def selective(
     """Scout where predicting costs more than scouting: the task's jobs at the cost-aware
     values, against the scouts' wait plus its jobs at the need the scouts measure."""
     n_jobs = np.maximum(job.n_jobs, 1)
-    predict = n_jobs * sum(np.nan_to_num(a.expected_cost) for a in allocations.values())
-    scouted = n_jobs * sum(np.nan_to_num(a.scouted_cost) for a in allocations.values())
+    predict = n_jobs * sum(_nan_to_num(a.expected_cost) for a in allocations.values())
+    scouted = n_jobs * sum(_nan_to_num(a.scouted_cost) for a in allocations.values())
     scouting = scout_wait_cost(job, prices) + scouted
     unseen = np.zeros(len(job), bool) if unknown is None else np.asarray(unknown, bool)
     return ScoutChoice(unseen | (predict > scouting), np.asarray(predict, float), scouting, unseen)
+
+
+def _nan_to_num(x: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(x)``, which costs ~10 us a call on every served task: ``x`` itself
+    where it is all finite (the sum reading it makes a new array)."""
+    return x if np.isfinite(x).all() else np.nan_to_num(x)

@@ -19,21 +19,18 @@ from scoutless.config import PandaDefaults
 DEFAULT_JOB_WALL_S = 6 * 3600.0
 
 
-def _column(numbers: Mapping[str, np.ndarray], name: str, n: int, default: float) -> np.ndarray:
-    values = np.asarray(numbers.get(name, np.full(n, np.nan)), dtype=float)
-    return np.where(np.isfinite(values) & (values > 0), values, default)
+def _numbers(numbers: Mapping[str, np.ndarray], name: str, n: int) -> np.ndarray:
+    """A feature's float values, NaN where the task has none (the default made only when
+    needed: a served task has every one)."""
+    values = numbers.get(name)
+    return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)
 
 
 def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """Jobs a task will have: input events ÷ events per job, else files ÷ files per job."""
-    nan = np.full(n, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        by_events = np.asarray(numbers.get("input_nevents", nan), float) / np.asarray(
-            numbers.get("nevents_per_job", nan), float
-        )
-        by_files = np.asarray(numbers.get("input_nfiles", nan), float) / np.asarray(
-            numbers.get("nfiles_per_job", nan), float
-        )
+        by_events = _numbers(numbers, "input_nevents", n) / _numbers(numbers, "nevents_per_job", n)
+        by_files = _numbers(numbers, "input_nfiles", n) / _numbers(numbers, "nfiles_per_job", n)
     jobs = np.where(np.isfinite(by_events) & (by_events > 0), by_events, by_files)
     return np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0)
 
@@ -47,12 +44,26 @@ def job_context(
     """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
     median; a typical grid job's where absent)."""
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
+    # each feature's positive, finite values, else its default: the four in one pass
+    cores, nevents, efficiency, base = _columns(
+        numbers, n, {"corecount": 1.0, "nevents_per_job": 1.0,
+                     "cpuefficiency": defaults.cpu_efficiency_percent,
+                     "basewalltime": defaults.base_walltime_s},
+    )  # fmt: skip
     return JobContext(
-        cores=_column(numbers, "corecount", n, 1.0),
+        cores=cores,
         wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, DEFAULT_JOB_WALL_S),
-        nevents=_column(numbers, "nevents_per_job", n, 1.0),
+        nevents=nevents,
         core_power=np.full(n, defaults.core_power_hs06),
-        cpu_efficiency=_column(numbers, "cpuefficiency", n, defaults.cpu_efficiency_percent),
-        base_walltime_s=_column(numbers, "basewalltime", n, defaults.base_walltime_s),
+        cpu_efficiency=efficiency,
+        base_walltime_s=base,
         n_jobs=_n_jobs(numbers, n),
     )
+
+
+def _columns(numbers: Mapping[str, np.ndarray], n: int, defaults: dict[str, float]) -> np.ndarray:
+    """(features, n) each feature's values where positive and finite, else its default
+    (element by element: each row is what the feature alone gives)."""
+    values = np.stack([_numbers(numbers, name, n) for name in defaults])
+    fallback = np.array(list(defaults.values()), dtype=float)[:, None]
+    return np.where(np.isfinite(values) & (values > 0), values, fallback)

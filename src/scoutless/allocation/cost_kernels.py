@@ -9,7 +9,9 @@ order (no fast-math: LLVM neither reorders nor fuses them), so every cost is equ
 the numpy one bit for bit; the sums over the needs (a matrix product) stay in numpy.
 What depends on a task only (its cores, hours, the rooms' waits) is computed by the numpy
 code of :mod:`.costs` first and passed per task (:mod:`.costs` calls the kernels; this
-module imports nothing of it).
+module imports nothing of it). The choice among the priced candidates
+(:func:`.allocate.choose` and what the chunk reads at it) is one more loop, :func:`_choice`:
+a dozen numpy calls per priced target otherwise, comparisons and gathers only.
 
 Like :mod:`scoutless.models.tree_walk`, the kernels are compiled by :func:`load` (the
 service, at start; ``cache=True``); without it the numpy functions serve.
@@ -17,6 +19,7 @@ service, at start; ``cache=True``); without it the numpy functions serve.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -65,9 +68,15 @@ def _compile() -> dict[str, Callable[..., Any]]:
         f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {task}, "
         f"{floats}, boolean, boolean)"
     )
+    vector = "float64[::1]"
+    choice_sig = (
+        f"Tuple((intp[::1], {vector}, {vector}, {vector}, {vector}))"
+        f"({grid}, {grid}, {grid}, {grid}, float64, boolean)"
+    )
     return {
         "memory": numba.njit(memory_sig, cache=True, nogil=True, boundscheck=False)(_memory),
         "cputime": numba.njit(cputime_sig, cache=True, nogil=True, boundscheck=False)(_cputime),
+        "choice": numba.njit(choice_sig, cache=True, nogil=True, boundscheck=False)(_choice),
     }
 
 
@@ -164,6 +173,98 @@ def _cputime(
     return cost, killed_out
 
 
+def _choice(
+    candidates: Any, expected: Any, p_kill: Any, task_needs: Any, limit: float, capped: bool
+) -> tuple[Any, Any, Any, Any, Any]:
+    """Per row, :func:`.allocate.choose`'s index (the cheapest candidate whose kill
+    probability is at most ``limit`` where ``capped``, else among those least likely to
+    kill; ties: the largest, then the last), and what the chunk reads at it: the value,
+    its expected cost and kill probability, and the share of ``task_needs`` at or below it.
+
+    numpy's steps, element by element: the candidates in a stable ascending order with NaN
+    last (an insertion sort), read from the end; the least cost NaN if any is (as
+    ``ndarray.min``); the tie bound ``least * (1 + 1e-9) + 1e-12`` in the same two
+    roundings; the first tied index as ``argmax`` finds it (0 where none)."""
+    rows, k, m = candidates.shape[0], candidates.shape[1], task_needs.shape[1]
+    best = np.empty(rows, dtype=np.intp)
+    value, cost_at, kill_at, covered = (
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+    )
+    order = np.empty(k, dtype=np.intp)
+    allowed = np.empty(k, dtype=np.bool_)
+    cost = np.empty(k)
+    for r in range(rows):
+        some = False
+        for j in range(k):
+            allowed[j] = (p_kill[r, j] <= limit) if capped else True
+            some = some or allowed[j]
+        if not some:
+            least = math.inf
+            for j in range(k):
+                x = p_kill[r, j]
+                if math.isnan(x) or math.isnan(least):
+                    least = math.nan
+                elif x < least:
+                    least = x
+            for j in range(k):
+                allowed[j] = p_kill[r, j] <= least
+        for j in range(k):
+            cost[j] = expected[r, j] if allowed[j] else math.inf
+        for j in range(k):  # stable insertion sort, NaN last
+            x = candidates[r, j]
+            at = j
+            while at > 0:
+                y = candidates[r, order[at - 1]]
+                if x < y or (math.isnan(y) and not math.isnan(x)):
+                    order[at] = order[at - 1]
+                    at -= 1
+                else:
+                    break
+            order[at] = j
+        least = math.inf
+        for j in range(k):
+            x = cost[j]
+            if math.isnan(x) or math.isnan(least):
+                least = math.nan
+            elif x < least:
+                least = x
+        bound = least * (1 + 1e-9) + 1e-12
+        chosen = order[k - 1]
+        for j in range(k - 1, -1, -1):  # largest first, as the reversed order
+            if cost[order[j]] <= bound:
+                chosen = order[j]
+                break
+        best[r] = chosen
+        v = candidates[r, chosen]
+        value[r], cost_at[r], kill_at[r] = v, expected[r, chosen], p_kill[r, chosen]
+        count = 0
+        for q in range(m):
+            if task_needs[r, q] <= v:
+                count += 1
+        covered[r] = count / m
+    return best, value, cost_at, kill_at, covered
+
+
+def choice(
+    candidates: np.ndarray,
+    expected: np.ndarray,
+    p_kill: np.ndarray,
+    task_needs: np.ndarray,
+    cap: float | None,
+) -> tuple[np.ndarray, ...] | None:
+    """The compiled :func:`_choice` (best, value, cost, kill, covered per row), or None
+    where the kernels are not loaded (numpy chooses)."""
+    active = _CODE.active
+    if active is None:
+        return None
+    arrays = (_writeable(a) for a in (candidates, expected, p_kill, task_needs))
+    limit = 0.0 if cap is None else cap + 1e-12  # as allocate.choose compares
+    return active["choice"](*arrays, limit, cap is not None)
+
+
 def outer(alloc: np.ndarray, need: np.ndarray, n_tasks: int) -> tuple | None:
     """``alloc`` (tasks, ..., a, 1) against ``need`` (tasks, ..., 1, q), the cost grid's
     two shapes, as the kernels' rows: (rows, a) and (rows, q) C arrays, each row's task,
@@ -176,9 +277,13 @@ def outer(alloc: np.ndarray, need: np.ndarray, n_tasks: int) -> tuple | None:
         return None
     a = _writeable(alloc.reshape(-1, alloc.shape[-2]))
     x = _writeable(need.reshape(-1, need.shape[-1]))
-    per_task = len(a) // n_tasks
-    task = np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
-    return a, x, task, (*lead, a.shape[1], x.shape[1])
+    return a, x, _task_rows(n_tasks, len(a) // n_tasks), (*lead, a.shape[1], x.shape[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _task_rows(n_tasks: int, per_task: int) -> np.ndarray:
+    """Each grid row's task (the kernels read it, never write it: made once per shape)."""
+    return np.repeat(np.arange(n_tasks, dtype=np.intp), per_task)
 
 
 def _writeable(a: np.ndarray) -> np.ndarray:

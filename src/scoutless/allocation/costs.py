@@ -147,7 +147,10 @@ def room_delay_hours(
     else:
         cap, load, residual = rules.himem_cores, rules.himem_load, rules.himem_residual_h
     if not math.isfinite(cap):
-        return np.zeros(np.broadcast_shapes(np.shape(cores), np.shape(run_h)))
+        shape = np.shape(cores)  # broadcast_shapes costs ~5 us; most calls need none
+        return np.zeros(
+            shape if shape == np.shape(run_h) else np.broadcast_shapes(shape, np.shape(run_h))
+        )
     n = np.maximum(n_jobs, 1.0)
     work_h = cores * run_h
     in_room = work_h / cap + _queue_wait_h(load, residual) / n
@@ -208,7 +211,7 @@ def memory_candidates(levels: np.ndarray, rules: SiteRules) -> np.ndarray:
     parts = [levels, standard]
     if rules.memory_kill_factor > 1:
         parts.insert(0, levels / rules.memory_kill_factor)
-    return np.hstack(parts)
+    return np.concatenate(parts, axis=1)  # hstack of 2-d arrays, without its checks
 
 
 def walltime_limit_s(cputime: np.ndarray, job: JobContext, extra: tuple[int, ...]) -> np.ndarray:
@@ -279,44 +282,61 @@ def _compiled_grid(
 
 
 def _memory_compiled(
-    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray] | None:
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices,
+    task_args: tuple | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
     """:func:`memory_cost` and :func:`memory_killed` (as 0/1) at once; None
-    where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
+    where the shapes are not the grid's (:func:`.cost_kernels.outer`). ``task_args``:
+    :func:`_memory_args` of these job, rules and prices, where made already."""
     compiled = _compiled_grid("memory", alloc, need, job)
     if compiled is None:
         return None
     kernel, (a, x, task, shape) = compiled
+    args = _memory_args(job, rules, prices) if task_args is None else task_args
+    cost, killed = kernel(a, x, task, *args)
+    return cost.reshape(shape), killed.reshape(shape)
+
+
+def _memory_args(job: JobContext, rules: SiteRules, prices: Prices) -> tuple:
+    """The memory kernel's per-task arrays and numbers (all but the grid)."""
     n, per = len(job), cost_kernels.per_task
     hours = job.wall_s / 3600.0
     waits = prices.scout_delay_hour * room_delay_hours(rules, "himem", job.cores, hours,
                                                        job.n_jobs)  # fmt: skip
     himem_mb = rules.himem_mb_per_core
-    cost, killed = kernel(
-        a, x, task, per(job.cores, n), per(hours, n), per(waits, n),
+    return (
+        per(job.cores, n), per(hours, n), per(waits, n),
         float(rules.standard_mb_per_core), float(himem_mb or 0.0),
         float(rules.standard_mb_per_core / rules.memory_compensation),
         float(rules.memory_kill_factor), float(prices.kill_overhead),
         float(prices.memory_gb_hour), float(prices.memory_overuse_gb_hour),
         float(prices.himem_core_hour * congestion(rules.himem_load)), himem_mb is not None,
     )  # fmt: skip
-    return cost.reshape(shape), killed.reshape(shape)
 
 
 def _cputime_compiled(
-    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices
-) -> tuple[np.ndarray, np.ndarray] | None:
+    alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules, prices: Prices,
+    task_args: tuple | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
     """:func:`cputime_cost` and :func:`cputime_killed` (as 0/1) at once;
-    None where the shapes are not the grid's (:func:`.cost_kernels.outer`)."""
+    None where the shapes are not the grid's (:func:`.cost_kernels.outer`). ``task_args``:
+    :func:`_cputime_args` of these job, rules and prices, where made already."""
     compiled = _compiled_grid("cputime", alloc, need, job)
     if compiled is None:
         return None
     kernel, (a, x, task, shape) = compiled
+    args = _cputime_args(job, rules, prices) if task_args is None else task_args
+    cost, killed = kernel(a, x, task, *args)
+    return cost.reshape(shape), killed.reshape(shape)
+
+
+def _cputime_args(job: JobContext, rules: SiteRules, prices: Prices) -> tuple:
+    """The cpuTime kernel's per-task arrays and numbers (all but the grid)."""
     n, per = len(job), cost_kernels.per_task
     short = rules.short_maxtime_s
     pool = math.isfinite(rules.pool_cores)
-    cost, killed = kernel(
-        a, x, task, per(job.cores, n), per(_per_event(job), n),
+    return (
+        per(job.cores, n), per(_per_event(job), n),
         per(job.base_walltime_s, n), per(job.n_jobs, n),
         float(rules.max_maxtime_s), float(prices.kill_overhead),
         float(prices.walltime_slack_core_hour), float(short or 0.0),
@@ -326,7 +346,6 @@ def _cputime_compiled(
         float(_queue_wait_h(rules.pool_load, rules.pool_residual_h)) if pool else 0.0,
         short is not None, pool,
     )  # fmt: skip
-    return cost.reshape(shape), killed.reshape(shape)
 
 
 def _per_event(job: JobContext) -> np.ndarray:
@@ -348,25 +367,36 @@ class CostModel:
     #: for a shape it does not take (:mod:`.cost_kernels`; used where the service loaded
     #: them)
     compiled: Callable[..., tuple[np.ndarray, np.ndarray] | None] | None = None
+    #: the compiled pass's per-task arguments (all but the grid), made once by
+    #: :meth:`task_args` for the several grids of one decision
+    compiled_args: Callable[[JobContext, SiteRules, Prices], tuple] | None = None
+
+    def task_args(self, job: JobContext, rules: SiteRules, prices: Prices) -> tuple | None:
+        """What every compiled grid of these tasks passes besides the grid (None where
+        nothing is compiled)."""
+        if self.compiled_args is None or not cost_kernels.loaded():
+            return None
+        return self.compiled_args(job, rules, prices)
 
     def cost_and_killed(
         self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
-        prices: Prices,
+        prices: Prices, task_args: tuple | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """``cost`` and ``killed`` of the same grid, compiled where loaded."""
+        """``cost`` and ``killed`` of the same grid, compiled where loaded (``task_args``:
+        :meth:`task_args` of these job, rules and prices, where made already)."""
         if self.compiled is not None and cost_kernels.loaded():
-            both = self.compiled(alloc, need, job, rules, prices)
+            both = self.compiled(alloc, need, job, rules, prices, task_args)
             if both is not None:
                 return both
         return self.cost(alloc, need, job, rules, prices), self.killed(alloc, need, job, rules)
 
     def cost_only(
         self, alloc: np.ndarray, need: np.ndarray, job: JobContext, rules: SiteRules,
-        prices: Prices,
+        prices: Prices, task_args: tuple | None = None,
     ) -> np.ndarray:  # fmt: skip
-        """``cost``, compiled where loaded."""
+        """``cost``, compiled where loaded (``task_args`` as in :meth:`cost_and_killed`)."""
         if self.compiled is not None and cost_kernels.loaded():
-            both = self.compiled(alloc, need, job, rules, prices)
+            both = self.compiled(alloc, need, job, rules, prices, task_args)
             if both is not None:
                 return both[0]
         return self.cost(alloc, need, job, rules, prices)
@@ -374,8 +404,10 @@ class CostModel:
 
 #: target -> its cost model; the targets allocated as a number
 COSTS = {
-    "memory": CostModel(memory_cost, memory_candidates, _memory_killed, _memory_compiled),
-    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed, _cputime_compiled),
+    "memory": CostModel(memory_cost, memory_candidates, _memory_killed, _memory_compiled,
+                        _memory_args),
+    "cputime": CostModel(cputime_cost, plain_candidates, cputime_killed, _cputime_compiled,
+                         _cputime_args),
 }  # fmt: skip
 
 

@@ -70,8 +70,8 @@ def _margins(
     n, n_trees, n_keys = X.shape[0], roots.shape[0], right_keys.shape[0]
     dense = listed.shape[0] > 0
     out = np.zeros((n, n_classes), dtype=np.float32)
-    for i in range(n):
-        for t in range(n_trees):
+    for t in range(n_trees):  # trees outside: a tree's nodes stay in cache for every row
+        for i in range(n):
             node = roots[t]
             while inner[node]:
                 x = X[i, feature[node]]

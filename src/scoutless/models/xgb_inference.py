@@ -169,8 +169,10 @@ class TreeEnsemble:
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """(n, n_classes) float64 class probabilities of float32 matrix ``X``."""
         margin = self.margin(X)
-        e = np.exp(margin - margin.max(axis=1, keepdims=True))
-        return (e / e.sum(axis=1, keepdims=True)).astype(np.float64)
+        # the reductions ndarray.max and .sum call, without their Python wrappers (~2 us
+        # each on every served task and target)
+        e = np.exp(margin - np.maximum.reduce(margin, axis=1, keepdims=True))
+        return (e / np.add.reduce(e, axis=1, keepdims=True)).astype(np.float64)
 
     def predict_value(self, X: np.ndarray) -> np.ndarray:
         """(n,) float32 predictions of a ``reg:squarederror`` ensemble (the margin itself)."""

@@ -23,7 +23,7 @@ import orjson
 import pandas as pd
 
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
-from scoutless.allocation.reconcile import sufficient_probability
+from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
@@ -106,6 +106,7 @@ class Pipeline:
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
         self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
+        self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
 
     @property
     def version(self) -> str:
@@ -260,18 +261,27 @@ class Pipeline:
             answer = value_answer(self.predictor, features, list(proba), policy=policy, alpha=alpha)
         except ValuePolicyError as exc:
             raise InputError(["body", "policy"], str(exc)) from exc
+        chosen, readings = {}, []
+        for target, p in proba.items():
+            allocation = answer.allocations[target]
+            chosen[target] = _holding_class(self._edges[target], allocation.value)
+            readings.append((p, self._edges[target], chosen[target],
+                             answer.distributions[target], allocation.value))  # fmt: skip
+        # one distribution: the classes' masses, the value model's shape inside (every
+        # target's in one pass)
+        sufficient = dict(zip(proba, sufficient_probabilities(readings), strict=True))
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
-            allocation, bins = answer.allocations[target], self.predictor.bins[target]
-            chosen = np.maximum(bins.classify(allocation.value), 0)
-            sufficient = sufficient_probability(
-                p, np.asarray(bins.edges), chosen, answer.distributions[target], allocation.value
-            )  # one distribution: the classes' masses, the value model's shape inside
+            probabilities, classes = p.tolist(), chosen[target].tolist()
+            if len(p) > SMALL_BATCH:
+                confidence = p[np.arange(len(p)), chosen[target]].tolist()
+            else:  # a few tasks: the same numbers from the lists
+                confidence = [row[c] for row, c in zip(probabilities, classes, strict=True)]
             decisions[target] = Decision(
-                view=self._views[target], classes=chosen.tolist(), probabilities=p.tolist(),
-                confidence=p[np.arange(len(p)), chosen].tolist(),
-                p_sufficient=sufficient.tolist(),
-                values=allocation.value.tolist(), alpha=alpha if policy == "value" else None,
+                view=self._views[target], classes=classes, probabilities=probabilities,
+                confidence=confidence, p_sufficient=sufficient[target].tolist(),
+                values=answer.allocations[target].value.tolist(),
+                alpha=alpha if policy == "value" else None,
             )  # fmt: skip
         return decisions, answer.scouting
 
@@ -326,9 +336,10 @@ class Pipeline:
         else:
             decisions = self.decide(proba, policy=policy, alpha=alpha, features=tasks.features)
         outcomes, lo = [], 0
+        alone = len(prepared) == 1  # the group's decisions are this request's own
         for one, request_id in zip(prepared, request_ids, strict=True):
             hi = lo + len(one.features)
-            mine = {t: d.rows(lo, hi) for t, d in decisions.items()}
+            mine = decisions if alone else {t: d.rows(lo, hi) for t, d in decisions.items()}
             outcomes.append(self._outcome(one, mine, scouting and scouting[lo:hi], policy=policy,
                                           alpha=alpha, request_id=request_id, layout=layout))  # fmt: skip
             lo = hi
@@ -361,6 +372,15 @@ class Pipeline:
                 ["body", "targets"], f"{unknown} not served here; this service has {self.targets}"
             )
         return list(dict.fromkeys(targets))
+
+
+def _holding_class(edges: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
+    missing or negative value in the first class (the inner edges' search, without
+    ``classify``'s conversions; ``edges`` the bins' edges as an array)."""
+    classes = np.searchsorted(edges[1:-1], value, side="left").astype(np.int64)
+    classes[np.isnan(value) | (value < 0)] = 0
+    return classes
 
 
 def _cumulative(row: list[float], c: int) -> float:

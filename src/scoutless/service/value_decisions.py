@@ -26,7 +26,7 @@ from scoutless.allocation.allocate import (
 from scoutless.allocation.context import job_context
 from scoutless.allocation.costs import COSTS, JobContext, SiteRules
 from scoutless.allocation.values import ValueDistribution
-from scoutless.config import get_settings
+from scoutless.config import Settings, get_settings
 from scoutless.features.encoders import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 
@@ -47,6 +47,21 @@ class ValueAnswer:
     scouting: list[dict[str, Any]] | None
 
 
+#: the settings the rules below were made from, and those rules
+_RULES: tuple[Settings, SiteRules] | None = None
+
+
+def _deciding_rules(settings: Settings) -> SiteRules:
+    """The rules a decision assumes under ``settings``, made once per settings object
+    (``get_settings`` keeps one): ~8 us a request otherwise."""
+    global _RULES
+    made = _RULES
+    if made is None or made[0] is not settings:
+        made = (settings, SiteRules.of(settings.replay).deciding(settings.allocation))
+        _RULES = made
+    return made[1]
+
+
 def _allocations(
     predictor: PredictorLike,
     features: InspectedFeatures,
@@ -55,18 +70,17 @@ def _allocations(
     alpha: float,
 ) -> tuple[dict[str, Allocation], dict[str, ValueDistribution], JobContext]:
     settings = get_settings()
-    dists = {}
     for t in targets:
         if not predictor.has_values(t):
             raise ValuePolicyError(
                 f"policy {policy!r}: bundle {predictor.version} has no value model for {t!r}; "
                 "retrain it to serve values"
             )
-        dists[t] = predictor.value_distribution(features.encoded, t)
+    dists = predictor.value_distributions(features.encoded, targets)
     out = {}
     wall = dists["walltime"].median() if "walltime" in dists else None
     job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
-    rules = SiteRules.of(settings.replay).deciding(settings.allocation)
+    rules = _deciding_rules(settings)
     for t, dist in dists.items():
         levels = predictor.value_levels(t)
         if policy == "cost" and t in COSTS:
