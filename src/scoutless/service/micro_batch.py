@@ -21,8 +21,8 @@ is its own, never its neighbours' (as the group commit isolates its rows).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from scoutless.features.encoders import SMALL_BATCH
 from scoutless.service.answers import Outcome
@@ -33,16 +33,16 @@ from scoutless.service.request_input import Prepared
 GATHER_TURNS = 3
 
 
-@dataclass
-class _Waiting:
+class _Waiting(NamedTuple):
     prepared: Prepared
     request_id: str
     future: asyncio.Future[Outcome]
 
 
-@dataclass(frozen=True)
-class _Group:
-    """What requests must share to be computed together."""
+class _Group(NamedTuple):
+    """What requests must share to be computed together (a tuple: a dict key hashed and
+    compared in C, where a frozen dataclass's ``__init__``, ``__hash__`` and ``__eq__`` run
+    Python code for every request)."""
 
     pipeline: Pipeline  # the model served when each was prepared (a reload splits groups)
     targets: tuple[str, ...] | None
@@ -63,8 +63,9 @@ class LoopBatcher:
         self.gather_turns = max(0, gather_turns)
         self.groups = 0
         self.requests = 0
-        self._pending: dict[Hashable, list[_Waiting]] = {}
+        self._pending: dict[_Group, list[_Waiting]] = {}
         self._scheduled = False
+        self._tasks = 0  # tasks pending
         self._turns = 0  # turns waited by the pending requests
         self._seen = 0  # tasks pending at the last look
 
@@ -84,22 +85,23 @@ class LoopBatcher:
         future: asyncio.Future[Outcome] = loop.create_future()
         group = _Group(pipeline, tuple(targets) if targets else None, policy, alpha, layout)
         self._pending.setdefault(group, []).append(_Waiting(prepared, request_id, future))
+        self._tasks += len(prepared.features)
         if not self._scheduled:  # after the handlers that are ready now have run
             self._scheduled = True
             loop.call_soon(self._flush)
         return await future
 
     def _flush(self) -> None:
-        tasks = sum(len(w.prepared.features) for ws in self._pending.values() for w in ws)
+        tasks = self._tasks
         if self._turns < self.gather_turns and self._seen < tasks < self.max_tasks:
             self._turns, self._seen = self._turns + 1, tasks  # one more turn: more may come
             asyncio.get_running_loop().call_soon(self._flush)
             return
-        self._scheduled, self._turns, self._seen = False, 0, 0
+        self._scheduled, self._tasks, self._turns, self._seen = False, 0, 0, 0
         pending, self._pending = self._pending, {}
         for group, waiting in pending.items():
             for part in _parts(waiting, self.max_tasks):
-                self._compute(group, part)  # type: ignore[arg-type]
+                self._compute(group, part)
 
     def _compute(self, group: _Group, waiting: list[_Waiting]) -> None:
         live = [w for w in waiting if not w.future.done()]  # cancelled: the client left
