@@ -8,6 +8,7 @@ import pytest
 from service_fakes import store_task, task
 
 from scoutless.service import hot_routes
+from scoutless.service.routes import predict
 
 #: (method, path, JSON body, extra headers): answers, refusals, and requests FastAPI parses
 REQUESTS: list[tuple[str, str, Any, dict[str, str]]] = [
@@ -54,17 +55,16 @@ def _answers(client) -> list[tuple[int, dict[str, str], Any]]:
 
 def test_the_short_way_answers_as_fastapi_does(client, db_url, monkeypatch) -> None:
     store_task(db_url, 555)
-    taken: list[str] = []
-    for name in ("_predict", "_task_prediction"):
-        original = getattr(hot_routes, name)
+    taken: list[str] = []  # the route functions the short way called (FastAPI keeps its own)
+    for name in ("predict", "task_prediction"):
 
-        async def counted(request, jeditaskid, original=original, name=name):  # type: ignore[no-untyped-def]
+        def counted(*args, original=getattr(predict, name), name=name):  # type: ignore[no-untyped-def]
             taken.append(name)
-            return await original(request, jeditaskid)
+            return original(*args)
 
-        monkeypatch.setattr(hot_routes, name, counted)
+        monkeypatch.setattr(predict, name, counted)
     short = _answers(client)
-    assert taken.count("_predict") == 10 and taken.count("_task_prediction") == 6
+    assert taken.count("predict") == 10 and taken.count("task_prediction") == 6
     monkeypatch.setattr(hot_routes, "PREDICT_PATH", "/nowhere")  # every request FastAPI's way
     monkeypatch.setattr(hot_routes, "TASK_PREFIX", "/nowhere/")
     taken.clear()
