@@ -198,3 +198,40 @@ def test_a_full_group_is_answered_as_each_request_alone(real_pipeline) -> None:
         for mine, single in zip(together, alone, strict=True):
             assert repr(mine.tasks) == repr(single.tasks)
             assert repr(mine.log_rows) == repr(single.log_rows)
+
+
+def test_a_group_waits_once_for_the_requests_being_read(real_pipeline) -> None:
+    """Requests whose tasks are being read (``coming``) join the group of those already
+    here when the reads are settled (``wake``), however many turns later; with no wake, the
+    group is computed after ``HOLD_S``: it waits once only, though reads stay in flight."""
+    pipeline, rows = real_pipeline
+    reading = {"n": 0}
+    batcher = LoopBatcher(coming=lambda: reading["n"])
+
+    async def one(k: int) -> object:
+        return await batcher.outcome(pipeline, pipeline.preprocess([rows[k]]), f"r{k}",
+                                     targets=None, policy="argmax", alpha=0.05)  # fmt: skip
+
+    async def read_then_join() -> list:
+        reading["n"] = 2
+        first = asyncio.ensure_future(one(0))
+        for _ in range(20):  # many turns: the group waits for the reads, not for turns
+            await asyncio.sleep(0)
+        assert not first.done()
+        reading["n"] = 0  # the reads settled: their requests are woken, then the batcher
+        late = [asyncio.ensure_future(one(k)) for k in (1, 2)]
+        batcher.wake()
+        return await asyncio.gather(first, *late)
+
+    outcomes = asyncio.run(read_then_join())
+    assert batcher.groups == 1 and batcher.requests == 3
+    for k, outcome in enumerate(outcomes):
+        alone = pipeline.run_many([pipeline.preprocess([rows[k]])], [f"r{k}"], policy="argmax")
+        assert outcome.tasks == alone[0].tasks
+
+    async def never_woken() -> object:
+        reading["n"] = 5  # reads that never settle (a stalled database server)
+        return await asyncio.wait_for(one(0), timeout=60)  # held again and again: never
+
+    assert asyncio.run(never_woken()).tasks == outcomes[0].tasks
+    assert batcher.groups == 2

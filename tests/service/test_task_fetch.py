@@ -95,3 +95,25 @@ def _no_leaked_threads() -> Iterator[None]:
     before = {t.name for t in threading.enumerate()}
     yield
     assert not {t.name for t in threading.enumerate()} - before
+
+
+def test_the_reads_in_flight_are_counted_and_their_settling_told() -> None:
+    """``in_flight`` is the group on the reader thread (what a model group waits for), and
+    ``on_settled`` runs after each group's requests are settled, the next group sent."""
+    reader = FakeReader()
+    told: list[int] = []
+    fetch = LoopTaskFetch(reader, on_settled=lambda: told.append(fetch.in_flight))  # type: ignore[arg-type]
+
+    async def main() -> list:
+        reader.gate.clear()
+        first = asyncio.ensure_future(fetch.inputs(1))
+        await asyncio.sleep(0.05)
+        later = [asyncio.ensure_future(fetch.inputs(i)) for i in (2, 3)]
+        await asyncio.sleep(0.05)
+        assert fetch.in_flight == 1  # 2 and 3 wait for the group in flight
+        reader.gate.set()
+        return await asyncio.gather(first, *later)
+
+    assert len(asyncio.run(main())) == 3
+    fetch.close()
+    assert told == [2, 0]  # the first group settled with (2, 3) sent; then none in flight

@@ -25,6 +25,7 @@ class LoopTurnGroups(Generic[W]):
         self._pending: list[W] = []
         self._leading = False
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=thread_name)
+        self.in_flight = 0  # items of the group on the worker now
 
     def _join(self, item: W) -> None:
         """Queue ``item`` (on the loop); the first of a loop turn schedules the lead, so
@@ -38,6 +39,7 @@ class LoopTurnGroups(Generic[W]):
     def _lead(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hand all that is gathered to the worker, or stop leading if nothing is."""
         group, self._pending = self._pending, []
+        self.in_flight = len(group)
         if not group:
             self._leading = False
             return

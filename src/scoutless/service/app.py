@@ -40,6 +40,7 @@ from scoutless.service.errors import (
     server_error,
 )
 from scoutless.service.gateway import Gateway, PassThrough, parse_remotes
+from scoutless.service.hot_routes import HotRoutes
 from scoutless.service.limits import LimitsMiddleware
 from scoutless.service.local import LocalBackend
 from scoutless.service.micro_batch import LoopBatcher
@@ -114,6 +115,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = state
+    app.add_middleware(HotRoutes)  # innermost: inside the limits and the metrics
     app.add_middleware(LimitsMiddleware, settings=settings.service)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     for router in (predict.router, model.router, health.router, admin.router):

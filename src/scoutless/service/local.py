@@ -111,8 +111,9 @@ class LocalBackend:
             inputs = self.reader.inputs(jeditaskid)
             fetch_ms = (time.perf_counter() - start) * 1e3
         else:  # a server's round trip may stall: off the loop, with this turn's other reads
-            if self.fetch is None:
-                self.fetch = LoopTaskFetch(self.reader)
+            if self.fetch is None:  # the model groups wait for the reads in flight
+                self.fetch = LoopTaskFetch(self.reader, on_settled=self.batcher.wake)
+                self.batcher.coming = lambda: self.fetch.in_flight if self.fetch else 0
             inputs, fetch_ms = await self.fetch.inputs(jeditaskid)
         prepared, timings = self._prepare_task(served.pipeline, jeditaskid, inputs)
         timings = {"fetch": fetch_ms, **timings}

@@ -7,7 +7,12 @@ call. A group waits up to ``gather_turns`` more loop turns while each turn bring
 another request: a turn reads the sockets once more, and the requests that landed while
 the last group was computed or committed join this one. At 8 connections on one core
 that took groups from ~3 requests to ~5; a turn that brings nothing ends the wait,
-so an idle service answers a lone request at once.
+so an idle service answers a lone request at once. Requests whose tasks are being read
+from a database server (``task_fetch.LoopTaskFetch``) come back a group at a time, many
+turns later: a group then waits for the reads in flight once more, until they are settled
+(:meth:`LoopBatcher.wake`) or ``HOLD_S`` has passed. Without that wait, on PostgreSQL by
+task id a third of the groups held one request, whose models and decisions cost ~4 times
+a request's share of a group of 4.
 
 Most of a single task's CPU is the fixed cost of each numpy and model call (four
 targets' classes, their value models, the cost policy's grid), so a group pays it once,
@@ -21,8 +26,8 @@ is its own, never its neighbours' (as the group commit isolates its rows).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from scoutless.features.encoders import SMALL_BATCH
 from scoutless.service.answers import Outcome
@@ -31,18 +36,21 @@ from scoutless.service.request_input import Prepared
 
 #: loop turns a group may wait while each brings it more requests (``LoopBatcher``)
 GATHER_TURNS = 3
+#: seconds a group may wait for the requests whose tasks are being read (a stalled
+#: database server delays the others' answers no longer than this)
+HOLD_S = 0.005
 
 
-@dataclass
-class _Waiting:
+class _Waiting(NamedTuple):
     prepared: Prepared
     request_id: str
     future: asyncio.Future[Outcome]
 
 
-@dataclass(frozen=True)
-class _Group:
-    """What requests must share to be computed together."""
+class _Group(NamedTuple):
+    """What requests must share to be computed together (a tuple: a dict key hashed and
+    compared in C, where a frozen dataclass's ``__init__``, ``__hash__`` and ``__eq__`` run
+    Python code for every request)."""
 
     pipeline: Pipeline  # the model served when each was prepared (a reload splits groups)
     targets: tuple[str, ...] | None
@@ -56,17 +64,28 @@ class LoopBatcher:
 
     ``max_tasks`` bounds a group (the small-batch paths of the models: numpy trees,
     plain lists); ``gather_turns`` the loop turns a group may wait for more requests;
-    ``groups`` and ``requests`` count what was computed (a group of one included)."""
+    ``groups`` and ``requests`` count what was computed (a group of one included);
+    ``coming`` says how many requests are on their way (their tasks being read), which a
+    group waits for once, until :meth:`wake` or ``HOLD_S``."""
 
-    def __init__(self, max_tasks: int = SMALL_BATCH, gather_turns: int = GATHER_TURNS) -> None:
+    def __init__(
+        self,
+        max_tasks: int = SMALL_BATCH,
+        gather_turns: int = GATHER_TURNS,
+        coming: Callable[[], int] | None = None,
+    ) -> None:
         self.max_tasks = max(1, max_tasks)
         self.gather_turns = max(0, gather_turns)
+        self.coming = coming
         self.groups = 0
         self.requests = 0
-        self._pending: dict[Hashable, list[_Waiting]] = {}
+        self._pending: dict[_Group, list[_Waiting]] = {}
         self._scheduled = False
+        self._tasks = 0  # tasks pending
         self._turns = 0  # turns waited by the pending requests
         self._seen = 0  # tasks pending at the last look
+        self._held: asyncio.TimerHandle | None = None  # waiting for the reads in flight
+        self._was_held = False  # the pending requests waited for reads once already
 
     async def outcome(
         self,
@@ -84,22 +103,38 @@ class LoopBatcher:
         future: asyncio.Future[Outcome] = loop.create_future()
         group = _Group(pipeline, tuple(targets) if targets else None, policy, alpha, layout)
         self._pending.setdefault(group, []).append(_Waiting(prepared, request_id, future))
+        self._tasks += len(prepared.features)
         if not self._scheduled:  # after the handlers that are ready now have run
             self._scheduled = True
             loop.call_soon(self._flush)
         return await future
 
+    def wake(self) -> None:
+        """The reads a group waits for are settled: their requests join it (their handlers
+        run first, woken before this), then the group is computed."""
+        if self._held is not None:
+            self._held.cancel()
+            self._held = None
+            asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
-        tasks = sum(len(w.prepared.features) for ws in self._pending.values() for w in ws)
+        self._held = None
+        tasks = self._tasks
         if self._turns < self.gather_turns and self._seen < tasks < self.max_tasks:
             self._turns, self._seen = self._turns + 1, tasks  # one more turn: more may come
             asyncio.get_running_loop().call_soon(self._flush)
             return
-        self._scheduled, self._turns, self._seen = False, 0, 0
+        coming = self.coming() if self.coming is not None and not self._was_held else 0
+        if coming and tasks + coming <= self.max_tasks:  # wait for them once (wake)
+            self._was_held, self._seen = True, tasks
+            self._held = asyncio.get_running_loop().call_later(HOLD_S, self._flush)
+            return
+        self._scheduled, self._tasks, self._turns, self._seen = False, 0, 0, 0
+        self._was_held = False
         pending, self._pending = self._pending, {}
         for group, waiting in pending.items():
             for part in _parts(waiting, self.max_tasks):
-                self._compute(group, part)  # type: ignore[arg-type]
+                self._compute(group, part)
 
     def _compute(self, group: _Group, waiting: list[_Waiting]) -> None:
         live = [w for w in waiting if not w.future.done()]  # cancelled: the client left

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from scoutless.history.task_reader import TaskInputs, TaskReader
@@ -28,9 +29,10 @@ _Waiting = tuple[int, "asyncio.Future[tuple[TaskInputs, float]]"]
 class LoopTaskFetch(LoopTurnGroups[_Waiting]):
     """Reads tasks by id for the event loop, a group at a time on one thread."""
 
-    def __init__(self, reader: TaskReader) -> None:
+    def __init__(self, reader: TaskReader, on_settled: Callable[[], None] | None = None) -> None:
         super().__init__("task-fetch")
         self.reader = reader
+        self.on_settled = on_settled  # after a group's requests are woken (``LoopBatcher.wake``)
         self.groups = 0
         self.reads = 0
 
@@ -72,6 +74,8 @@ class LoopTaskFetch(LoopTurnGroups[_Waiting]):
             else:
                 future.set_result((outcome, ms))
         self._lead(loop)
+        if self.on_settled is not None:
+            self.on_settled()
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)

@@ -130,7 +130,7 @@ async def predict(request: Request) -> Response:
     rid = request_id(request)
     body = parse_predict_request(await request.body())
     policy = resolved_policy(body.policy, body.alpha, state.settings.allocation, "body")
-    body = body.model_copy(update={"policy": policy})
+    body.policy = policy  # type: ignore[assignment]  # the request's own body: no copy
     backend, settings = backend_of(state), state.settings.service
     n_tasks = len(body.rows())
     if n_tasks > settings.max_batch:
