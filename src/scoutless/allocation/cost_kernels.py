@@ -58,7 +58,12 @@ def _compile() -> dict[str, Callable[..., Any]]:
     jit = numba.njit(cache=True, nogil=True, boundscheck=False)
     # the kernels call these by their global names: compiled first (numba resolves a
     # global when it compiles the caller; called from Python they answer the same)
-    globals().update(_maximum=jit(_maximum), _minimum=jit(_minimum))
+    globals().update(
+        _maximum=jit(_maximum),
+        _minimum=jit(_minimum),
+        _least=jit(_least),
+        _stable_order=jit(_stable_order),
+    )
     floats = ", ".join(["float64"] * 8)
     memory_sig = (
         f"Tuple(({out}, {out}))({grid}, {grid}, {rows}, {task}, {task}, {task}, {floats}, boolean)"
@@ -173,6 +178,33 @@ def _cputime(
     return cost, killed_out
 
 
+def _least(xs: Any) -> float:
+    """``xs.min()``: NaN if any element is."""
+    least = math.inf
+    for x in xs:
+        if math.isnan(x) or math.isnan(least):
+            least = math.nan
+        elif x < least:
+            least = x
+    return least
+
+
+def _stable_order(xs: Any, order: Any) -> None:
+    """``order[:] = np.argsort(xs, kind="stable")`` (NaN last), by insertion: a handful of
+    candidates, no allocation."""
+    for j in range(xs.shape[0]):
+        x = xs[j]
+        at = j
+        while at > 0:
+            y = xs[order[at - 1]]
+            if x < y or (math.isnan(y) and not math.isnan(x)):
+                order[at] = order[at - 1]
+                at -= 1
+            else:
+                break
+        order[at] = j
+
+
 def _choice(
     candidates: Any, expected: Any, p_kill: Any, task_needs: Any, limit: float, capped: bool
 ) -> tuple[Any, Any, Any, Any, Any]:
@@ -202,35 +234,13 @@ def _choice(
             allowed[j] = (p_kill[r, j] <= limit) if capped else True
             some = some or allowed[j]
         if not some:
-            least = math.inf
-            for j in range(k):
-                x = p_kill[r, j]
-                if math.isnan(x) or math.isnan(least):
-                    least = math.nan
-                elif x < least:
-                    least = x
+            least = _least(p_kill[r])
             for j in range(k):
                 allowed[j] = p_kill[r, j] <= least
         for j in range(k):
             cost[j] = expected[r, j] if allowed[j] else math.inf
-        for j in range(k):  # stable insertion sort, NaN last
-            x = candidates[r, j]
-            at = j
-            while at > 0:
-                y = candidates[r, order[at - 1]]
-                if x < y or (math.isnan(y) and not math.isnan(x)):
-                    order[at] = order[at - 1]
-                    at -= 1
-                else:
-                    break
-            order[at] = j
-        least = math.inf
-        for j in range(k):
-            x = cost[j]
-            if math.isnan(x) or math.isnan(least):
-                least = math.nan
-            elif x < least:
-                least = x
+        _stable_order(candidates[r], order)
+        least = _least(cost)
         bound = least * (1 + 1e-9) + 1e-12
         chosen = order[k - 1]
         for j in range(k - 1, -1, -1):  # largest first, as the reversed order
