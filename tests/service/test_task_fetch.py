@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import pytest
 
 from scoutless.history.panda_db import TaskNotFound
+from scoutless.history.task_reader import outcome_of
 from scoutless.service.task_fetch import LoopTaskFetch
 
 
@@ -38,6 +39,10 @@ class FakeReader:
         if jeditaskid in self.missing:
             raise TaskNotFound(jeditaskid)
         return ({"jeditaskid": jeditaskid}, {}, [])
+
+    def inputs_many(self, jeditaskids: list[int]) -> list:
+        """As ``TaskReader.inputs_many``: each read's inputs or its exception."""
+        return [outcome_of(self.inputs, jeditaskid) for jeditaskid in jeditaskids]
 
 
 def test_a_turns_reads_are_one_group_and_a_missing_task_fails_alone() -> None:

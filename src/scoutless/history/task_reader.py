@@ -4,6 +4,8 @@
 statement reads the task's ``jedi_tasks`` columns, its parameters and its datasets
 (outer joins), compiled once per database and executed on the driver directly (on
 PostgreSQL psycopg turns a statement run repeatedly into a server-side prepared one).
+A group of tasks (the service's reads of a loop turn) is one statement on PostgreSQL,
+``jeditaskid = ANY(:ids)``: a round trip and a statement's CPU per group, not per task.
 The rows then go through ``features.extract.features_of``, the code that builds the
 training table, so a task fetched here gets exactly its training features. On SQLite
 each thread keeps its own read-only connection with the file memory-mapped: a pool
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, Select, bindparam, inspect, select
+from sqlalchemy import ARRAY, BigInteger, Engine, Select, any_, bindparam, cast, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from scoutless.features.extract import (
@@ -76,6 +78,25 @@ def single_task_statement(*, with_history: bool = False) -> Select:
     on ``username``) go at the end of ``task_part`` with their outer join in ``source``:
     they reach ``features_of`` in the task mapping, still in the same round trip.
     """
+    return _task_rows(with_history).where(jedi_tasks.c.jeditaskid == bindparam("jeditaskid"))
+
+
+def group_task_statement(*, with_history: bool = False) -> Select:
+    """:func:`single_task_statement`'s rows for a group of tasks, each row ending with its
+    task id: ``jeditaskid = ANY(:jeditaskids)`` with one ``BIGINT[]`` parameter, so the
+    statement's text is the same whatever the group's size (psycopg prepares it once).
+    For PostgreSQL: other databases read a group one task at a time."""
+    ids = cast(bindparam("jeditaskids"), ARRAY(BigInteger))
+    t = jedi_tasks
+    return (
+        _task_rows(with_history)
+        .add_columns(t.c.jeditaskid.label("group_jeditaskid"))
+        .where(t.c.jeditaskid == any_(ids))
+    )
+
+
+def _task_rows(with_history: bool) -> Select:
+    """The columns and outer joins of :func:`single_task_statement`, no WHERE clause."""
     t, p, d = jedi_tasks, jedi_taskparams, jedi_datasets
     task_part = [t.c[c] for c in TASK_COLUMNS_READ if c in t.c] + [p.c.taskparams]
     dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
@@ -84,10 +105,8 @@ def single_task_statement(*, with_history: bool = False) -> Select:
         source, history = join_states(source, t, TASK_HISTORY_KEYS)
         task_part += [t.c.creationdate.label(SUBMITTED), *history]
     source = source.outerjoin(d, d.c.jeditaskid == t.c.jeditaskid)
-    return (
-        select(*task_part, *(c.label(f"dataset_{c.name}") for c in dataset_part))
-        .select_from(source)
-        .where(t.c.jeditaskid == bindparam("jeditaskid"))
+    return select(*task_part, *(c.label(f"dataset_{c.name}") for c in dataset_part)).select_from(
+        source
     )
 
 
@@ -130,6 +149,12 @@ class TaskReader:
         names = [c.name for c in statement.selected_columns]
         self._n_task = len(names) - len(DATASET_COLUMNS_READ) - 1
         self._task_keys = names[: self._n_task]
+        self._datasets = slice(self._n_task + 1, self._n_task + 1 + len(DATASET_COLUMNS_READ))
+        self._group_sql = (  # a group of tasks in one statement: PostgreSQL's arrays
+            str(group_task_statement(with_history=with_history).compile(dialect=engine.dialect))
+            if engine.dialect.name == "postgresql"
+            else None
+        )
         dbapi_error = getattr(engine.dialect.dbapi, "Error", None)
         self._driver_errors = (dbapi_error,) if isinstance(dbapi_error, type) else ()
         database = engine.url.database if engine.dialect.name == "sqlite" else None
@@ -140,13 +165,29 @@ class TaskReader:
         """The statement's raw rows for one task; :class:`DatabaseUnavailable` on failure."""
         args: Any = (int(jeditaskid),) if self._positional else {"jeditaskid": int(jeditaskid)}
         try:
-            return self._execute(args)
+            return self._execute(self._sql, args)
         except (SQLAlchemyError, *self._driver_errors) as exc:
             raise DatabaseUnavailable(f"cannot read task {jeditaskid}: {exc}") from exc
 
-    def _execute(self, args: Any) -> list[tuple[Any, ...]]:
+    def group_rows(self, jeditaskids: Sequence[int]) -> dict[int, list[tuple[Any, ...]]]:
+        """The grouped statement's raw rows by task id (a task not found has none), in one
+        round trip; :class:`DatabaseUnavailable` on failure. PostgreSQL only."""
+        if self._group_sql is None:
+            raise TypeError(f"no grouped task read on {self.engine.dialect.name}")
+        ids = [int(i) for i in jeditaskids]
+        args: Any = (ids,) if self._positional else {"jeditaskids": ids}
+        try:
+            rows = self._execute(self._group_sql, args)
+        except (SQLAlchemyError, *self._driver_errors) as exc:
+            raise DatabaseUnavailable(f"cannot read tasks {ids}: {exc}") from exc
+        by_task: dict[int, list[tuple[Any, ...]]] = {}
+        for row in rows:  # the task id is the last column
+            by_task.setdefault(row[-1], []).append(row)
+        return by_task
+
+    def _execute(self, sql: str, args: Any) -> list[tuple[Any, ...]]:
         if self._sqlite_file is not None:
-            return self._sqlite_connection().execute(self._sql, args).fetchall()
+            return self._sqlite_connection().execute(sql, args).fetchall()
         held = getattr(self._local, "held", False)  # inside one_connection(): one connection
         for attempt in (1, 2):
             raw = self._local.raw if held and self._local.raw else self.engine.raw_connection()
@@ -155,7 +196,7 @@ class TaskReader:
             cursor = None
             try:
                 cursor = raw.cursor()
-                cursor.execute(self._sql, args)
+                cursor.execute(sql, args)
                 return list(cursor.fetchall())
             except self._driver_errors as exc:
                 dropped = self.engine.dialect.is_disconnect(exc, raw.dbapi_connection, cursor)
@@ -206,7 +247,28 @@ class TaskReader:
 
     def inputs(self, jeditaskid: int) -> TaskInputs:
         """The task's jedi_tasks columns, decoded parameters and dataset rows."""
-        rows = self.rows(jeditaskid)
+        return self._decoded(jeditaskid, self.rows(jeditaskid))
+
+    def inputs_many(self, jeditaskids: Sequence[int]) -> list[TaskInputs | Exception]:
+        """Each task's :meth:`inputs`, or the exception its read raised, in order.
+
+        On PostgreSQL a group is ONE statement (:func:`group_task_statement`): a round
+        trip and a statement's CPU for the group, not for each task. A missing task or a
+        bad record is that task's outcome only. Should the grouped statement itself fail,
+        the tasks are read one by one, so each request gets its own answer or error.
+        Elsewhere (a local SQLite file) tasks are read one by one."""
+        if self._group_sql is None or len(jeditaskids) < 2:
+            return [outcome_of(self.inputs, i) for i in jeditaskids]
+        try:
+            rows = self.group_rows(jeditaskids)
+        except DatabaseUnavailable as exc:
+            log.warning("grouped read of %d tasks failed, reading them one by one: %s",
+                        len(jeditaskids), exc)  # fmt: skip
+            return [outcome_of(self.inputs, i) for i in jeditaskids]
+        return [outcome_of(self._decoded, i, rows.get(int(i), [])) for i in jeditaskids]
+
+    def _decoded(self, jeditaskid: int, rows: Sequence[tuple[Any, ...]]) -> TaskInputs:
+        """One task's statement rows as :meth:`inputs` returns them."""
         if not rows:
             raise TaskNotFound(jeditaskid)
         task = dict(zip(self._task_keys, rows[0][: self._n_task], strict=True))
@@ -214,9 +276,8 @@ class TaskReader:
             params = parse_taskparams(task.pop("taskparams"))
         except (ValueError, TypeError) as exc:
             raise BadTaskRecord(f"task {jeditaskid}: jedi_taskparams.taskparams: {exc}") from exc
-        first_dataset_column = self._n_task + 1
         datasets = [
-            dict(zip(DATASET_COLUMNS_READ, row[first_dataset_column:], strict=True))
+            dict(zip(DATASET_COLUMNS_READ, row[self._datasets], strict=True))
             for row in rows
             if row[self._n_task] is not None  # no datasetid: the outer join's empty row
         ]
@@ -260,6 +321,14 @@ class TaskReader:
     def features(self, jeditaskid: int) -> dict[str, Any]:
         """One task's submission-time features, exactly as training computes them."""
         return features_of(*self.inputs(jeditaskid))
+
+
+def outcome_of(read: Callable[..., TaskInputs], *args: Any) -> TaskInputs | Exception:
+    """A read's result, or the exception it raised (one task's failure, not its group's)."""
+    try:
+        return read(*args)
+    except Exception as exc:
+        return exc
 
 
 def fetch_task_features(engine: Engine, jeditaskid: int) -> dict[str, Any]:

@@ -5,7 +5,7 @@ leaves the event loop. One hop per request (a pool thread, a future, a wake-up o
 loop) cost about as much CPU as the read itself under load, and requests came back at
 scattered moments, each too late for the model group (``LoopBatcher``) of the others.
 Here the reads gathered while the previous group was being read go to the database
-together, on one reader thread, one after another on one pooled connection: one hop each
+together, on one reader thread, in one statement (``TaskReader.inputs_many``): one hop each
 way per group, at most one group in flight (groups grow with the load, as in the
 prediction log's group commit), and every request of a group is back on the loop in the
 same turn, so they reach the model group together. Each read succeeds or fails on its
@@ -52,12 +52,8 @@ class LoopTaskFetch(LoopTurnGroups[_Waiting]):
         start = time.perf_counter()
         outcomes: list[Any] = []
         try:
-            with self.reader.one_connection():
-                for jeditaskid, _ in group:
-                    try:
-                        outcomes.append(self.reader.inputs(jeditaskid))
-                    except Exception as exc:  # this request's own failure
-                        outcomes.append(exc)
+            with self.reader.one_connection():  # each outcome a task's inputs or its error
+                outcomes = list(self.reader.inputs_many([jeditaskid for jeditaskid, _ in group]))
         except BaseException as exc:  # never leave a request waiting
             outcomes += [exc] * (len(group) - len(outcomes))
         ms = (time.perf_counter() - start) * 1e3
