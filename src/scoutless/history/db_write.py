@@ -1,6 +1,7 @@
-"""Appending rows to a PanDA-compatible database, fast: one transaction per call, through
-the raw DBAPI where it pays (multi-row ``INSERT`` on SQLite, ``COPY`` on PostgreSQL), with
-driver errors raised as :class:`~scoutless.history.panda_db.DatabaseUnavailable`.
+"""Appending rows to a PanDA-compatible database, fast: one transaction per call (one
+autocommitted statement for a few rows on PostgreSQL), through the raw DBAPI where it pays
+(multi-row ``INSERT`` on SQLite, ``COPY`` on PostgreSQL), with driver errors raised as
+:class:`~scoutless.history.panda_db.DatabaseUnavailable`.
 
 Reading, the engine and the checks of a history are ``history/panda_db.py``'s.
 """
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import DateTime, Engine, Integer, Table
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import PoolProxiedConnection
 
 from scoutless.history.dbapi import dbapi_rows
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -57,39 +59,74 @@ def insert_records(engine: Engine, table: Table, records: list[dict[str, Any]]) 
 
 
 def insert_few_postgres(engine: Engine, table: Table, records: list[dict[str, Any]]) -> int:
-    """A few dict rows into PostgreSQL in one transaction: one multi-row ``INSERT`` through
-    the raw DBAPI connection (a key a row lacks is NULL). SQLAlchemy's executemany cost
-    about as much CPU as the round trip for the service's group commits of a few rows;
-    :func:`bulk_insert` (``COPY``) pays off from a few hundred."""
+    """A few dict rows into PostgreSQL, committed, in ONE round trip: one multi-row
+    ``INSERT`` through the raw DBAPI connection in autocommit (a key a row lacks is NULL).
+
+    One statement is atomic by itself: all its rows are committed when it returns, or
+    none. In a transaction psycopg sent ``BEGIN``, the ``INSERT`` and ``COMMIT`` as three
+    round trips; SQLAlchemy's executemany cost about as much CPU as the round trip for the
+    service's group commits of a few rows; :func:`bulk_insert` (``COPY``) pays off from a
+    few hundred. The pooled connection goes back to the pool out of autocommit, as the
+    engine's other users expect it (as SQLAlchemy's own ping does)."""
     if not records:
         return 0
-    keys = set().union(*records)
-    cols = [c.name for c in table.columns if c.name in keys]
-    row = f"({', '.join(['%s'] * len(cols))})"
-    sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES {', '.join([row] * len(records))}"
-    params = [r.get(c) for r in records for c in cols]
+    sql, params = multi_row_insert(table, records)
     try:
         raw = engine.raw_connection()
     except SQLAlchemyError as exc:  # the server cannot be reached
         raise DatabaseUnavailable(
             f"cannot write {len(records)} rows to {table.name}: {exc}"
         ) from exc
-    cursor = None
     try:
-        cursor = raw.cursor()
-        cursor.execute(sql, params)
-        raw.commit()
+        _autocommit_execute(engine, raw, sql, params)
     except _dbapi_errors(engine) as exc:
-        if engine.dialect.is_disconnect(exc, raw.dbapi_connection, cursor):
-            raw.invalidate(exc)  # the pool opens a fresh one for the next write
         raise DatabaseUnavailable(
             f"cannot write {len(records)} rows to {table.name}: {exc}"
         ) from exc
     finally:
+        raw.close()  # back to the pool (invalidated if the connection dropped)
+    return len(records)
+
+
+def multi_row_insert(table: Table, records: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """One ``INSERT … VALUES (…), (…)`` of dict rows in the driver's ``%s`` style and its
+    parameters: the columns any row has, NULL where a row lacks one."""
+    keys = set().union(*records)
+    cols = [c.name for c in table.columns if c.name in keys]
+    row = f"({', '.join(['%s'] * len(cols))})"
+    sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES {', '.join([row] * len(records))}"
+    return sql, [r.get(c) for r in records for c in cols]
+
+
+def _autocommit_execute(
+    engine: Engine, raw: PoolProxiedConnection, sql: str, params: list[Any]
+) -> None:
+    """Run one statement on a pooled connection in autocommit, then take it out of
+    autocommit again; a connection that dropped is invalidated (the pool opens another)."""
+    dbapi_connection, cursor = raw.dbapi_connection, None
+    try:
+        dbapi_connection.autocommit = True
+        cursor = dbapi_connection.cursor()
+        cursor.execute(sql, params)
+    except _dbapi_errors(engine) as exc:
+        if engine.dialect.is_disconnect(exc, dbapi_connection, cursor):
+            raw.invalidate(exc)
+        raise
+    finally:
         if cursor is not None:
             cursor.close()
-        raw.close()  # back to the pool, rolled back if not committed
-    return len(records)
+        _leave_autocommit(engine, raw)
+
+
+def _leave_autocommit(engine: Engine, raw: PoolProxiedConnection) -> None:
+    """Out of autocommit, or invalidated if it cannot be: never raised, since the rows
+    may be committed already (a request told otherwise would write them twice)."""
+    if not raw.is_valid:
+        return
+    try:
+        raw.dbapi_connection.autocommit = False
+    except _dbapi_errors(engine) as exc:
+        raw.invalidate(exc)
 
 
 #: parameters per SQLite statement: 999 is the limit of SQLite before 3.32
