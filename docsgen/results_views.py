@@ -228,6 +228,27 @@ def _xgb_inference(doc: dict[str, Any]) -> list[Table]:
     ]
 
 
+DB_PATH_FIGURES = (("old", "cpu_ms"), ("new", "cpu_ms"), ("cpu_ratio",),
+                   ("old", "wall_ms"), ("new", "wall_ms"), ("wall_ratio",))  # fmt: skip
+
+
+def _db_paths(doc: dict[str, Any]) -> list[Table]:
+    """Per database, work and group size: old and new path per request, CPU and wall."""
+    rows = [
+        [label(db), label(work), label(group),
+         *(figure(doc, ("results", db, work, group, *f)) for f in DB_PATH_FIGURES)]
+        for db, entry in (doc.get("results") or {}).items()
+        for work in ("task_read", "log_insert")
+        for group in entry.get(work, {})
+    ]  # fmt: skip
+    columns = ["database", "work", "group", "old CPU ms", "new CPU ms", "CPU new ÷ old",
+               "old wall ms", "new wall ms", "wall new ÷ old"]  # fmt: skip
+    return [Table("Per request: the previous path against the current one", columns, rows,
+                  "old: a group's tasks read one statement each, the log rows inserted in a "
+                  "transaction; new: the group in one statement (PostgreSQL), the rows in "
+                  "one autocommitted INSERT. CPU of the service's process only.")]  # fmt: skip
+
+
 def _canary(doc: dict[str, Any]) -> list[Table]:
     """The checks, then per figure the canary − control difference at both sizes with the
     interval widths and how much they narrowed."""
@@ -517,6 +538,16 @@ BENCHMARKS: list[Benchmark] = [
         "python benchmarks/serve.py --workers 2 --vs-bare --pg-url $SCOUTLESS_BENCH_PG_URL "
         "--out results/serve.json",
         _serve,
+    ),
+    Benchmark(
+        "db_paths",
+        "The service's database work per request",
+        "A task's read by id and its prediction-log insert, per request at groups of 1, 4 "
+        "and 8 requests, on SQLite and PostgreSQL: the previous per-task read and "
+        "transaction against the grouped read (one statement per group on PostgreSQL) and "
+        "the one-round-trip insert, run in turns in one process.",
+        "python benchmarks/db_paths.py --pg-url $SCOUTLESS_BENCH_PG_URL --out results/db_paths.json",
+        _db_paths,
     ),
     Benchmark(
         "listen",
