@@ -13,8 +13,8 @@ with the wrong columns or types is refused with a :class:`SchemaError` that name
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,9 +57,19 @@ class EncodedFeatures:
 
     codes: np.ndarray
     numeric: np.ndarray
+    _memo: dict[Hashable, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return self.codes.shape[0]
+
+    def memo(self, key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """``make()`` made once per ``key`` for these rows: what several models read of
+        the same rows (the trees' matrix: a request's classifiers and value models read
+        one). Not to be written to: every reader gets the same array."""
+        made = self._memo.get(key)
+        if made is None:
+            made = self._memo[key] = make()
+        return made
 
     def take(self, rows: np.ndarray) -> EncodedFeatures:
         return EncodedFeatures(self.codes[rows], self.numeric[rows])
