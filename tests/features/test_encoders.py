@@ -194,3 +194,21 @@ def test_an_encoder_without_numericals_types_a_few_rows():
     encoder = FeatureEncoder([FeatureSpec("user", "categorical")], min_count=1)
     encoded = encoder.fit(pd.DataFrame({"user": ["a", "b", "a"]})).transform({"user": "b"})
     assert encoded.numeric.shape == (1, 0) and encoded.codes.tolist() == [[2]]
+
+
+def test_stacked_requests_read_as_one_inspection_of_all_their_rows(fitted):
+    frame = _frame(9, seed=3).drop(columns="target")
+    frame.loc[2, "user"] = "mallory"  # an unknown category
+    records = frame.to_dict(orient="records")
+    parts = [fitted.inspect(records[lo:hi]) for lo, hi in ((0, 1), (1, 5), (5, 9))]
+    stacked, whole = encoders.InspectedFeatures.stack(parts), fitted.inspect(records)
+    assert np.array_equal(stacked.encoded.codes, whole.encoded.codes)
+    assert np.array_equal(stacked.encoded.numeric, whole.encoded.numeric, equal_nan=True)
+    # the typed values and unknowns, built when first read (a group's decisions read few)
+    assert stacked.unknown == whole.unknown and stacked.unknown[2] == {"user": "mallory"}
+    assert stacked.categories == whole.categories
+    assert stacked.numbers.keys() == whole.numbers.keys()
+    for name, values in whole.numbers.items():
+        assert np.array_equal(stacked.numbers[name], values, equal_nan=True)
+    assert stacked.rows(["user", "cores"]) == whole.rows(["user", "cores"])
+    assert len(stacked) == len(whole) == 9

@@ -105,13 +105,7 @@ class InspectedFeatures:
     @staticmethod
     def stack(parts: Sequence[InspectedFeatures]) -> InspectedFeatures:
         """The rows of ``parts`` (inspected by one encoder), one after the other."""
-        first = parts[0]
-        return InspectedFeatures(
-            EncodedFeatures.stack([p.encoded for p in parts]),
-            {k: [v for p in parts for v in p.categories[k]] for k in first.categories},
-            {k: np.concatenate([p.numbers[k] for p in parts]) for k in first.numbers},
-            [u for p in parts for u in p.unknown],
-        )
+        return _StackedFeatures(parts)
 
     def rows(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """Every row as typed values (NaN -> None), e.g. for the prediction log.
@@ -125,6 +119,31 @@ class InspectedFeatures:
             else:
                 columns.append([None if v != v else v for v in self.numbers[name].tolist()])
         return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+class _StackedFeatures(InspectedFeatures):
+    """Several requests' :class:`InspectedFeatures` as one: the model arrays stacked at
+    once, the typed values and unknown categories only when read (a group of served
+    requests' decisions read the numbers for the value and cost policies, the unknowns for
+    cost, the categories never: ~7 us less a group of 4 under cost, more under argmax)."""
+
+    def __init__(self, parts: Sequence[InspectedFeatures]) -> None:  # not the dataclass's
+        object.__setattr__(self, "_parts", tuple(parts))
+        object.__setattr__(self, "encoded", EncodedFeatures.stack([p.encoded for p in parts]))
+
+    @functools.cached_property
+    def categories(self) -> dict[str, list[str | None]]:  # type: ignore[override]
+        parts = self._parts
+        return {k: [v for p in parts for v in p.categories[k]] for k in parts[0].categories}
+
+    @functools.cached_property
+    def numbers(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+        parts = self._parts
+        return {k: np.concatenate([p.numbers[k] for p in parts]) for k in parts[0].numbers}
+
+    @functools.cached_property
+    def unknown(self) -> list[dict[str, str]]:  # type: ignore[override]
+        return [u for p in self._parts for u in p.unknown]
 
 
 class FeatureEncoder:
