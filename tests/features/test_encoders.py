@@ -212,3 +212,19 @@ def test_stacked_requests_read_as_one_inspection_of_all_their_rows(fitted):
         assert np.array_equal(stacked.numbers[name], values, equal_nan=True)
     assert stacked.rows(["user", "cores"]) == whole.rows(["user", "cores"])
     assert len(stacked) == len(whole) == 9
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_few_rows_codes_in_one_conversion_equal_the_columns_and_their_layout(
+    fitted, n, monkeypatch
+):
+    frame = _frame(max(n, 1), seed=2).head(n)
+    frame.loc[frame.index[::2], "user"] = "newcomer"
+    records = frame.drop(columns="target").to_dict("records")
+    few = fitted.transform(records).codes
+    monkeypatch.setattr(encoders, "SMALL_BATCH", -1)  # every size by the column path
+    by_columns = fitted.transform(records).codes
+    assert few.dtype == by_columns.dtype == np.int64 and few.shape == by_columns.shape
+    np.testing.assert_array_equal(few, by_columns)
+    # row-major as before: the ridges' sums over a row's codes follow the layout
+    assert few.flags.c_contiguous and by_columns.flags.c_contiguous

@@ -364,12 +364,7 @@ class FeatureEncoder:
         index: pd.Index | range,
     ) -> EncodedFeatures:
         n = len(index)
-        codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
-        for j, name in enumerate(self.categorical):
-            # a dict lookup per value beats pandas' get_indexer at every size (the text
-            # lists are built anyway; a string Index converts them first): 1M rows 0.2 s vs 1.6
-            lookup = self._lookup[name]
-            codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
+        codes = self._codes(categories, n)
         columns = [numbers[name] for name in self.numerical]
         if not columns:
             raw = np.empty((n, 0))
@@ -379,6 +374,23 @@ class FeatureEncoder:
             raw = np.column_stack(columns).astype(float, copy=False)
         numeric = (signed_log1p(raw) - self._mean) / self._scale
         return EncodedFeatures(codes, numeric.astype(np.float32))
+
+    def _codes(self, categories: dict[str, list[str | None]], n: int) -> np.ndarray:
+        """(n, categoricals) int64 vocabulary indices. A dict lookup per value beats pandas'
+        get_indexer at every size (the text lists are built anyway; a string Index
+        converts them first): 1M rows 0.2 s vs 1.6."""
+        if n <= SMALL_BATCH:  # one conversion of the rows, as the numericals: 1 row, 14
+            # columns ~7 us vs ~11 for an assignment per column. Row-major, as before: the
+            # ridges' sums over a row's codes add in the order its layout gives
+            columns = [[self._lookup[name].get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
+                       for name in self.categorical]  # fmt: skip
+            rows = list(zip(*columns, strict=True))
+            return np.array(rows, dtype=np.int64).reshape(n, len(self.categorical))
+        codes = np.zeros((n, len(self.categorical)), dtype=np.int64)
+        for j, name in enumerate(self.categorical):
+            lookup = self._lookup[name]
+            codes[:, j] = [lookup.get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
+        return codes
 
     def unknown_categories(self, data: FeatureInput) -> list[dict[str, str]]:
         """Per row: categorical feature -> value outside the training vocabulary."""
