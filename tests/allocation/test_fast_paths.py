@@ -310,3 +310,39 @@ def test_the_value_allocation_is_the_one_before(calibrated):
         got, want = value_allocation(dist, levels, alpha), ref.value_allocation(dist, levels, alpha)
         for name in ("value", "p_sufficient", "expected_cost", "scouted_cost"):
             assert _same(getattr(got, name), getattr(want, name)), (alpha, name)
+
+
+_JOB_FEATURES = ("corecount", "nevents_per_job", "cpuefficiency", "basewalltime",
+                 "input_nevents", "input_nfiles", "nfiles_per_job")  # fmt: skip
+_ODD_FLOATS = st.sampled_from([np.nan, 0.0, -0.0, -1.0, 0.5, 1.0, 1.5, 3.0, 1e4, 1e300, 1e-300,
+                               np.inf, -np.inf, 2.0**53 + 2, 7.0 / 3])  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 16).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.dictionaries(
+                st.sampled_from(_JOB_FEATURES),
+                st.lists(_ODD_FLOATS | st.floats(), min_size=n, max_size=n),
+            ),
+            st.none() | st.lists(_ODD_FLOATS | st.floats(), min_size=n, max_size=n),
+        )
+    )
+)
+def test_a_few_tasks_job_in_python_is_numpy_s_to_the_bit(case):
+    from scoutless.allocation import context
+    from scoutless.config import PandaDefaults
+
+    n, columns, wall = case
+    numbers = {k: np.asarray(v, dtype=float) for k, v in columns.items()}
+    defaults = PandaDefaults()
+    wall_s = None if wall is None else np.asarray(wall, dtype=float)
+    got = context.job_context(numbers, n, defaults, wall_s)
+    want = context._array_job_context(numbers, n, defaults, wall_s)
+    assert n <= context.FEW_TASKS
+    for name, column in vars(want).items():
+        mine = getattr(got, name)
+        assert mine.dtype == column.dtype and mine.shape == column.shape, name
+        assert np.array_equal(mine.view(np.uint64), column.view(np.uint64)), name

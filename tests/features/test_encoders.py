@@ -194,3 +194,37 @@ def test_an_encoder_without_numericals_types_a_few_rows():
     encoder = FeatureEncoder([FeatureSpec("user", "categorical")], min_count=1)
     encoded = encoder.fit(pd.DataFrame({"user": ["a", "b", "a"]})).transform({"user": "b"})
     assert encoded.numeric.shape == (1, 0) and encoded.codes.tolist() == [[2]]
+
+
+def test_stacked_requests_read_as_one_inspection_of_all_their_rows(fitted):
+    frame = _frame(9, seed=3).drop(columns="target")
+    frame.loc[2, "user"] = "mallory"  # an unknown category
+    records = frame.to_dict(orient="records")
+    parts = [fitted.inspect(records[lo:hi]) for lo, hi in ((0, 1), (1, 5), (5, 9))]
+    stacked, whole = encoders.InspectedFeatures.stack(parts), fitted.inspect(records)
+    assert np.array_equal(stacked.encoded.codes, whole.encoded.codes)
+    assert np.array_equal(stacked.encoded.numeric, whole.encoded.numeric, equal_nan=True)
+    # the typed values and unknowns, built when first read (a group's decisions read few)
+    assert stacked.unknown == whole.unknown and stacked.unknown[2] == {"user": "mallory"}
+    assert stacked.categories == whole.categories
+    assert stacked.numbers.keys() == whole.numbers.keys()
+    for name, values in whole.numbers.items():
+        assert np.array_equal(stacked.numbers[name], values, equal_nan=True)
+    assert stacked.rows(["user", "cores"]) == whole.rows(["user", "cores"])
+    assert len(stacked) == len(whole) == 9
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_few_rows_codes_in_one_conversion_equal_the_columns_and_their_layout(
+    fitted, n, monkeypatch
+):
+    frame = _frame(max(n, 1), seed=2).head(n)
+    frame.loc[frame.index[::2], "user"] = "newcomer"
+    records = frame.drop(columns="target").to_dict("records")
+    few = fitted.transform(records).codes
+    monkeypatch.setattr(encoders, "SMALL_BATCH", -1)  # every size by the column path
+    by_columns = fitted.transform(records).codes
+    assert few.dtype == by_columns.dtype == np.int64 and few.shape == by_columns.shape
+    np.testing.assert_array_equal(few, by_columns)
+    # row-major as before: the ridges' sums over a row's codes follow the layout
+    assert few.flags.c_contiguous and by_columns.flags.c_contiguous

@@ -201,3 +201,21 @@ def test_the_ridge_start_lowers_the_location_error_on_additive_effects():
         errors[linear] = float(np.sqrt(np.mean((model.predict_dist(X_test).mu - loc) ** 2)))
         assert (getattr(model, "linear_", None) is not None) == linear
     assert errors[True] < 0.7 * errors[False], errors
+
+
+def test_a_few_rows_tree_matrix_is_made_once_per_rows_and_sentinel():
+    from scoutless.features.encoders import SMALL_BATCH
+
+    rng = np.random.default_rng(4)
+    numeric = rng.normal(size=(3, 4)).astype(np.float32)
+    numeric[1, 2] = np.nan
+    X = EncodedFeatures(rng.integers(0, 5, (3, 2)), numeric)
+    first = tree_matrix(X)
+    assert tree_matrix(X) is first  # the classifiers and value models read one matrix
+    fresh = tree_matrix(EncodedFeatures(X.codes, X.numeric))
+    assert fresh is not first and np.array_equal(fresh, first) and not np.isnan(first).any()
+    with_nan = tree_matrix(X, sentinel=False)
+    assert tree_matrix(X, sentinel=False) is with_nan and np.isnan(with_nan[1, 4])
+    many = EncodedFeatures(np.zeros((SMALL_BATCH + 1, 2), np.int64),
+                           np.zeros((SMALL_BATCH + 1, 4), np.float32))  # fmt: skip
+    assert tree_matrix(many) is not tree_matrix(many)  # a batch's: not held on to

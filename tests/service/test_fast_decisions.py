@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from scoutless.service.pipeline import _holding_class
+from scoutless.service.pipeline import _FEW_VALUES, _holding_class
 from scoutless.targets.bins import load_bins
 
 
@@ -17,6 +19,21 @@ def test_the_class_holding_a_value_is_classify_s(target):
     rng = np.random.default_rng(0)
     value = np.r_[edges, edges * (1 + 1e-12), edges * (1 - 1e-12), -0.0, -1.0, np.nan,
                   np.inf, -np.inf, rng.lognormal(np.log(edges[1] + 1), 2.0, 200)]  # fmt: skip
-    got = _holding_class(edges, value)
+    for n in (1, _FEW_VALUES, len(value)):  # bisect in Python, and numpy's search
+        for lo in range(0, len(value), n):
+            part = value[lo : lo + n]
+            got = _holding_class(edges[1:-1].tolist(), part)
+            want = np.maximum(bins.classify(part), 0)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@given(
+    st.sampled_from(["memory", "cputime", "io", "walltime"]),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=40),
+)
+def test_bisect_and_search_hold_each_value_in_classify_s_class(target, values):
+    bins = load_bins()[target]
+    value = np.asarray(values, dtype=float)
+    got = _holding_class(list(bins.edges[1:-1]), value)
     want = np.maximum(bins.classify(value), 0)
     assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -8,6 +8,7 @@ unknown at submission, so PanDA's default stands in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -17,16 +18,24 @@ from scoutless.config import PandaDefaults
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
 DEFAULT_JOB_WALL_S = 6 * 3600.0
+#: up to this many tasks the context is read in plain Python (a served request: a dozen
+#: numpy calls cost more than the few floats' arithmetic), the same numbers
+FEW_TASKS = 16
+
+#: a task's typed numerical features by name (``InspectedFeatures.numbers``)
+Numbers = Mapping[str, np.ndarray]
+#: per task a job's walltime (s), or None for the default
+Wall = np.ndarray | None
 
 
-def _numbers(numbers: Mapping[str, np.ndarray], name: str, n: int) -> np.ndarray:
+def _numbers(numbers: Numbers, name: str, n: int) -> np.ndarray:
     """A feature's float values, NaN where the task has none (the default made only when
     needed: a served task has every one)."""
     values = numbers.get(name)
     return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)
 
 
-def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+def _n_jobs(numbers: Numbers, n: int) -> np.ndarray:
     """Jobs a task will have: input events ÷ events per job, else files ÷ files per job."""
     with np.errstate(divide="ignore", invalid="ignore"):
         by_events = _numbers(numbers, "input_nevents", n) / _numbers(numbers, "nevents_per_job", n)
@@ -36,20 +45,31 @@ def _n_jobs(numbers: Mapping[str, np.ndarray], n: int) -> np.ndarray:
 
 
 def job_context(
-    numbers: Mapping[str, np.ndarray],
+    numbers: Numbers,
     n: int,
     defaults: PandaDefaults,
     wall_s: np.ndarray | None = None,
 ) -> JobContext:
     """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
     median; a typical grid job's where absent)."""
+    read = _few_job_context if n <= FEW_TASKS else _array_job_context
+    return read(numbers, n, defaults, wall_s)
+
+
+def _fallback(defaults: PandaDefaults) -> dict[str, float]:
+    """What stands in for each feature a task leaves unset (or not positive and finite)."""
+    return {"corecount": 1.0, "nevents_per_job": 1.0,
+            "cpuefficiency": defaults.cpu_efficiency_percent,
+            "basewalltime": defaults.base_walltime_s}  # fmt: skip
+
+
+def _array_job_context(
+    numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall
+) -> JobContext:
+    """:func:`job_context` in numpy."""
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
     # each feature's positive, finite values, else its default: the four in one pass
-    cores, nevents, efficiency, base = _columns(
-        numbers, n, {"corecount": 1.0, "nevents_per_job": 1.0,
-                     "cpuefficiency": defaults.cpu_efficiency_percent,
-                     "basewalltime": defaults.base_walltime_s},
-    )  # fmt: skip
+    cores, nevents, efficiency, base = _columns(numbers, n, _fallback(defaults))
     return JobContext(
         cores=cores,
         wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, DEFAULT_JOB_WALL_S),
@@ -61,9 +81,51 @@ def job_context(
     )
 
 
-def _columns(numbers: Mapping[str, np.ndarray], n: int, defaults: dict[str, float]) -> np.ndarray:
+def _columns(numbers: Numbers, n: int, defaults: dict[str, float]) -> np.ndarray:
     """(features, n) each feature's values where positive and finite, else its default
     (element by element: each row is what the feature alone gives)."""
     values = np.stack([_numbers(numbers, name, n) for name in defaults])
     fallback = np.array(list(defaults.values()), dtype=float)[:, None]
     return np.where(np.isfinite(values) & (values > 0), values, fallback)
+
+
+def _few_job_context(numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall) -> JobContext:
+    """:func:`job_context` of a few tasks in plain Python floats: the same comparisons and
+    IEEE divisions, so the same numbers (tests/allocation/test_fast_paths.py)."""
+    cores, nevents, efficiency, base = (
+        _positive(_floats(numbers, name, n), default)
+        for name, default in _fallback(defaults).items()
+    )
+    wall = [DEFAULT_JOB_WALL_S] * n if wall_s is None else np.asarray(wall_s, float).tolist()
+    events, files = (
+        map(_ratio, _floats(numbers, f"input_n{unit}", n), _floats(numbers, f"n{unit}_per_job", n))
+        for unit in ("events", "files")
+    )
+    jobs = [e if 0 < e < math.inf else f for e, f in zip(events, files, strict=True)]
+    return JobContext(
+        cores=np.array(cores),
+        wall_s=np.array(_positive(wall, DEFAULT_JOB_WALL_S)),
+        nevents=np.array(nevents),
+        core_power=np.array([float(defaults.core_power_hs06)] * n),
+        cpu_efficiency=np.array(efficiency),
+        base_walltime_s=np.array(base),
+        n_jobs=np.array([float(math.ceil(j)) if 1 <= j < math.inf else 1.0 for j in jobs]),
+    )
+
+
+def _floats(numbers: Numbers, name: str, n: int) -> list[float]:
+    """:func:`_numbers` as a list of floats."""
+    values = numbers.get(name)
+    return [math.nan] * n if values is None else np.asarray(values, dtype=float).tolist()
+
+
+def _positive(values: list[float], default: float) -> list[float]:
+    """Each value where positive and finite (NaN compares false), else ``default``."""
+    default = float(default)
+    return [v if 0 < v < math.inf else default for v in values]
+
+
+def _ratio(top: float, bottom: float) -> float:
+    """``top / bottom`` as numpy divides (IEEE); NaN for a zero divisor, which numpy makes
+    inf or NaN: either is refused as a count of jobs, as NaN is."""
+    return top / bottom if bottom != 0 else math.nan

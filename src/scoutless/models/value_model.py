@@ -300,11 +300,13 @@ class ValueModels:
         for model in models:
             check_fitted(model, "trees_")
         matrix = tree_matrix(X)
-        location = np.stack([m._predict("location_", matrix) for m in models]).astype(float)
-        log_sigma = np.stack([m._predict("scale_", matrix) for m in models]).astype(float)
+        # np.array of the rows, not np.stack (its Python wrapper: ~3 us a call, per request)
+        location = np.array([m._predict("location_", matrix) for m in models], dtype=float)
+        log_sigma = np.array([m._predict("scale_", matrix) for m in models], dtype=float)
         mu = location + self._bases(X, len(X))
         sigma = np.maximum(np.maximum(np.exp(log_sigma), _MIN_SIGMA), 1e-9)  # as .of clips
-        offset = np.full(mu.shape, -1.0)
+        offset = np.empty(mu.shape)
+        offset.fill(-1.0)
         return {t: ValueDistribution(offset[i], mu[i], sigma[i]) for i, t in enumerate(self.models)}
 
     def _bases(self, X: EncodedFeatures, n: int) -> np.ndarray:

@@ -45,9 +45,11 @@ class BinsView:
         )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Decision:
-    """One target's decision for a request's tasks, as plain Python values."""
+    """One target's decision for a request's tasks, as plain Python values (not frozen:
+    a frozen dataclass sets each field through ``object.__setattr__``, and every request
+    makes one per target and request of its group; nothing changes one once made)."""
 
     view: BinsView
     classes: list[int]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
@@ -47,6 +48,8 @@ JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool
 #: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
 PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
+#: up to this many values a class is found by ``bisect`` in Python (:func:`_holding_class`)
+_FEW_VALUES = 16
 
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
@@ -107,6 +110,7 @@ class Pipeline:
         self.history = layout_of(self.feature_names, predictor.targets)
         self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
+        self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}
 
     @property
     def version(self) -> str:
@@ -264,7 +268,7 @@ class Pipeline:
         chosen, readings = {}, []
         for target, p in proba.items():
             allocation = answer.allocations[target]
-            chosen[target] = _holding_class(self._edges[target], allocation.value)
+            chosen[target] = _holding_class(self._inner[target], allocation.value)
             readings.append((p, self._edges[target], chosen[target],
                              answer.distributions[target], allocation.value))  # fmt: skip
         # one distribution: the classes' masses, the value model's shape inside (every
@@ -374,11 +378,16 @@ class Pipeline:
         return list(dict.fromkeys(targets))
 
 
-def _holding_class(edges: np.ndarray, value: np.ndarray) -> np.ndarray:
+def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
     """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
-    missing or negative value in the first class (the inner edges' search, without
-    ``classify``'s conversions; ``edges`` the bins' edges as an array)."""
-    classes = np.searchsorted(edges[1:-1], value, side="left").astype(np.int64)
+    missing or negative value in the first class (``inner`` the bins' inner edges). A few
+    values by ``bisect`` on the list (the same search: ~1 us, not ~4 for numpy's calls)."""
+    if len(value) <= _FEW_VALUES:
+        return np.array(
+            [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
+        )  # NaN compares false: the first class, as a negative value
+    classes = np.searchsorted(np.asarray(inner, dtype=float), value, side="left")
+    classes = classes.astype(np.int64)
     classes[np.isnan(value) | (value < 0)] = 0
     return classes
 
