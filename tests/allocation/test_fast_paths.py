@@ -340,7 +340,8 @@ def test_a_few_tasks_job_in_python_is_numpy_s_to_the_bit(case):
     defaults = PandaDefaults()
     wall_s = None if wall is None else np.asarray(wall, dtype=float)
     got = context.job_context(numbers, n, defaults, wall_s)
-    want = context._array_job_context(numbers, n, defaults, wall_s)
+    with np.errstate(all="ignore"):  # odd floats overflow numpy's divisions, as the service's would
+        want = context._array_job_context(numbers, n, defaults, wall_s)
     assert n <= context.FEW_TASKS
     for name, column in vars(want).items():
         mine = getattr(got, name)
