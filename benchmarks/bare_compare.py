@@ -25,7 +25,7 @@ from load_client import (
     start_server,
     tree_cpu_seconds,
 )
-from serve_world import request_rows, sample_task_ids
+from serve_world import chunks, request_rows, sample_task_ids
 
 #: the bare FastAPI app the service is compared with: the same routes, no work but parsing
 #: the body and answering a fixed JSON object (what the framework and server cost)
@@ -194,7 +194,7 @@ def grouped_read_cpu_ms(reader, ids: list[int], k: int, reps: int) -> float:  # 
 
     from scoutless.features.extract import features_of
 
-    groups = [ids[i : i + k] for i in range(0, reps - k + 1, k)]
+    groups = chunks(ids[:reps], k)
     for group in groups[:6]:
         reader.inputs_many(group)
     start = time.process_time()

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from record import add_out, emit, reference_loop_s
-from serve_world import ensure_history, sample_task_ids, small_history
+from serve_world import chunks, ensure_history, sample_task_ids, small_history
 
 #: requests whose database work is done together (the service's groups at 8 connections
 #: hold ~3-5)
@@ -154,11 +154,6 @@ def measure(db_url: str, log_url: str, args: argparse.Namespace) -> dict[str, An
         forget_rows(log)
     out["tasks_read"] = len(ids)
     return out
-
-
-def chunks(items: list[Any], k: int) -> list[list[Any]]:
-    """``items`` in groups of ``k`` (a last, shorter group dropped: every group is ``k``)."""
-    return [items[i : i + k] for i in range(0, len(items) - k + 1, k)]
 
 
 def forget_rows(log: Any) -> None:

@@ -60,6 +60,11 @@ def sample_task_ids(db_url: str, n: int, seed: int = 3) -> list[int]:
     return [int(i) for i in rng.choice(ids, size=min(n, len(ids)), replace=False)]
 
 
+def chunks(items: list, k: int) -> list[list]:
+    """``items`` in groups of ``k`` (a last, shorter group dropped: every group is ``k``)."""
+    return [items[i : i + k] for i in range(0, len(items) - k + 1, k)]
+
+
 def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], list[int]]:
     """A generated history whose store holds every finished task, a bundle trained with
     history features, and two groups of task ids: tasks whose user, transformation and

@@ -18,8 +18,8 @@ from scoutless.config import PandaDefaults
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
 DEFAULT_JOB_WALL_S = 6 * 3600.0
-#: up to this many tasks the context is read in plain Python (a served request: a dozen
-#: numpy calls cost more than the few floats' arithmetic), the same numbers
+#: up to this many tasks a served request's job context and value classes are read in plain
+#: Python (a dozen numpy calls cost more than the few floats' arithmetic), the same numbers
 FEW_TASKS = 16
 
 #: a task's typed numerical features by name (``InspectedFeatures.numbers``)

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from scoutless.allocation.context import FEW_TASKS
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
@@ -48,8 +49,6 @@ JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool
 #: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
 PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
-#: up to this many values a class is found by ``bisect`` in Python (:func:`_holding_class`)
-_FEW_VALUES = 16
 
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
@@ -382,7 +381,7 @@ def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
     """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
     missing or negative value in the first class (``inner`` the bins' inner edges). A few
     values by ``bisect`` on the list (the same search: ~1 us, not ~4 for numpy's calls)."""
-    if len(value) <= _FEW_VALUES:
+    if len(value) <= FEW_TASKS:  # as the job context: a few tasks' numbers in Python
         return np.array(
             [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
         )  # NaN compares false: the first class, as a negative value
