@@ -37,3 +37,28 @@ def test_database_down_is_503_on_db_endpoint_only(tmp_path, settings) -> None:
         assert client.post("/v1/predict", json={"task": task()}).status_code == 200
         assert client.get("/readyz").status_code == 200
         assert client.get("/v1/model").status_code == 200
+
+
+def _metric(text: str, name: str, stage: str) -> float:
+    line = next(x for x in text.splitlines() if x.startswith(f'{name}{{stage="{stage}"}}'))
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_metrics_count_each_stage_s_groups_and_what_they_held(client, db_url) -> None:
+    """``/metrics`` says how many groups the models, the log's commits and the task reads
+    formed and what they held: the mean group, the service's lever on CPU per request."""
+    text = client.get("/metrics").text
+    for stage in ("model", "log", "fetch"):  # nothing yet: zero, not missing
+        assert _metric(text, "scoutless_groups_total", stage) == 0
+    store_task(db_url, 555)
+    assert client.get("/v1/tasks/555/prediction").status_code == 200
+    assert client.post("/v1/predict", json={"task": task()}).status_code == 200
+    assert client.get("/v1/tasks/556/prediction").status_code == 404  # read, never computed
+    text = client.get("/metrics").text
+    # one request at a time: each group holds one request (or one task read)
+    assert _metric(text, "scoutless_groups_total", "model") == 2
+    assert _metric(text, "scoutless_group_items_total", "model") == 2
+    assert _metric(text, "scoutless_groups_total", "log") == 2
+    assert _metric(text, "scoutless_group_items_total", "log") == 2
+    assert _metric(text, "scoutless_groups_total", "fetch") == 2
+    assert _metric(text, "scoutless_group_items_total", "fetch") == 2

@@ -67,6 +67,8 @@ class LoopGroupCommit(LoopTurnGroups[Waiter]):
         super().__init__("prediction-log")
         self.log = log
         self.commits = 0
+        self.groups = 0  # groups taken by the writer (a commit each, or one per request
+        self.requests = 0  # when the group's failed) and the requests in them
         self._closed = False
 
     async def committed(self, rows: list[dict[str, Any]]) -> int:
@@ -81,6 +83,8 @@ class LoopGroupCommit(LoopTurnGroups[Waiter]):
     def _work(self, batch: list[Waiter], loop: asyncio.AbstractEventLoop) -> None:
         """On the writer thread: commit, then hand every outcome back to the loop at once."""
         outcomes: list[tuple[Any, int | BaseException]] = []
+        self.groups += 1
+        self.requests += len(batch)
         try:
             self.commits += commit_group(self.log, batch, lambda f, o: outcomes.append((f, o)))
         except BaseException as exc:  # never leave a waiter hanging

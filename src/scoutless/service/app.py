@@ -50,7 +50,7 @@ from scoutless.service.request_input import InputError, InputErrors
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
 from scoutless.service.state import ServiceState
-from scoutless.service.telemetry import Metrics, MetricsMiddleware
+from scoutless.service.telemetry import GroupCounts, Metrics, MetricsMiddleware
 from scoutless.targets.spec import TARGET_NAMES
 
 #: allocations between collections of the youngest generation (Python's default: 700)
@@ -197,6 +197,7 @@ async def _start_local(
     service = state.settings.service
     batcher = LoopBatcher(gather_turns=service.gather_turns)
     local = LocalBackend(holder, state.metrics, service, batcher=batcher)
+    _watch_groups(state.metrics.groups, local)
     state.backend = local  # from here on, shutdown closes what follows
     if predictor is not None:
         holder.install(holder.build(predictor, None))
@@ -208,6 +209,20 @@ async def _start_local(
         local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)
         local.writer = LoopGroupCommit(local.log)
     return local
+
+
+def _watch_groups(groups: GroupCounts, local: LocalBackend) -> None:
+    """The service's three grouping stages in ``/metrics`` (the writer and the reader
+    start later, or never: read when scraped)."""
+    batcher = local.batcher
+    groups.watch("model", lambda: (batcher.groups, batcher.requests))
+    groups.watch("log", lambda: (w.groups, w.requests) if (w := local.writer) else (0, 0))
+
+    def fetched() -> tuple[int, int]:  # a local SQLite file is read inline: a task a group
+        f, inline = local.fetch, local.local_reads
+        return (f.groups + inline, f.reads + inline) if f else (inline, inline)
+
+    groups.watch("fetch", fetched)
 
 
 def _install_error_handlers(app: FastAPI, state: ServiceState) -> None:

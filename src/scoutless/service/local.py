@@ -59,6 +59,8 @@ class LocalBackend:
     batcher: LoopBatcher = field(default_factory=LoopBatcher)
     #: task reads from a database server, a loop turn's together (made on first use)
     fetch: LoopTaskFetch | None = None
+    #: tasks read inline from a local SQLite file (a group of one each, in ``/metrics``)
+    local_reads: int = 0
 
     def served(self) -> Served:
         """The model being served now; 503 while none is loaded."""
@@ -108,6 +110,7 @@ class LocalBackend:
             raise DatabaseUnavailable("no PanDA database configured (--db)")
         if self.reader.local:  # a local SQLite read takes ~0.1 ms: cheaper on the loop
             start = time.perf_counter()
+            self.local_reads += 1
             inputs = self.reader.inputs(jeditaskid)
             fetch_ms = (time.perf_counter() - start) * 1e3
         else:  # a server's round trip may stall: off the loop, with this turn's other reads
