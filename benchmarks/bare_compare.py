@@ -12,8 +12,11 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 from load_client import (
@@ -74,7 +77,7 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
     os.sched_setaffinity(0, {0})
     auth = f"Authorization: Bearer {BENCH_TOKEN}\r\n"
     ours, our_port = start_server(bundle, db_url, log_url, 1, cpus="1",
-                                  env={"SCOUTLESS_SERVICE__TOKENS": f"bench predict {BENCH_TOKEN}"})  # fmt: skip
+                                  env={"SCOUTLESS_SERVICE__TOKENS": f"bench predict,read {BENCH_TOKEN}"})  # fmt: skip
     bare, bare_port = start_command([sys.executable, "-c", BARE_APP, str(port := free_port())],
                                port, "1", None)  # fmt: skip
     single = json.dumps({"tasks": request_rows(1)}).encode()
@@ -86,11 +89,14 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
         for _ in range(args.repeats):
             for cell, requests in cells.items():
                 for side, (proc, p) in (("service", (ours, our_port)), ("bare", (bare, bare_port))):
+                    before = group_counts(p) if side == "service" else {}
                     cpu = tree_cpu_seconds(proc.pid)
                     run = asyncio.run(drive(p, requests, args.requests, 8, auth))
                     run["cpu_ms_per_request"] = (
                         (tree_cpu_seconds(proc.pid) - cpu) / args.requests * 1e3
                     )
+                    if side == "service":
+                        run["mean_group"] = mean_groups(before, group_counts(p))
                     runs[cell, side].append(run)
     finally:
         for proc in (ours, bare):
@@ -99,20 +105,56 @@ def vs_bare(bundle: Path, db_url: str, log_url: str, args: argparse.Namespace) -
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
     out = {cell: _ratios(runs[cell, "service"], runs[cell, "bare"]) for cell in cells}
     for cell, figures in out.items():
-        figures["ceiling"] = ceiling(pipeline_cpu, figures["bare"], by_id=cell == "db_c8")
+        by_id_cell = cell == "db_c8"
+        figures["ceiling"] = ceiling(pipeline_cpu, figures["bare"], by_id=by_id_cell)
+        figures["at_observed_groups"] = at_groups(
+            pipeline_cpu, figures["bare"], figures["mean_group"], by_id=by_id_cell
+        )
+    return out
+
+
+def group_counts(port: int) -> dict[str, tuple[float, float]]:
+    """The service's ``scoutless_groups_total`` and ``scoutless_group_items_total`` by
+    stage, from its ``/metrics`` (read outside the timed runs)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30,
+                     headers={"Authorization": f"Bearer {BENCH_TOKEN}"}).text  # fmt: skip
+    return parse_group_counts(text)
+
+
+def parse_group_counts(text: str) -> dict[str, tuple[float, float]]:
+    """(groups, items) by stage from a Prometheus exposition of the service's metrics."""
+    found: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        for i, name in enumerate(("scoutless_groups_total{", "scoutless_group_items_total{")):
+            if line.startswith(name):
+                stage = line.split('stage="', 1)[1].split('"', 1)[0]
+                found.setdefault(stage, [0.0, 0.0])[i] = float(line.rsplit(" ", 1)[1])
+    return {stage: (g, n) for stage, (g, n) in found.items()}
+
+
+def mean_groups(before: dict, after: dict) -> dict[str, float]:
+    """Mean items a group held during one run, by stage (stages that formed none left out)."""
+    out = {}
+    for stage, (groups, items) in after.items():
+        g0, n0 = before.get(stage, (0.0, 0.0))
+        if groups > g0:
+            out[stage] = round((items - n0) / (groups - g0), 2)
     return out
 
 
 #: requests computed together by ``Pipeline.run_many`` in the ceiling (the service's groups
-#: at 8 connections hold ~3-5)
+#: at 8 connections hold ~5-8: `scoutless_groups_total` in its /metrics)
 CEILING_GROUPS = (1, 4, 8)
+#: group sizes measured in process, for the cost at the groups the service formed
+MEASURED_GROUPS = tuple(range(1, 9))
 
 
 def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
     """In-process CPU ms per request of what every request costs the service beyond
     answering HTTP: ``preprocess`` of one posted task, and ``Pipeline.run_many`` (models,
     the default policy's decisions, answer and log rows) per request at group sizes
-    :data:`CEILING_GROUPS`. The single task of the ``post_c8`` cell."""
+    :data:`MEASURED_GROUPS`, and ``compiled_k``, the part of it inside the compiled code
+    (:func:`compiled_timer`). The single task of the ``post_c8`` cell."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -125,22 +167,86 @@ def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
     pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
     rows = request_rows(1)
 
-    def per_call(call, n: int) -> float:  # type: ignore[no-untyped-def]
+    def per_call(call, n: int, rounds: int = 3) -> float:  # type: ignore[no-untyped-def]
+        """The least of ``rounds`` means (a busy moment only ever adds)."""
         for _ in range(max(reps // 10, 5)):
             call()
-        start = time.process_time()
-        for _ in range(reps):
-            call()
-        return (time.process_time() - start) / reps / n * 1e3
+        means = []
+        for _ in range(rounds):
+            start = time.process_time()
+            for _ in range(reps):
+                call()
+            means.append((time.process_time() - start) / reps / n * 1e3)
+        return min(means)
 
     out = {"preprocess": per_call(lambda: pipeline.preprocess(rows), 1)}
-    for k in CEILING_GROUPS:
+    out |= request_io_ms(pipeline, rows, policy, per_call)
+    for k in MEASURED_GROUPS:
         prepared = [pipeline.preprocess(rows) for _ in range(k)]
         ids = [f"r{i}" for i in range(k)]
         out[f"run_many_{k}"] = per_call(
             lambda p=prepared, i=ids: pipeline.run_many(p, i, policy=policy), k
         )
-    return {k: round(v, 3) for k, v in out.items()}
+        with compiled_timer() as spent:
+            per_call(lambda p=prepared, i=ids: pipeline.run_many(p, i, policy=policy), k, 1)
+        out[f"compiled_{k}"] = spent[0] / (reps + max(reps // 10, 5)) / k * 1e3
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def request_io_ms(pipeline, rows: list[dict], policy: str, per_call) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """CPU ms of the two things a request does in compiled libraries besides the models:
+    ``request_validation``, the posted body parsed into the request's model (pydantic-core,
+    ``parse_predict_request``) less the ``json.loads`` the bare app does too, and
+    ``answer_json``, the answer written (orjson) as the service builds it."""
+    import orjson
+
+    from scoutless.service.pipeline import JSON_OPTS
+    from scoutless.service.routes.predict import parse_predict_request
+
+    body = json.dumps({"tasks": rows}).encode()
+    outcome = pipeline.run_many([pipeline.preprocess(rows)], ["r0"], policy=policy)[0]
+    answer = {"request_id": "r0", "model_version": pipeline.version,
+              "model_versions": dict.fromkeys(outcome.class_counts, pipeline.version),
+              "policy": policy, **outcome.answer_fields(), "errors": {},
+              "timings_ms": outcome.timings_ms}  # fmt: skip
+    parse = per_call(lambda: parse_predict_request(body), 1)
+    return {
+        "request_validation": max(0.0, parse - per_call(lambda: json.loads(body), 1)),
+        "answer_json": per_call(lambda: orjson.dumps(answer, option=JSON_OPTS), 1),
+    }
+
+
+@contextmanager
+def compiled_timer() -> Iterator[list[float]]:
+    """Seconds spent inside the compiled code (the trees' walk and the cost grid's kernels,
+    :mod:`scoutless.compiled`) while the block runs, in ``spent[0]``: each kernel wrapped in
+    a timer (``perf_counter``, ~0.1 µs a call, on an idle core where wall is CPU)."""
+    import time
+
+    from scoutless.allocation import cost_kernels
+    from scoutless.models import tree_walk
+
+    spent = [0.0]
+
+    def timed(fn):  # type: ignore[no-untyped-def]
+        def call(*a):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return fn(*a)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        return call
+
+    walk, kernels = tree_walk._CODE.active, cost_kernels._CODE.active
+    if walk is None or kernels is None:
+        raise RuntimeError("the compiled kernels are not loaded (numba)")
+    tree_walk._CODE.active = timed(walk)
+    cost_kernels._CODE.active = {name: timed(fn) for name, fn in kernels.items()}
+    try:
+        yield spent
+    finally:
+        tree_walk._CODE.active, cost_kernels._CODE.active = walk, kernels
 
 
 def remaining_cpu_ms(bundle: Path, db_url: str, log_url: str, ids: list[int],
@@ -167,7 +273,7 @@ def remaining_cpu_ms(bundle: Path, db_url: str, log_url: str, ids: list[int],
     log = PredictionLog(log_url, synchronous=settings.service.log_synchronous)
     rows = request_rows(1)
     out: dict[str, float] = {}
-    for k in CEILING_GROUPS:
+    for k in MEASURED_GROUPS:
         prepared = [pipeline.preprocess(rows) for _ in range(k)]
         outcomes = pipeline.run_many(prepared, [f"bench-log-{i}" for i in range(k)],
                                      policy=settings.allocation.default_policy)  # fmt: skip
@@ -179,10 +285,10 @@ def remaining_cpu_ms(bundle: Path, db_url: str, log_url: str, ids: list[int],
         out[f"log_write_{k}"] = (time.process_time() - start) / n / k * 1e3
     log.engine.dispose()
     reader = TaskReader(make_engine(db_url, create_dirs=False, for_reads=True))
-    for k in CEILING_GROUPS:
+    for k in MEASURED_GROUPS:
         out[f"task_read_{k}"] = grouped_read_cpu_ms(reader, ids, k, reps)
     reader.engine.dispose()
-    return {k: round(v, 3) for k, v in out.items()}
+    return {k: round(v, 4) for k, v in out.items()}
 
 
 def grouped_read_cpu_ms(reader, ids: list[int], k: int, reps: int) -> float:  # type: ignore[no-untyped-def]
@@ -238,6 +344,54 @@ def ceiling(pipeline_cpu: dict[str, float], bare: dict, *, by_id: bool = False) 
     return out
 
 
+def at_groups(
+    pipeline_cpu: dict[str, float], bare: dict, mean_group: dict[str, float], *, by_id: bool
+) -> dict:
+    """The bound where the service really was: each stage's in-process CPU per request at
+    the mean group it formed in the runs (``mean_group``, from ``/metrics``; a group's cost
+    interpolated between the measured sizes). ``python_ceiling``: the bare app's CPU over
+    it plus ``preprocess``, ``run_many``, the log's commit, by id the read, and the
+    request's validation and answer in their compiled libraries (``request_io``): what
+    this code could reach were the rest of HTTP and the hand-offs free.
+    ``compiled_ceiling``: the same with ``preprocess`` and ``run_many`` cut to their
+    compiled part (the trees' walk and the cost kernels, ``compiled_k``): what compiling
+    every other step of the decision path could reach at these groups, all else free."""
+    model = mean_group.get("model", 1.0)
+    log = mean_group.get("log", 1.0)
+    fetch = mean_group.get("fetch", 1.0)
+    parts = {
+        "preprocess": pipeline_cpu["preprocess"],
+        "run_many": _per_request(pipeline_cpu, "run_many", model),
+        "compiled": _per_request(pipeline_cpu, "compiled", model),
+        "log_write": _per_request(pipeline_cpu, "log_write", log),
+        "task_read": _per_request(pipeline_cpu, "task_read", fetch) if by_id else 0.0,
+    }
+    parts["request_io"] = pipeline_cpu["answer_json"] + (
+        0.0 if by_id else pipeline_cpu["request_validation"]  # by id: no body
+    )
+    rest = parts["log_write"] + parts["task_read"] + parts["request_io"]
+    python_ms = bare["cpu_ms_per_request"] + parts["preprocess"] + parts["run_many"] + rest
+    compiled_ms = bare["cpu_ms_per_request"] + parts["compiled"] + rest
+    return {
+        "mean_group": mean_group,
+        "cpu_ms_per_request": {k: round(v, 4) for k, v in parts.items()},
+        "python_ceiling": round(bare["cpu_ms_per_request"] / python_ms, 3),
+        "compiled_ceiling": round(bare["cpu_ms_per_request"] / compiled_ms, 3),
+    }
+
+
+def _per_request(cpu: dict[str, float], stage: str, group: float) -> float:
+    """``stage``'s CPU ms per request in a group of ``group`` (a mean: the group's whole
+    cost interpolated linearly between the two measured sizes around it)."""
+    sizes = [k for k in MEASURED_GROUPS if f"{stage}_{k}" in cpu]
+    g = min(max(group, sizes[0]), sizes[-1])
+    lo = max(k for k in sizes if k <= g)
+    hi = min(k for k in sizes if k >= g)
+    whole_lo, whole_hi = cpu[f"{stage}_{lo}"] * lo, cpu[f"{stage}_{hi}"] * hi
+    whole = whole_lo if hi == lo else whole_lo + (whole_hi - whole_lo) * (g - lo) / (hi - lo)
+    return whole / g
+
+
 def _ratios(service: list[dict], bare: list[dict]) -> dict:
     def median(rows: list[dict], key: str) -> float:
         return float(np.median([r[key] for r in rows]))
@@ -252,6 +406,11 @@ def _ratios(service: list[dict], bare: list[dict]) -> dict:
         out["service"]["requests_per_s"] / out["bare"]["requests_per_s"], 3
     )
     out["p99_ratio"] = round(out["service"]["p99_ms"] / out["bare"]["p99_ms"], 3)
+    out["mean_group"] = {
+        stage: round(float(np.median([r["mean_group"][stage] for r in service
+                                      if stage in r.get("mean_group", {})])), 2)
+        for stage in sorted({k for r in service for k in r.get("mean_group", {})})
+    }  # fmt: skip
     out["stages_mean_ms"] = {
         k: round(float(np.median([r["stages_mean_ms"][k] for r in service
                                   if k in r["stages_mean_ms"]])), 3)

@@ -36,7 +36,7 @@ from record import add_out, emit, reference_loop_s
 from serve_world import chunks, ensure_history, sample_task_ids, small_history
 
 #: requests whose database work is done together (the service's groups at 8 connections
-#: hold ~3-5)
+#: hold ~5-8 requests, ~4 task reads on PostgreSQL: `scoutless_groups_total` in its /metrics)
 GROUPS = (1, 4, 8)
 #: the log rows' request ids start so: the ones written to ``--pg-url`` are deleted after
 REQUEST_PREFIX = "db-paths-"
