@@ -123,12 +123,14 @@ def group_counts(port: int) -> dict[str, tuple[float, float]]:
 
 def parse_group_counts(text: str) -> dict[str, tuple[float, float]]:
     """(groups, items) by stage from a Prometheus exposition of the service's metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     found: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        for i, name in enumerate(("scoutless_groups_total{", "scoutless_group_items_total{")):
-            if line.startswith(name):
-                stage = line.split('stage="', 1)[1].split('"', 1)[0]
-                found.setdefault(stage, [0.0, 0.0])[i] = float(line.rsplit(" ", 1)[1])
+    for family in text_string_to_metric_families(text):
+        column = {"scoutless_groups": 0, "scoutless_group_items": 1}.get(family.name)
+        for sample in family.samples if column is not None else ():
+            if sample.name.endswith("_total"):
+                found.setdefault(sample.labels["stage"], [0.0, 0.0])[column] = sample.value
     return {stage: (g, n) for stage, (g, n) in found.items()}
 
 

@@ -10,14 +10,17 @@ from service_fakes import store_task, task
 
 from benchmark_modules import benchmark_module
 
-with benchmark_module("bare_compare") as bare_compare:
-    pass
+
+@pytest.fixture(scope="module")
+def bare_compare():
+    with benchmark_module("bare_compare") as module:
+        yield module
 
 
 def _affine(stage: str, fixed: float, each: float) -> dict[str, float]:
     """CPU ms per request at every measured group size of a stage whose group costs
-    ``fixed + each * k``."""
-    return {f"{stage}_{k}": (fixed + each * k) / k for k in bare_compare.MEASURED_GROUPS}
+    ``fixed + each * k`` (``MEASURED_GROUPS``: 1 to 8)."""
+    return {f"{stage}_{k}": (fixed + each * k) / k for k in range(1, 9)}
 
 
 @given(
@@ -25,14 +28,16 @@ def _affine(stage: str, fixed: float, each: float) -> dict[str, float]:
     each=st.floats(0.0, 1.0),
     group=st.floats(1.0, 8.0),
 )
-def test_a_mean_group_between_sizes_costs_its_share_of_the_group(fixed, each, group) -> None:
+def test_a_mean_group_between_sizes_costs_its_share_of_the_group(
+    bare_compare, fixed, each, group
+) -> None:
     """A group's whole cost is interpolated, not the per-request figure: exact where the
     cost is a fixed part and a part per request (the models' shape)."""
     got = bare_compare._per_request(_affine("run_many", fixed, each), "run_many", group)
     assert got == pytest.approx((fixed + each * group) / group, rel=1e-9, abs=1e-12)
 
 
-def test_groups_outside_the_measured_sizes_are_clipped_to_them() -> None:
+def test_groups_outside_the_measured_sizes_are_clipped_to_them(bare_compare) -> None:
     cpu = _affine("log_write", 1.0, 0.1)
     assert bare_compare._per_request(cpu, "log_write", 0.2) == pytest.approx(1.1)
     assert bare_compare._per_request(cpu, "log_write", 30) == pytest.approx(1.8 / 8)
@@ -50,7 +55,7 @@ def _pipeline_cpu() -> dict[str, float]:
     }
 
 
-def test_the_ceilings_price_each_stage_at_its_own_group() -> None:
+def test_the_ceilings_price_each_stage_at_its_own_group(bare_compare) -> None:
     bare = {"cpu_ms_per_request": 0.2}
     post = bare_compare.at_groups(_pipeline_cpu(), bare, {"model": 4.0, "log": 8.0},
                                   by_id=False)  # fmt: skip
@@ -70,7 +75,7 @@ def test_the_ceilings_price_each_stage_at_its_own_group() -> None:
     assert by_id["compiled_ceiling"] < post["compiled_ceiling"]
 
 
-def test_mean_groups_are_read_from_the_service_s_own_metrics(client, db_url) -> None:
+def test_mean_groups_are_read_from_the_service_s_own_metrics(bare_compare, client, db_url) -> None:
     """The counters the benchmark reads, from a real app's exposition, before and after."""
     before = bare_compare.parse_group_counts(client.get("/metrics").text)
     assert before == {"model": (0.0, 0.0), "log": (0.0, 0.0), "fetch": (0.0, 0.0)}

@@ -115,8 +115,7 @@ def _few_job_context(numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: 
 
 def _floats(numbers: Numbers, name: str, n: int) -> list[float]:
     """:func:`_numbers` as a list of floats."""
-    values = numbers.get(name)
-    return [math.nan] * n if values is None else np.asarray(values, dtype=float).tolist()
+    return _numbers(numbers, name, n).tolist()
 
 
 def _positive(values: list[float], default: float) -> list[float]:
