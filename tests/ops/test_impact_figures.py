@@ -1,0 +1,30 @@
+"""The impact figures' labels: one per figure, read by the guard rail, the page and the CLI."""
+
+from __future__ import annotations
+
+from scoutless.ops.impact import FIGURES, HIGHER_IS_BETTER
+from scoutless.ops.impact_figures import FIGURE_LABELS, figure_label
+
+
+def test_every_figure_has_a_persons_name_a_unit_and_a_better_direction() -> None:
+    assert set(FIGURE_LABELS) == set(FIGURES)
+    for figure, label in FIGURE_LABELS.items():
+        assert "_" not in label.name and label.name != figure
+        assert label.unit and label.pooled and label.better in ("higher", "lower")
+
+
+def test_the_guard_rail_reads_its_direction_from_the_labels() -> None:
+    assert {"first_attempt_success"} == HIGHER_IS_BETTER
+    assert figure_label("first_attempt_success").arrow == "↑ better"
+    assert figure_label("memory_kills").direction == "lower is better"
+
+
+def test_an_unknown_figure_claims_no_direction() -> None:
+    label = figure_label("made_up_figure")
+    assert label.name == "made up figure" and label.direction == "" and label.arrow == ""
+
+
+def test_the_terminal_names_the_setting_and_shows_the_direction() -> None:
+    from scoutless.cli.impact_tables import _figure
+
+    assert _figure("memory_kills") == "memory_kills [dim](per job; pooled over jobs; ↓ better)[/dim]"
