@@ -24,7 +24,7 @@ def _num(value: float) -> str:
 def _figure(name: str) -> str:
     """A figure's name (as ``rollout.guard_figure`` spells it) with its unit, how the tasks
     are pooled (mean, not median) and its better direction."""
-    from scoutless.ops.impact_figures import figure_label
+    from scoutless.ops.figure_labels import figure_label
 
     label = figure_label(name)
     return (

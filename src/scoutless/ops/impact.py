@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine
 
 from scoutless.config import RolloutSettings, get_settings
-from scoutless.ops.impact_figures import FIGURE_LABELS
+from scoutless.ops.figure_labels import FIGURE_LABELS
 from scoutless.ops.impact_store import ImpactError, read_impact
 from scoutless.ops.monitoring import window_start
 from scoutless.ops.prediction_log import PredictionLog

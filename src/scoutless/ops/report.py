@@ -22,8 +22,8 @@ import pandas as pd
 from jinja2 import Environment, select_autoescape
 
 from scoutless.config import get_settings
+from scoutless.ops.figure_labels import MONITOR_LABELS, figure_label
 from scoutless.ops.guard_rail import judge
-from scoutless.ops.impact_figures import figure_label
 from scoutless.ops.monitoring import MonitorSnapshot
 from scoutless.targets.bins import TargetBins
 
@@ -67,7 +67,8 @@ def _time_series(frame: pd.DataFrame, key: str, metrics: list[str], title: str) 
         for name, group in frame.groupby(key, sort=True):
             group = group.sort_values("window_start")
             ax.plot(group["window_start"], group[metric], marker="o", label=str(name))
-        ax.set_title(metric)
+        label = figure_label(metric)
+        ax.set_title(f"{label.name} ({label.arrow})" if label.arrow else label.name)
         ax.tick_params(axis="x", rotation=30)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
@@ -101,9 +102,14 @@ def _confusion_plot(confusion: dict[str, np.ndarray], bins: dict[str, TargetBins
 
 
 def _html_table(frame: pd.DataFrame) -> str:
+    """The frame as a table, its figures' columns named for people, with their direction."""
     if frame.empty:
         return "<p>No data.</p>"
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+    shown = {c: f"{figure_label(c).name} ({figure_label(c).arrow})"
+             for c in frame.columns if c in MONITOR_LABELS}  # fmt: skip
+    return frame.rename(columns=shown).to_html(
+        index=False, float_format=lambda v: f"{v:.3f}", border=0
+    )
 
 
 def _sections(snapshot: MonitorSnapshot, bins: dict[str, TargetBins]) -> list[dict[str, str]]:

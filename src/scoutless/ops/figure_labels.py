@@ -1,7 +1,9 @@
-"""How each impact figure is shown to people: its name, unit, pooling and better direction.
+"""How each figure of the monitor's pages is shown to people: its name, unit, pooling and
+better direction.
 
-One table read by the guard rail (which direction is harm), the HTML page and the terminal
-tables, so a figure is named and judged the same way wherever it appears.
+The impact figures' table is read by the guard rail (which direction is harm), the HTML
+pages and the terminal tables, so a figure is named and judged the same way wherever it
+appears; the quality and drift figures' table names the monitor page's plots and columns.
 """
 
 from __future__ import annotations
@@ -68,6 +70,20 @@ FIGURE_LABELS: dict[str, FigureLabel] = {
 }
 
 
+#: the monitor's quality (predicted class against the actual one, per window) and drift
+#: (against training) figures
+MONITOR_LABELS: dict[str, FigureLabel] = {
+    "accuracy": FigureLabel("accuracy", "share", "per window", "higher"),
+    "macro_f1": FigureLabel("macro-F1", "score", "per window", "higher"),
+    "under_rate": FigureLabel("class below the actual", "share", "per window"),
+    "over_rate": FigureLabel("class above the actual", "share", "per window"),
+    "psi": FigureLabel("population stability index", "PSI", "per window"),
+    "ks_stat": FigureLabel("Kolmogorov-Smirnov statistic", "KS", "per window"),
+    "tvd": FigureLabel("total variation distance", "TVD", "per window"),
+}
+
+
 def figure_label(figure: str) -> FigureLabel:
-    """The figure's label; a figure not in the table keeps its own name."""
-    return FIGURE_LABELS.get(figure, FigureLabel(figure.replace("_", " "), "", "", None))
+    """The figure's label; a figure in neither table keeps its own name, with no direction."""
+    known = FIGURE_LABELS.get(figure) or MONITOR_LABELS.get(figure)
+    return known or FigureLabel(figure.replace("_", " "), "", "", None)

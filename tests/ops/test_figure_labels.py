@@ -1,9 +1,9 @@
-"""The impact figures' labels: one per figure, read by the guard rail, the page and the CLI."""
+"""The figures' labels: one per figure, read by the guard rail, the pages and the CLI."""
 
 from __future__ import annotations
 
+from scoutless.ops.figure_labels import FIGURE_LABELS, figure_label
 from scoutless.ops.impact import FIGURES, HIGHER_IS_BETTER
-from scoutless.ops.impact_figures import FIGURE_LABELS, figure_label
 
 
 def test_every_figure_has_a_persons_name_a_unit_and_a_better_direction() -> None:
@@ -17,6 +17,11 @@ def test_the_guard_rail_reads_its_direction_from_the_labels() -> None:
     assert {"first_attempt_success"} == HIGHER_IS_BETTER
     assert figure_label("first_attempt_success").arrow == "↑ better"
     assert figure_label("memory_kills").direction == "lower is better"
+
+
+def test_the_monitors_figures_are_named_too() -> None:
+    assert figure_label("under_rate").name == "class below the actual"
+    assert figure_label("accuracy").arrow == "↑ better" and figure_label("psi").arrow == "↓ better"
 
 
 def test_an_unknown_figure_claims_no_direction() -> None:
