@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from scoutless.ops.figure_labels import FIGURE_LABELS, figure_label
 from scoutless.ops.impact import FIGURES, HIGHER_IS_BETTER
 
@@ -33,3 +35,12 @@ def test_the_terminal_names_the_setting_and_shows_the_direction() -> None:
     from scoutless.cli.impact_tables import _figure
 
     assert _figure("memory_kills") == "memory_kills [dim](per job; pooled over jobs; ↓ better)[/dim]"
+
+
+def test_the_rollout_page_shows_each_figure_as_the_html_page_does() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "rollout.md"
+    rows = [line for line in page.read_text().splitlines() if line.startswith("| `")]
+    for figure, label in FIGURE_LABELS.items():
+        row = next(r for r in rows if f"`{figure}`" in r.split(" | ")[0])
+        shown, better = row.split(" | ")[1:3]
+        assert label.name in shown and better.startswith(str(label.better)), row
