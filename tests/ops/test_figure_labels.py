@@ -29,6 +29,8 @@ def test_the_monitors_figures_are_named_too() -> None:
 def test_an_unknown_figure_claims_no_direction() -> None:
     label = figure_label("made_up_figure")
     assert label.name == "made up figure" and label.direction == "" and label.arrow == ""
+    assert label.shown == "made up figure"
+    assert figure_label("memory_kills").shown == "memory kills per job (↓ better)"
 
 
 def test_the_terminal_names_the_setting_and_shows_the_direction() -> None:

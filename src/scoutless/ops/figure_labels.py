@@ -31,6 +31,11 @@ class FigureLabel:
         """The better direction as an arrow, for narrow places."""
         return {"higher": "↑ better", "lower": "↓ better"}.get(self.better or "", "")
 
+    @property
+    def shown(self) -> str:
+        """The name with its arrow, for a column's header or a plot's title."""
+        return f"{self.name} ({self.arrow})" if self.arrow else self.name
+
 
 #: per figure, how it is shown (each figure is a ratio of sums over tasks: a per-task
 #: figure is then their mean, not the median the replay's P50 shows). The ``*_vs_scouts``

@@ -67,8 +67,7 @@ def _time_series(frame: pd.DataFrame, key: str, metrics: list[str], title: str) 
         for name, group in frame.groupby(key, sort=True):
             group = group.sort_values("window_start")
             ax.plot(group["window_start"], group[metric], marker="o", label=str(name))
-        label = figure_label(metric)
-        ax.set_title(f"{label.name} ({label.arrow})" if label.arrow else label.name)
+        ax.set_title(figure_label(metric).shown)
         ax.tick_params(axis="x", rotation=30)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
@@ -105,8 +104,7 @@ def _html_table(frame: pd.DataFrame) -> str:
     """The frame as a table, its figures' columns named for people, with their direction."""
     if frame.empty:
         return "<p>No data.</p>"
-    shown = {c: f"{figure_label(c).name} ({figure_label(c).arrow})"
-             for c in frame.columns if c in MONITOR_LABELS}  # fmt: skip
+    shown = {c: figure_label(c).shown for c in frame.columns if c in MONITOR_LABELS}
     return frame.rename(columns=shown).to_html(
         index=False, float_format=lambda v: f"{v:.3f}", border=0
     )
