@@ -52,7 +52,19 @@ PROSE = {
 }
 
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
-_MARKUP = re.compile(r"<(script|style|pre|code)\b.*?</\1>", re.S | re.I)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _site_text(page: str) -> str:
+    """A built page's text, its code written back as Markdown's (fenced blocks, spans), so
+    the prose patterns skip it as they do on the sources; scripts and styles dropped."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S | re.I)
+    page = re.sub(r"<pre\b.*?</pre>", lambda m: f"\n```{_TAG.sub('', m.group(0))}```\n",
+                  page, flags=re.S | re.I)  # fmt: skip
+    page = re.sub(r"<code\b[^>]*>(.*?)</code>",
+                  lambda m: "`" + _TAG.sub("", m.group(1)).replace("\n", " ") + "`",
+                  page, flags=re.S | re.I)  # fmt: skip
+    return unescape(_TAG.sub(" ", page))
 
 
 def _hits(text: str) -> list[tuple[int, str, str]]:
@@ -79,9 +91,7 @@ def _pages() -> dict[str, str]:
     site = os.environ.get("SCOUTLESS_DOCS_SITE")
     if site and Path(site, "index.html").is_file():
         for page in sorted(Path(site).rglob("*.html")):
-            text = _MARKUP.sub(" ", page.read_text(errors="replace"))
-            text = re.sub(r"<[^>]+>", " ", text)
-            pages[f"site/{page.relative_to(site)}"] = unescape(text)
+            pages[f"site/{page.relative_to(site)}"] = _site_text(page.read_text(errors="replace"))
     return pages
 
 
@@ -132,3 +142,13 @@ def test_the_prose_patterns_catch_diaries_and_spare_code_colours_and_anchors() -
         "a single round trip; the compiled path against numpy: 2.16 against 2.96 ms",
     ]
     assert [line for line in spared if _hits(line)] == []
+
+
+def test_a_built_pages_code_is_read_as_code() -> None:
+    page = (
+        '<p>See <a href="x.html#36">it</a>.</p><pre><code>x = "#36"\nissue 36</code></pre>'
+        "<p>a <code>#12</code> span, and prose of issue 12</p><script>var a = '#36';</script>"
+    )
+    text = _site_text(page)
+    assert [words for _, words, _ in _hits(text)] == ["issue 12"]
+    assert _hits(_site_text("<pre><code>cd /work/main</code></pre>"))  # paths: in code too
