@@ -230,7 +230,7 @@ def test_the_impact_page_fits_its_window_names_units_marks_and_gives_a_verdict(
     history, tmp_path, browser_layout
 ) -> None:  # type: ignore[no-untyped-def]
     """Not told a window, `monitor impact` picks one giving at most 40 points; figures carry
-    their unit and say they are means; significant digits, no NaN or -0; rows whose interval
+    a person's name, their better direction, their unit and say they are means; significant digits, no NaN or -0; rows whose interval
     excludes zero are marked; one verdict line; the page renders without titles overlapping."""
     from scoutless.ops.impact import FIGURE_UNITS, WINDOWS, window_for
 
@@ -247,7 +247,11 @@ def test_the_impact_page_fits_its_window_names_units_marks_and_gives_a_verdict(
     assert "mean over tasks" in result.output
     html = re.sub(r'src="data:[^"]*"', "", page.read_text())  # the text, not the PNGs
     assert "guard rail would" in html
-    assert "first_prod_job_h (h, mean over tasks)" in html
+    assert "time to the first production job per window (h, mean over tasks; lower is better)" in html
+    assert "first-attempt success per window (share, pooled over first attempts; higher is better)" in html
+    assert not re.findall(r'<td class="t">\w+_\w+</td>', html)  # no figure in snake_case
+    assert "<td class=\"t\">memory kills per job</td><td class=\"t\">↓ better</td>" in html
+    assert "<td class=\"t\">first-attempt success</td><td class=\"t\">↑ better</td>" in html
     assert "NaN" not in html and ">-0<" not in html and ">nan<" not in html
     marked = html.count('class="excludes-zero"')
     report = impact_report(history, every="14D")

@@ -80,3 +80,5 @@ def test_html_report_embeds_plots(tmp_path) -> None:
     page = render_report(snap, bins, tmp_path / "report.html", alerts=alerts).read_text()
     assert page.count("data:image/png;base64,") == 4
     assert "r&lt;x&gt;" in page  # escaped
+    assert "<th>accuracy (↑ better)</th>" in page and "<th>under_rate</th>" not in page
+    assert "<th>class below the actual (↓ better)</th>" in page

@@ -22,11 +22,14 @@ def _num(value: float) -> str:
 
 
 def _figure(name: str) -> str:
-    """A figure's name with its unit and how the tasks are pooled (mean, not median)."""
-    from scoutless.ops.impact import FIGURE_UNITS
+    """A figure's name (as ``rollout.guard_figure`` spells it) with its unit, how the tasks
+    are pooled (mean, not median) and its better direction."""
+    from scoutless.ops.figure_labels import figure_label
 
-    unit, pooled = FIGURE_UNITS.get(name, ("", ""))
-    return f"{name} [dim]({unit}; {pooled})[/dim]" if unit else name
+    label = figure_label(name)
+    return (
+        f"{name} [dim]({label.unit}; {label.pooled}; {label.arrow})[/dim]" if label.unit else name
+    )
 
 
 def print_per_arm(console: Console, report: Any) -> None:

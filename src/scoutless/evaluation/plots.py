@@ -165,7 +165,12 @@ def tradeoff_curves(entry: dict[str, Any], alpha: float, title: str) -> str:
 
 
 def pipeline_bars(pipeline: dict[str, Any]) -> str:
-    """Exact match and at-least-k per model over all targets."""
+    """Exact match and at-least-k per model over all targets, as a base64 PNG."""
+    return to_base64_png(pipeline_figure(pipeline))
+
+
+def pipeline_figure(pipeline: dict[str, Any]) -> Figure:
+    """Exact match and at-least-k per model over all targets: the shares of test tasks."""
     names = sorted(pipeline, key=lambda n: -(pipeline[n]["exact_match"] or 0.0))
     ks = sorted({k for p in pipeline.values() for k in p["at_least"]}, key=int)
     series = [("exact match", [pipeline[n]["exact_match"] or 0.0 for n in names])]
@@ -180,10 +185,11 @@ def pipeline_bars(pipeline: dict[str, Any]) -> str:
         ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=label)
     ax.set_xticks(x, names, rotation=30, ha="right")
     ax.set_ylim(0, 1)
+    ax.set_ylabel("share of test tasks")
     ax.set_title("all targets of a task")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    return to_base64_png(fig)
+    return fig
 
 
 def bayes_distance_bars(distance: dict[str, Any], classes: list[str], title: str) -> str:

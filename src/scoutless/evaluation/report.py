@@ -15,6 +15,7 @@ import jinja2
 from scoutless.atomic import atomic_write_text
 from scoutless.evaluation import plots
 from scoutless.evaluation.bayes_gap import bayes_distance
+from scoutless.evaluation.conclusion import conclusion
 from scoutless.evaluation.tables import (
     ALLOCATION_CAPTION,
     ALLOCATION_COLUMNS,
@@ -75,6 +76,7 @@ def render_report(metrics: dict[str, Any], replay: dict[str, Any] | None = None)
     return _template().render(
         metrics=metrics,
         title=f"scoutless evaluation — bundle {version}",
+        conclusion=conclusion(metrics),
         headline=headline_rows(metrics),
         headline_columns=headline_columns(metrics),
         sections=sections,

@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine
 
 from scoutless.config import RolloutSettings, get_settings
+from scoutless.ops.figure_labels import FIGURE_LABELS
 from scoutless.ops.impact_store import ImpactError, read_impact
 from scoutless.ops.monitoring import window_start
 from scoutless.ops.prediction_log import PredictionLog
@@ -56,24 +57,10 @@ FIGURES = IMPACT_FIGURES
 #: tasks stopped before their production jobs ran
 COMPLETED_STATUSES = frozenset({"done", "finished", "failed"})
 #: figures where more is better (the guard rail reads a drop of these as harm)
-HIGHER_IS_BETTER = frozenset({"first_attempt_success"})
-#: per figure, its unit and how the tasks are pooled (each figure is a ratio of sums over
-#: tasks: a per-task figure is then their mean, not the median the replay's P50 shows)
+HIGHER_IS_BETTER = frozenset(f for f, label in FIGURE_LABELS.items() if label.better == "higher")
+#: per figure, its unit and how the tasks are pooled (``FIGURE_LABELS`` has its name too)
 FIGURE_UNITS: dict[str, tuple[str, str]] = {
-    "first_prod_job_h": ("h", "mean over tasks"),
-    "completion_h": ("h", "mean over completed tasks"),
-    "first_attempt_success": ("share", "pooled over first attempts"),
-    "memory_kills": ("per job", "pooled over jobs"),
-    "walltime_kills": ("per job", "pooled over jobs"),
-    "retries_per_job": ("per job", "pooled over jobs"),
-    "wasted_core_hours": ("core·h per task", "mean over tasks"),
-    "memory_slack_gb_hours": ("GB·h per task", "mean over tasks"),
-    "memory_slack_rel": ("share of the limit", "weighted by wall time"),
-    "walltime_slack_core_hours": ("core·h per task", "mean over tasks"),
-    "walltime_slack_rel": ("share of the limit", "weighted by wall time"),
-    "memory_vs_scouts": ("× the scouts'", "ratio of totals"),
-    "cputime_vs_scouts": ("× the scouts'", "ratio of totals"),
-    "walltime_vs_scouts": ("× the scouts'", "ratio of totals"),
+    f: (label.unit, label.pooled) for f, label in FIGURE_LABELS.items()
 }
 #: the windows ``monitor impact`` picks from when not told (``window_for``)
 WINDOWS: tuple[tuple[str, float], ...] = (

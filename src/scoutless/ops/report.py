@@ -22,8 +22,8 @@ import pandas as pd
 from jinja2 import Environment, select_autoescape
 
 from scoutless.config import get_settings
+from scoutless.ops.figure_labels import MONITOR_LABELS, figure_label
 from scoutless.ops.guard_rail import judge
-from scoutless.ops.impact import FIGURE_UNITS
 from scoutless.ops.monitoring import MonitorSnapshot
 from scoutless.targets.bins import TargetBins
 
@@ -67,7 +67,7 @@ def _time_series(frame: pd.DataFrame, key: str, metrics: list[str], title: str) 
         for name, group in frame.groupby(key, sort=True):
             group = group.sort_values("window_start")
             ax.plot(group["window_start"], group[metric], marker="o", label=str(name))
-        ax.set_title(metric)
+        ax.set_title(figure_label(metric).shown)
         ax.tick_params(axis="x", rotation=30)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
@@ -101,9 +101,13 @@ def _confusion_plot(confusion: dict[str, np.ndarray], bins: dict[str, TargetBins
 
 
 def _html_table(frame: pd.DataFrame) -> str:
+    """The frame as a table, its figures' columns named for people, with their direction."""
     if frame.empty:
         return "<p>No data.</p>"
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+    shown = {c: figure_label(c).shown for c in frame.columns if c in MONITOR_LABELS}
+    return frame.rename(columns=shown).to_html(
+        index=False, float_format=lambda v: f"{v:.3f}", border=0
+    )
 
 
 def _sections(snapshot: MonitorSnapshot, bins: dict[str, TargetBins]) -> list[dict[str, str]]:
@@ -199,17 +203,23 @@ def excludes_zero(d: Any) -> bool:
     return bool(np.isfinite(d.lo) and np.isfinite(d.hi) and (d.lo > 0 or d.hi < 0))
 
 
-def _unit_cells(figure: str) -> list[str]:
-    unit, pooled = FIGURE_UNITS.get(figure, ("", ""))
-    return [unit, pooled]
+#: the columns naming a figure: its name, its better direction, unit and pooling
+_FIGURE_HEADERS = ["figure", "better", "unit", "over"]
+
+
+def _figure_cells(figure: str) -> list[str]:
+    label = figure_label(figure)
+    return [label.name, label.arrow, label.unit, label.pooled]
 
 
 def _rows_table(headers: list[str], rows: list[tuple[list[str], bool]]) -> str:
-    """An escaped HTML table; a row flagged True is bold and marked ✱."""
+    """An escaped HTML table, the figure's columns left-aligned; a row flagged True is bold
+    and marked ✱."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    text = len(_FIGURE_HEADERS)
     body = []
     for cells, marked in rows:
-        tds = "".join(f'<td class="t">{escape(c)}</td>' if i < 3 else f"<td>{escape(c)}</td>"
+        tds = "".join(f'<td class="t">{escape(c)}</td>' if i < text else f"<td>{escape(c)}</td>"
                       for i, c in enumerate(cells))  # fmt: skip
         body.append(f'<tr class="excludes-zero"><th>✱</th>{tds}</tr>' if marked
                     else f"<tr><td></td>{tds}</tr>")  # fmt: skip
@@ -226,8 +236,8 @@ def _per_arm_table(report: Any) -> str:
         by_arm = group.set_index("arm")
         cells = [significant(by_arm.at[a, "value"]) if a in by_arm.index else "—" for a in arms]
         if any(c != "—" for c in cells):
-            rows.append(([str(figure), *_unit_cells(str(figure)), *cells], False))
-    return _rows_table(["figure", "unit", "over", *arms], rows)
+            rows.append(([*_figure_cells(str(figure)), *cells], False))
+    return _rows_table([*_FIGURE_HEADERS, *arms], rows)
 
 
 def _differences_table(report: Any) -> str:
@@ -235,15 +245,18 @@ def _differences_table(report: Any) -> str:
     if not diffs:
         return "<p>No canary and control tasks to compare yet.</p>"
     rows = [
-        ([d.figure, *_unit_cells(d.figure), significant(d.value),
+        ([*_figure_cells(d.figure), significant(d.value),
           f"[{significant(d.lo)}, {significant(d.hi)}]", f"{d.n_arm:,} / {d.n_baseline:,}"],
          excludes_zero(d))
         for d in diffs
     ]  # fmt: skip
     first = diffs[0]
-    headers = ["figure", "unit", "over", f"{first.arm} − {first.baseline}", "95 % interval",
-               "tasks"]  # fmt: skip
-    return _rows_table(headers, rows) + "<p>✱ bold: the interval excludes zero.</p>"
+    headers = [*_FIGURE_HEADERS, f"{first.arm} − {first.baseline}", "95 % interval", "tasks"]
+    note = (
+        f"✱ bold: the interval excludes zero. A difference in its figure's better "
+        f"direction favours {first.arm}."
+    )
+    return _rows_table(headers, rows) + f"<p>{escape(note)}</p>"
 
 
 def _figure_plot(wide: pd.DataFrame, figure: str) -> str | None:
@@ -254,7 +267,7 @@ def _figure_plot(wide: pd.DataFrame, figure: str) -> str | None:
     for arm, group in wide.groupby("arm", sort=True):
         group = group.sort_values("window_start")
         ax.plot(group["window_start"], group[figure], marker="o", ms=3, label=str(arm))
-    ax.set_ylabel(_unit_cells(figure)[0], fontsize=8)
+    ax.set_ylabel(figure_label(figure).unit, fontsize=8)
     ax.tick_params(axis="x", rotation=30, labelsize=7)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
@@ -281,11 +294,11 @@ def impact_sections(report: Any) -> list[dict[str, Any]]:
     sections.append({"title": "canary − control (bootstrap interval over tasks)", "image": None,
                      "table": _differences_table(report)})  # fmt: skip
     for figure in report.per_arm["figure"].unique():
-        unit, pooled = _unit_cells(str(figure))
+        label = figure_label(str(figure))
         image = _figure_plot(wide, str(figure))
         if image:
-            sections.append({"title": f"{figure} ({unit}, {pooled}) per window",
-                             "image": image, "table": ""})  # fmt: skip
+            sections.append({"title": f"{label.name} per window ({label.unit}, {label.pooled};"
+                                      f" {label.direction})", "image": image, "table": ""})  # fmt: skip
     return sections
 
 
