@@ -11,7 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from scoutless.allocation.allocate import Allocation
-from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import walltime_limit_s
+from scoutless.allocation.site import SiteRules
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.pool import LONG, pool_cores, standard_types
 from scoutless.replay.workload import Workload
