@@ -27,7 +27,7 @@ from scoutless.allocation.context import FEW_TASKS
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
-from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
+from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import HISTORY_MISSING

@@ -28,7 +28,7 @@ from scoutless.allocation.costs import COSTS
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import Settings, get_settings
-from scoutless.features.encoders import InspectedFeatures
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 
 VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
