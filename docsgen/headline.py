@@ -13,7 +13,7 @@ from typing import Any
 
 from docsgen.markdown import table
 from docsgen.results_pages import at, fmt, load_result
-from docsgen.results_views import strategies_at
+from docsgen.views.replay import strategies_at
 
 TARGETS = ("memory", "cputime", "io", "walltime")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"

@@ -30,13 +30,9 @@ import pandas as pd
 
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.atomic import atomic_folder
-from scoutless.features.encoders import (
-    EncodedFeatures,
-    FeatureEncoder,
-    FeatureInput,
-    InspectedFeatures,
-    SchemaError,
-)
+from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
+from scoutless.features.encoders import FeatureEncoder
+from scoutless.features.schema import FeatureInput, SchemaError
 from scoutless.features.spec import FeatureSpec
 from scoutless.layout import MANIFEST_FILE, BundleError, read_manifest, resolve_champion
 from scoutless.libraries import library_versions, version_mismatch

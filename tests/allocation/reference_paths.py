@@ -14,7 +14,9 @@ from scoutless.allocation.allocate import (
     _scout_errors_of,
     grid_z,
 )
-from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import COSTS, CostModel
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
 

@@ -8,7 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from scoutless.allocation.allocate import cost_allocation, selective, value_allocation
-from scoutless.allocation.costs import JobContext, SiteRules, memory_cost
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import memory_cost
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import AllocationSettings, Prices, Settings
 

@@ -11,15 +11,15 @@ import pytest
 
 from scoutless.allocation import cost_kernels
 from scoutless.allocation.allocate import cost_allocation
+from scoutless.allocation.context import JobContext
 from scoutless.allocation.costs import (
     COSTS,
-    JobContext,
-    SiteRules,
     cputime_cost,
     cputime_killed,
     memory_cost,
     memory_killed,
 )
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import JobSpread, ValueDistribution
 from scoutless.config import Prices
 

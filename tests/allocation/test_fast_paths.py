@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from scoutless.allocation import allocate, cost_kernels
 from scoutless.allocation.allocate import choose, cost_allocation, weighted_quantiles
-from scoutless.allocation.costs import JobContext, SiteRules
+from scoutless.allocation.context import JobContext
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import SCALAR_MAX, ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
 from scoutless.targets.bins import TargetBins
@@ -238,7 +239,7 @@ def test_a_job_is_read_from_the_features_as_before(present):
 
 
 def test_the_decision_rules_follow_the_settings(monkeypatch):
-    from scoutless.allocation.costs import SiteRules
+    from scoutless.allocation.site import SiteRules
     from scoutless.config import get_settings
     from scoutless.service import value_decisions
 

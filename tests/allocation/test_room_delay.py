@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from scoutless.allocation.allocate import cost_allocation
-from scoutless.allocation.costs import JobContext, SiteRules, room_delay_hours
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.site import SiteRules, room_delay_hours
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import Prices
 

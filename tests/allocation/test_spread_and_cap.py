@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from scoutless.allocation.allocate import cost_allocation
-from scoutless.allocation.costs import JobContext, SiteRules, congestion
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.site import SiteRules, congestion
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import AllocationSettings, Prices, ReplaySettings
 

@@ -8,8 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoutless.features import encoders
-from scoutless.features.encoders import FeatureEncoder, SchemaError, category_text
+from scoutless.features import encoders, schema
+from scoutless.features.encoded import InspectedFeatures
+from scoutless.features.encoders import FeatureEncoder
+from scoutless.features.normalise import category_text
+from scoutless.features.schema import SchemaError
 from scoutless.features.spec import FeatureSpec
 
 SPECS = [
@@ -177,7 +180,7 @@ def test_few_rows_numbers_in_one_pass_equal_the_checked_column_path(fitted, rows
     records = [{"user": "bob", "queue": 1, "cores": c, "events": e} for c, e in rows]
     columns = {"cores": [c for c, _ in rows], "events": [e for _, e in rows]}
     checked = [FeatureEncoder._numerical_column(columns[n]) for n in ("cores", "events")]
-    fast = encoders._plain_numbers(columns, ["cores", "events"], len(rows))
+    fast = schema._plain_numbers(columns, ["cores", "events"], len(rows))
     if fast is not None:
         for got, want in zip(fast.values(), checked, strict=True):
             np.testing.assert_array_equal(got, want)
@@ -201,7 +204,7 @@ def test_stacked_requests_read_as_one_inspection_of_all_their_rows(fitted):
     frame.loc[2, "user"] = "mallory"  # an unknown category
     records = frame.to_dict(orient="records")
     parts = [fitted.inspect(records[lo:hi]) for lo, hi in ((0, 1), (1, 5), (5, 9))]
-    stacked, whole = encoders.InspectedFeatures.stack(parts), fitted.inspect(records)
+    stacked, whole = InspectedFeatures.stack(parts), fitted.inspect(records)
     assert np.array_equal(stacked.encoded.codes, whole.encoded.codes)
     assert np.array_equal(stacked.encoded.numeric, whole.encoded.numeric, equal_nan=True)
     # the typed values and unknowns, built when first read (a group's decisions read few)
@@ -223,6 +226,7 @@ def test_a_few_rows_codes_in_one_conversion_equal_the_columns_and_their_layout(
     records = frame.drop(columns="target").to_dict("records")
     few = fitted.transform(records).codes
     monkeypatch.setattr(encoders, "SMALL_BATCH", -1)  # every size by the column path
+    monkeypatch.setattr(schema, "SMALL_BATCH", -1)
     by_columns = fitted.transform(records).codes
     assert few.dtype == by_columns.dtype == np.int64 and few.shape == by_columns.shape
     np.testing.assert_array_equal(few, by_columns)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.dnn import Dropout, TabularMLP, embedding_dim
 from scoutless.models.dnn_inputs import numeric_input
 from scoutless.models.dnn_model import DNNModel

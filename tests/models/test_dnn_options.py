@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.dnn import TabularMLP
 from scoutless.models.dnn_inputs import aux_target
 from scoutless.models.dnn_model import DNNModel

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.value_linear import ALPHAS, LinearBase, choose_alpha
 from scoutless.models.value_model import fold_of
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.values import ConformalLevels
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.value_model import LogValueModel, fold_of
 from scoutless.models.xgb import tree_matrix
 
@@ -204,7 +204,7 @@ def test_the_ridge_start_lowers_the_location_error_on_additive_effects():
 
 
 def test_a_few_rows_tree_matrix_is_made_once_per_rows_and_sentinel():
-    from scoutless.features.encoders import SMALL_BATCH
+    from scoutless.features.encoded import SMALL_BATCH
 
     rng = np.random.default_rng(4)
     numeric = rng.normal(size=(3, 4)).astype(np.float32)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import balanced_class_weight
 from scoutless.models.tuning import grid_points, grid_search_xgb
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel

@@ -10,7 +10,7 @@ import xgboost as xgb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models import xgb_inference
 from scoutless.models.xgb import XGBLabelModel, XGBNativeModel
 from scoutless.models.xgb_inference import (

@@ -88,7 +88,8 @@ def test_a_wait_in_a_capped_room_is_priced_as_the_tasks_delay():
 
 def test_the_loads_a_choice_puts_on_the_caps():
     from scoutless.allocation.allocate import Allocation
-    from scoutless.allocation.costs import JobContext, SiteRules
+    from scoutless.allocation.context import JobContext
+    from scoutless.allocation.site import SiteRules
     from scoutless.replay.site_rules import chosen_loads, with_loads
 
     settings = settings_with(resource_types={"SCORE": {"cores": 4}})

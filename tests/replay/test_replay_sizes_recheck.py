@@ -1,5 +1,6 @@
-"""``benchmarks/replay.py --recheck``: a ``--sizes`` result's checks computed again from the
-runs it keeps (means over the seeds, the references that miss a metric too), in place."""
+"""``benchmarks/replay.py --recheck`` (``replay_sizes.py``): a ``--sizes`` result's checks
+computed again from the runs it keeps (means over the seeds, the references that miss a
+metric too), in place."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from benchmark_modules import benchmark_module
 
 @pytest.fixture(scope="module")
 def replay_benchmark():
-    with benchmark_module("replay") as module:
+    with benchmark_module("replay_sizes") as module:
         yield module
 
 

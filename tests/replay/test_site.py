@@ -214,7 +214,7 @@ def test_the_best_job_waits_for_its_cores_and_nothing_behind_it_backfills():
 
 
 def test_the_cost_model_reads_the_replays_queues():
-    from scoutless.allocation.costs import SiteRules
+    from scoutless.allocation.site import SiteRules
 
     cfg = replay_settings(ReplaySettings(), short_maxtime_s=43200.0, queue_maxtime_s=259200.0)
     rules = SiteRules.of(cfg)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder, InspectedFeatures
+from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import create_schema, make_engine

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoutless.allocation.context import FEW_TASKS
-from scoutless.service.pipeline import _holding_class
+from scoutless.service.decisions import _holding_class
 from scoutless.targets.bins import load_bins
 
 

@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 from service_fakes import FakePredictor
 from sqlalchemy import select, update
 
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import make_engine
 from scoutless.history.schema import jedi_taskparams, jedi_tasks

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scoutless.features.encoders import SMALL_BATCH
+from scoutless.features.encoded import SMALL_BATCH
 from scoutless.service.app import create_app
 from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.serving import ModelHolder

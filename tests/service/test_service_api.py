@@ -154,7 +154,7 @@ def test_a_few_tasks_get_the_same_decisions_as_a_batch() -> None:
     import numpy as np
     from service_fakes import FakePredictor
 
-    from scoutless.features.encoders import SMALL_BATCH
+    from scoutless.features.encoded import SMALL_BATCH
     from scoutless.service.pipeline import Pipeline
 
     rng = np.random.default_rng(3)

@@ -1,5 +1,6 @@
-"""The bound ``benchmarks/bare_compare.py`` reports beside the service-vs-bare ratios: each
-stage priced at the groups the service formed, read from its own ``/metrics``."""
+"""The bound ``benchmarks/bare_compare.py`` reports beside the service-vs-bare ratios
+(``throughput_bound.py``): each stage priced at the groups the service formed, read from
+its own ``/metrics``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def bare_compare():
         yield module
 
 
+@pytest.fixture(scope="module")
+def throughput_bound():
+    with benchmark_module("throughput_bound") as module:
+        yield module
+
+
 def _affine(stage: str, fixed: float, each: float) -> dict[str, float]:
     """CPU ms per request at every measured group size of a stage whose group costs
     ``fixed + each * k`` (``MEASURED_GROUPS``: 1 to 8)."""
@@ -29,18 +36,18 @@ def _affine(stage: str, fixed: float, each: float) -> dict[str, float]:
     group=st.floats(1.0, 8.0),
 )
 def test_a_mean_group_between_sizes_costs_its_share_of_the_group(
-    bare_compare, fixed, each, group
+    throughput_bound, fixed, each, group
 ) -> None:
     """A group's whole cost is interpolated, not the per-request figure: exact where the
     cost is a fixed part and a part per request (the models' shape)."""
-    got = bare_compare._per_request(_affine("run_many", fixed, each), "run_many", group)
+    got = throughput_bound._per_request(_affine("run_many", fixed, each), "run_many", group)
     assert got == pytest.approx((fixed + each * group) / group, rel=1e-9, abs=1e-12)
 
 
-def test_groups_outside_the_measured_sizes_are_clipped_to_them(bare_compare) -> None:
+def test_groups_outside_the_measured_sizes_are_clipped_to_them(throughput_bound) -> None:
     cpu = _affine("log_write", 1.0, 0.1)
-    assert bare_compare._per_request(cpu, "log_write", 0.2) == pytest.approx(1.1)
-    assert bare_compare._per_request(cpu, "log_write", 30) == pytest.approx(1.8 / 8)
+    assert throughput_bound._per_request(cpu, "log_write", 0.2) == pytest.approx(1.1)
+    assert throughput_bound._per_request(cpu, "log_write", 30) == pytest.approx(1.8 / 8)
 
 
 def _pipeline_cpu() -> dict[str, float]:
@@ -55,10 +62,10 @@ def _pipeline_cpu() -> dict[str, float]:
     }
 
 
-def test_the_ceilings_price_each_stage_at_its_own_group(bare_compare) -> None:
+def test_the_ceilings_price_each_stage_at_its_own_group(throughput_bound) -> None:
     bare = {"cpu_ms_per_request": 0.2}
-    post = bare_compare.at_groups(_pipeline_cpu(), bare, {"model": 4.0, "log": 8.0},
-                                  by_id=False)  # fmt: skip
+    post = throughput_bound.at_groups(_pipeline_cpu(), bare, {"model": 4.0, "log": 8.0},
+                                      by_id=False)  # fmt: skip
     parts = post["cpu_ms_per_request"]
     assert parts["run_many"] == pytest.approx(1.2 / 4)
     assert parts["log_write"] == pytest.approx(0.36 / 8)
@@ -68,8 +75,8 @@ def test_the_ceilings_price_each_stage_at_its_own_group(bare_compare) -> None:
     compiled = 0.2 + 0.24 / 4 + 0.045 + 0.014
     assert post["python_ceiling"] == round(0.2 / python, 3)
     assert post["compiled_ceiling"] == round(0.2 / compiled, 3)
-    by_id = bare_compare.at_groups(_pipeline_cpu(), bare, {"model": 4.0, "log": 8.0,
-                                                           "fetch": 2.0}, by_id=True)  # fmt: skip
+    by_id = throughput_bound.at_groups(_pipeline_cpu(), bare, {"model": 4.0, "log": 8.0,
+                                                               "fetch": 2.0}, by_id=True)  # fmt: skip
     assert by_id["cpu_ms_per_request"]["task_read"] == pytest.approx(0.2 / 2)
     assert by_id["cpu_ms_per_request"]["request_io"] == pytest.approx(0.004)  # no body
     assert by_id["compiled_ceiling"] < post["compiled_ceiling"]

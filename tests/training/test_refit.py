@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.models.base import balanced_class_weight
 from scoutless.models.dnn_params import DNNParams
 from scoutless.training.fitting import FamilyTrainer, TargetData, training_progress

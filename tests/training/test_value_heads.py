@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import get_settings
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.training.fitting import TargetData
 from scoutless.training.value_heads import fit_value_head
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from scoutless.allocation import cost_kernels
-from scoutless.allocation.costs import COSTS, CostModel, JobContext, SiteRules, scout_wait_cost
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import COSTS, CostModel, scout_wait_cost
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution, ndtri
 from scoutless.config import Prices
 

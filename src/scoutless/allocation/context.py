@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from scoutless.allocation.costs import JobContext
 from scoutless.config import PandaDefaults
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
@@ -26,6 +26,28 @@ FEW_TASKS = 16
 Numbers = Mapping[str, np.ndarray]
 #: per task a job's walltime (s), or None for the default
 Wall = np.ndarray | None
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """Per task (arrays of one length): what a job of it is, as known at submission."""
+
+    cores: np.ndarray
+    #: expected walltime of one job, seconds (the walltime target's median where predicted)
+    wall_s: np.ndarray
+    #: events per job, HS06 per core, cpuEfficiency (%), baseWalltime (s): getJobMaxWalltime
+    nevents: np.ndarray
+    core_power: np.ndarray
+    cpu_efficiency: np.ndarray
+    base_walltime_s: np.ndarray
+    #: jobs the task will have (1 where unknown)
+    n_jobs: np.ndarray
+
+    def take(self, rows: np.ndarray | slice) -> JobContext:
+        return JobContext(**{k: np.asarray(v)[rows] for k, v in self.__dict__.items()})
+
+    def __len__(self) -> int:
+        return len(self.cores)
 
 
 def _numbers(numbers: Numbers, name: str, n: int) -> np.ndarray:

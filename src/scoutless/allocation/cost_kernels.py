@@ -8,8 +8,8 @@ each element is computed once, with the very operations of :mod:`.costs` in the 
 order (no fast-math: LLVM neither reorders nor fuses them), so every cost is equal to
 the numpy one bit for bit; the sums over the needs (a matrix product) stay in numpy.
 What depends on a task only (its cores, hours, the rooms' waits) is computed by the numpy
-code of :mod:`.costs` first and passed per task (:mod:`.costs` calls the kernels; this
-module imports nothing of it). The choice among the priced candidates
+code of :mod:`.compiled_costs` first and passed per task (:mod:`.compiled_costs` calls
+the kernels; this module imports nothing of it). The choice among the priced candidates
 (:func:`.allocate.choose` and what the chunk reads at it) is one more loop, :func:`_choice`:
 a dozen numpy calls per priced target otherwise, comparisons and gathers only.
 
@@ -145,7 +145,7 @@ def _cputime(
 ) -> tuple[Any, Any]:  # fmt: skip
     """(cost, killed as 0/1) as :func:`_memory` lays them out, as
     :func:`.costs.cputime_cost` and :func:`.costs.cputime_killed` compute them (the long
-    room's wait per element: :func:`.costs.room_delay_hours`)."""
+    room's wait per element: :func:`.site.room_delay_hours`)."""
     rows, n_alloc, n_need = alloc.shape[0], alloc.shape[1], need.shape[1]
     cost = np.empty((rows, n_alloc, n_need))
     killed_out = np.empty((rows, n_alloc, n_need))

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from scoutless.distributed.ddp_data import RankData, read_rank_share, write_shards
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.dnn import TabularMLP
 from scoutless.models.dnn_inputs import feature_tensors
 from scoutless.models.dnn_model import DNNModel

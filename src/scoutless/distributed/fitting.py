@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scoutless.config import DistributedSettings
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import ClassModel
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.xgb import XGBModel

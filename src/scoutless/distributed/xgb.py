@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.xgb import XGBModel
 
 if TYPE_CHECKING:

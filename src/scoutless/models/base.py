@@ -1,6 +1,6 @@
 """The contract every per-target classifier follows, and the helpers they share.
 
-A model sees only :class:`~scoutless.features.encoders.EncodedFeatures` (never pandas or
+A model sees only :class:`~scoutless.features.encoded.EncodedFeatures` (never pandas or
 a database) and predicts ordinal classes ``0 .. n_classes - 1``; ``predict_proba``
 columns follow ``classes_ = arange(n_classes)`` even when a class was absent in training.
 As in scikit-learn, ``classes_`` and the other trailing-underscore attributes exist only
@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 
 
 @runtime_checkable

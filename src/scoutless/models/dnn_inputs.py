@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures, signed_log1p
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import signed_log1p
 
 if TYPE_CHECKING:
     import torch

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from scoutless.config import get_settings
-from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
+from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.dnn_inference import InferenceWeights
 from scoutless.models.dnn_inputs import aux_target, feature_tensors, numeric_input

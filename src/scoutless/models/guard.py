@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.models.paired_bootstrap import margin_lower_bounds
 
 #: Baselines the guard may blend in, strongest first.

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
-from scoutless.features.encoders import EncodedFeatures, InspectedFeatures
+from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
 from scoutless.features.spec import FeatureSpec
 from scoutless.targets.bins import TargetBins
 

@@ -17,7 +17,7 @@ import optuna
 from sklearn.metrics import confusion_matrix, f1_score
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams
 from scoutless.models.paired_bootstrap import macro_f1_accuracy, resampled_f1_accuracy

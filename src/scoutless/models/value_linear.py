@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scoutless.features.encoders import EncodedFeatures
+from scoutless.features.encoded import EncodedFeatures
 
 #: the ridge penalties tried (features standardised, categories 0/1)
 ALPHAS: tuple[float, ...] = (3.0, 10.0, 30.0)

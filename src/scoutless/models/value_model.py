@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.values import ValueDistribution
-from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
+from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted
 from scoutless.models.value_linear import JointLinear, LinearBase, choose_alpha
 from scoutless.models.xgb import booster_from_bytes, booster_params, tree_matrix

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scoutless.features.encoders import SMALL_BATCH, EncodedFeatures
+from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 

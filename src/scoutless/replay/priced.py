@@ -10,7 +10,7 @@ from what the replay's attempts did rather than expected, in core-hours:
 - ``memory_overuse``: GB-hours used above the allocation (within the pilot's grace) ×
   ``memory_overuse_gb_hour``;
 - ``himem`` / ``long_queue``: core-hours run in HIMEM slots / on the long queue × their
-  premium × :func:`~scoutless.allocation.costs.congestion` of the load that strategy put
+  premium × :func:`~scoutless.allocation.site.congestion` of the load that strategy put
   on that width's caps (their core-hours over the caps' cores × the replay's span);
 - ``walltime_slack``: core-hours of walltime limit successful attempts did not use ×
   ``walltime_slack_core_hour``;
@@ -19,7 +19,7 @@ from what the replay's attempts did rather than expected, in core-hours:
 - ``room_delay``: hours by which the longest queue wait of a task's attempts in a capped
   room (the long queue, a HIMEM slot) exceeds the longest of its attempts in the pool
   alone × ``scout_delay_hour`` (an hour a task is late is priced alike whatever it waits
-  for): what the decision's :func:`~scoutless.allocation.costs.room_delay_hours` expects.
+  for): what the decision's :func:`~scoutless.allocation.site.room_delay_hours` expects.
 
 Prices are the global ones with the overrides of each task's standard resource type, as
 the decision takes them (``replay/submission.py``'s ``price_groups``). Other queueing
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.allocation.costs import congestion
+from scoutless.allocation.site import congestion
 from scoutless.config import AllocationSettings, ReplaySettings
 from scoutless.replay.pool import LONG, standard_types
 from scoutless.replay.result import ReplayResult

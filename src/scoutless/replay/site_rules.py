@@ -11,7 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from scoutless.allocation.allocate import Allocation
-from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import walltime_limit_s
+from scoutless.allocation.site import SiteRules
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.pool import LONG, pool_cores, standard_types
 from scoutless.replay.workload import Workload
@@ -19,7 +21,7 @@ from scoutless.replay.workload import Workload
 
 def site_rules(work: Workload, cfg: ReplaySettings) -> SiteRules:
     """The rules the engine applies: the long queue's maxtime raised to the workload's
-    longest job (it ran, so its queue allowed it), as in ``replay/engine.py``."""
+    longest job (it ran, so its queue allowed it), as in ``replay/state.py``."""
     rules = SiteRules.of(cfg)
     longest = float(np.ceil(work.wall_s.max())) if work.n_jobs else 0.0
     return dataclasses.replace(rules, max_maxtime_s=max(cfg.queue_maxtime_s or 0.0, longest))

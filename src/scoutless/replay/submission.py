@@ -34,8 +34,10 @@ from scoutless.allocation.allocate import (
     unseen_application,
     value_allocation,
 )
-from scoutless.allocation.costs import JobContext, SiteRules, walltime_limit_s
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import walltime_limit_s
 from scoutless.allocation.policies import make_policy
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.site_rules import (

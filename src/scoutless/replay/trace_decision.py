@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.allocate import cost_allocation, grid_z, value_allocation
-from scoutless.allocation.costs import COSTS, JobContext, SiteRules
+from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import COSTS
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Prices, Settings
 from scoutless.replay.site_rules import WidthRules, rules_of

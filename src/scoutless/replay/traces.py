@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.allocate import value_allocation
-from scoutless.allocation.costs import JobContext
+from scoutless.allocation.context import JobContext
 from scoutless.config import Settings
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import standard_types

@@ -30,7 +30,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from scoutless.features.encoders import SMALL_BATCH
+from scoutless.features.encoded import SMALL_BATCH
 from scoutless.service.answers import Outcome
 from scoutless.service.pipeline import Pipeline
 from scoutless.service.request_input import Prepared

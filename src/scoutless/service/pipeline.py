@@ -7,15 +7,14 @@ no HTTP and no logging I/O; it returns the response body's tasks and, built sepa
 from the same decisions, the prediction-log rows, with the time each stage took. Feature
 validation is the bundle's (``Predictor.validate_frame``), so the service never
 re-implements preprocessing. The request's input checks are :mod:`.request_input`; the
-answer and log rows built from the decisions are :mod:`.answers`.
+answer and log rows built from the decisions are :mod:`.answers`; the decide stage is
+:mod:`.decisions`.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -23,27 +22,24 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.allocation.context import FEW_TASKS
-from scoutless.allocation.policies import Policy, PolicyError, make_policy
-from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
-from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
 from scoutless.service.answers import (
-    BinsView,
     Decision,
     Outcome,
     answer_columns,
     answer_tasks,
     log_rows,
 )
+from scoutless.service.decisions import DecisionStage
 from scoutless.service.errors import log_error
 from scoutless.service.request_input import InputError, Prepared, parse_records, schema_errors
-from scoutless.service.value_decisions import VALUE_POLICIES, ValuePolicyError, value_answer
+from scoutless.service.value_decisions import VALUE_POLICIES
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool
@@ -60,29 +56,7 @@ Predictor = PredictorLike
 HistoryLookup = Callable[[list[dict[str, Any]]], tuple[list[dict[str, float]], list[bool]]]
 
 
-class PolicyCache:
-    """Fitted policies per (target, name, alpha, recall); fitting needs the calibration set."""
-
-    def __init__(self, predictor: Predictor) -> None:
-        self.predictor = predictor
-        self._fitted: dict[tuple[str, str, float, float], Policy] = {}
-        self._lock = threading.Lock()
-
-    def get(self, target: str, name: str, alpha: float, recall: float) -> Policy:
-        key = (target, name, alpha, recall)
-        policy = self._fitted.get(key)
-        if policy is None:
-            calibration = () if name == "argmax" else self.predictor.calibration(target)
-            try:
-                policy = make_policy(name, *calibration, alpha=alpha, recall=recall)
-            except PolicyError as exc:
-                raise InputError(["body", "policy"], f"{name!r} for {target}: {exc}") from exc
-            with self._lock:
-                self._fitted[key] = policy
-        return policy
-
-
-class Pipeline:
+class Pipeline(DecisionStage):
     """Serve a subset of a bundle's targets; one thread-pool task per target."""
 
     def __init__(
@@ -103,13 +77,10 @@ class Pipeline:
             )
         self.executor = executor
         self.safe_recall = safe_recall
-        self.policies = PolicyCache(predictor)
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
-        self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
-        self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}
+        self._decision_state()
 
     @property
     def version(self) -> str:
@@ -200,94 +171,6 @@ class Pipeline:
         }
         return {t: np.asarray(f.result(), dtype=float) for t, f in futures.items()}
 
-    def decide(
-        self,
-        proba: Mapping[str, np.ndarray],
-        *,
-        policy: str,
-        alpha: float,
-        features: InspectedFeatures | None = None,
-    ) -> dict[str, Decision]:
-        """Each target's chosen classes under the policy, with what answers and logs show.
-
-        ``p_sufficient`` is P(class <= chosen): a class's recommended value is its upper
-        edge; in the open last class it is a quantile of the class's training values, so
-        there (given ``features`` and a value model) it is read from the answer's one
-        distribution instead (:func:`_open_class_sufficient`)."""
-        decisions: dict[str, Decision] = {}
-        for target, p in proba.items():
-            chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
-            probabilities, classes = p.tolist(), chosen.tolist()
-            if len(p) > SMALL_BATCH:
-                rows = np.arange(len(p))
-                confidence = p[rows, chosen].tolist()
-                p_sufficient = np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist()
-            else:  # a few tasks: the same values from Python lists, without numpy's overhead
-                pairs = list(zip(probabilities, classes, strict=True))
-                confidence = [row[c] for row, c in pairs]
-                p_sufficient = [_cumulative(row, c) for row, c in pairs]
-            if features is not None:
-                self._open_class_sufficient(target, p, chosen, features, p_sufficient)
-            decisions[target] = Decision(
-                view=self._views[target], classes=classes, probabilities=probabilities,
-                confidence=confidence, p_sufficient=p_sufficient,
-            )  # fmt: skip
-        return decisions
-
-    def _open_class_sufficient(
-        self, target: str, p: np.ndarray, chosen: np.ndarray, features: InspectedFeatures,
-        p_sufficient: list[float],
-    ) -> None:  # fmt: skip
-        """Where the open last class was chosen, P(need <= its recommended value) under the
-        answer's one distribution (in place; nothing without a value model)."""
-        bins = self.predictor.bins[target]
-        top = np.flatnonzero(chosen == bins.n_classes - 1)
-        if not len(top) or np.isfinite(bins.edges[-1]) or not self.predictor.has_values(target):
-            return
-        dist = self.predictor.value_distribution(features.encoded, target).take(top)
-        value = np.full(len(top), float(bins.recommended[-1]))
-        read = sufficient_probability(p[top], np.asarray(bins.edges), chosen[top], dist, value)
-        for row, sufficient in zip(top.tolist(), read.tolist(), strict=True):
-            p_sufficient[row] = sufficient
-
-    def decide_values(
-        self,
-        proba: Mapping[str, np.ndarray],
-        features: InspectedFeatures,
-        *,
-        policy: str,
-        alpha: float,
-    ) -> tuple[dict[str, Decision], list[dict[str, Any]] | None]:
-        """The value or cost policy: per target each task's own value and the class holding
-        it; for ``cost``, per task whether scouting is cheaper (:mod:`.value_decisions`)."""
-        try:
-            answer = value_answer(self.predictor, features, list(proba), policy=policy, alpha=alpha)
-        except ValuePolicyError as exc:
-            raise InputError(["body", "policy"], str(exc)) from exc
-        chosen, readings = {}, []
-        for target, p in proba.items():
-            allocation = answer.allocations[target]
-            chosen[target] = _holding_class(self._inner[target], allocation.value)
-            readings.append((p, self._edges[target], chosen[target],
-                             answer.distributions[target], allocation.value))  # fmt: skip
-        # one distribution: the classes' masses, the value model's shape inside (every
-        # target's in one pass)
-        sufficient = dict(zip(proba, sufficient_probabilities(readings), strict=True))
-        decisions: dict[str, Decision] = {}
-        for target, p in proba.items():
-            probabilities, classes = p.tolist(), chosen[target].tolist()
-            if len(p) > SMALL_BATCH:
-                confidence = p[np.arange(len(p)), chosen[target]].tolist()
-            else:  # a few tasks: the same numbers from the lists
-                confidence = [row[c] for row, c in zip(probabilities, classes, strict=True)]
-            decisions[target] = Decision(
-                view=self._views[target], classes=classes, probabilities=probabilities,
-                confidence=confidence, p_sufficient=sufficient[target].tolist(),
-                values=answer.allocations[target].value.tolist(),
-                alpha=alpha if policy == "value" else None,
-            )  # fmt: skip
-        return decisions, answer.scouting
-
     # -- the whole thing ---------------------------------------------------------------------
     def run(
         self,
@@ -375,28 +258,6 @@ class Pipeline:
                 ["body", "targets"], f"{unknown} not served here; this service has {self.targets}"
             )
         return list(dict.fromkeys(targets))
-
-
-def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
-    """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
-    missing or negative value in the first class (``inner`` the bins' inner edges). A few
-    values by ``bisect`` on the list (the same search: ~1 us, not ~4 for numpy's calls)."""
-    if len(value) <= FEW_TASKS:  # as the job context: a few tasks' numbers in Python
-        return np.array(
-            [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
-        )  # NaN compares false: the first class, as a negative value
-    classes = np.searchsorted(np.asarray(inner, dtype=float), value, side="left")
-    classes = classes.astype(np.int64)
-    classes[np.isnan(value) | (value < 0)] = 0
-    return classes
-
-
-def _cumulative(row: list[float], c: int) -> float:
-    """P(class <= c), summed left to right as ``np.cumsum`` does, clipped to [0, 1]."""
-    total = 0.0
-    for value in row[: c + 1]:
-        total += value
-    return min(max(total, 0.0), 1.0)
 
 
 def history_missing_flag(

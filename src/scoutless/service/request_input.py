@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from scoutless.features.encoders import InspectedFeatures
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.history.schema import jedi_tasks
 

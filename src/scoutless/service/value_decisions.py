@@ -23,11 +23,12 @@ from scoutless.allocation.allocate import (
     unseen_application,
     value_allocation,
 )
-from scoutless.allocation.context import job_context
-from scoutless.allocation.costs import COSTS, JobContext, SiteRules
+from scoutless.allocation.context import JobContext, job_context
+from scoutless.allocation.costs import COSTS
+from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import Settings, get_settings
-from scoutless.features.encoders import InspectedFeatures
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 
 VALUE_POLICIES: tuple[str, ...] = ("value", "cost")

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.models.base import ClassModel, balanced_class_weight
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.dnn_params import DNNParams

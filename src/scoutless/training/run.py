@@ -39,7 +39,8 @@ import pandas as pd
 
 from scoutless.bundle import BundleContents, save_bundle
 from scoutless.config import get_settings
-from scoutless.features.encoders import EncodedFeatures, FeatureEncoder
+from scoutless.features.encoded import EncodedFeatures
+from scoutless.features.encoders import FeatureEncoder
 from scoutless.history.splits import assign_parts, forward_parts
 from scoutless.history.table import SPLIT_COLUMNS, TrainingTable
 from scoutless.models.base import ClassModel, balanced_class_weight
