@@ -1,4 +1,4 @@
-"""The service against a bare FastAPI app under the same client (issue 38): the same routes
+"""The service against a bare FastAPI app under the same client: the same routes
 with no work behind them, both servers pinned to one core and the client to the other, runs
 interleaved so a busy moment of a shared machine hits both alike, medians of the repeats,
 and the ratios of throughput and p99. A helper module of ``serve.py`` (its ``--vs-bare``
@@ -59,7 +59,7 @@ async def ready() -> dict:
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
 """
-#: throughput at least this share of the bare app's, p99 at most this multiple (issue 38)
+#: throughput at least this share of the bare app's, p99 at most this multiple
 VS_BARE_GOALS = {"throughput_ratio": 0.7, "p99_ratio": 1.5}
 #: the token the compared service requires (a deployment off loopback has one)
 BENCH_TOKEN = "bench-token-0123456789abcdef"

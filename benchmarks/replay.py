@@ -1,14 +1,14 @@
 """Replay cost: the six strategies against the three-strategy replay, in one run; prints JSON.
 
-Goals (issue 29): on 100k tasks (~2.6M jobs) the six strategies (scouts, predicted,
+Goals: on 100k tasks (~2.6M jobs) the six strategies (scouts, predicted,
 hybrid, selective, bayes, oracle: their allocations, replays and metrics) cost at most
 2.5 times the three-strategy replay (scouts, predicted, hybrid) measured in the same run,
-and the run stays within 4 GB. Earlier goal (issue 10): the three in ≤ 5 min.
+and the run stays within 4 GB.
 
     python benchmarks/replay.py --tasks 100000 --bundle scoutless-work/bundle
     python benchmarks/replay.py --db sqlite:///history.sqlite --bundle bundle/ --out results/replay.json
 
-``--sizes 20000,50000,100000 --seeds 3`` measures the yardstick instead (issue 37): one
+``--sizes 20000,50000,100000 --seeds 3`` measures the yardstick instead: one
 demo per size (history, table, an xgb bundle: ``scoutless demo --models xgb``, kept in
 ``--workdir`` and reused), then per seed a replay of a seeded sample (``--share`` of the
 demo's test tasks: the replay's ``--seed`` picks it, so each seed has its own tasks and

@@ -1,4 +1,4 @@
-"""Scale-out figures (issue 15), one JSON object per run on stdout.
+"""Scale-out figures, one JSON object per run on stdout.
 
     # a synthetic PanDA history as a Parquet export (not timed; long-tailed jobs per task)
     python benchmarks/scale.py export --tasks 200000 --export /data/export
@@ -10,7 +10,7 @@
     # (c) end to end: export -> Dask build -> XGBoost on Dask + DNN on torchrun -> bundle
     python benchmarks/scale.py endtoend --tasks 4000000 --work /data/scale
 
-Every size is an argument: the issue's 4M tasks / >= 150M job rows is ``--tasks 4000000``
+Every size is an argument: the goal's 4M tasks / >= 150M job rows is ``--tasks 4000000``
 (the generator averages 26.5 jobs per task, so ``--tasks 5700000`` reaches 150M rows).
 """
 

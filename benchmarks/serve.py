@@ -73,7 +73,7 @@ def single_task_cost(db_url: str, ids: list[int]) -> dict:
 
     try:
         from scoutless.history.task_reader import TaskReader
-    except ImportError:  # before issue 13: one function did both, through DataFrames
+    except ImportError:  # an older checkout: one function did both, through DataFrames
         from scoutless.history.task_reader import fetch_task_features
 
         engine = make_engine(db_url, create_dirs=False)
@@ -211,7 +211,7 @@ def main() -> None:
     emit(report, args.out, speed_before, indent=1)  # machine: cores, reference loop, date
 
 
-#: the service's goals on 2 cores (issue 13; 14 holds tasks with and without history to
+#: the service's goals on 2 cores (the history goals hold tasks with and without history to
 #: the database endpoint's)
 GOALS = {
     "post_c8_p99_ms": 20,

@@ -7,7 +7,7 @@ accounted (excess × runtime; a failed attempt's whole allocation × runtime). F
 seed, scoutless's engine and the published baselines (Witt percentile and LR — std and
 std-under as coded, with their shared error list, and each with its own — Tovar, the
 users' presets, JEDI, VPA, the oracle); the goal compares scoutless with the best of the
-issue's baselines (std-under without its look-ahead). ``--cold-seeds``: also size each
+goal's baselines (std-under without its look-ahead). ``--cold-seeds``: also size each
 workflow with none of its own history, the other five tables as history (leave one out).
 
 The traces are not in this repository: Sizey's (github.com/dos-group/sizey, ``data/``).
@@ -34,7 +34,7 @@ from scoutless.sizing.instances import workflow_name
 from scoutless.sizing.report import WITT_LWR_CITED, size_workflow
 from scoutless.sources.nextflow import read_nextflow
 
-#: issue 36's table: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
+#: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
 #: ``_own`` row is std-under re-run with one error list per variant (no look-ahead)
 ISSUE_TABLE: dict[str, dict[str, tuple[float, int]]] = {
     "users_presets": {"chipseq": (260.6, 0), "eager": (2304.5, 0), "iwd": (15.9, 0),
@@ -56,7 +56,7 @@ REPRODUCTION_GAP = 0.02
 
 
 def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
-    """Each baseline's cell at seed 1996 against the issue's table: the largest relative
+    """Each baseline's cell at seed 1996 against that table: the largest relative
     gap in wastage and whether failures are equal."""
     gaps, failures_equal = {}, True
     for method, cells in ISSUE_TABLE.items():

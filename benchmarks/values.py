@@ -1,4 +1,4 @@
-"""How close the served value comes to the Bayes value, per demo size: issue 37's item 5.
+"""How close the served value comes to the Bayes value, per demo size.
 
 Reads demo folders (``table.parquet`` with the generator's truth, and ``bundle/``; one per
 size, e.g. the replay benchmark's ``--workdir`` folders and one 200k demo) and prints, per

@@ -14,6 +14,7 @@ from docsgen.results_pages import (
     label,
     leaves,
 )
+from scoutless.ops.figure_labels import figure_label
 
 TARGETS = ("memory", "cputime", "io", "walltime")
 
@@ -63,7 +64,7 @@ def canary_tables(doc: dict[str, Any]) -> list[Table]:
     checks = grid(doc, ("checks",), names, ("value", "goal", "met"), "The checks", "check")
     rows = []
     for name in at(doc, ("width_ratio_by_figure",)) or {}:
-        cells = [label(name)]
+        cells = [label(figure_label(name).shown)]
         for size in sizes:
             base = ("runs", size, "differences", name)
             cells += [figure(doc, (*base, "value")), figure(doc, (*base, "width"))]

@@ -27,7 +27,7 @@ def sizing_tables(doc: dict[str, Any]) -> list[Table]:
         cols = ("cells", "max_gap", "worst_cell", "failures_equal", "met")
         row = [figure(doc, ("runs", "1996", "reproduction", c)) for c in cols]
         tables.append(Table(
-            "The baselines against issue 36's table (Sizey's code, seed 1996)", cols, [row],
+            "The baselines against Sizey's own code (its table at seed 1996)", cols, [row],
             "max_gap: the largest relative gap in GB·h over the as-coded rows and std-under "
             "without look-ahead; the check asks for at most 0.02 and equal failures.",
         ))  # fmt: skip

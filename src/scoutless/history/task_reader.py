@@ -101,7 +101,7 @@ def _task_rows(with_history: bool) -> Select:
     task_part = [t.c[c] for c in TASK_COLUMNS_READ if c in t.c] + [p.c.taskparams]
     dataset_part = [d.c.datasetid, *(d.c[c] for c in DATASET_COLUMNS_READ)]
     source = t.outerjoin(p, p.c.jeditaskid == t.c.jeditaskid)
-    if with_history:  # the history-feature store's rows of the task's keys (issue 14)
+    if with_history:  # the history-feature store's rows of the task's keys
         source, history = join_states(source, t, TASK_HISTORY_KEYS)
         task_part += [t.c.creationdate.label(SUBMITTED), *history]
     source = source.outerjoin(d, d.c.jeditaskid == t.c.jeditaskid)

@@ -146,7 +146,7 @@ class Tally:
         self.instances += other.instances
 
     def summary(self) -> dict[str, float | int]:
-        """The issue's cell: wastage, over, under (GB·h), failures, MAQ, instances."""
+        """One cell of the results table: wastage, over, under (GB·h), failures, MAQ, instances."""
         waste = self.over + self.under
         maq = self.usage / (self.usage + waste) if self.usage + waste > 0 else 1.0
         return {

@@ -1,6 +1,6 @@
 """Run the peers' protocol on a workflow: every method walks every task type in the
 trace's order (the types outer, the methods inner, as the reference code does: the
-as-coded Witt-LR pair shares one error list), and the results in the issue's shape."""
+as-coded Witt-LR pair shares one error list), and the results as one table's cells."""
 
 from __future__ import annotations
 
