@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up, start the test services (PostgreSQL with PanDA's schema, RabbitMQ/STOMP, Chromium),
 # lint, check the install a user gets (scripts/wheel_check.sh: build the wheel and the sdist,
-# install the wheel into a fresh venv, `scoutless --version` and a small demo from it; it
-# runs in the background meanwhile), build the docs strictly, run the whole test suite in random order (pytest-randomly
+# install the wheel without extras into a bare venv, `scoutless --version`, a small demo and
+# one request to `scoutless serve` from it; it runs in the background meanwhile), build the docs strictly, run the whole test suite in random order (pytest-randomly
 # prints the seed it used in the header: `Using --randomly-seed=N`).
 #
 #   bash scripts/test.sh                        # once, as CI does
