@@ -46,6 +46,7 @@ from scoutless.service.local import LocalBackend
 from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.openapi import add_security_scheme
 from scoutless.service.pipeline import Predictor
+from scoutless.service.request_guard import RequestGuard
 from scoutless.service.request_input import InputError, InputErrors
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
@@ -117,6 +118,8 @@ def create_app(
     app.state.service = state
     app.add_middleware(HotRoutes)  # innermost: inside the limits and the metrics
     app.add_middleware(LimitsMiddleware, settings=settings.service)
+    loopback_mode = state.auth.open_to_loopback  # non-JSON writes, foreign Host names: refused
+    app.add_middleware(RequestGuard, settings=settings.service, loopback_mode=loopback_mode)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     for router in (predict.router, model.router, health.router, admin.router):
         app.include_router(router)

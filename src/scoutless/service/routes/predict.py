@@ -120,7 +120,7 @@ _BODY_DOC = {
     "/predict",
     response_model=PredictResponse | ColumnsResponse,
     openapi_extra=_BODY_DOC,
-    responses=responses(408, 413, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
+    responses=responses(408, 413, 415, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
 )
 async def predict(request: Request) -> Response:
     """Predict the classes of one or many tasks (features, or PanDA task parameters).
