@@ -148,6 +148,9 @@ def test_oidc_tokens_are_checked_against_the_jwks(tmp_path) -> None:
         assert status(_jwt(signers, scope="openid scoutless.read")) == 403
         forged = _jwt(signers).rsplit(".", 1)[0] + "." + _b64(b"x" * 256)
         assert status(forged) == 401
+        assert status(_jwt(signers, sub="b" * 300)) == 200  # the issuer's: kept, cut short
+    callers = PredictionLog(f"sqlite:///{tmp_path}/db").read()["caller"]
+    assert set(callers) == {"alice", "b" * 128}  # the JWT's subject
 
 
 # -- callers isolated -------------------------------------------------------------------------
