@@ -46,6 +46,14 @@ def test_loopback_mode_refuses_what_a_foreign_page_can_send(tmp_path) -> None:
     assert PredictionLog(f"sqlite:///{tmp_path}/db").count() == 1
 
 
+def test_loopback_mode_refuses_what_a_browser_marks_cross_site(tmp_path) -> None:
+    with _client(tmp_path) as client:
+        r = client.get("/v1/tasks/1/prediction", headers={"sec-fetch-site": "cross-site"})
+        assert (r.status_code, _kind(r)) == (403, "cross_site_request")
+        local = client.get("/v1/model", headers={"sec-fetch-site": "same-origin"})
+        assert local.status_code == 200
+
+
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example",
                                   "localhost.evil.example:80"])  # fmt: skip
 def test_loopback_mode_refuses_other_host_names(tmp_path, host: str) -> None:

@@ -14,6 +14,9 @@ Plain ASGI, header lookups only (the service is latency-bound): one pass over th
   else 421. A page whose name is made to resolve to 127.0.0.1 (DNS rebinding) reaches the
   port as the same origin, but its requests still carry its own name. With tokens the
   check applies when ``allowed_hosts`` is set (a page has no token to send).
+* **No cross-site requests** in the loopback mode: what a browser marks
+  ``Sec-Fetch-Site: cross-site`` (an ``<img>`` pointing at ``/v1/tasks/{id}/prediction``
+  on another site's page) gets 403; no client of the service sends that header.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ JSON_ONLY = "expected Content-Type: application/json"
 
 
 class RequestGuard:
-    """Refuses non-JSON writes (415) and, where hosts are restricted, other Host names (421)."""
+    """Refuses non-JSON writes (415), other Host names where hosts are restricted (421) and
+    cross-site requests in the loopback mode (403)."""
 
     def __init__(self, app: ASGIApp, settings: ServiceSettings, loopback_mode: bool) -> None:
         self.app = app
+        self.loopback_mode = loopback_mode
         names = {h.lower() for h in settings.allowed_hosts}
         #: the Host names answered (None: any)
         self.hosts: frozenset[str] | None = (
@@ -55,17 +60,21 @@ class RequestGuard:
         writes = scope["method"] in BODY_METHODS and scope["path"].startswith("/v1/")
         if not writes and self.hosts is None:
             return None
-        host = content_type = None
+        host = content_type = fetch_site = None
         for name, value in scope["headers"]:
             if name == b"host":
                 host = value
             elif name == b"content-type":
                 content_type = value
+            elif name == b"sec-fetch-site":
+                fetch_site = value
         if self.hosts is not None and host_name(host) not in self.hosts:
             return 421, "misdirected_request", (
                 "this service answers under the names of this machine and "
                 "service.allowed_hosts only"
             )  # fmt: skip
+        if self.loopback_mode and fetch_site == b"cross-site":
+            return 403, "cross_site_request", "a page of another site may not call this service"
         if writes and not is_json(content_type):
             return 415, "unsupported_media_type", JSON_ONLY
         return None
