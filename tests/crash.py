@@ -1,10 +1,15 @@
-"""Run a function in a forked child that ``SCOUTLESS_CRASH_AT`` kills (SIGKILL) at a step."""
+"""Run a function in a forked child that ``SCOUTLESS_CRASH_AT`` kills (SIGKILL) at a step;
+look at what it left."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
+from pathlib import Path
+
+from scoutless.atomic import STALE_AFTER_S
 
 
 def run_killed_at(step: str | None, action: Callable[[], object]) -> bool:
@@ -26,3 +31,15 @@ def run_killed_at(step: str | None, action: Callable[[], object]) -> bool:
         return True
     assert os.WEXITSTATUS(status) == 0, f"the child failed at step {step!r}"
     return False
+
+
+def hidden(folder: Path) -> list[str]:
+    """The names of ``folder``'s hidden entries (where staging lives), sorted."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def age(*paths: Path) -> None:
+    """As if written long enough ago for a sweep to consider them (``STALE_AFTER_S``)."""
+    past = time.time() - 2 * STALE_AFTER_S
+    for path in paths:
+        os.utime(path, (past, past), follow_symlinks=False)

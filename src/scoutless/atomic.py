@@ -12,6 +12,13 @@ the target, flushed to disk, then swapped in by one atomic step.
 
 ``SCOUTLESS_CRASH_AT=STEP`` kills the process (SIGKILL) at that step (:func:`crash_point`):
 the tests' fault injection, between every pair of steps.
+
+A writer killed mid-write leaves its staging behind (``.NAME.tmp-*`` folders, ``.NAME.*``
+files). Each writer holds an exclusive ``flock`` on its staging while it writes, which the
+kernel drops with the process however it dies; :func:`sweep_leftovers` (run before each
+write of a target, and by the registry and the service at start) removes the staging no
+live writer holds. Only staging older than :data:`STALE_AFTER_S` is considered, so the
+instant between its creation and its lock never exposes a live writer's.
 """
 
 from __future__ import annotations
@@ -19,10 +26,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import os
+import re
 import shutil
 import signal
+import stat
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +42,12 @@ from pathlib import Path
 CRASH_ENV = "SCOUTLESS_CRASH_AT"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
+#: seconds a staging entry must be unchanged before a sweep may take it for abandoned: far
+#: beyond the instant between its creation and its writer's lock
+STALE_AFTER_S = 60.0
+#: what the writers here name their staging: ``.NAME.tmp-<8 hex>`` and ``.NAME.old-<8 hex>``
+#: (folders), ``.NAME.<8 of mkstemp's characters>`` (files)
+_STAGING = re.compile(r"\.(?P<name>.+)\.(?P<kind>tmp-[0-9a-f]{8}|old-[0-9a-f]{8}|[a-z0-9_]{8})")
 
 
 def crash_point(step: str) -> None:
@@ -77,9 +94,11 @@ def atomic_folder(target: Path) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     recover_folder(target)
+    sweep_leftovers(target)
     token = uuid.uuid4().hex[:8]
     staging = target.parent / f".{target.name}.tmp-{token}"
     staging.mkdir()
+    held = hold(staging)
     try:
         yield staging
         crash_point("folder:written")
@@ -89,6 +108,8 @@ def atomic_folder(target: Path) -> Iterator[Path]:
     except BaseException:
         _remove(staging)
         raise
+    finally:
+        release(held)
 
 
 def _swap_in(staging: Path, target: Path, aside: Path) -> None:
@@ -180,6 +201,7 @@ def sibling_temp_file(path: Path) -> tuple[int, str]:
     while the bundle beside it is not."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, 0o666 & ~current_umask())
+    _lock(fd)  # held while the file is open: no sweep takes it meanwhile
     return fd, tmp
 
 
@@ -188,6 +210,7 @@ def atomic_write_text(path: Path, text: str) -> Path:
     see the old file or the new one, never a partial one, even after a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(path)
     fd, tmp = sibling_temp_file(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -202,3 +225,93 @@ def atomic_write_text(path: Path, text: str) -> Path:
     crash_point("file:replaced")
     fsync_dir(path.parent)
     return path
+
+
+def _lock(fd: int) -> bool:
+    """Take the exclusive ``flock`` on an open file or folder; False where another process
+    holds it, or the filesystem has no such locks."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def hold(staging: Path) -> int | None:
+    """Mark ``staging`` as being written by this process (until :func:`release`, or the
+    process's end, however it ends); the open descriptor, None where it cannot be opened."""
+    fd = _open(staging)
+    if fd is not None:
+        _lock(fd)
+    return fd
+
+
+def release(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def _open(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+
+
+def remove_if_abandoned(path: Path, min_age_s: float = STALE_AFTER_S) -> bool:
+    """Remove the staging at ``path`` if no live writer holds it and it has not changed for
+    ``min_age_s`` seconds; True when it did. A symbolic link, or an entry that cannot be
+    locked, is kept: a sweep removes only what it knows to be abandoned."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return False
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        return False
+    if time.time() - info.st_mtime < min_age_s:
+        return False
+    fd = _open(path)
+    if fd is None:
+        return False
+    try:
+        if not _lock(fd):  # a live writer's
+            return False
+        _remove(path)
+    finally:
+        os.close(fd)
+    return True
+
+
+def sweep_leftovers(target: Path, min_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the abandoned staging of ``target`` (its ``.NAME.tmp-*`` and ``.NAME.*``
+    siblings, and its ``.NAME.old-*`` ones once ``target`` is back); those removed."""
+    target = Path(target)
+    prefix = f".{target.name}."
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix)]
+    except OSError:
+        return []
+    return _sweep(target.parent, names, min_age_s)
+
+
+def sweep_folder(folder: Path, min_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove every abandoned staging entry directly in ``folder`` (a folder scoutless
+    owns: a registry, its versions); those removed."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(".")]
+    except OSError:
+        return []
+    return _sweep(Path(folder), names, min_age_s)
+
+
+def _sweep(folder: Path, names: list[str], min_age_s: float) -> list[Path]:
+    removed = []
+    for name in names:
+        match = _STAGING.fullmatch(name)
+        if match is None:
+            continue
+        if match["kind"].startswith("old-") and not os.path.lexists(folder / match["name"]):
+            continue  # the only copy of a swapped-out folder: recover_folder's to put back
+        if remove_if_abandoned(folder / name, min_age_s):
+            removed.append(folder / name)
+    return removed

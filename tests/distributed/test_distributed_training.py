@@ -72,7 +72,7 @@ def test_distributed_bundle_loads_and_serves_like_any_other(distributed_bundle, 
     first = json.loads(features.iloc[:1].to_json(orient="records"))[0]
     with TestClient(
         create_app(bundle, db_url=f"sqlite:///{tmp_path / 'log.sqlite'}"),
-        client=("127.0.0.1", 50000),
+        client=("127.0.0.1", 50000), base_url="http://127.0.0.1",
     ) as client:
         response = client.post("/v1/predict", json={"task": first})
     assert response.status_code == 200, response.text

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 from ops_fakes import make_fake_bundle
 
-from crash import run_killed_at
+from crash import age, hidden, run_killed_at
 from scoutless import atomic
 from scoutless.ops import registry as reg
 
@@ -70,3 +72,27 @@ def test_a_registry_from_before_registry_json_is_read_then_migrated(tmp_path):  
     state = json.loads((root / "registry.json").read_text())
     assert state["champion"] == "v3" and len(state["history"]) == 3
     assert reg.rollback(root) == "v2"
+
+
+def _killed_in_staging(root: Path) -> None:
+    """A trainer killed while it wrote a challenger into the registry's staging."""
+    staging = reg.staging_dir(root)
+    (staging / "bundle").mkdir()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_what_killed_writers_left_in_a_registry_goes_when_it_is_opened(tmp_path):  # type: ignore[no-untyped-def]
+    root = _registry(tmp_path)
+    versions = root / reg.VERSIONS_DIR
+    assert run_killed_at("file:written", lambda: reg.promote(root, "v3", reason="new"))
+    assert run_killed_at(None, lambda: _killed_in_staging(root))
+    leftovers = [root / n for n in hidden(root) if n != ".lock"]
+    leftovers += [versions / n for n in hidden(versions)]
+    assert sorted(p.name[:9] for p in leftovers) == [".registry", ".staging-"]
+    live = reg.staging_dir(root)  # this process's: held while it lives
+    age(*leftovers, live)
+    reg.init_registry(root)
+    assert hidden(root) == [".lock"] and hidden(versions) == [live.name]
+    reg.discard_staging(live)
+    assert hidden(versions) == []
+    assert [v.version for v in reg.list_versions(root)] == ["v1", "v2", "v3"]

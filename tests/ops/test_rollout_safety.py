@@ -172,3 +172,29 @@ def test_set_if_version_writes_only_over_the_version_seen(db: str) -> None:
                                "--if-version", "0"])  # fmt: skip
     assert late.exit_code == 2 and "changed since version 0" in late.output
     assert read_rollout(make_engine(db)).version == 1
+
+
+def test_the_expected_version_must_equal_the_last_one(db: str) -> None:
+    """A version ahead of the last row (1000 at version 1) was taken and written as 1001."""
+    engine = make_engine(db)
+    first = set_rollout(engine, "canary", share=0.1, reason="a", expected_version=0)
+    with pytest.raises(RolloutConflict, match="no version 1000 yet: version 1 is canary"):
+        set_rollout(engine, "shadow", reason="ahead", expected_version=1000)
+    with pytest.raises(RolloutConflict, match="changed since version 0 was read"):
+        set_rollout(engine, "shadow", reason="behind", expected_version=0)
+    assert [s.version for s in history(engine)] == [first.version]
+    assert set_rollout(engine, "shadow", reason="b", expected_version=1).version == 2
+
+
+@pytest.mark.parametrize(("given", "words"), [("1000", "no version 1000 yet"),
+                                              ("0", "changed since version 0")])  # fmt: skip
+def test_cli_if_version_other_than_the_last_exits_2_in_one_line(
+    db: str, given: str, words: str
+) -> None:
+    runner = CliRunner(env={"COLUMNS": "300"})
+    set_cmd = ["rollout", "set", "canary", "--share", "0.1", "--db", db]
+    assert runner.invoke(app, set_cmd).exit_code == 0
+    result = runner.invoke(app, [*set_cmd, "--if-version", given])
+    assert result.exit_code == 2
+    assert words in result.output and len(result.output.strip().splitlines()) == 1
+    assert [s.version for s in history(make_engine(db))] == [1]

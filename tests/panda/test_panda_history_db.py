@@ -40,7 +40,9 @@ def test_build_reads_every_task(panda_table) -> None:  # type: ignore[no-untyped
 
 def test_service_db_endpoint_and_prediction_log(panda_db: str, panda_bundle) -> None:  # type: ignore[no-untyped-def]
     with TestClient(
-        create_app(panda_bundle, db_url=panda_db), client=("127.0.0.1", 50000)
+        create_app(panda_bundle, db_url=panda_db),
+        client=("127.0.0.1", 50000),
+        base_url="http://127.0.0.1",
     ) as client:
         r = client.get("/v1/tasks/7/prediction", params={"policy": "risk"})
         assert r.status_code == 200, r.text
@@ -93,7 +95,9 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
     assert filled["taskName"] == TASK["taskName"] and filled["ramUnit"] == "MBPerCore"
     assert filled["ioIntensityUnit"] == "kBPerS" and filled["cpuTimeUnit"].endswith("HS06sPerEvent")
     with TestClient(
-        create_app(panda_bundle, log_predictions=False), client=("127.0.0.1", 50000)
+        create_app(panda_bundle, log_predictions=False),
+        client=("127.0.0.1", 50000),
+        base_url="http://127.0.0.1",
     ) as http:
         client = Client("http://testserver")
         client._http = http  # the in-process app instead of a socket

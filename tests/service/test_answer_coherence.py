@@ -48,7 +48,7 @@ def demo_client(demo_workdir):
         edges = [float(e) for e in bins["edges"]]
         _UPPER[target] = np.asarray(edges[1:-1])
     app = create_app(demo_workdir / "bundle", db_url=f"sqlite:///{demo_workdir / 'history.sqlite'}")
-    with TestClient(app, client=LOOPBACK) as client:
+    with TestClient(app, client=LOOPBACK, base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -99,7 +99,7 @@ def test_the_shipped_default_policy_answers_and_alpha_needs_a_policy_that_reads_
     ids, unseen = test_tasks
     db_url = f"sqlite:///{demo_workdir / 'history.sqlite'}"
     app = create_app(demo_workdir / "bundle", db_url=db_url, settings=settings)
-    with TestClient(app, client=LOOPBACK) as c:
+    with TestClient(app, client=LOOPBACK, base_url="http://127.0.0.1") as c:
         task = c.get(f"/v1/tasks/{ids[0]}/prediction").json()["tasks"][0]
         assert {t["policy"] for t in task["targets"].values()} == {shipped}
         assert "never seen" not in task["scout"]["reason"]

@@ -105,7 +105,7 @@ def test_training_db_and_taskparams_give_the_same_encoded_vector(history, tmp_pa
     predictor = RecordingPredictor(encoder)
     log_url = f"sqlite:///{tmp_path / 'log.sqlite'}"
     app = create_app(predictor=predictor, db_url=url, log_db_url=log_url, log_predictions=False)
-    with TestClient(app, client=("127.0.0.1", 50000)) as client:
+    with TestClient(app, client=("127.0.0.1", 50000), base_url="http://127.0.0.1") as client:
         for row, task_id in enumerate(ids):
             counts = frame.loc[task_id, ["n_input_datasets", "input_nfiles", "input_nevents"]]
             posted = params[task_id] | {k: float(v) for k, v in counts.items() if v == v}

@@ -44,7 +44,8 @@ def test_concurrent_requests_are_computed_together_and_answered_as_alone(
     async def main() -> tuple[list[dict], list[dict], LoopBatcher]:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app, client=LOOPBACK)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            local = "http://127.0.0.1"
+            async with httpx.AsyncClient(transport=transport, base_url=local) as client:
 
                 def get(i: int, rid: str):  # fmt: skip
                     return client.get(

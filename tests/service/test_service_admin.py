@@ -32,10 +32,10 @@ def _app(tmp_path, source=None, **options):
 
 def test_reload_needs_the_admin_role(tmp_path) -> None:
     with TestClient(_app(tmp_path)) as client:
-        assert client.post("/v1/admin/reload").status_code == 401
+        assert client.post("/v1/admin/reload", json={}).status_code == 401
         wrong = {"Authorization": "Bearer nope-nope-nope-nope"}
-        assert client.post("/v1/admin/reload", headers=wrong).status_code == 401
-        assert client.post("/v1/admin/reload", headers=PREDICT).status_code == 403
+        assert client.post("/v1/admin/reload", json={}, headers=wrong).status_code == 401
+        assert client.post("/v1/admin/reload", json={}, headers=PREDICT).status_code == 403
         body = {"bundle": str(tmp_path / "bundles" / "v2")}
         r = client.post("/v1/admin/reload", headers=ADMIN, json=body)
         assert r.status_code == 200, r.text
@@ -70,10 +70,11 @@ def test_a_registry_service_reloads_its_champion_only(tmp_path) -> None:
         r = client.post("/v1/admin/reload", headers=ADMIN, json=other)
         assert r.status_code == 409 and "promote" in r.json()["detail"][0]["msg"]
         (registry / "champion").write_text("v2")
-        r = client.post("/v1/admin/reload", headers=ADMIN)
+        r = client.post("/v1/admin/reload", json={}, headers=ADMIN)
         assert r.json()["model_version"] == "v2"
         (registry / "champion").write_text("v1")  # a rollback: a reload is never pinned
-        assert client.post("/v1/admin/reload", headers=ADMIN).json()["model_version"] == "v1"
+        again = client.post("/v1/admin/reload", json={}, headers=ADMIN)
+        assert again.json()["model_version"] == "v1"
 
 
 def test_every_worker_follows_a_reload(tmp_path) -> None:
@@ -96,4 +97,4 @@ def test_without_an_admin_token_reload_is_refused(tmp_path) -> None:
     app = create_app(tmp_path, loader=fake_loader, db_url=f"sqlite:///{tmp_path}/db",
                      settings=settings)  # fmt: skip
     with TestClient(app) as client:
-        assert client.post("/v1/admin/reload", headers=PREDICT).status_code == 403
+        assert client.post("/v1/admin/reload", json={}, headers=PREDICT).status_code == 403

@@ -128,7 +128,7 @@ def test_users_with_and_without_history_are_answered_and_flagged(world, tmp_path
     url, _, bundle, latest = world
     log = f"sqlite:///{tmp_path / 'log.sqlite'}"
     app = create_app(predictor=load_bundle(bundle), db_url=url, log_db_url=log)
-    with TestClient(app, client=("127.0.0.1", 50000)) as client:
+    with TestClient(app, client=("127.0.0.1", 50000), base_url="http://127.0.0.1") as client:
         known = client.get(f"/v1/tasks/{latest}/prediction")
         new = client.get("/v1/tasks/99999/prediction")
         posted = client.post("/v1/predict", json={"task": task(username="alice")})
@@ -151,7 +151,7 @@ def served(world, tmp_path_factory):
     url, _, bundle, _ = world
     log_file = tmp_path_factory.mktemp("history_log") / "log.sqlite"
     app = create_app(predictor=load_bundle(bundle), db_url=url, log_db_url=f"sqlite:///{log_file}")
-    with TestClient(app, client=("127.0.0.1", 50000)) as client:
+    with TestClient(app, client=("127.0.0.1", 50000), base_url="http://127.0.0.1") as client:
         yield client, log_file
 
 

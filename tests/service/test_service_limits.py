@@ -19,6 +19,9 @@ from service_procs import ServerProcess
 from scoutless.config import ServiceSettings
 from scoutless.service.limits import LimitsMiddleware
 
+#: a prediction's head as a client on this machine sends it
+POST_HEAD = b"POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
 
 def _server(tmp_path, servers, log_db_url=None, **env) -> ServerProcess:
     (tmp_path / "b1").mkdir(exist_ok=True)
@@ -45,19 +48,17 @@ def test_stalled_oversized_and_vanished_uploads(tmp_path, servers) -> None:
     ends, clients that vanish mid-upload no traceback, and a normal request still 200."""
     server = _server(tmp_path, servers, body_timeout_s=1, max_body_mb=0.01)  # ~10 kB
     start = time.monotonic()
-    sock = _raw(server, b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                b"\r\nContent-Length: 1000\r\n\r\n{\"task\":")  # fmt: skip
+    sock = _raw(server, POST_HEAD + b"Content-Length: 1000\r\n\r\n{\"task\":")
     assert _status(sock) == 408
     assert time.monotonic() - start < 8
     sock.close()
-    sock = _raw(server, b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                b"\r\nTransfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+    sock = _raw(server, POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n")
     chunk = b" " * 8192
     for _ in range(3):  # 24 kB of a body that never ends
         sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
     assert _status(sock) == 413
     sock.close()
-    head = b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"
+    head = POST_HEAD + b"Content-Length: 1000\r\n\r\n{"
     for _ in range(5):
         _raw(server, head).close()
     assert httpx.post(server.url + "/v1/predict", json={"task": task()}).status_code == 200

@@ -74,7 +74,7 @@ def test_concurrent_reads_are_one_statement_and_answer_as_alone(pg_tasks, tmp_pa
             reader.group_rows = spied
             transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
             auth = {"Authorization": f"Bearer {TOKEN}"}
-            async with httpx.AsyncClient(transport=transport, base_url="http://t",
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1",
                                          headers=auth) as client:  # fmt: skip
                 url = "/v1/tasks/{}/prediction?targets=memory,io"
                 together = await asyncio.gather(*[client.get(url.format(i)) for i in ids])

@@ -67,7 +67,11 @@ def test_real_bundle_predicts_validates_and_logs(real_bundle, tmp_path) -> None:
     original = torch.get_num_threads()
     torch.set_num_threads(2)
     before = gc.get_threshold()
-    with TestClient(create_app(real_bundle, db_url=db_url), client=("127.0.0.1", 50000)) as client:
+    with TestClient(
+        create_app(real_bundle, db_url=db_url),
+        client=("127.0.0.1", 50000),
+        base_url="http://127.0.0.1",
+    ) as client:
         # one intra-op thread and a larger GC generation while serving, restored after
         assert torch_threads() == 1 and gc.get_threshold()[0] > before[0]
         version = client.get("/v1/model").json()["model_version"]
@@ -191,7 +195,11 @@ def test_value_and_cost_policies_answer_each_task_its_own_value(real_bundle, tmp
     predictor = load_bundle(real_bundle)
     db_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     rows = [task(processingtype=p) for p in ("evgen", "merge", "never-seen")]
-    with TestClient(create_app(real_bundle, db_url=db_url), client=("127.0.0.1", 50000)) as client:
+    with TestClient(
+        create_app(real_bundle, db_url=db_url),
+        client=("127.0.0.1", 50000),
+        base_url="http://127.0.0.1",
+    ) as client:
         low = client.post("/v1/predict", json={"tasks": rows, "policy": "value", "alpha": 0.3})
         high = client.post("/v1/predict", json={"tasks": rows, "policy": "value", "alpha": 0.02})
         assert low.status_code == 200 and high.status_code == 200, low.text
@@ -237,11 +245,13 @@ def test_model_endpoint_shows_a_bundle_trained_under_other_library_versions(
     (copy / "manifest.json").write_text(json.dumps(manifest))
     with TestClient(
         create_app(real_bundle, db_url=f"sqlite:///{tmp_path / 'a.sqlite'}"),
-        client=("127.0.0.1", 50000),
+        client=("127.0.0.1", 50000), base_url="http://127.0.0.1",
     ) as c:
         assert c.get("/v1/model").json()["library_warning"] is None
     with TestClient(
-        create_app(copy, db_url=f"sqlite:///{tmp_path / 'b.sqlite'}"), client=("127.0.0.1", 50000)
+        create_app(copy, db_url=f"sqlite:///{tmp_path / 'b.sqlite'}"),
+        client=("127.0.0.1", 50000),
+        base_url="http://127.0.0.1",
     ) as client:
         warning = client.get("/v1/model").json()["library_warning"]
     assert warning.startswith("trained with torch 1.13.1 (now ")

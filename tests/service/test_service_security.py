@@ -36,14 +36,15 @@ def _call(client, method, path, body, headers=None):
 
 
 def test_without_tokens_only_loopback_callers_are_answered(tmp_path) -> None:
-    with TestClient(_app(tmp_path)) as remote:  # TestClient's caller: host "testclient"
+    # TestClient's caller: host "testclient"
+    with TestClient(_app(tmp_path), base_url="http://127.0.0.1") as remote:
         for method, path, body in GUARDED:
             r = _call(remote, method, path, body)
             assert r.status_code == 403, (path, r.text)
             assert "tokens_file" in r.json()["detail"][0]["msg"]
         assert remote.get("/healthz").status_code == 200
         assert remote.get("/readyz").status_code == 200
-    with TestClient(_app(tmp_path), client=LOOPBACK) as local:
+    with TestClient(_app(tmp_path), client=LOOPBACK, base_url="http://127.0.0.1") as local:
         assert local.post("/v1/predict", json={"task": task()}).status_code == 200
         assert local.get("/v1/model").status_code == 200
 
@@ -52,7 +53,8 @@ def test_tokens_carry_roles(tmp_path) -> None:
     app = _app(tmp_path, tokens=f"jedi predict {TOKEN}; grafana read {READ}")
     predict = {"Authorization": f"Bearer {TOKEN}"}
     read = {"Authorization": f"Bearer {READ}"}
-    with TestClient(app, client=LOOPBACK) as client:  # loopback needs a token once configured
+    # loopback needs a token once configured
+    with TestClient(app, client=LOOPBACK, base_url="http://127.0.0.1") as client:
         for method, path, body in GUARDED:
             r = _call(client, method, path, body)
             assert r.status_code == 401, path
@@ -61,7 +63,7 @@ def test_tokens_carry_roles(tmp_path) -> None:
         assert _call(client, "POST", "/v1/predict", {"task": task()}, read).status_code == 403
         assert client.get("/v1/model", headers=read).status_code == 200
         assert client.get("/metrics", headers=read).status_code == 200
-        assert client.post("/v1/admin/reload", headers=read).status_code == 403
+        assert client.post("/v1/admin/reload", json={}, headers=read).status_code == 403
         bad = {"Authorization": "Bearer " + "x" * 30}
         assert client.get("/v1/model", headers=bad).status_code == 401
     assert PredictionLog(f"sqlite:///{tmp_path}/db").count() == 1  # only jedi's request
@@ -146,6 +148,9 @@ def test_oidc_tokens_are_checked_against_the_jwks(tmp_path) -> None:
         assert status(_jwt(signers, scope="openid scoutless.read")) == 403
         forged = _jwt(signers).rsplit(".", 1)[0] + "." + _b64(b"x" * 256)
         assert status(forged) == 401
+        assert status(_jwt(signers, sub="b" * 300)) == 200  # the issuer's: kept, cut short
+    callers = PredictionLog(f"sqlite:///{tmp_path}/db").read()["caller"]
+    assert set(callers) == {"alice", "b" * 128}  # the JWT's subject
 
 
 # -- callers isolated -------------------------------------------------------------------------
@@ -176,7 +181,7 @@ def test_a_huge_string_is_refused_small_and_not_stored(client, db_url) -> None:
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(tmp_path) -> None:
     app = _app(tmp_path, max_body_mb=1)
-    with TestClient(app, client=LOOPBACK) as client:
+    with TestClient(app, client=LOOPBACK, base_url="http://127.0.0.1") as client:
         r = client.post("/v1/predict", content=b"{" + b" " * 2_000_000 + b"}",
                         headers={"content-type": "application/json"})  # fmt: skip
         assert r.status_code == 413
@@ -208,10 +213,11 @@ def test_every_4xx_has_one_shape(client) -> None:
 def test_openapi_has_an_example_for_every_status_of_every_route(client) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     expected = {
-        ("/v1/predict", "post"): {"200", "401", "403", "408", "413", "422", "500", "503"},
+        ("/v1/predict", "post"): {"200", "401", "403", "408", "413", "415", "421", "422", "500",
+                                  "503"},
         ("/v1/tasks/{jeditaskid}/prediction", "get"): {"200", "401", "403", "404", "422", "503"},
         ("/v1/model", "get"): {"200", "401", "403", "503"},
-        ("/v1/admin/reload", "post"): {"200", "401", "403", "409", "422", "503"},
+        ("/v1/admin/reload", "post"): {"200", "401", "403", "409", "415", "422", "503"},
         ("/metrics", "get"): {"200", "401", "403"},
         ("/readyz", "get"): {"200", "503"},
         ("/healthz", "get"): {"200"},
@@ -239,6 +245,7 @@ def test_a_gateway_sends_its_token_to_the_remotes(tmp_path, servers) -> None:
     spec = {"memory": remote.url}
     for token, status in ((TOKEN, 200), (None, 401)):
         settings = Settings(service={"remote_token": token})
-        with TestClient(create_app(remote=spec, settings=settings), client=LOOPBACK) as gateway:
+        gateway_app = create_app(remote=spec, settings=settings)
+        with TestClient(gateway_app, client=LOOPBACK, base_url="http://127.0.0.1") as gateway:
             r = gateway.post("/v1/predict", json={"task": task(), "targets": ["memory"]})
             assert r.status_code == status, r.text

@@ -38,6 +38,12 @@ class ServiceSettings(BaseModel):
         description="JWT scope (claim 'scope', space-separated, or 'scp') -> role",
     )
     jwt_leeway_s: float = Field(30.0, ge=0, description="clock skew allowed on exp/nbf")
+    allowed_hosts: list[str] = Field(
+        [],
+        description="Host names (without port) the service answers to beside localhost, "
+        "127.0.0.1 and [::1]; checked without tokens (a page renamed to 127.0.0.1 by DNS "
+        "rebinding is refused), and with tokens too once set",
+    )
     metrics_open: bool = Field(
         False, description="serve /metrics without a token (for a scraper on a trusted network)"
     )

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scoutless.atomic import sibling_temp_file
+from scoutless.atomic import sibling_temp_file, sweep_leftovers
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import class_col, value_col
@@ -115,10 +115,11 @@ class TrainingTable:
         meta = dict(arrow.schema.metadata or {})
         meta[META_KEY] = json.dumps(self.metadata(), default=str).encode()
         arrow = arrow.replace_schema_metadata(meta)
+        sweep_leftovers(path)
         fd, tmp = sibling_temp_file(path)
-        os.close(fd)
         try:
-            pq.write_table(arrow, tmp)
+            with os.fdopen(fd, "wb") as fh:  # open, so held, while it is written
+                pq.write_table(arrow, fh)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

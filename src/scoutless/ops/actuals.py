@@ -34,7 +34,7 @@ from scoutless.features.history import history_keys
 from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import read_history
 from scoutless.history.store import update_store
-from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.prediction_log import PredictionLog, of_the_task
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.estimators import compute_task_targets
 
@@ -196,10 +196,11 @@ def collect_actuals(
 def join_predictions(predictions: pd.DataFrame, actuals: pd.DataFrame) -> pd.DataFrame:
     """Predictions with their task's actual class, the latest prediction per (task, target).
 
-    The latest one is what the scheduler acted on; tasks without an actual yet are left out.
+    The latest one is what the scheduler acted on; tasks without an actual yet are left out,
+    and so are rows whose features a caller posted (:func:`of_the_task`).
     Adds ``actual_class`` and ``actual_value``; ``class_id`` stays the predicted class.
     """
-    known = predictions.dropna(subset=["jeditaskid"]).copy()
+    known = of_the_task(predictions).dropna(subset=["jeditaskid"]).copy()
     if known.empty or actuals.empty:
         return known.iloc[:0].assign(actual_class=0, actual_value=0.0)
     known["jeditaskid"] = known["jeditaskid"].astype(np.int64)

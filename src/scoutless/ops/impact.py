@@ -39,7 +39,7 @@ from scoutless.config import RolloutSettings, get_settings
 from scoutless.ops.figure_labels import FIGURE_LABELS
 from scoutless.ops.impact_store import ImpactError, read_impact
 from scoutless.ops.monitoring import window_start
-from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.prediction_log import PredictionLog, of_the_task
 from scoutless.replay.canary import IMPACT_FIGURES
 
 __all__ = [
@@ -284,7 +284,7 @@ def logged_arms(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per task, its latest logged prediction's arm and time, and its memory and walltime
     values (for the would-have-been allocation)."""
-    log = PredictionLog(log_engine).read(since=since)
+    log = of_the_task(PredictionLog(log_engine).read(since=since))
     log = log.dropna(subset=["jeditaskid"])
     if log.empty:
         empty = pd.DataFrame(columns=["arm", "created_at"])

@@ -43,6 +43,7 @@ from sqlalchemy import (
     Text,
     event,
     inspect,
+    or_,
     select,
 )
 from sqlalchemy import Sequence as DbSequence
@@ -52,6 +53,11 @@ from scoutless.history.db_write import insert_few_postgres, insert_records
 from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 
 TABLE_NAME = "scoutless_task_predictions"
+#: the longest caller name kept (a JWT's subject is the issuer's to choose)
+CALLER_CHARS = 128
+#: where a row's features came from: the caller's request (``POSTED``: its own word, never
+#: held against the task it names), or PanDA's database read by the task's id
+POSTED, DATABASE = "posted", "database"
 #: the per-(task, target) table of earlier versions: read, never written
 LEGACY_TABLE_NAME = "scoutless_predictions"
 
@@ -82,6 +88,10 @@ predictions_table = Table(
     Column("alpha", Float),
     Column("arm", String(16)),
     Column("arm_reason", Text),
+    # who asked (a token's name, a JWT's subject, "loopback") and where the features came
+    # from: SOURCES (None in older rows: not known)
+    Column("caller", String(CALLER_CHARS)),
+    Column("source", String(16)),
     Index("scoutless_task_predictions_created_idx", "created_at"),
     Index("scoutless_task_predictions_task_idx", "jeditaskid"),
 )
@@ -104,9 +114,9 @@ legacy_table = Table(
 )
 
 #: columns added to the per-task table after its first layout: nullable, added on start
-ADDED_COLUMNS: tuple[str, ...] = ("alpha", "arm", "arm_reason")
+ADDED_COLUMNS: tuple[str, ...] = ("alpha", "arm", "arm_reason", "caller", "source")
 #: what each row says of the decision beside the targets' entries (None in older rows)
-DECISION_COLUMNS: list[str] = ["alpha", "arm"]
+DECISION_COLUMNS: list[str] = ["alpha", "arm", "caller", "source"]
 #: the long form :meth:`PredictionLog.read` returns: one row per task and target; the
 #: task's features on its first target's row only (drift needs them once per task)
 LOG_COLUMNS: list[str] = [c.name for c in legacy_table.columns] + DECISION_COLUMNS
@@ -306,14 +316,16 @@ class PredictionLog:
             return False
 
     def task_ids(self) -> list[int]:
-        """Every logged task id, each once, ascending (no JSON decoded: the collector
-        calls this on the whole log)."""
+        """Every task id logged with features from the database, each once, ascending (no
+        JSON decoded: the collector calls this on the whole log)."""
         ids: set[int] = set()
         tables = [predictions_table] + ([legacy_table] if self._has(LEGACY_TABLE_NAME) else [])
         try:
             with self.engine.connect() as conn:
                 for t in tables:
                     stmt = select(t.c.jeditaskid).where(t.c.jeditaskid.is_not(None)).distinct()
+                    if t is predictions_table:  # posted features say nothing of the task
+                        stmt = stmt.where(or_(t.c.source.is_(None), t.c.source != POSTED))
                     ids.update(int(i) for i in conn.execute(stmt).scalars())
         except SQLAlchemyError as exc:
             raise DatabaseUnavailable(f"prediction log {self.engine.url!r}: {exc}") from exc
@@ -367,6 +379,13 @@ def long_form(rows: Sequence[Mapping[str, Any]], target: str | None = None) -> p
             columns["features"].append(row.get("features") if first else None)
             first = False
     return pd.DataFrame(columns, columns=LOG_COLUMNS)
+
+
+def of_the_task(log: pd.DataFrame) -> pd.DataFrame:
+    """The rows that speak for the task they name: not those whose features a caller posted
+    (any ``predict`` token may post made-up features under a real task's id); what is
+    held against a task's actuals, arm and outcome."""
+    return log[log["source"] != POSTED] if "source" in log else log
 
 
 def _naive_utc(ts: datetime) -> datetime:

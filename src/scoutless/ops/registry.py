@@ -32,7 +32,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scoutless.atomic import atomic_write_text, fsync_dir, fsync_tree
+from scoutless.atomic import (
+    atomic_write_text,
+    fsync_dir,
+    fsync_tree,
+    hold,
+    release,
+    remove_if_abandoned,
+    sweep_folder,
+)
 from scoutless.layout import (
     CHAMPION_FILE,
     REGISTRY_FILE,
@@ -55,6 +63,7 @@ __all__ = [  # the pointer's reading side lives in scoutless.layout; re-exported
     "VersionInfo",
     "champion_stack",
     "champion_version",
+    "discard_staging",
     "init_registry",
     "is_registry",
     "list_versions",
@@ -65,11 +74,14 @@ __all__ = [  # the pointer's reading side lives in scoutless.layout; re-exported
     "resolve_champion",
     "rollback",
     "staging_dir",
+    "sweep_registry",
     "verify_bundle",
 ]
 #: the history of registries from before registry.json (read only where it is absent)
 HISTORY_FILE = "history.jsonl"
 _STAGING_PREFIX = ".staging-"
+#: staging folders this process writes into (held: no sweep takes them), by path
+_HELD: dict[Path, int | None] = {}
 
 
 @dataclass(frozen=True)
@@ -84,10 +96,22 @@ class VersionInfo:
 
 
 def init_registry(path: str | Path) -> Path:
-    """Create the registry folder layout (idempotent)."""
+    """Create the registry folder layout (idempotent), without what crashed writers left."""
     path = Path(path)
     (path / VERSIONS_DIR).mkdir(parents=True, exist_ok=True)
+    sweep_registry(path)
     return path
+
+
+def sweep_registry(path: str | Path) -> list[Path]:
+    """Remove the staging that writers killed mid-write left in the registry (versions being
+    copied or trained, ``registry.json``'s temporary files); never a live writer's."""
+    reg, removed = Path(path), []
+    versions = reg / VERSIONS_DIR
+    if versions.is_dir():
+        removed += [p for p in versions.glob(f"{_STAGING_PREFIX}*") if remove_if_abandoned(p)]
+        removed += sweep_folder(versions)
+    return removed + sweep_folder(reg)
 
 
 def _deep_check(bundle: Path) -> None:
@@ -180,7 +204,15 @@ def new_version_id() -> str:
 def staging_dir(path: str | Path) -> Path:
     """A fresh folder inside the registry for writing a bundle before it is registered."""
     versions = init_registry(path) / VERSIONS_DIR
-    return Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=versions))
+    staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=versions))
+    _HELD[staging] = hold(staging)  # until discard_staging, or this process's end
+    return staging
+
+
+def discard_staging(staging: Path) -> None:
+    """Remove a folder :func:`staging_dir` made, and let it go."""
+    shutil.rmtree(staging, ignore_errors=True)
+    release(_HELD.pop(Path(staging), None))
 
 
 def register(
@@ -206,6 +238,7 @@ def register(
         os.rename(bundle, target)
     else:
         tmp = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=reg / VERSIONS_DIR))
+        held = hold(tmp)
         try:
             shutil.copytree(bundle, tmp, dirs_exist_ok=True)
             fsync_tree(tmp)  # the files on disk before the name that says they are complete
@@ -213,6 +246,8 @@ def register(
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        finally:
+            release(held)
     fsync_dir(reg / VERSIONS_DIR)
     return version
 

@@ -17,7 +17,6 @@ A lock file keeps two retrains (cron and the loop, say) from racing on one regis
 from __future__ import annotations
 
 import fcntl
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -152,7 +151,7 @@ def _register_challenger(
         out = trainer(table, staging / "bundle", **options)
         return reg.register(path, out, move=True)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        reg.discard_staging(staging)
 
 
 def retrain(

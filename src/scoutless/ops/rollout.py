@@ -15,10 +15,10 @@ or the guard rail switches it without restarting anything. Tasks already skipped
 they are; :func:`already_skipped` says which.
 
 Safe by default: no row (or no table) means ``shadow``. Every change is a compare-and-swap
-on the version (the row id) its author read: the new row takes id ``version + 1``, so of two
-changes made from the same reading one fails on the primary key, and one made from an older
-reading fails the check that it is the last row (:class:`RolloutConflict`, naming the
-change in force). Reasons and authors are stored as plain text on one line. The modes, the
+on the version (the row id) its author read: it is written only while that version is the
+last row (equality: a version older or ahead of it is refused), the new row takes id
+``version + 1``, so of two changes made from the same reading one fails on the primary
+key (:class:`RolloutConflict`, naming the change in force). Reasons and authors are stored as plain text on one line. The modes, the
 arms and a task's draw are ``allocation/arms.py``'s (pure: the replay's canary shares them).
 """
 
@@ -84,9 +84,18 @@ class RolloutConflict(RolloutError):
 
     def __init__(self, expected: int, current: RolloutState) -> None:
         self.expected, self.current = expected, current
+        in_force = (
+            f"version {current.version} is {current.describe()} "
+            f"(by {current.changed_by}: {current.reason or '-'})"
+        )
+        if expected > current.version:  # a mistyped --if-version, not a race
+            super().__init__(
+                f"the rollout has no version {expected} yet: {in_force}; nothing written, "
+                "give the version rollout show prints"
+            )
+            return
         super().__init__(
-            f"the rollout changed since version {expected} was read: version {current.version} "
-            f"is {current.describe()} (by {current.changed_by}: {current.reason or '-'}); "
+            f"the rollout changed since version {expected} was read: {in_force}; "
             "nothing written, read it again"
         )
 
@@ -197,11 +206,13 @@ def set_rollout(
     if expected_version is None:
         expected_version = read_rollout(engine).version
     new_id = int(expected_version) + 1
+    last_id = select(func.max(rollout_table.c.id))
     try:
         with engine.begin() as conn:
+            if (conn.execute(last_id).scalar() or 0) != expected_version:  # older or ahead
+                raise _Stale()
             conn.execute(rollout_table.insert(), {**row, "id": new_id})
-            last = conn.execute(select(func.max(rollout_table.c.id))).scalar()
-            if last != new_id:  # decided on an older version than the last (ids with gaps)
+            if conn.execute(last_id).scalar() != new_id:  # a row written meanwhile
                 raise _Stale()
     except (IntegrityError, _Stale):
         raise RolloutConflict(int(expected_version), read_rollout(engine)) from None

@@ -26,6 +26,7 @@ from scoutless.jedi.messages import (
     build_prediction,
     eligible_to_skip,
 )
+from scoutless.ops.prediction_log import DATABASE
 from scoutless.ops.promise import Recalibration, apply_factors
 from scoutless.ops.rollout import already_skipped, create_rollout_table, read_rollout
 from scoutless.panda import outbox
@@ -34,6 +35,8 @@ from scoutless.panda.telemetry import ListenerMetrics
 from scoutless.service.pipeline import Pipeline
 
 log = logging.getLogger("scoutless.panda.listener")
+#: the caller the listener's prediction-log rows name
+LISTENER = "listener"
 
 
 @dataclass
@@ -155,7 +158,9 @@ def _with_arm(
     """A prediction-log row with the risk bound, the rollout arm (and why) and the values
     as sent (a calibration's factors applied)."""
     tid = int(row["jeditaskid"]) if row.get("jeditaskid") is not None else None
-    extra: dict = {} if alpha is None else {"alpha": alpha}
+    extra: dict = {"source": DATABASE, "caller": LISTENER}  # the task as read from PanDA
+    if alpha is not None:
+        extra["alpha"] = alpha
     if tid in arms:
         extra |= {"arm": arms[tid].arm, "arm_reason": arms[tid].reason}
     sent = targets.get(tid) if tid is not None else None

@@ -25,11 +25,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from scoutless.atomic import sweep_leftovers
 from scoutless.config import Settings, get_settings
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
+from scoutless.layout import is_registry
 from scoutless.ops.log_commit import LoopGroupCommit
 from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.registry import sweep_registry
 from scoutless.service.auth import Authenticator
 from scoutless.service.errors import (
     ServiceError,
@@ -46,6 +49,7 @@ from scoutless.service.local import LocalBackend
 from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.openapi import add_security_scheme
 from scoutless.service.pipeline import Predictor
+from scoutless.service.request_guard import RequestGuard
 from scoutless.service.request_input import InputError, InputErrors
 from scoutless.service.routes import admin, health, model, predict
 from scoutless.service.serving import BundleLoader, ModelHolder, load_bundle_default
@@ -117,6 +121,8 @@ def create_app(
     app.state.service = state
     app.add_middleware(HotRoutes)  # innermost: inside the limits and the metrics
     app.add_middleware(LimitsMiddleware, settings=settings.service)
+    loopback_mode = state.auth.open_to_loopback  # non-JSON writes, foreign Host names: refused
+    app.add_middleware(RequestGuard, settings=settings.service, loopback_mode=loopback_mode)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     for router in (predict.router, model.router, health.router, admin.router):
         app.include_router(router)
@@ -202,6 +208,8 @@ async def _start_local(
     if predictor is not None:
         holder.install(holder.build(predictor, None))
     else:
+        if bundle is not None:
+            await asyncio.to_thread(_sweep_leftovers, bundle)
         await asyncio.to_thread(holder.load)
     local.reader = TaskReader(make_engine(history_url, create_dirs=False, for_reads=True))
     if log_url is not None:
@@ -209,6 +217,15 @@ async def _start_local(
         local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)
         local.writer = LoopGroupCommit(local.log)
     return local
+
+
+def _sweep_leftovers(bundle: Path) -> None:
+    """Remove what writers killed mid-write left in the served registry or beside the
+    served bundle (staging no live writer holds)."""
+    removed = sweep_registry(bundle) if is_registry(bundle) else sweep_leftovers(bundle)
+    if removed:
+        log.warning("removed %d staging folders and files that killed writers left: %s",
+                    len(removed), ", ".join(p.name for p in removed[:5]))  # fmt: skip
 
 
 def _watch_groups(groups: GroupCounts, local: LocalBackend) -> None:

@@ -42,9 +42,15 @@ class Readiness:
 
 
 class Backend(Protocol):
-    async def predict(self, body: PredictRequest, request_id: str) -> Answer: ...
+    async def predict(
+        self, body: PredictRequest, request_id: str, caller: str | None = None
+    ) -> Answer:
+        """Predict posted tasks; ``caller``: who asked (kept in the prediction log)."""
+        ...
 
-    async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
+    async def task_prediction(
+        self, jeditaskid: int, query: TaskQuery, request_id: str, caller: str | None = None
+    ) -> Answer:
         """Predict a task read from the PanDA database by id."""
         ...
 

@@ -102,11 +102,16 @@ class Gateway:
         return answer
 
     # -- the Backend interface (routes) ---------------------------------------------------
-    async def predict(self, body: PredictRequest, request_id: str) -> Answer:
+    # the remotes log their answers as asked by this gateway's token (remote_token)
+    async def predict(
+        self, body: PredictRequest, request_id: str, caller: str | None = None
+    ) -> Answer:
         payload = body.model_dump(exclude_none=True)
         return _answer(await self.fan_out_predict(payload, body.targets))
 
-    async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
+    async def task_prediction(
+        self, jeditaskid: int, query: TaskQuery, request_id: str, caller: str | None = None
+    ) -> Answer:
         params: dict[str, Any] = {"policy": query.policy}
         if query.alpha:
             params["alpha"] = query.alpha

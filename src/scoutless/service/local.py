@@ -28,7 +28,7 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store_reader import task_history
 from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskInputs, TaskReader
 from scoutless.ops.log_commit import LoopGroupCommit
-from scoutless.ops.prediction_log import PredictionLog
+from scoutless.ops.prediction_log import CALLER_CHARS, DATABASE, POSTED, PredictionLog
 from scoutless.ops.registry import is_registry, resolve_champion
 from scoutless.service.answers import Outcome
 from scoutless.service.backend import Answer, Readiness, ReloadFailed, TaskQuery
@@ -44,6 +44,20 @@ from scoutless.service.telemetry import Metrics
 #: requests with at most this many tasks are computed on the event loop (no thread hop),
 #: together with the others of the same loop turn
 INLINE_MAX_TASKS = 4
+
+
+@dataclass(frozen=True)
+class Logged:
+    """What a request's prediction-log rows say of it: its id, where its features came from
+    (``POSTED`` or ``DATABASE``) and who asked (a token's name, a JWT's subject)."""
+
+    request_id: str
+    source: str
+    caller: str | None
+
+    def origin(self) -> dict[str, str | None]:
+        caller = None if self.caller is None else self.caller[:CALLER_CHARS]
+        return {"source": self.source, "caller": caller}
 
 
 @dataclass
@@ -69,8 +83,11 @@ class LocalBackend:
             raise HTTPException(503, detail={"kind": "not_ready", "msg": "no model loaded"})
         return served
 
-    async def predict(self, body: PredictRequest, request_id: str) -> Answer:
+    async def predict(
+        self, body: PredictRequest, request_id: str, caller: str | None = None
+    ) -> Answer:
         served = self.served()
+        logged = Logged(request_id, POSTED, caller)
         rows = body.rows()
         lookup = self._store_lookup(served.pipeline)
         alpha = body.alpha or self.settings.default_alpha
@@ -85,7 +102,7 @@ class LocalBackend:
                 layout=body.layout,
             )  # fmt: skip
             outcome = await run_in_threadpool(run)
-            return await self._store_and_answer(served, outcome, request_id, body.policy)
+            return await self._store_and_answer(served, outcome, logged, body.policy)
         pipeline = served.pipeline
         pipeline.check_targets(body.targets)
         start = time.perf_counter()
@@ -96,14 +113,16 @@ class LocalBackend:
             alpha=alpha, layout=body.layout,
         )  # fmt: skip
         outcome.timings_ms = {**timings, **outcome.timings_ms}
-        return await self._store_and_answer(served, outcome, request_id, body.policy)
+        return await self._store_and_answer(served, outcome, logged, body.policy)
 
     def _store_lookup(self, pipeline: Pipeline) -> HistoryLookup | None:
         """Where posted tasks without history features get them: the store, if the bundle
         uses history and the database has one (as ``GET /v1/tasks/{id}/prediction`` reads)."""
         return None if self.reader is None else self.reader.history_lookup(pipeline.history)
 
-    async def task_prediction(self, jeditaskid: int, query: TaskQuery, request_id: str) -> Answer:
+    async def task_prediction(
+        self, jeditaskid: int, query: TaskQuery, request_id: str, caller: str | None = None
+    ) -> Answer:
         served = self.served()
         served.pipeline.check_targets(query.targets)
         if self.reader is None:
@@ -125,7 +144,8 @@ class LocalBackend:
             alpha=query.alpha or self.settings.default_alpha,
         )  # fmt: skip
         outcome.timings_ms = {**timings, **outcome.timings_ms}
-        return await self._store_and_answer(served, outcome, request_id, query.policy)
+        logged = Logged(request_id, DATABASE, caller)
+        return await self._store_and_answer(served, outcome, logged, query.policy)
 
     @staticmethod
     def _prepare_task(
@@ -149,11 +169,15 @@ class LocalBackend:
         return prepared, timings
 
     async def _store_and_answer(
-        self, served: Served, outcome: Outcome, request_id: str, policy: str
+        self, served: Served, outcome: Outcome, logged: Logged, policy: str
     ) -> Answer:
         """Commit the prediction-log rows, then answer (a prediction answered is one stored)."""
         start = time.perf_counter()
+        request_id = logged.request_id
         if self.writer is not None and outcome.log_rows:
+            origin = logged.origin()
+            for row in outcome.log_rows:
+                row.update(origin)
             await self.writer.committed(outcome.log_rows)
         outcome.timings_ms["log"] = (time.perf_counter() - start) * 1e3
         self.metrics.observe_stages(outcome.timings_ms)

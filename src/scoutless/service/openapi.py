@@ -91,6 +91,11 @@ ERRORS: dict[int, tuple[str, dict[str, Any]]] = {
     413: ("the body or the batch is larger than allowed",
           _error(413, "body_too_large", "request body of 67108865 bytes or more; the limit is "
                  "67108864")),
+    415: ("the body is not sent as JSON (Content-Type: application/json, body or not)",
+          _error(415, "unsupported_media_type", "expected Content-Type: application/json")),
+    421: ("the Host header is not a name this service answers under (service.allowed_hosts)",
+          _error(421, "misdirected_request", "this service answers under the names of this "
+                 "machine and service.allowed_hosts only")),
     422: ("a field is missing, malformed or out of range (every 4xx has this shape)",
           _error(422, "string_too_long", "String should have at most 64 characters",
                  ["body", "tasks", 0, "processingtype"])),
@@ -112,7 +117,7 @@ def responses(*statuses: int, ok: Any = None) -> dict[int | str, dict[str, Any]]
 
 
 #: the statuses every authenticated /v1 route can give beside its own
-GUARDED = (401, 403, 500, 503)
+GUARDED = (401, 403, 421, 500, 503)
 
 
 def add_security_scheme(app: FastAPI) -> None:

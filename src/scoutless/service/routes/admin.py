@@ -21,7 +21,7 @@ _RELOADED = {"previous_version": "v2", "model_version": "v3", "bundle": "/srv/re
     "/reload",
     response_model=ReloadResponse,
     openapi_extra=needs("admin"),
-    responses=responses(409, 422, *GUARDED, ok=_RELOADED),
+    responses=responses(409, 415, 422, *GUARDED, ok=_RELOADED),
 )
 async def reload(
     state: StateDep,

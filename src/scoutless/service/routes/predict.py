@@ -120,13 +120,13 @@ _BODY_DOC = {
     "/predict",
     response_model=PredictResponse | ColumnsResponse,
     openapi_extra=_BODY_DOC,
-    responses=responses(408, 413, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
+    responses=responses(408, 413, 415, 422, *GUARDED, ok=PREDICTION_EXAMPLE),
 )
 async def predict(request: Request) -> Response:
     """Predict the classes of one or many tasks (features, or PanDA task parameters).
     Needs the ``predict`` role: every answer is written to the prediction log."""
     state = state_of(request)
-    state.auth.authorize(request, "predict")
+    caller = state.auth.authorize(request, "predict").name
     rid = request_id(request)
     body = parse_predict_request(await request.body())
     policy = resolved_policy(body.policy, body.alpha, state.settings.allocation, "body")
@@ -138,7 +138,7 @@ async def predict(request: Request) -> Response:
             413, "batch_too_large",
             f"{n_tasks} tasks in one request; the limit is {settings.max_batch}",
         )  # fmt: skip
-    return json_response(await backend.predict(body, rid))
+    return json_response(await backend.predict(body, rid, caller))
 
 
 @router.get(
@@ -161,9 +161,10 @@ async def task_prediction(
     """Read the task's submission-time features from the PanDA database, then predict.
     Needs the ``predict`` role (the answer is written to the prediction log)."""
     state = state_of(request)
-    state.auth.authorize(request, "predict")
+    caller = state.auth.authorize(request, "predict").name
     rid = request_id(request)
     wanted = [t for t in (targets or "").split(",") if t] or None
     chosen = resolved_policy(policy, alpha, state.settings.allocation, "query")
     query = TaskQuery(policy=chosen, alpha=alpha, targets=wanted)
-    return json_response(await backend_of(state).task_prediction(jeditaskid, query, rid))
+    answer = await backend_of(state).task_prediction(jeditaskid, query, rid, caller)
+    return json_response(answer)
