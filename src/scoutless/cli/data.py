@@ -150,10 +150,11 @@ def build(
             return
         from rich.progress import Progress  # here: `data --help` stays light
 
+        engine = make_engine(url, read_only=True)  # a URL that is not one: said before drawing
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(
-                make_engine(url, read_only=True),
+                engine,
                 bins,
                 strict,
                 since,

@@ -114,10 +114,9 @@ def import_trace(
                 progress.update(step, description="updating the history store")
                 _update_store(history_db, jobs, table)
     except (TraceParseError, ValueError) as exc:
-        console.print(f"[red]{exc}")
-        if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:
-            console.print("use --skip-bad to skip malformed lines")
-        raise typer.Exit(code=1) from exc
+        from scoutless.cli.errors import trace_error
+
+        raise trace_error(exc, skip_bad) from exc
     _report(jobs.bad_lines, _summary(table, out))
 
 

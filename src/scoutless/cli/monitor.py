@@ -34,9 +34,9 @@ ConfigOpt = Annotated[
 
 
 def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
-    from scoutless.history.panda_db import make_engine  # here: `monitor --help` stays light
+    from scoutless.history.panda_db import existing_database, make_engine  # `--help` stays light
 
-    engine = make_engine(db or get_settings().resolved_db_url())
+    engine = existing_database(db or get_settings().resolved_db_url())  # read: never created
     return engine, make_engine(log_db) if log_db else engine
 
 

@@ -18,9 +18,9 @@ DbOpt = Annotated[
 
 
 def _engine(db: str | None) -> Any:
-    from scoutless.history.panda_db import make_engine
+    from scoutless.history.panda_db import existing_database
 
-    return make_engine(db or get_settings().resolved_db_url(), create_dirs=False)
+    return existing_database(db or get_settings().resolved_db_url())
 
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:
