@@ -12,6 +12,7 @@ import typer
 
 from scoutless.cli import scale
 from scoutless.cli.lazy import LazyConsole, get_settings
+from scoutless.cli.output import FormatOption
 
 app = typer.Typer(no_args_is_help=True)
 console = LazyConsole()
@@ -157,43 +158,40 @@ def impact(
         bool, typer.Option(help="apply the guard rail (back to shadow on harm)")
     ] = False,
     config: ConfigOpt = None,
+    fmt: FormatOption = "table",
 ) -> None:
     """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
-    from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
-    from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.ops.impact import ImpactError, impact_report, window_for
+    from scoutless.cli.errors import UserError
+    from scoutless.cli.impact_tables import give_impact
+    from scoutless.cli.output import checked, notes
+    from scoutless.ops.impact import impact_report, window_for
     from scoutless.ops.impact_store import collect_impact
+    from scoutless.ops.report import impact_verdict
 
+    said = notes(checked(fmt), console)
     if every is None:
         every = window_for(days)
-        console.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
+        said.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
     engine, ops_engine = _engines(db, log_db)
+    if collect:
+        done = collect_impact(engine, ops_engine)
+        said.print(f"collected {done.n_read} tasks ({done.n_final} final), "
+                   f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
+    since = datetime.now(UTC) - timedelta(days=days)
     try:
-        if collect:
-            done = collect_impact(engine, ops_engine)
-            console.print(f"collected {done.n_read} tasks ({done.n_final} final), "
-                          f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
-        since = datetime.now(UTC) - timedelta(days=days)
         result = impact_report(ops_engine, every=every, since=since)
-    except (ImpactError, ValueError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
-    except DatabaseUnavailable as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=1) from exc
-    print_per_arm(console, result)
-    print_per_window(console, result)
-    print_differences(console, result)
-    if not guard:
-        from scoutless.ops.report import impact_verdict
-
-        console.print(f"[bold]{impact_verdict(result)}[/bold] (--guard applies it)")
-    if guard:
+    except ValueError as exc:  # --every that pandas cannot read (ImpactError is one too)
+        raise UserError(f"{exc}") from exc
+    verdict = None if guard else impact_verdict(result)
+    give_impact(fmt, console, result, verdict)
+    if verdict is not None:
+        said.print(f"[bold]{verdict}[/bold] (--guard applies it)")
+    else:
         _guard(ops_engine, result, config)
     if html is not None:
         from scoutless.ops.report import render_impact
 
-        console.print(f"HTML report: {render_impact(result, html, every=every)}")
+        said.print(f"HTML report: {render_impact(result, html, every=every)}")
 
 
 def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:

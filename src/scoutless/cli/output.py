@@ -42,6 +42,11 @@ def notes(fmt: str, console: Any) -> Any:
     return console if fmt == "table" else _notes
 
 
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as JSON holds them: times in ISO 8601, NaN as null."""
+    return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+
 def give(
     fmt: str,
     draw: Callable[[], None],
@@ -57,8 +62,8 @@ def give(
         from scoutless.jsonsafe import jsonable
 
         if document is None:
-            document = {name: frame.to_dict(orient="records") for name, frame in tables.items()}
-        typer.echo(json.dumps(jsonable(document), indent=1, default=str))
+            document = {name: records(frame) for name, frame in tables.items()}
+        typer.echo(json.dumps(jsonable(document), indent=1))
     else:
         import pandas as pd
 
