@@ -199,10 +199,11 @@ class LazyConsole:
     """A ``rich.console.Console(**options)`` made (and rich imported) on first use: a verb's
     module makes its console at its top, and its ``--help`` then imports no rich. It stands
     for the console wherever rich takes one (``Progress(console=…)``): attributes and the
-    context manager (rich's live displays enter it) are the console's."""
+    context manager (rich's live displays enter it) are the console's. ``console.log`` lines
+    carry the time, not the scoutless source line that logged them (``log_path``)."""
 
     def __init__(self, **options: Any) -> None:
-        self._options = options
+        self._options = {"log_path": False, **options}
         self._console: Console | None = None
 
     @property
