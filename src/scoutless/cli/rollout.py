@@ -17,10 +17,13 @@ DbOpt = Annotated[
 ]
 
 
-def _engine(db: str | None) -> Any:
-    from scoutless.history.panda_db import existing_database
+def _engine(db: str | None, *, writes: bool = False) -> Any:
+    """The listener's database: ``rollout set`` may start one in an existing folder;
+    reading never creates one (a mistyped path is said as such)."""
+    from scoutless.history.panda_db import existing_database, make_engine
 
-    return existing_database(db or get_settings().resolved_db_url())
+    url = db or get_settings().resolved_db_url()
+    return make_engine(url, create_dirs=False) if writes else existing_database(url)
 
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:
@@ -69,7 +72,7 @@ def set_mode(
     from scoutless.history.panda_db import DatabaseUnavailable
     from scoutless.ops.rollout import already_skipped, os_identity, read_rollout, set_rollout
 
-    engine = _engine(db)
+    engine = _engine(db, writes=True)
     try:
         before = read_rollout(engine)
         if mode == "full":
