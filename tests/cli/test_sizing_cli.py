@@ -7,10 +7,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from nf_synthetic import synthetic_workflow
+from nf_synthetic import EXAMPLE_TRACE, example_trace, synthetic_workflow
 from scoutless.cli.main import app
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _flat(result) -> str:
@@ -112,3 +113,18 @@ def test_size_tables_whole_in_a_pipe_and_as_json_or_csv(tmp_path: Path) -> None:
     rows = as_csv.stdout.splitlines()
     assert rows[0].startswith("method,") and len(rows) == 1 + len(doc["workflows"]["demo"]["methods"])
     assert runner.invoke(app, [*args, "--format", "xml"]).exit_code == 2
+
+
+def test_the_shipped_example_trace_imports_and_sizes(tmp_path: Path) -> None:
+    """docs/examples/trace_demo.txt (the sizing how-to's first try) is the generator's
+    output, imports as a Nextflow trace and sizes with a table and exit 0."""
+    shipped = ROOT / EXAMPLE_TRACE
+    assert shipped.read_text() == example_trace()  # synthetic: `python tests/nf_synthetic.py`
+    table = tmp_path / "demo.parquet"
+    imported = runner.invoke(app, ["import", "nextflow", str(shipped), "--out", str(table)])
+    assert imported.exit_code == 0, imported.output
+    sized = runner.invoke(app, ["size", "--trace", str(table), "--out", str(tmp_path / "s")])
+    assert sized.exit_code == 0, sized.output
+    assert "demo: online instances sized" in sized.stdout and "scoutless" in sized.stdout
+    doc = json.loads((tmp_path / "s" / "sizing.json").read_text())
+    assert doc["workflows"]["demo"]["methods"]["scoutless"]["instances"] == 3 * 56
