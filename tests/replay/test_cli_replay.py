@@ -155,3 +155,8 @@ def test_a_swf_trace_replays_its_test_jobs_with_the_request_as_incumbent(tmp_pat
     assert oracle["memory_kills"] == oracle["walltime_kills"] == 0
     both = runner.invoke(app, ["replay", "--trace", str(table), "--db", "sqlite://", "--out", "x"])
     assert both.exit_code == 1 and "one of --db" in both.output
+    args = ["replay", "--trace", str(table), "--out", str(tmp_path)]
+    as_json = runner.invoke(app, [*args, "--format", "json"])  # the document alone on stdout
+    assert json.loads(as_json.stdout)["strategies"].keys() == document["strategies"].keys()
+    as_csv = runner.invoke(app, [*args, "--format", "csv"]).stdout.splitlines()
+    assert as_csv[0] == "strategy,figure,key,value" and len(as_csv) > 3 * 10
