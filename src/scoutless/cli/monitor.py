@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from scoutless.cli import scale
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.output import FormatOption
 
@@ -48,8 +49,7 @@ def _load_champion(registry: Path) -> Any:
     try:
         return load_bundle(resolve_champion(registry))
     except (RegistryError, FileNotFoundError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _fmt(value: object) -> str:
@@ -161,7 +161,6 @@ def impact(
     fmt: FormatOption = "table",
 ) -> None:
     """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
-    from scoutless.cli.errors import UserError
     from scoutless.cli.impact_tables import give_impact
     from scoutless.cli.output import checked, notes
     from scoutless.ops.impact import impact_report, window_for
@@ -201,8 +200,7 @@ def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
     try:
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     verdict = check_guard_rail(ops_engine, result, config=alert_config)
     style = "[bold red]" if verdict.tripped else ""
     console.print(
@@ -234,8 +232,7 @@ def promise(
     try:
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     collect_actuals(engine, _load_champion(registry).bins, log_engine=ops_engine)
     now = datetime.now(UTC)
     predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
@@ -288,8 +285,7 @@ def run(
         interval = parse_interval(every)
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     engine, ops_engine = _engines(db, log_db)
     gauges = MonitorGauges()
     if metrics_port is not None:
@@ -357,8 +353,7 @@ def retrain(
                 trainer=functools.partial(train_bundle, fit_model=fit_model),
             )  # fmt: skip
         except RetrainError as exc:
-            console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(code=2) from exc
+            raise UserError(str(exc)) from exc
     table = Table(title=f"retrain: {'promoted' if result.promoted else 'kept champion'}")
     table.add_column("target")
     table.add_column(f"champion {result.champion_before or '-'}", justify="right")

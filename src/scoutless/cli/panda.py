@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 if TYPE_CHECKING:
@@ -32,8 +33,7 @@ def _refuse_unused_alpha(policy: str, alpha: float | None) -> None:
     from scoutless.allocation.policies import unused_alpha
 
     if problem := unused_alpha(policy, alpha):
-        console.print(f"[red]--alpha: {problem}")
-        raise typer.Exit(code=2)
+        raise UserError(f"--alpha: {problem}")
 
 
 def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
@@ -122,8 +122,7 @@ def dead_letters(
     try:
         counts, latest = dl.counts(engine), dl.recent(engine, limit)
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(str(exc)) from exc
     finally:
         engine.dispose()
     total = sum(counts.values())
@@ -168,7 +167,7 @@ def taskparams(
     ] = None,
 ) -> None:
     """Fill skipScout (as the rollout decides) and ramCount/cpuTime/ioIntensity with units."""
-    from scoutless.cli.errors import UserError, message
+    from scoutless.cli.errors import message
 
     if (bundle is None) == (service is None):
         raise UserError("give exactly one of --bundle or --service")
@@ -235,8 +234,7 @@ def _fill(
         state = read_rollout(existing_database(url)) if url else default_state()
         key = task_key(params.get("jediTaskID"), params.get("taskName"))
     except (DatabaseUnavailable, RolloutError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     features = features_from_taskparams(parse_taskparams(params))
     arm = assign(state, key, eligible_to_skip(task, policy, skip), features)
     console.print(f"rollout {state.describe()}: arm {arm.arm} ({arm.reason})")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
 from scoutless.cli.output import FormatOption, checked, give, notes
 
@@ -93,8 +94,7 @@ def replay(
             db, trace, predictor, out, settings, policy, alpha, tasks, seed, only, rehearse, said
         )
     except _reported() as exc:
-        said.print(f"[red]replay: {exc}[/red]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(f"replay: {exc}") from exc
     _give(fmt, document, said)
     said.print(f"wrote {out / REPLAY_JSON}")
 

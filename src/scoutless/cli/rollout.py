@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 app = typer.Typer(no_args_is_help=True)
@@ -83,12 +84,8 @@ def set_mode(
             expected_version=before.version if if_version is None else if_version,
         )  # fmt: skip
         kept = already_skipped(engine) if mode == "shadow" else []
-    except RolloutError as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=2) from exc
-    except DatabaseUnavailable as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=1) from exc
+    except (RolloutError, DatabaseUnavailable) as exc:
+        raise UserError(str(exc)) from exc
     console.print(
         f"rollout: {escape(before.describe())} → [bold]{escape(state.describe())}[/bold] "
         f"(version {state.version}, by {escape(state.changed_by)})"

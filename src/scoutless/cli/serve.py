@@ -81,8 +81,9 @@ def _supervise(workers: int, host: str, port: int, log_level: str) -> None:
     try:
         code = Supervisor(workers, host, port, log_level).run()
     except OSError as exc:
-        console.print(f"[red]cannot listen on {host}:{port}: {exc}")
-        raise typer.Exit(code=1) from exc
+        from scoutless.cli.errors import UserError
+
+        raise UserError(f"cannot listen on {host}:{port}: {exc}") from exc
     raise typer.Exit(code=code)
 
 
