@@ -136,7 +136,7 @@ def test_cli_serve_workers_share_connections_restart_and_drain(real_bundle, tmp_
     worker is replaced, and SIGTERM drains and stops them all."""
     port = free_port()
     cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
-           "--bundle", str(real_bundle), "--db", f"sqlite:///{tmp_path}/db.sqlite",
+           "--bundle", str(real_bundle), "--db", panda_history(f"sqlite:///{tmp_path}/db.sqlite"),
            "--port", str(port), "--workers", "2"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
