@@ -58,9 +58,7 @@ def demo(
 ) -> None:
     """Generate → build → train → evaluate → replay on the embedded SQLite default.
 
-    Writes into --workdir the history (history.sqlite), the training table, a servable
-    bundle, metrics.json, replay.json (the test tasks through every strategy: scouts,
-    predicted, hybrid, selective, bayes, oracle) and report.html."""
+    Writes the history, the table, a bundle, metrics.json, replay.json and report.html."""
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle
