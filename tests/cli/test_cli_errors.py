@@ -54,6 +54,12 @@ def test_monitor_impact_on_a_mistyped_sqlite_path_creates_nothing(tmp_path: Path
     assert not typo.exists()
 
 
+def test_a_usage_error_is_one_line_naming_the_help() -> None:
+    line = _refused("demo", "--tasks", "3")
+    assert "--tasks" in line and line.endswith("demo --help)")
+    assert "No such command 'nosuch'" in _refused("nosuch")
+
+
 def test_validation_errors_are_named_as_in_a_file_not_as_in_http() -> None:
     errors = InputErrors([InputError(["body", "taskparams", 0, "coreCount"], "expected an int"),
                           InputError(["body", "taskparams", 1], "expected an object")])  # fmt: skip

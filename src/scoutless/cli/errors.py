@@ -61,6 +61,11 @@ def is_user_error(exc: BaseException) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in USER_ERRORS for c in type(exc).__mro__)
 
 
+def _is_usage_error(exc: BaseException) -> bool:
+    """A command line click (or Typer's copy of it) could not parse: its ``UsageError``."""
+    return any(c.__name__ == "UsageError" for c in type(exc).__mro__)
+
+
 def _place(loc: Sequence[Any]) -> str:
     """A validation error's place as a file's reader names it: ``item 0: coreCount``, not
     the HTTP body's ``body.taskparams.0.coreCount``."""
@@ -95,10 +100,17 @@ def message(exc: BaseException, source: str = "") -> str:
 
 @contextmanager
 def one_line_errors() -> Iterator[None]:
-    """Run a verb: a user's error becomes one line on stderr and exit 2; a bug propagates."""
+    """Run a verb: a user's error becomes one line on stderr and exit 2, a verb's usage error
+    (a missing or malformed option) too, naming its ``--help``; a bug propagates."""
     try:
         yield
     except Exception as exc:
+        if _is_usage_error(exc):
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            said = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            typer.echo(f"scoutless: error: {said}{where}", err=True)
+            raise typer.Exit(code=USER_ERROR_EXIT) from exc
         if not is_user_error(exc):
             raise
         typer.echo(f"scoutless: error: {message(exc)}", err=True)
