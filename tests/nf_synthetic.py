@@ -28,3 +28,44 @@ def synthetic_workflow(seed: int = 0, rows: int = 60, name: str = "demo") -> pd.
             "attempt": 1, "workflow": name,
         }))  # fmt: skip
     return pd.concat(parts, ignore_index=True)
+
+
+#: Nextflow's trace columns, in the order Nextflow writes them with ``trace.raw = true``
+TRACE_COLUMNS = ("task_id", "hash", "native_id", "name", "process", "status", "exit", "cpus",
+                 "memory", "realtime", "%cpu", "rss", "peak_rss", "rchar", "wchar")  # fmt: skip
+
+
+def nextflow_trace(frame: pd.DataFrame, seed: int = 0) -> str:
+    """``frame`` as Nextflow writes its trace file: tab-separated, raw bytes and ms, a task
+    id, a work-folder hash and a job name per row."""
+    rng = np.random.default_rng(seed)
+    rows = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)  # run order
+    out = pd.DataFrame({
+        "task_id": np.arange(1, len(rows) + 1),
+        "hash": [f"{rng.integers(0, 256):02x}/{rng.integers(0, 16**6):06x}" for _ in rows.index],
+        "native_id": 4_100_000 + np.arange(len(rows)),
+        "name": [f"{p} ({i + 1})" for i, p in enumerate(rows["process"])],
+        "process": rows["process"], "status": rows["status"], "exit": rows["exit"],
+        "cpus": rows["cpus"], "memory": rows["memory"].astype("int64"),
+        "realtime": rows["realtime"].round().astype("int64"),
+        "%cpu": rng.uniform(80, 195, len(rows)).round(1),
+        "rss": rows["rss"].astype("int64"), "peak_rss": rows["peak_rss"].astype("int64"),
+        "rchar": rows["rchar"].astype("int64"),
+        "wchar": (rows["rchar"] * rng.uniform(0.1, 0.6, len(rows))).round().astype("int64"),
+    })  # fmt: skip
+    return out[list(TRACE_COLUMNS)].to_csv(sep="\t", index=False)
+
+
+#: the example trace shipped for `scoutless size` (docs/how-to/sizing.md), made by this module
+EXAMPLE_TRACE = "docs/examples/trace_demo.txt"
+
+
+def example_trace() -> str:
+    """The shipped example's text: three task types, 80 instances each."""
+    return nextflow_trace(synthetic_workflow(seed=7, rows=80, name="demo"), seed=7)
+
+
+if __name__ == "__main__":  # python tests/nf_synthetic.py: (re)write the shipped example
+    from pathlib import Path
+
+    Path(EXAMPLE_TRACE).write_text(example_trace())

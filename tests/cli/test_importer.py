@@ -42,8 +42,10 @@ def test_import_stops_at_a_bad_line_unless_skipping(tmp_path):
     bad.write_text("\n".join(lines) + "\n")
     out = tmp_path / "t.parquet"
     result = runner.invoke(app, ["import", "swf", str(bad), "--out", str(out)])
-    assert result.exit_code == 1
-    assert f"bad.swf:{len(lines)}: expected 18 fields" in result.output.replace("\n", "")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert f"bad.swf:{len(lines)}: expected 18 fields" in line
+    assert line.endswith("; --skip-bad skips malformed lines")
     assert not out.exists()
     result = runner.invoke(app, ["import", "swf", str(bad), "--out", str(out), "--skip-bad"])
     assert result.exit_code == 0, result.output

@@ -131,6 +131,7 @@ def substitute(command: str, demo: Path, server: str) -> str:
         (r"--table table\.parquet --out replay", f"--table {demo / 'table.parquet'} --out replay"),
         (r"(http://)?(localhost|scoutless|127\.0\.0\.1):8000", server),
         (r"my_bins\.toml", str(ROOT / "src/scoutless/defaults/bins.toml")),
+        (r"docs/examples/", f"{ROOT / 'docs/examples'}/"),
         (r"--tasks \d+", "--tasks 300"),
         (r"--since 2026-01-01", "--since 2020-01-01"),  # the synthetic history's years
         (r"models/ bundle --promote", f"models/ {demo / 'bundle'} --promote"),

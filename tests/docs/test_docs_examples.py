@@ -151,8 +151,8 @@ def ran(demo_workdir, served, tmp_path_factory) -> dict[str, dict]:
     following the pages), in one subprocess: name → exit code and output."""
     cwd = tmp_path_factory.mktemp("examples")
     for e in EXAMPLES:
-        if e.kind == "file":
-            (cwd / e.detail).write_text(e.content)
+        if e.kind == "file":  # where the page writes it (scoutless-work/: the demo's folder)
+            (cwd / substitute(e.detail, demo_workdir, served)).write_text(e.content)
     plan = []
     for e in RUN:
         argv, stdout = argv_of(substitute(e.text, demo_workdir, served))

@@ -44,7 +44,7 @@ def test_cli_names_what_is_wrong(bundle_and_table, tmp_path):
     runner = CliRunner()
     missing = runner.invoke(app, ["evaluate", "--bundle", str(tmp_path), "--table",
                                   str(table_path), "--out", str(tmp_path / "o")])  # fmt: skip
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert "no manifest.json" in " ".join(missing.output.split())
     bad_split = runner.invoke(app, ["evaluate", "--bundle", str(bundle), "--table",
                                     str(table_path), "--out", str(tmp_path), "--split", "weekly"])  # fmt: skip

@@ -32,7 +32,7 @@ def test_build_command_writes_table_and_bad_row_list(tmp_path):
     result = runner.invoke(
         app, ["data", "build", "--db", f"sqlite:///{db}", "--out", str(strict_out), "--strict"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "negative maxpss" in result.output and not strict_out.exists()
 
 

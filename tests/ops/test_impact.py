@@ -4,6 +4,7 @@ clear error for a history without the job columns."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
+from scoutless.cli.impact_tables import WINDOW_FIGURES
 from scoutless.cli.main import app
 from scoutless.history.schema import jedi_tasks, jobsarchived4, metadata
 from scoutless.ops.impact import FIGURES, arm_difference, impact_report, task_figures
@@ -174,6 +176,23 @@ def test_monitor_impact_cli_prints_tables_and_writes_the_page(history, tmp_path)
     assert result.exit_code == 0, result.output
     assert "first_attempt_success" in result.output and "canary − control" in result.output
     assert page.read_text().count("<img") >= 3
+
+
+def test_monitor_impact_whole_in_a_pipe_and_as_json(history) -> None:  # type: ignore[no-untyped-def]
+    """Piped, the per-window table keeps its column names whole (rich would cut them at 80
+    columns); --format json is the figures alone on stdout, csv one table with its name."""
+    args = ["monitor", "impact", "--db", str(history.url), "--days", "100000"]
+    drawn = CliRunner().invoke(app, args)
+    assert drawn.exit_code == 0, drawn.output
+    for name in WINDOW_FIGURES:
+        assert name in drawn.stdout
+    assert "…" not in drawn.stdout
+    as_json = CliRunner().invoke(app, [*args, "--format", "json"])
+    doc = json.loads(as_json.stdout)
+    assert {"per_arm", "per_window", "differences", "verdict"} <= set(doc)
+    assert {row["figure"] for row in doc["per_arm"]} >= {"first_attempt_success"}
+    as_csv = CliRunner().invoke(app, [*args, "--format", "csv"])
+    assert as_csv.stdout.splitlines()[0].startswith("table,")
 
 
 def test_task_figures_skip_tasks_without_the_figure() -> None:

@@ -125,6 +125,7 @@ def test_taskparams_follows_the_rollout_with_the_task_name_as_key(panda_bundle, 
     base = ["taskparams", str(src), "--bundle", str(panda_bundle), "--policy", "risk",
             "--out", str(out), "--db", db]  # fmt: skip
     engine = make_engine(db)
+    engine.connect().close()  # the listener's database is there (reading creates none)
     default = CliRunner().invoke(app, base)
     assert default.exit_code == 0 and "arm shadow" in default.output  # no row: shadow
     assert "skipScout" not in json.loads(out.read_text())

@@ -137,7 +137,7 @@ def test_the_cli_writes_the_history_and_says_how_to_read_it(small, tmp_path) -> 
     target = f"sqlite:///{tmp_path / 'w.sqlite'}"
     base = ["replay", "--db", url, "--bundle", str(folder / "bundle"), "--out", str(tmp_path)]
     refused = runner.invoke(app, [*base, "--write-history", target])  # no canary strategy
-    assert refused.exit_code == 1 and "add 'canary'" in refused.output
+    assert refused.exit_code == 2 and "add 'canary'" in refused.output
     done = runner.invoke(app, [*base, "--strategies", "canary", "--canary-share", "0.3",
                                "--write-history", target], env={"COLUMNS": "200"})  # fmt: skip
     assert done.exit_code == 0, done.output
@@ -145,4 +145,4 @@ def test_the_cli_writes_the_history_and_says_how_to_read_it(small, tmp_path) -> 
     document = json.loads((tmp_path / "replay.json").read_text())
     assert document["strategies"]["canary"]["rollout"]["share"] == 0.3
     bad = runner.invoke(app, [*base, "--strategies", "canary", "--canary-share", "1.5"])
-    assert bad.exit_code == 1 and "canary_share" in bad.output
+    assert bad.exit_code == 2 and "canary_share" in bad.output

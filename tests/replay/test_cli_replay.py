@@ -103,7 +103,7 @@ def test_scouts_alone_need_no_bundle_and_a_sample_is_seeded(small):
 def test_bad_arguments_are_one_clear_error(small, extra, message):
     folder, url = small
     result = runner.invoke(app, ["replay", "--db", url, "--out", str(folder / "bad"), *extra])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert message in result.output
     assert not (folder / "bad" / "replay.json").exists()
 
@@ -115,7 +115,7 @@ def test_a_negative_slot_count_in_the_config_names_the_key(small, tmp_path):
     args = ["replay", "--db", url, "--out", str(tmp_path), "--strategies", "scouts",
             "--config", str(config)]  # fmt: skip
     result = runner.invoke(app, args)
-    assert result.exit_code == 1 and "resource_types.MCORE.cores" in result.output
+    assert result.exit_code == 2 and "resource_types.MCORE.cores" in result.output
 
 
 def test_an_empty_or_missing_history_is_a_clear_error(tmp_path):
@@ -126,12 +126,12 @@ def test_an_empty_or_missing_history_is_a_clear_error(tmp_path):
     result = runner.invoke(
         app, ["replay", "--db", empty, "--out", str(tmp_path), "--strategies", "scouts"]
     )
-    assert result.exit_code == 1 and "no tasks to replay" in result.output
+    assert result.exit_code == 2 and "no tasks to replay" in result.output
     missing = f"sqlite:///{tmp_path / 'missing.sqlite'}"
     result = runner.invoke(
         app, ["replay", "--db", missing, "--out", str(tmp_path), "--strategies", "scouts"]
     )
-    assert result.exit_code == 1 and "replay:" in result.output
+    assert result.exit_code == 2 and "replay:" in result.output
     assert not (tmp_path / "replay.json").exists()
 
 
@@ -154,4 +154,9 @@ def test_a_swf_trace_replays_its_test_jobs_with_the_request_as_incumbent(tmp_pat
     oracle = document["strategies"]["oracle"]
     assert oracle["memory_kills"] == oracle["walltime_kills"] == 0
     both = runner.invoke(app, ["replay", "--trace", str(table), "--db", "sqlite://", "--out", "x"])
-    assert both.exit_code == 1 and "one of --db" in both.output
+    assert both.exit_code == 2 and "one of --db" in both.output
+    args = ["replay", "--trace", str(table), "--out", str(tmp_path)]
+    as_json = runner.invoke(app, [*args, "--format", "json"])  # the document alone on stdout
+    assert json.loads(as_json.stdout)["strategies"].keys() == document["strategies"].keys()
+    as_csv = runner.invoke(app, [*args, "--format", "csv"]).stdout.splitlines()
+    assert as_csv[0] == "strategy,figure,key,value" and len(as_csv) > 3 * 10

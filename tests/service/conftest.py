@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from service_fakes import TOKEN, FakePredictor
+from service_fakes import TOKEN, FakePredictor, panda_history
 from service_procs import ServerProcess
 
 from scoutless.config import Settings
@@ -39,7 +39,7 @@ def servers() -> Iterator[list[ServerProcess]]:
 
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'panda.sqlite'}"
+    return panda_history(f"sqlite:///{tmp_path / 'panda.sqlite'}")
 
 
 @pytest.fixture

@@ -99,6 +99,12 @@ def fake_loader(path) -> FakePredictor:
     return FakePredictor(version=str(path.name))
 
 
+def panda_history(db_url: str) -> str:
+    """``db_url`` made a PanDA history without tasks yet (its tables: /readyz needs them)."""
+    create_schema(make_engine(db_url))
+    return db_url
+
+
 def store_task(db_url: str, jeditaskid: int) -> None:
     """A task in a PanDA-schema database (its row and parameters; no datasets, no jobs)."""
     engine = make_engine(db_url)

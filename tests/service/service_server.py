@@ -10,7 +10,7 @@ import json
 import sys
 
 import uvicorn
-from service_fakes import fake_loader
+from service_fakes import fake_loader, panda_history
 
 from scoutless.service.app import create_app
 
@@ -18,6 +18,8 @@ from scoutless.service.app import create_app
 def main() -> None:
     port = int(sys.argv[1])
     options = json.loads(sys.argv[2])
+    if options.get("db_url", "").startswith("sqlite:"):  # a fresh test database: a history
+        panda_history(options["db_url"])
     if options.pop("fake", False):
         options["loader"] = fake_loader
     app = create_app(**options)

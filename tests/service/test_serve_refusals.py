@@ -23,7 +23,8 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _serve(*args: str):  # type: ignore[no-untyped-def]
     result = CliRunner().invoke(app, ["serve", *args])
-    lines = [line for line in result.output.splitlines() if line.startswith("cannot serve")]
+    prefix = "scoutless: error: "
+    lines = [x.removeprefix(prefix) for x in result.output.splitlines() if x.startswith(prefix)]
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "startup failed" not in result.output
     assert len(lines) == 1, result.output
@@ -50,6 +51,18 @@ def test_an_oracle_url_without_its_driver_is_refused(tmp_path, no_server, monkey
     (bundle / "manifest.json").write_text("{}")
     line = _serve("--bundle", str(bundle), "--db", "oracle+oracledb://u:p@127.0.0.1:1521/panda")
     assert "pip install oracledb" in line
+
+
+def test_a_missing_sqlite_history_is_refused_and_not_created(tmp_path, no_server) -> None:
+    missing = tmp_path / "nothere.sqlite"
+    line = _serve("--bundle", str(_bundle(tmp_path)), "--db", f"sqlite:///{missing}")
+    assert line.startswith(f"cannot serve: {missing} does not exist; make one with")
+    assert not missing.exists()
+
+
+def test_a_path_given_for_a_url_is_refused(tmp_path, no_server) -> None:
+    line = _serve("--bundle", str(_bundle(tmp_path)), "--db", "scoutless-work/history.sqlite")
+    assert "for a SQLite file write sqlite:///scoutless-work/history.sqlite" in line
 
 
 def _bundle(tmp_path):  # type: ignore[no-untyped-def]

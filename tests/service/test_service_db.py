@@ -25,18 +25,38 @@ def test_unknown_task_is_404(client, db_url) -> None:
     assert "999" in r.json()["detail"][0]["msg"]
 
 
-def test_database_down_is_503_on_db_endpoint_only(tmp_path, settings) -> None:
-    down = f"sqlite:///{tmp_path / 'no-such-dir' / 'panda.sqlite'}"
+def test_missing_database_is_503_by_id_and_readyz_names_the_tables(tmp_path, settings) -> None:
+    """A mistyped SQLite path is never created: reads by id answer 503, posted features are
+    still predicted, and /readyz is not ready and says which tables are missing."""
+    missing = tmp_path / "no-such-dir" / "panda.sqlite"
     log_db = f"sqlite:///{tmp_path / 'log.sqlite'}"
-    app = create_app(predictor=FakePredictor(), db_url=down, log_db_url=log_db, settings=settings)
+    app = create_app(predictor=FakePredictor(), db_url=f"sqlite:///{missing}",
+                     log_db_url=log_db, settings=settings)  # fmt: skip
     with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         r = client.get("/v1/tasks/1/prediction")
         assert r.status_code == 503
         assert r.json()["detail"][0]["type"] == "database_unavailable"
         assert r.json()["error_id"] in r.json()["detail"][0]["msg"]
         assert client.post("/v1/predict", json={"task": task()}).status_code == 200
-        assert client.get("/readyz").status_code == 200
+        ready = client.get("/readyz")
+        assert ready.status_code == 503 and ready.json()["checks"]["history"] is False
+        assert "jedi_tasks, jedi_taskparams, jedi_datasets" in ready.json()["problems"]["history"]
         assert client.get("/v1/model").status_code == 200
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_readyz_follows_the_tables_once_they_are_made(tmp_path, settings) -> None:
+    """A database without PanDA's tables is not ready; made a history, it is, without a
+    restart (the tables are looked for again while missing)."""
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    app = create_app(predictor=FakePredictor(), db_url=url, settings=settings)
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        ready = client.get("/readyz").json()
+        assert ready["ready"] is False and "jedi_tasks" in ready["problems"]["history"]
+        store_task(url, 7)
+        ready = client.get("/readyz").json()
+        assert ready["ready"] is True and ready["checks"]["history"] is True
+        assert "history" not in ready["problems"]
 
 
 def _metric(text: str, name: str, stage: str) -> float:

@@ -169,9 +169,9 @@ def test_sync_and_async_clients(tmp_path, servers, db_url) -> None:
         assert client.ready()
         body = client.predict([task()], policy="risk", alpha=0.1, targets=["memory"])
         assert body["tasks"][0]["targets"]["memory"]["policy"] == "risk"
-        with pytest.raises(ServiceError) as down:
+        with pytest.raises(ServiceError) as unknown:
             client.predict_task(5)
-        assert down.value.status == 503
+        assert unknown.value.status == 404  # a history without task 5
         assert client.model()["model_version"] == "c1"
 
     async def use_async() -> list[dict]:

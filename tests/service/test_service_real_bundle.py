@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
-from service_fakes import task
+from service_fakes import panda_history, task
 from service_procs import free_port
 
 from scoutless.features.spec import PANDA_FEATURES
@@ -101,7 +101,7 @@ def test_real_bundle_predicts_validates_and_logs(real_bundle, tmp_path) -> None:
 def test_cli_serve_runs_and_stops_on_sigterm(real_bundle, tmp_path) -> None:
     port = free_port()
     cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
-           "--bundle", str(real_bundle), "--db", f"sqlite:///{tmp_path}/db.sqlite",
+           "--bundle", str(real_bundle), "--db", panda_history(f"sqlite:///{tmp_path}/db.sqlite"),
            "--port", str(port), "--targets", "memory,walltime"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -140,7 +140,7 @@ def test_cli_serve_workers_share_connections_restart_and_drain(real_bundle, tmp_
     worker is replaced, and SIGTERM drains and stops them all."""
     port = free_port()
     cmd = [sys.executable, "-c", "from scoutless.cli.main import app; app()", "serve",
-           "--bundle", str(real_bundle), "--db", f"sqlite:///{tmp_path}/db.sqlite",
+           "--bundle", str(real_bundle), "--db", panda_history(f"sqlite:///{tmp_path}/db.sqlite"),
            "--port", str(port), "--workers", "2"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-from service_fakes import LOOPBACK, TOKEN, FakePredictor, task
+from service_fakes import LOOPBACK, TOKEN, FakePredictor, panda_history, task
 
 from scoutless.config import Settings
 from scoutless.ops.prediction_log import PredictionLog
@@ -27,7 +27,8 @@ GUARDED = [
 def _app(tmp_path, **service):
     settings = Settings(service=service)
     return create_app(
-        predictor=FakePredictor(), db_url=f"sqlite:///{tmp_path}/db", settings=settings
+        predictor=FakePredictor(), db_url=panda_history(f"sqlite:///{tmp_path}/db"),
+        settings=settings,
     )
 
 

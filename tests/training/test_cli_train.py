@@ -39,9 +39,9 @@ def test_train_names_bad_inputs(tmp_path):
     result = runner.invoke(
         app, ["train", "--table", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "b")]
     )
-    assert result.exit_code == 1 and "does not exist" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "does not exist" in " ".join(result.output.split())
     result = runner.invoke(app, ["train", "--table", "t", "--out", "b", "--models", "svm"])
-    assert result.exit_code == 1 and "svm" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "svm" in " ".join(result.output.split())
     assert not (tmp_path / "b").exists()
 
 

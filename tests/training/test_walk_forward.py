@@ -111,7 +111,7 @@ def test_walk_forward_reports_served_and_baselines_and_the_cli_writes_json(table
     assert len(written["periods"]) == 1 and "overall" in run.output
     assert written["retrain_every"] == "10d"
     bad = CliRunner().invoke(app, [*args[:2], "soon", *args[3:]])
-    assert bad.exit_code == 1 and "expected a number" in bad.output
+    assert bad.exit_code == 2 and "expected a number" in bad.output
 
 
 def test_the_bundle_serves_exactly_what_training_guarded(table, tmp_path):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from scoutless.cli import scale
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings, masked_url
 
 if TYPE_CHECKING:
@@ -64,8 +65,7 @@ def generate(
             progress=True,
         )
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{masked_url(url)}: {str(exc).splitlines()[0]}[/]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(f"{masked_url(url)}: {str(exc).splitlines()[0]}") from exc
     if stats.upgraded:
         console.print(f"[yellow]upgraded[/] the older history first ({stats.upgraded})")
     console.print(
@@ -150,10 +150,11 @@ def build(
             return
         from rich.progress import Progress  # here: `data --help` stays light
 
+        engine = make_engine(url, read_only=True)  # a URL that is not one: said before drawing
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(
-                make_engine(url, read_only=True),
+                engine,
                 bins,
                 strict,
                 since,
@@ -162,8 +163,7 @@ def build(
                 read_truth=synthetic_truth,
             )
     except BadRowsError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(str(exc)) from exc
     except DatabaseUnavailable as exc:
         _refuse(url, exc)
     table.save(out)
@@ -177,8 +177,7 @@ def _refuse(url: str, exc: Exception) -> NoReturn:
     message = str(exc).splitlines()[0]
     if not isinstance(exc, NotAHistory | OutdatedSchema | DriverMissing):
         message = f"{masked_url(url)}: {message}"  # the driver's words: say which database
-    console.print(message, style="red", soft_wrap=True, markup=False, highlight=False)
-    raise typer.Exit(code=2) from exc
+    raise UserError(message) from exc
 
 
 @app.command("upgrade")

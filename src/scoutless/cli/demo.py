@@ -56,7 +56,9 @@ def demo(
     models: Annotated[str, typer.Option(help="model families to train")] = ",".join(FAMILY_NAMES),
     max_epochs: Annotated[int | None, typer.Option(help="cap on DNN epochs")] = None,
 ) -> None:
-    """Generate → build → train → evaluate on the embedded SQLite default."""
+    """Generate → build → train → evaluate → replay on the embedded SQLite default.
+
+    Writes the history, the table, a bundle, metrics.json, replay.json and report.html."""
     from scoutless.bundle import load_bundle
     from scoutless.cli.data import summary_table, synthetic_truth
     from scoutless.evaluation.evaluate import evaluate_bundle

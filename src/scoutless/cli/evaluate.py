@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
 
 WalkForwardOpt = Annotated[
@@ -63,16 +64,13 @@ def evaluate(
     details: Annotated[bool, typer.Option(help="Also print every model per target.")] = False,
 ) -> None:
     """Evaluate every model of a bundle against the baselines and write an HTML report."""
-    console = LazyConsole()
     if walk_forward is not None:
         _walk_forward(table, out, walk_forward, models, max_periods, max_train, retrain_every)
         return
     if bundle is None:
-        console.print("[red]evaluate: --bundle is required (or use --walk-forward PERIOD)[/red]")
-        raise typer.Exit(code=2)
+        raise UserError("evaluate: --bundle is required (or use --walk-forward PERIOD)")
     if split not in (None, "random", "time"):
-        console.print(f"[red]--split {split!r}: expected 'random' or 'time'[/red]")
-        raise typer.Exit(code=2)
+        raise UserError(f"--split {split!r}: expected 'random' or 'time'")
     _score(bundle, table, out, split, alpha, recall, details)
 
 
@@ -106,8 +104,7 @@ def _score(
         metrics = evaluate_bundle(predictor, training_table, out, split=split, alpha=alpha,
                                   recall=recall)  # fmt: skip
     except (BundleError, RegistryError, TableError, EvaluationError, FileNotFoundError) as exc:
-        console.print(f"[red]evaluate: {exc}[/red]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(f"evaluate: {exc}") from exc
     for warning in metrics.get("warnings", []):
         console.print(f"[yellow]warning: {warning}[/yellow]")
     console.print(headline_table(metrics))
@@ -157,8 +154,7 @@ def _walk_forward(
             )  # fmt: skip
             bar.update(task, completed=len(result["periods"]))
     except (TableError, WalkForwardError, TrainingError, FileNotFoundError) as exc:
-        console.print(f"[red]evaluate --walk-forward: {exc}[/red]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(f"evaluate --walk-forward: {exc}") from exc
     for view in walk_forward_tables(result):
         console.print(view)
     path = write_walk_forward(result, out)

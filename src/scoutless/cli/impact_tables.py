@@ -32,6 +32,28 @@ def _figure(name: str) -> str:
     )
 
 
+def give_impact(fmt: str, console: Console, report: Any, verdict: str | None) -> None:
+    """The impact in ``fmt``: the three tables drawn, or their rows as JSON or CSV (the
+    per-arm and per-window figures and the arms' differences; the verdict in JSON)."""
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    from scoutless.cli.output import give, records
+
+    tables = {"per_arm": report.per_arm, "per_window": report.per_window,
+              "differences": pd.DataFrame([asdict(d) for d in report.differences])}  # fmt: skip
+    document = {"n_tasks": report.n_tasks, "verdict": verdict,
+                **{name: records(frame) for name, frame in tables.items()}}  # fmt: skip
+
+    def draw() -> None:
+        print_per_arm(console, report)
+        print_per_window(console, report)
+        print_differences(console, report)
+
+    give(fmt, draw, tables, document=document)
+
+
 def print_per_arm(console: Console, report: Any) -> None:
     from rich.table import Table
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
 from scoutless.cli.sizing import WorkflowOption
 from scoutless.sources.formats import FORMATS
@@ -55,8 +56,7 @@ def _update_store(history_db: str, jobs: Any, table: TrainingTable) -> None:
 def _require(files: list[Path]) -> None:
     for f in files:
         if not f.exists():
-            console.print(f"[red]{f}: no such file")
-            raise typer.Exit(code=2)
+            raise UserError(f"{f}: no such file")
 
 
 def import_trace(
@@ -92,8 +92,7 @@ def import_trace(
 
         return import_nextflow(files, workflow, out, skip_bad)
     if fmt not in FORMATS:
-        console.print(f"[red]unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-        raise typer.Exit(code=2)
+        raise UserError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     _require(files)
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -114,10 +113,9 @@ def import_trace(
                 progress.update(step, description="updating the history store")
                 _update_store(history_db, jobs, table)
     except (TraceParseError, ValueError) as exc:
-        console.print(f"[red]{exc}")
-        if isinstance(exc, TraceParseError) and exc.line is not None and not skip_bad:
-            console.print("use --skip-bad to skip malformed lines")
-        raise typer.Exit(code=1) from exc
+        from scoutless.cli.errors import trace_error
+
+        raise trace_error(exc, skip_bad) from exc
     _report(jobs.bad_lines, _summary(table, out))
 
 

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from scoutless.cli.errors import one_line_errors
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -159,6 +161,11 @@ class _LazyGroup(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         return light_options(super().get_params(ctx))
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the verb; a user's error is one line and exit 2 (``cli/errors.py``)."""
+        with one_line_errors():
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)
 
@@ -192,10 +199,11 @@ class LazyConsole:
     """A ``rich.console.Console(**options)`` made (and rich imported) on first use: a verb's
     module makes its console at its top, and its ``--help`` then imports no rich. It stands
     for the console wherever rich takes one (``Progress(console=…)``): attributes and the
-    context manager (rich's live displays enter it) are the console's."""
+    context manager (rich's live displays enter it) are the console's. ``console.log`` lines
+    carry the time, not the scoutless source line that logged them (``log_path``)."""
 
     def __init__(self, **options: Any) -> None:
-        self._options = options
+        self._options = {"log_path": False, **options}
         self._console: Console | None = None
 
     @property
@@ -208,6 +216,29 @@ class LazyConsole:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.console, name)
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """``Console.print``, with no table cut short: cells fold where a width is given (a
+        terminal, ``$COLUMNS``), and where none is (a pipe, a file: rich would assume 80
+        columns) a table is drawn at its natural width."""
+        from rich.measure import Measurement
+        from rich.table import Table
+
+        console = self.console
+        tables = [t for t in objects if isinstance(t, Table)]
+        for table in tables:
+            for column in table.columns:
+                column.overflow, column.no_wrap = "fold", False
+        if not tables or "width" in self._options or console.is_terminal or "COLUMNS" in os.environ:
+            console.print(*objects, **options)
+            return
+        wide = console.options.update_width(10_000)
+        natural = max(Measurement.get(console, wide, t).maximum for t in tables)
+        assumed, console.width = console.width, max(natural, console.width)
+        try:  # print's own width= can only narrow the console's
+            console.print(*objects, **options)
+        finally:
+            console.width = assumed
 
     def __enter__(self) -> Console:
         return self.console.__enter__()

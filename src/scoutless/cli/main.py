@@ -64,7 +64,7 @@ VERBS: dict[str, Verb] = {
     ),
     "demo": Verb(
         "scoutless.cli.demo:demo",
-        "Generate → build → train → evaluate on the embedded SQLite default.",
+        "Generate → build → train → evaluate → replay on the embedded SQLite default.",
     ),
     "listen": Verb(
         "scoutless.cli.panda:listen",

@@ -11,7 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from scoutless.cli import scale
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
+from scoutless.cli.output import FormatOption
 
 app = typer.Typer(no_args_is_help=True)
 console = LazyConsole()
@@ -34,9 +36,9 @@ ConfigOpt = Annotated[
 
 
 def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
-    from scoutless.history.panda_db import make_engine  # here: `monitor --help` stays light
+    from scoutless.history.panda_db import existing_database, make_engine  # `--help` stays light
 
-    engine = make_engine(db or get_settings().resolved_db_url())
+    engine = existing_database(db or get_settings().resolved_db_url())  # read: never created
     return engine, make_engine(log_db) if log_db else engine
 
 
@@ -47,8 +49,7 @@ def _load_champion(registry: Path) -> Any:
     try:
         return load_bundle(resolve_champion(registry))
     except (RegistryError, FileNotFoundError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _fmt(value: object) -> str:
@@ -157,43 +158,39 @@ def impact(
         bool, typer.Option(help="apply the guard rail (back to shadow on harm)")
     ] = False,
     config: ConfigOpt = None,
+    fmt: FormatOption = "table",
 ) -> None:
     """Skipping scouts against keeping them, per rollout arm and window, from PanDA's tables."""
-    from scoutless.cli.impact_tables import print_differences, print_per_arm, print_per_window
-    from scoutless.history.panda_db import DatabaseUnavailable
-    from scoutless.ops.impact import ImpactError, impact_report, window_for
+    from scoutless.cli.impact_tables import give_impact
+    from scoutless.cli.output import checked, notes
+    from scoutless.ops.impact import impact_report, window_for
     from scoutless.ops.impact_store import collect_impact
+    from scoutless.ops.report import impact_verdict
 
+    said = notes(checked(fmt), console)
     if every is None:
         every = window_for(days)
-        console.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
+        said.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
     engine, ops_engine = _engines(db, log_db)
+    if collect:
+        done = collect_impact(engine, ops_engine)
+        said.print(f"collected {done.n_read} tasks ({done.n_final} final), "
+                   f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
+    since = datetime.now(UTC) - timedelta(days=days)
     try:
-        if collect:
-            done = collect_impact(engine, ops_engine)
-            console.print(f"collected {done.n_read} tasks ({done.n_final} final), "
-                          f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
-        since = datetime.now(UTC) - timedelta(days=days)
         result = impact_report(ops_engine, every=every, since=since)
-    except (ImpactError, ValueError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
-    except DatabaseUnavailable as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=1) from exc
-    print_per_arm(console, result)
-    print_per_window(console, result)
-    print_differences(console, result)
-    if not guard:
-        from scoutless.ops.report import impact_verdict
-
-        console.print(f"[bold]{impact_verdict(result)}[/bold] (--guard applies it)")
-    if guard:
+    except ValueError as exc:  # --every that pandas cannot read (ImpactError is one too)
+        raise UserError(f"{exc}") from exc
+    verdict = None if guard else impact_verdict(result)
+    give_impact(fmt, console, result, verdict)
+    if verdict is not None:
+        said.print(f"[bold]{verdict}[/bold] (--guard applies it)")
+    else:
         _guard(ops_engine, result, config)
     if html is not None:
         from scoutless.ops.report import render_impact
 
-        console.print(f"HTML report: {render_impact(result, html, every=every)}")
+        said.print(f"HTML report: {render_impact(result, html, every=every)}")
 
 
 def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
@@ -203,8 +200,7 @@ def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
     try:
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     verdict = check_guard_rail(ops_engine, result, config=alert_config)
     style = "[bold red]" if verdict.tripped else ""
     console.print(
@@ -236,8 +232,7 @@ def promise(
     try:
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     collect_actuals(engine, _load_champion(registry).bins, log_engine=ops_engine)
     now = datetime.now(UTC)
     predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
@@ -290,8 +285,7 @@ def run(
         interval = parse_interval(every)
         alert_config = load_alert_config(config)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     engine, ops_engine = _engines(db, log_db)
     gauges = MonitorGauges()
     if metrics_port is not None:
@@ -359,8 +353,7 @@ def retrain(
                 trainer=functools.partial(train_bundle, fit_model=fit_model),
             )  # fmt: skip
         except RetrainError as exc:
-            console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(code=2) from exc
+            raise UserError(str(exc)) from exc
     table = Table(title=f"retrain: {'promoted' if result.promoted else 'kept champion'}")
     table.add_column("target")
     table.add_column(f"champion {result.champion_before or '-'}", justify="right")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 if TYPE_CHECKING:
@@ -32,8 +33,7 @@ def _refuse_unused_alpha(policy: str, alpha: float | None) -> None:
     from scoutless.allocation.policies import unused_alpha
 
     if problem := unused_alpha(policy, alpha):
-        console.print(f"[red]--alpha: {problem}")
-        raise typer.Exit(code=2)
+        raise UserError(f"--alpha: {problem}")
 
 
 def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
@@ -65,7 +65,7 @@ def listen(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from scoutless.history.panda_db import make_engine
+    from scoutless.history.panda_db import existing_database
     from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.listener import TaskListener
     from scoutless.panda.telemetry import HealthServer
@@ -83,7 +83,7 @@ def listen(
         signal.signal(sig, lambda *_: stop.set())
     with ThreadPoolExecutor(4, thread_name_prefix="target") as executor:
         pipeline = _pipeline(bundle, executor)
-        engine = make_engine(url, create_dirs=False)
+        engine = existing_database(url)
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
                             prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms, vhost=s.vhost,
                             tls=tls_files(s))  # fmt: skip
@@ -115,15 +115,14 @@ def dead_letters(
     from rich.markup import escape
     from rich.table import Table
 
-    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+    from scoutless.history.panda_db import DatabaseUnavailable, existing_database
     from scoutless.panda import dead_letters as dl
 
-    engine = make_engine(db or get_settings().resolved_db_url(), create_dirs=False)
+    engine = existing_database(db or get_settings().resolved_db_url())
     try:
         counts, latest = dl.counts(engine), dl.recent(engine, limit)
     except DatabaseUnavailable as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=1) from exc
+        raise UserError(str(exc)) from exc
     finally:
         engine.dispose()
     total = sum(counts.values())
@@ -168,14 +167,17 @@ def taskparams(
     ] = None,
 ) -> None:
     """Fill skipScout (as the rollout decides) and ramCount/cpuTime/ioIntensity with units."""
+    from scoutless.cli.errors import message
+
     if (bundle is None) == (service is None):
-        console.print("[red]give exactly one of --bundle or --service")
-        raise typer.Exit(code=2)
+        raise UserError("give exactly one of --bundle or --service")
     try:
         params = json.loads(file.read_text())
     except (OSError, ValueError) as exc:
-        console.print(f"[red]{file}: not a task-parameter JSON: {exc}")
-        raise typer.Exit(code=2) from exc
+        raise UserError(f"{file}: not a task-parameter JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise UserError(f"{file}: expected a JSON object of task parameters, "
+                        f"not a {type(params).__name__}")  # fmt: skip
     s = get_settings().listener
     policy = policy or s.policy
     _refuse_unused_alpha(policy, alpha)
@@ -187,7 +189,12 @@ def taskparams(
         targets, version = body["tasks"][0], str(body["model_version"])
     else:
         alpha = alpha or s.alpha
-        targets, version = _predict_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
+        from scoutless.service.request_input import InputError, InputErrors
+
+        try:
+            targets, version = _predict_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
+        except (InputError, InputErrors) as exc:  # named by field within the file
+            raise UserError(message(exc, source=str(file))) from exc
     filled = _fill(params, targets, version, policy, db)
     text = json.dumps(filled, indent=2) + "\n"
     if out is None:
@@ -217,18 +224,17 @@ def _fill(
     the stable key before submission), the arm and its reason on stderr."""
     from scoutless.allocation.arms import RolloutError, assign, task_key
     from scoutless.features.extract import features_from_taskparams, parse_taskparams
-    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
+    from scoutless.history.panda_db import DatabaseUnavailable, existing_database
     from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
     from scoutless.ops.rollout import default_state, read_rollout
 
     skip = get_settings().listener.skip_scout_policies
     url = db or get_settings().db_url
     try:  # no database named: the configured default mode (nothing to read)
-        state = read_rollout(make_engine(url, create_dirs=False)) if url else default_state()
+        state = read_rollout(existing_database(url)) if url else default_state()
         key = task_key(params.get("jediTaskID"), params.get("taskName"))
     except (DatabaseUnavailable, RolloutError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
     features = features_from_taskparams(parse_taskparams(params))
     arm = assign(state, key, eligible_to_skip(task, policy, skip), features)
     console.print(f"rollout {state.describe()}: arm {arm.arm} ({arm.reason})")

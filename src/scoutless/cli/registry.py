@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
 
 app = typer.Typer(no_args_is_help=True)
@@ -15,9 +16,8 @@ console = LazyConsole()
 RegistryArg = Annotated[Path, typer.Argument(help="registry folder")]
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    console.print(f"[red]{exc}[/red]")
-    return typer.Exit(code=2)
+def _fail(exc: Exception) -> UserError:
+    return UserError(str(exc))
 
 
 @app.command("list")

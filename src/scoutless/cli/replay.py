@@ -7,11 +7,13 @@ predicted, selective, online (the sizing engine) and oracle (docs/how-to/replay.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.output import FormatOption, checked, give, notes
 
 if TYPE_CHECKING:
     from rich.status import Status
@@ -70,13 +72,14 @@ def replay(
     ] = None,
     canary_share: ShareOpt = None,
     write_history: WriteHistoryOpt = None,
+    fmt: FormatOption = "table",
 ) -> None:
     """Replay the history on a simulated clock; write replay.json and print the comparison."""
     from scoutless.bundle import load_bundle
     from scoutless.replay.config import ReplayConfigError
     from scoutless.replay.runner import REPLAY_JSON
-    from scoutless.replay.tables import headline_line, replay_table
 
+    said = notes(checked(fmt), console)
     try:
         if (db is None) == (trace is None):
             raise ReplayConfigError("give one of --db (a PanDA history) or --trace (a table)")
@@ -86,16 +89,27 @@ def replay(
         _check_bundle(settings, bundle is not None or trace is not None)
         predictor = load_bundle(bundle) if bundle is not None else None
         only = _test_task_ids(table) if table is not None else None
-        rehearse = _writer(db, write_history, settings, predictor)
+        rehearse = _writer(db, write_history, settings, predictor, said)
         document = _run(
-            db, trace, predictor, out, settings, policy, alpha, tasks, seed, only, rehearse
+            db, trace, predictor, out, settings, policy, alpha, tasks, seed, only, rehearse, said
         )
     except _reported() as exc:
-        console.print(f"[red]replay: {exc}[/red]")
-        raise typer.Exit(code=1) from exc
-    console.print(replay_table(document))
-    console.print(headline_line(document))
-    console.print(f"wrote {out / REPLAY_JSON}")
+        raise UserError(f"replay: {exc}") from exc
+    _give(fmt, document, said)
+    said.print(f"wrote {out / REPLAY_JSON}")
+
+
+def _give(fmt: str, document: dict, said: Any) -> None:
+    """The strategies side by side, or their figures as JSON (the document) or CSV."""
+    import pandas as pd
+
+    from scoutless.replay.tables import headline_line, replay_rows, replay_table
+
+    def draw() -> None:
+        console.print(replay_table(document))
+
+    give(fmt, draw, {"strategies": pd.DataFrame(replay_rows(document))}, document=document)
+    said.print(headline_line(document))
 
 
 def _reported() -> tuple[type[BaseException], ...]:
@@ -121,7 +135,9 @@ def _check_bundle(settings: Settings, has_bundle: bool) -> None:
         raise ReplayConfigError(f"strategies {'/'.join(modelled)} need --bundle")
 
 
-def _writer(db: str | None, url: str | None, settings: Settings, predictor: object) -> object:
+def _writer(
+    db: str | None, url: str | None, settings: Settings, predictor: object, said: Any
+) -> object:
     """The callback writing the replayed canary into ``url`` (None without one)."""
     if db is None or url is None:
         return None
@@ -131,10 +147,10 @@ def _writer(db: str | None, url: str | None, settings: Settings, predictor: obje
     def write(rehearsal: object) -> None:
         bins = getattr(predictor, "bins", None)
         done = write_rehearsal(rehearsal, db, url, settings, bins=bins)  # type: ignore[arg-type]
-        console.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
-                      f"{done.predictions:,} predictions to {masked_url(url)}; {done.rollout}")  # fmt: skip
-        console.print(f"read it: scoutless monitor impact --db {masked_url(url)} "
-                      f"--days {done.span_days} --html impact.html")  # fmt: skip
+        said.print(f"wrote {done.tasks:,} tasks, {done.jobs:,} job attempts and "
+                   f"{done.predictions:,} predictions to {masked_url(url)}; {done.rollout}")  # fmt: skip
+        said.print(f"read it: scoutless monitor impact --db {masked_url(url)} "
+                   f"--days {done.span_days} --html impact.html")  # fmt: skip
 
     return write
 
@@ -170,13 +186,14 @@ def _run(
     seed: int,
     only: object,
     rehearse: object = None,
+    said: Any = console,
 ) -> dict:
     """The replay of a history database or of an imported trace, with a status line."""
     from scoutless.cli.data import synthetic_values
     from scoutless.replay.runner import replay_history, replay_trace
 
-    with console.status("replaying") as status:
-        step = lambda text: _step(status, text)  # noqa: E731
+    with said.status("replaying") as status:
+        step = lambda text: _step(status, text, said)  # noqa: E731
         if trace is not None:
             return replay_trace(
                 trace, predictor, out, settings, policy=policy, alpha=alpha, on_step=step
@@ -187,6 +204,6 @@ def _run(
         )  # fmt: skip
 
 
-def _step(status: Status, text: str) -> None:
+def _step(status: Status, text: str, said: Any) -> None:
     status.update(text)
-    console.log(text)
+    said.log(text)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 app = typer.Typer(no_args_is_help=True)
@@ -17,10 +18,13 @@ DbOpt = Annotated[
 ]
 
 
-def _engine(db: str | None) -> Any:
-    from scoutless.history.panda_db import make_engine
+def _engine(db: str | None, *, writes: bool = False) -> Any:
+    """The listener's database: ``rollout set`` may start one in an existing folder;
+    reading never creates one (a mistyped path is said as such)."""
+    from scoutless.history.panda_db import existing_database, make_engine
 
-    return make_engine(db or get_settings().resolved_db_url(), create_dirs=False)
+    url = db or get_settings().resolved_db_url()
+    return make_engine(url, create_dirs=False) if writes else existing_database(url)
 
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:
@@ -69,7 +73,7 @@ def set_mode(
     from scoutless.history.panda_db import DatabaseUnavailable
     from scoutless.ops.rollout import already_skipped, os_identity, read_rollout, set_rollout
 
-    engine = _engine(db)
+    engine = _engine(db, writes=True)
     try:
         before = read_rollout(engine)
         if mode == "full":
@@ -80,12 +84,8 @@ def set_mode(
             expected_version=before.version if if_version is None else if_version,
         )  # fmt: skip
         kept = already_skipped(engine) if mode == "shadow" else []
-    except RolloutError as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=2) from exc
-    except DatabaseUnavailable as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(code=1) from exc
+    except (RolloutError, DatabaseUnavailable) as exc:
+        raise UserError(str(exc)) from exc
     console.print(
         f"rollout: {escape(before.describe())} → [bold]{escape(state.describe())}[/bold] "
         f"(version {state.version}, by {escape(state.changed_by)})"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import get_settings
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ def cluster(scheduler: str, console: Console) -> Iterator[Client]:
         with connect(spec) as client:
             yield client
     except SchedulerError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(code=2) from exc
+        raise UserError(str(exc)) from exc
 
 
 @contextlib.contextmanager

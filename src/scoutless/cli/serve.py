@@ -62,7 +62,7 @@ def serve(
         "remote": remote,
         "poll_s": poll,
     }
-    _refuse_before_start(bundle, [db or settings.resolved_db_url(), log_db])
+    _refuse_before_start(bundle, db or settings.resolved_db_url(), log_db)
     _print_plan(options, host, port, workers, _who(settings))
     common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
     if workers == 1:
@@ -81,25 +81,30 @@ def _supervise(workers: int, host: str, port: int, log_level: str) -> None:
     try:
         code = Supervisor(workers, host, port, log_level).run()
     except OSError as exc:
-        console.print(f"[red]cannot listen on {host}:{port}: {exc}")
-        raise typer.Exit(code=1) from exc
+        from scoutless.cli.errors import UserError
+
+        raise UserError(f"cannot listen on {host}:{port}: {exc}") from exc
     raise typer.Exit(code=code)
 
 
-def _refuse_before_start(bundle: Path | None, urls: list[str | None]) -> None:
-    """One line and exit 2, before any server starts, for a folder that is not a bundle
-    (nor a registry with a champion) or a database URL whose driver is missing."""
-    from scoutless.history.panda_db import DriverMissing, make_engine
+def _refuse_before_start(bundle: Path | None, history_url: str, log_url: str | None) -> None:
+    """Refuse in one line (exit 2), before any server starts: a folder that is not a bundle
+    (nor a registry with a champion), a SQLite history that does not exist (reads by id
+    need one, and a mistyped path must not become an empty database), text that is not a
+    database URL, or a URL whose driver is missing."""
+    from scoutless.cli.errors import UserError
+    from scoutless.config import BadDatabaseUrl
+    from scoutless.history.panda_db import DatabaseUnavailable, make_engine
     from scoutless.layout import BundleError, RegistryError, read_manifest, resolve_champion
 
     try:
         if bundle is not None:
             read_manifest(resolve_champion(bundle))
-        for url in filter(None, urls):
-            make_engine(url, create_dirs=False).dispose()  # connects to nothing yet
-    except (BundleError, RegistryError, DriverMissing) as exc:
-        console.print(f"cannot serve: {exc}", style="red", soft_wrap=True, markup=False)
-        raise typer.Exit(code=2) from exc
+            make_engine(history_url, read_only=True).dispose()  # connects to nothing yet
+        if log_url is not None:
+            make_engine(log_url, create_dirs=False).dispose()
+    except (BundleError, RegistryError, DatabaseUnavailable, BadDatabaseUrl) as exc:
+        raise UserError(f"cannot serve: {exc}") from exc
 
 
 def _fresh_pointer(settings: Settings, port: int) -> Path:
@@ -113,20 +118,18 @@ def _fresh_pointer(settings: Settings, port: int) -> Path:
 def _refuse_exposed(bundle: Path | None, remote: str | None, host: str, settings: Settings) -> None:
     """Exit 2 for both or neither of --bundle and --remote, and before listening off
     loopback with no token configured (saying how to configure one)."""
+    from scoutless.cli.errors import UserError
     from scoutless.service.auth import Authenticator, refuse_exposed_bind
 
     if (bundle is None) == (remote is None):
-        console.print("[red]give exactly one of --bundle (serve a model) or --remote (gateway)")
-        raise typer.Exit(code=2)
-
+        raise UserError("give exactly one of --bundle (serve a model) or --remote (gateway)")
     why = refuse_exposed_bind(host, settings.service)
     try:
         Authenticator(settings.service)  # a bad tokens file or JWKS: said now, not per request
     except ValueError as exc:
         why = f"cannot serve: {exc}"
     if why:
-        console.print(why, style="red", soft_wrap=True, markup=False)
-        raise typer.Exit(code=2)
+        raise UserError(why)
 
 
 def _with_password(url: str | None, settings: Settings) -> str | None:
@@ -134,11 +137,9 @@ def _with_password(url: str | None, settings: Settings) -> str | None:
     given on the command line is warned about (``ps`` shows it to every user)."""
     if url is None:
         return None
-    from sqlalchemy.engine import make_url
+    from scoutless.config import parse_db_url, with_password
 
-    from scoutless.config import with_password
-
-    if make_url(url).password:
+    if parse_db_url(url).password:
         console.print("warning: a database password on the command line is visible to every "
                       "user (ps); use SCOUTLESS_DB_PASSWORD_FILE", style="yellow", markup=False)  # fmt: skip
     return with_password(url, settings.db_password_file, settings.db_password)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.output import FormatOption, checked, give, notes
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -28,16 +29,14 @@ WorkflowOption = Annotated[
 
 def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad: bool) -> None:
     """Write Nextflow trace file(s) as a raw instance table (Parquet, or CSV by suffix)."""
+    from scoutless.cli.errors import trace_error
     from scoutless.sources.common import TraceParseError
     from scoutless.sources.nextflow import read_nextflow
 
     try:
         trace = read_nextflow(files, workflow, skip_bad=skip_bad)
     except TraceParseError as exc:
-        console.print(f"[red]{exc}")
-        if exc.line is not None and not skip_bad:
-            console.print("use --skip-bad to skip malformed lines")
-        raise typer.Exit(code=1) from exc
+        raise trace_error(exc, skip_bad) from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".parquet":
         trace.frame.to_parquet(out, index=False)
@@ -60,7 +59,7 @@ def _table(name: str, result: dict) -> Table:
 
     view = Table(title=f"{name}: online instances sized (GB·h wasted / failures)")
     for col in ("method", "wastage GB·h", "over", "under", "failures", "MAQ", "instances"):
-        view.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
+        view.add_column(col, justify="left" if col == "method" else "right")
     for method, cell in sorted(result["methods"].items(), key=lambda kv: kv[1]["wastage_gbh"]):
         view.add_row(
             method, f"{cell['wastage_gbh']:,.2f}", f"{cell['over_gbh']:,.2f}",
@@ -68,6 +67,19 @@ def _table(name: str, result: dict) -> Table:
             str(cell["instances"]),
         )  # fmt: skip
     return view
+
+
+def _goal_line(method: str, g: dict, failures: int) -> str:
+    """A method against the best baseline; a ratio that is not a number is never "met"."""
+    import math
+
+    ratio = g["ratio"]
+    wastage = (f"{ratio:.3f} × {g['best_baseline']}'s wastage "
+               f"({'met' if g['wastage_met'] else 'missed'})"
+               if math.isfinite(ratio) else
+               f"wastes more than {g['best_baseline']}, which wastes nothing (missed)")  # fmt: skip
+    return (f"{method}: {wastage}, failures {failures} vs {g['baseline_failures']} "
+            f"({'met' if g['failures_met'] else 'missed'})")  # fmt: skip
 
 
 def size(
@@ -83,25 +95,28 @@ def size(
         list[Path] | None,
         typer.Option("--history", help="other workflows' instance tables (--cold)"),
     ] = None,
+    fmt: FormatOption = "table",
 ) -> None:
-    """Size a workflow's instances online (scoutless and the published baselines)."""
+    """Size a workflow's instances online (scoutless and the published baselines).
+
+    Needs at least one task type with 34 instances (rss > 0, realtime > 0), the peers'
+    protocol's minimum; exits 2 saying so otherwise."""
     from scoutless.atomic import atomic_write_text  # here, as the rest: `size --help` stays light
+    from scoutless.cli.errors import UserError
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
     from scoutless.sizing.report import size_workflow
 
+    fmt = checked(fmt)
     if protocol not in PROTOCOLS:
-        console.print(f"[red]unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
-        raise typer.Exit(code=2)
+        raise UserError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     if cold and not history:
-        console.print("[red]--cold needs --history TABLE (other workflows' instance tables)")
-        raise typer.Exit(code=2)
+        raise UserError("--cold needs --history TABLE (other workflows' instance tables)")
     try:
         frame = read_instances(trace)
         histories = [read_instances(h) for h in history or []] if cold else None
     except ValueError as exc:
-        console.print(f"[red]{exc}")
-        raise typer.Exit(code=1) from exc
+        raise UserError(str(exc)) from exc
     name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
     start = time.perf_counter()
     result = size_workflow(frame, name, seed, cold_histories=histories)
@@ -111,12 +126,11 @@ def size(
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "sizing.json", json.dumps(jsonable(doc), indent=1))
-    console.print(_table(name, result))
+    import pandas as pd
+
+    cells = pd.DataFrame([{"method": m, **c} for m, c in result["methods"].items()])
+    give(fmt, lambda: console.print(_table(name, result)), {"methods": cells}, document=doc)
+    said = notes(fmt, console)
     for method, g in result["goal"].items():
-        console.print(
-            f"{method}: {g['ratio']:.3f} × {g['best_baseline']}'s wastage "
-            f"({'met' if g['wastage_met'] else 'missed'}), failures "
-            f"{result['methods'][method]['failures']} vs {g['baseline_failures']} "
-            f"({'met' if g['failures_met'] else 'missed'})"
-        )
-    console.print(f"wrote {out / 'sizing.json'}")
+        said.print(_goal_line(method, g, result["methods"][method]["failures"]))
+    said.print(f"wrote {out / 'sizing.json'}")

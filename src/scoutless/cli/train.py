@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scoutless.cli import scale
+from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole
 from scoutless.models.families import FAMILY_NAMES
 
@@ -133,8 +134,7 @@ def train(
                 fit_model=fit_model,
             )
     except (FileNotFoundError, TableError, TrainingError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(code=1) from exc
+        raise UserError(str(exc)) from exc
     manifest = json.loads((path / "manifest.json").read_text())
     console.print(metrics_table(manifest))
     console.print(f"[green]bundle[/] {manifest['version']} → {path}")

@@ -24,10 +24,12 @@ from scoutless.config.replay import (
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.settings import (
     CONFIG_ENV,
+    BadDatabaseUrl,
     Settings,
     SettingsFileError,
     get_settings,
     masked_url,
+    parse_db_url,
     settings_file,
     with_password,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "REPLAY_POLICIES",
     "STRATEGY_NAMES",
     "AllocationSettings",
+    "BadDatabaseUrl",
     "CanaryHarm",
     "DistributedSettings",
     "HistorySettings",
@@ -60,6 +63,7 @@ __all__ = [
     "WithinTaskSettings",
     "get_settings",
     "masked_url",
+    "parse_db_url",
     "settings_file",
     "with_password",
 ]

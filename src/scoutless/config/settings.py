@@ -12,6 +12,7 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import (
@@ -30,6 +31,9 @@ from scoutless.config.replay import ReplaySettings
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.sizing import SizingSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 #: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
 CONFIG_ENV = "SCOUTLESS_CONFIG"
@@ -115,15 +119,32 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.workdir / 'history.sqlite').resolve()}"
 
 
+class BadDatabaseUrl(ValueError):
+    """Text given where a database URL is expected (a file's path, say): names both."""
+
+    def __init__(self, text: str) -> None:
+        hint = f"; for a SQLite file write sqlite:///{text}" if "://" not in text else ""
+        super().__init__(f"{text!r} is not a database URL (dialect://…){hint}")
+
+
+def parse_db_url(text: str) -> URL:
+    """``text`` as SQLAlchemy's URL; :class:`BadDatabaseUrl` when it is not one."""
+    from sqlalchemy.engine import make_url  # lazily: the CLI's --help imports settings
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(text)
+    except ArgumentError as exc:
+        raise BadDatabaseUrl(text) from exc
+
+
 def with_password(url: str, password_file: Path | None, password: str | None) -> str:
     """``url`` with the password from ``password_file`` (first line) or ``password``, if
     either is given and the URL carries none."""
     secret = password_file.read_text().splitlines()[0] if password_file else password
     if not secret:
         return url
-    from sqlalchemy.engine import make_url  # lazily: the CLI's --help imports settings
-
-    parsed = make_url(url)
+    parsed = parse_db_url(url)
     if parsed.password:
         return url
     return parsed.set(password=secret).render_as_string(hide_password=False)

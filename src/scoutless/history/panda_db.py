@@ -8,6 +8,7 @@ path serves every dialect. Large reads stream in chunks of task ids.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,10 +19,9 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine, create_engine, event, inspect, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
-from scoutless.config import get_settings
+from scoutless.config import get_settings, parse_db_url
 from scoutless.features.extract import task_features
 from scoutless.history.schema import (
     ALLOCATION_COLUMNS,
@@ -104,13 +104,19 @@ def missing_columns(engine: Engine, wanted: Mapping[str, Sequence[str]]) -> dict
     return {table: columns for table, columns in missing.items() if columns}
 
 
-def require_tables(engine: Engine, tables: Sequence[str]) -> None:
-    """Refuse a database without PanDA's ``tables``, naming them and how to make a history."""
+def absent_tables(engine: Engine, tables: Sequence[str]) -> list[str]:
+    """Those of ``tables`` the database lacks; :class:`DatabaseUnavailable` when it cannot
+    be read."""
     try:
         inspector = inspect(engine)
-        absent = [t for t in tables if not inspector.has_table(t)]
+        return [t for t in tables if not inspector.has_table(t)]
     except (SQLAlchemyError, OSError) as exc:  # OSError: a host that does not resolve
         raise DatabaseUnavailable(f"cannot read the history's schema: {exc}") from exc
+
+
+def require_tables(engine: Engine, tables: Sequence[str]) -> None:
+    """Refuse a database without PanDA's ``tables``, naming them and how to make a history."""
+    absent = absent_tables(engine, tables)
     if absent:
         raise NotAHistory(
             f"{history_name(engine)} is not a PanDA history: it has no table "
@@ -166,11 +172,17 @@ def make_engine(
     for_reads: bool = False,
     schema: str | None = None,
     read_only: bool = False,
+    create: bool = True,
 ) -> Engine:
     """Engine for a URL; SQLite files get their folder created and WAL + busy timeout.
+    Text that is not a URL (a file's path) raises :class:`BadDatabaseUrl`.
+
+    ``create=False``: the engine never creates a SQLite file: each connection opens the
+    file only if it exists (sqlite3's "no database file" otherwise), so a mistyped path
+    stays a missing database instead of becoming an empty one.
 
     ``read_only``: for commands that only read a user's history. A SQLite file must
-    exist (:class:`NotAHistory` otherwise: connecting would create it), keeps its journal
+    exist (:class:`NotAHistory` otherwise, at once), is never created, keeps its journal
     mode (no switch to WAL) and is opened ``query_only``: nothing in it changes.
 
     ``for_reads``: an engine for short single-statement reads (the service's task
@@ -186,25 +198,15 @@ def make_engine(
     options: dict[str, Any] = {}
     if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
-    parsed = make_url(url)
+    parsed = parse_db_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if read_only and not Path(parsed.database).is_file():
-            raise NotAHistory(f"{parsed.database} does not exist; {make_history_hint(url)}")
-        if create_dirs and not read_only:
+        if read_only:
+            refuse_missing_file(url)
+        if create_dirs and create and not read_only:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30}, **options)
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-            cur = dbapi_conn.cursor()
-            if read_only:
-                cur.execute("PRAGMA query_only=ON")
-            else:
-                set_wal(cur)
-                cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-        return engine
+        if not (create and not read_only):
+            options["creator"] = functools.partial(_open_existing, parsed.database)
+        return _sqlite_engine(url, read_only, options)
     if parsed.get_backend_name() == "postgresql":
         schema = schema if schema is not None else get_settings().db_schema
         if schema:
@@ -216,6 +218,49 @@ def make_engine(
     if not for_reads:
         ping_when_idle(engine, PING_IDLE_S)
     return engine
+
+
+def _sqlite_engine(url: str, read_only: bool, options: dict[str, Any]) -> Engine:
+    """A SQLite file's engine: query-only when ``read_only``, else WAL and synchronous
+    NORMAL on every connection."""
+    engine = create_engine(url, connect_args={"timeout": 30}, **options)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        cur = dbapi_conn.cursor()
+        if read_only:
+            cur.execute("PRAGMA query_only=ON")
+        else:
+            set_wal(cur)
+            cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    return engine
+
+
+def refuse_missing_file(url: str) -> None:
+    """:class:`NotAHistory` for a SQLite URL whose file does not exist (connecting would
+    create an empty one); nothing for a file that exists or a database server."""
+    parsed = parse_db_url(url)
+    database = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if database not in (None, "", ":memory:") and not Path(database).is_file():
+        raise NotAHistory(f"{database} does not exist; {make_history_hint(url)}")
+
+
+def existing_database(url: str, **options: Any) -> Engine:
+    """An engine on a database that must be there already, for commands that read a
+    user's history and write beside it (the ops tables, the rollout, the history store):
+    a SQLite file that does not exist is refused at once and never created."""
+    refuse_missing_file(url)
+    return make_engine(url, create=False, **options)
+
+
+def _open_existing(path: str) -> sqlite3.Connection:
+    """A connection to the SQLite file at ``path``, which must exist (connect() would
+    create an empty one); SQLAlchemy's pysqlite dialect sets its own options on it."""
+    if not Path(path).is_file():
+        raise sqlite3.OperationalError(f"no database file {path}")
+    return sqlite3.connect(path, timeout=30, check_same_thread=False)
 
 
 #: a pooled connection idle this long (seconds) is pinged before it is used again

@@ -35,7 +35,7 @@ from scoutless.features.extract import (
 from scoutless.features.history import HistoryLayout, history_keys
 from scoutless.features.key_state import KeyState
 from scoutless.features.normalise import category_text
-from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound
+from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, absent_tables
 from scoutless.history.schema import jedi_datasets, jedi_taskparams, jedi_tasks
 from scoutless.history.store import (
     HISTORY_TABLE,
@@ -129,6 +129,10 @@ def _ready_store(engine: Engine) -> bool:
         return False
 
 
+#: the tables a read by id joins (``single_task_statement``)
+BY_ID_TABLES: tuple[str, ...] = (jedi_tasks.name, jedi_taskparams.name, jedi_datasets.name)
+
+
 class TaskReader:
     """Reads tasks by id through one statement compiled for ``engine``'s database.
 
@@ -160,6 +164,7 @@ class TaskReader:
         database = engine.url.database if engine.dialect.name == "sqlite" else None
         self._sqlite_file = database if database not in (None, "", ":memory:") else None
         self._local = threading.local()
+        self._tables_ok = False  # every table of BY_ID_TABLES found, no read failed since
 
     def rows(self, jeditaskid: int) -> list[tuple[Any, ...]]:
         """The statement's raw rows for one task; :class:`DatabaseUnavailable` on failure."""
@@ -167,6 +172,7 @@ class TaskReader:
         try:
             return self._execute(self._sql, args)
         except (SQLAlchemyError, *self._driver_errors) as exc:
+            self._tables_ok = False
             raise DatabaseUnavailable(f"cannot read task {jeditaskid}: {exc}") from exc
 
     def group_rows(self, jeditaskids: Sequence[int]) -> dict[int, list[tuple[Any, ...]]]:
@@ -179,11 +185,27 @@ class TaskReader:
         try:
             rows = self._execute(self._group_sql, args)
         except (SQLAlchemyError, *self._driver_errors) as exc:
+            self._tables_ok = False
             raise DatabaseUnavailable(f"cannot read tasks {ids}: {exc}") from exc
         by_task: dict[int, list[tuple[Any, ...]]] = {}
         for row in rows:  # the task id is the last column
             by_task.setdefault(row[-1], []).append(row)
         return by_task
+
+    def missing_tables(self) -> list[str] | None:
+        """The tables a read by id needs that the database lacks (all of them for a SQLite
+        file that does not exist); None while the database cannot be reached. Once all are
+        found they are not looked for again until a read fails."""
+        if self._tables_ok:
+            return []
+        if self._sqlite_file is not None and not os.path.exists(self._sqlite_file):
+            return list(BY_ID_TABLES)
+        try:
+            missing = absent_tables(self.engine, BY_ID_TABLES)
+        except DatabaseUnavailable:
+            return None
+        self._tables_ok = not missing
+        return missing
 
     def _execute(self, sql: str, args: Any) -> list[tuple[Any, ...]]:
         if self._sqlite_file is not None:

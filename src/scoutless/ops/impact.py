@@ -306,7 +306,8 @@ def impact_report(
     """The report from the collected tables (``collect_impact`` first)."""
     tasks, jobs = read_impact(log_engine)
     if tasks.empty:
-        raise ImpactError("no collected tasks yet: run `scoutless monitor impact` on the history")
+        raise ImpactError("no collected tasks yet: no task of the prediction log is in the history"
+                          " (`monitor impact` collects them, unless --no-collect)")
     arms, values = logged_arms(log_engine, since)
     figures = task_figures(tasks, jobs, values, settings)
     return build_report(figures, arms, every, settings)

@@ -57,6 +57,17 @@ def replay_table(document: dict[str, Any]) -> Table:
     return table
 
 
+def replay_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The table's figures as data: one row per strategy and figure, unrounded."""
+    rows = []
+    for name, entry in document["strategies"].items():
+        for label, path, _ in ROWS:
+            value = value_at(entry, path)
+            rows.append({"strategy": name, "figure": label, "key": path,
+                         "value": value / 3600.0 if "_s." in path and value is not None else value})  # fmt: skip
+    return rows
+
+
 #: check group -> how its headline lines begin
 CHECK_TITLES = {
     "first_job": "first production job",

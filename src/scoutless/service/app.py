@@ -211,7 +211,8 @@ async def _start_local(
         if bundle is not None:
             await asyncio.to_thread(_sweep_leftovers, bundle)
         await asyncio.to_thread(holder.load)
-    local.reader = TaskReader(make_engine(history_url, create_dirs=False, for_reads=True))
+    engine = make_engine(history_url, create_dirs=False, for_reads=True, create=False)
+    local.reader = TaskReader(engine)  # a mistyped SQLite path stays missing: /readyz says so
     if log_url is not None:
         synchronous = state.settings.service.log_synchronous
         local.log = await asyncio.to_thread(PredictionLog, log_url, synchronous=synchronous)

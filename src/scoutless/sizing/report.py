@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from scoutless.sizing.protocol import task_types
+from scoutless.sizing.protocol import MIN_ROWS, task_types
 from scoutless.sizing.run import GOAL_BASELINES, baseline_sizers, cold_sizer, run_types, warm_sizer
 
 #: Witt et al.'s low-wastage regression as published with Sizey's code (offline, its own
@@ -22,13 +22,20 @@ WITT_LWR_CITED: dict[str, tuple[float, int]] = {
 }  # fmt: skip
 
 
+class SizingError(ValueError):
+    """A table the protocol cannot size: says what it needs."""
+
+
 def goal(methods: dict[str, dict], method: str = "scoutless") -> dict:
     """The best goal baseline by wastage, and ``method``'s ratio and whether it beats it
     on both wastage and failures."""
     cands = {k: methods[k] for k in GOAL_BASELINES if k in methods}
     best = min(cands, key=lambda k: cands[k]["wastage_gbh"])
     ours, ref = methods[method], cands[best]
-    ratio = ours["wastage_gbh"] / ref["wastage_gbh"] if ref["wastage_gbh"] > 0 else np.inf
+    if ref["wastage_gbh"] > 0:
+        ratio = ours["wastage_gbh"] / ref["wastage_gbh"]
+    else:  # a baseline that wastes nothing: met only by wasting nothing too
+        ratio = 1.0 if ours["wastage_gbh"] <= 0 else np.inf
     return {
         "method": method, "best_baseline": best, "baseline_wastage_gbh": ref["wastage_gbh"],
         "baseline_failures": ref["failures"], "ratio": ratio,
@@ -47,6 +54,11 @@ def size_workflow(
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
     one workflow's instance table, with the goal of each scoutless row."""
     types = task_types(frame, seed, workflow)
+    if not types:
+        raise SizingError(
+            f"{workflow}: nothing to size: no task type has {MIN_ROWS} instances with rss > 0 "
+            f"and realtime > 0 ({len(frame)} rows, {frame['process'].nunique()} task types)"
+        )
     sizers = [*baseline_sizers(), warm_sizer(types)]
     if cold_histories is not None:
         sizers.append(cold_sizer(types, cold_histories))

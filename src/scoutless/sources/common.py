@@ -17,12 +17,16 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class TraceParseError(ValueError):
-    """A trace that cannot be read: names the file, the line (1-based) and what was expected."""
+    """A trace that cannot be read: names the file, the line (1-based) and what was expected.
+
+    ``skippable``: the error is one malformed row, which ``skip_bad`` would have skipped
+    (set by :class:`BadLines`); a missing column or an empty file is not."""
 
     def __init__(self, message: str, *, source: str = "<text>", line: int | None = None):
         self.message = message
         self.source = source
         self.line = line
+        self.skippable = False
         place = f"{source}:{line}" if line is not None else source
         super().__init__(f"{place}: {message}")
 
@@ -35,6 +39,7 @@ class BadLines:
     errors: list[TraceParseError] = field(default_factory=list)
 
     def report(self, error: TraceParseError) -> None:
+        error.skippable = True  # a row the reader could skip and go on
         if not self.skip:
             raise error
         self.errors.append(error)

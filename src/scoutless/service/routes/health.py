@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
@@ -20,8 +22,24 @@ async def healthz() -> dict[str, object]:
 
 _READY = {"ready": True, "checks": {"model": True, "prediction_log": True},
           "model_version": "v3", "problems": {}}  # fmt: skip
-_NOT_READY = {"ready": False, "checks": {"model": False, "prediction_log": True},
-              "model_version": None, "problems": {}}  # fmt: skip
+_NOT_READY = {"ready": False, "checks": {"model": True, "prediction_log": True, "history": False},
+              "model_version": "v3", "problems": {"history": "the database lacks table(s) "
+              "jedi_tasks, jedi_taskparams, jedi_datasets: tasks cannot be read by id"}}  # fmt: skip
+
+
+async def _history_problem(backend: Any) -> str | None:
+    """Why tasks cannot be read by id: the tables the served database lacks (a mistyped
+    SQLite path, a database that is not a PanDA history); None when they are there or
+    the database cannot be reached now (an outage answers 503 on that route alone).
+    Looked up once, and again after a failed read (``TaskReader.missing_tables``)."""
+    reader = getattr(backend, "reader", None)
+    if reader is None:
+        return None
+    missing = await asyncio.to_thread(reader.missing_tables)
+    if not missing:
+        return None
+    return (f"the database lacks table(s) {', '.join(missing)}: tasks cannot be read by id "
+            "(serve --db a PanDA history)")  # fmt: skip
 
 
 @router.get(
@@ -32,16 +50,23 @@ _NOT_READY = {"ready": False, "checks": {"model": False, "prediction_log": True}
     },
 )
 async def readyz(state: StateDep, response: Response) -> dict[str, object]:
-    """Ready when a model (or the gateway) and the prediction log can serve."""
+    """Ready when a model (or the gateway), the prediction log and the database's tables
+    for reads by id are there; ``problems`` says what is not."""
     readiness = state.backend.readiness() if state.backend is not None else None
-    checks = readiness.checks if readiness else {"model": False, "prediction_log": False}
+    checks = dict(readiness.checks) if readiness else {"model": False, "prediction_log": False}
+    problems = dict(state.errors)
+    if getattr(state.backend, "reader", None) is not None:
+        history = await _history_problem(state.backend)
+        checks["history"] = history is None
+        if history is not None:
+            problems["history"] = history
     ready = all(checks.values())
     response.status_code = 200 if ready else 503
     return {
         "ready": ready,
         "checks": checks,
         "model_version": readiness.model_version if readiness else None,
-        "problems": state.errors,
+        "problems": problems,
     }
 
 
