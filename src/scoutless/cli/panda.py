@@ -176,6 +176,15 @@ def taskparams(
     except (OSError, ValueError) as exc:
         console.print(f"[red]{file}: not a task-parameter JSON: {exc}")
         raise typer.Exit(code=2) from exc
+    from scoutless.features.domains import DomainError, check_taskparams
+
+    try:  # a field outside its domain: one line, before any model or service is asked
+        check_taskparams(params)
+    except DomainError as exc:
+        from rich.markup import escape
+
+        console.print(f"[red]{escape(f'{file}: {exc}')}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
     s = get_settings().listener
     policy = policy or s.policy
     _refuse_unused_alpha(policy, alpha)

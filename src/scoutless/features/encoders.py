@@ -23,6 +23,7 @@ import pandas as pd
 from scoutless.config import get_settings
 from scoutless.features.normalise import category_text, is_category_scalar, number_or_none
 from scoutless.features.spec import FeatureSpec
+from scoutless.features.training_range import TrainingRange, outside_rows
 
 UNKNOWN_INDEX = 0
 #: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups
@@ -98,6 +99,8 @@ class InspectedFeatures:
     categories: dict[str, list[str | None]]
     numbers: dict[str, np.ndarray]
     unknown: list[dict[str, str]]
+    #: rows with a value outside the training range: feature -> value (training_range.py)
+    outside: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.encoded)
@@ -145,6 +148,11 @@ class _StackedFeatures(InspectedFeatures):
     def unknown(self) -> list[dict[str, str]]:  # type: ignore[override]
         return [u for p in self._parts for u in p.unknown]
 
+    @functools.cached_property
+    def outside(self) -> dict[int, dict[str, float]]:  # type: ignore[override]
+        starts = np.cumsum([0, *(len(p) for p in self._parts)]).tolist()
+        return {lo + r: v for p, lo in zip(self._parts, starts, strict=False) for r, v in p.outside.items()}  # fmt: skip
+
 
 class FeatureEncoder:
     """Vocabulary + log-standardisation per feature, fitted on training rows.
@@ -190,6 +198,7 @@ class FeatureEncoder:
             std = float(finite.std()) if finite.size else 0.0
             self.mean_[name] = mean
             self.scale_[name] = std if std > 1e-12 else 1.0
+        self.range_ = TrainingRange.of({n: typed[n].to_numpy(dtype=float) for n in self.numerical})
         self._build_lookups()
         return self
 
@@ -200,6 +209,12 @@ class FeatureEncoder:
         }
         self._mean = np.array([self.mean_[n] for n in self.numerical], dtype=float)
         self._scale = np.array([self.scale_[n] for n in self.numerical], dtype=float)
+        ranged: TrainingRange | None = getattr(self, "range_", None)
+        self._range = ranged.encoded(self.numerical, self._standardised) if ranged else None
+
+    def _standardised(self, raw: np.ndarray) -> np.ndarray:
+        """(n, numericals) raw numbers, log1p-standardised as the models read them."""
+        return (signed_log1p(raw) - self._mean) / self._scale
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vocabulary_"):
@@ -350,12 +365,15 @@ class FeatureEncoder:
         """Validate once, then everything a service needs: arrays, typed rows, unknowns."""
         self._check_fitted()
         categories, numbers, index = self._typed_columns(data)
+        encoded = self._encode(categories, numbers, index)
         return InspectedFeatures(
-            encoded=self._encode(categories, numbers, index),
+            encoded=encoded,
             categories=categories,
             numbers=numbers,
             unknown=self._unknown(categories, len(index)),
-        )
+            outside={} if self._range is None else outside_rows(
+                encoded.numeric, self._range, self.numerical, numbers),
+        )  # fmt: skip
 
     def _encode(
         self,
@@ -372,8 +390,7 @@ class FeatureEncoder:
             raw = np.array(columns, dtype=float).T
         else:  # long columns: column_stack (200k x 130: 214 ms vs 513 for the transpose)
             raw = np.column_stack(columns).astype(float, copy=False)
-        numeric = (signed_log1p(raw) - self._mean) / self._scale
-        return EncodedFeatures(codes, numeric.astype(np.float32))
+        return EncodedFeatures(codes, self._standardised(raw).astype(np.float32))
 
     def _codes(self, categories: dict[str, list[str | None]], n: int) -> np.ndarray:
         """(n, categoricals) int64 vocabulary indices. A dict lookup per value beats pandas'
@@ -417,6 +434,7 @@ class FeatureEncoder:
             "vocabulary": self.vocabulary_,
             "mean": self.mean_,
             "scale": self.scale_,
+            **({"range": self.range_.to_dict()} if getattr(self, "range_", None) else {}),
         }
 
     @classmethod
@@ -426,6 +444,7 @@ class FeatureEncoder:
         enc.vocabulary_ = {k: list(v) for k, v in d["vocabulary"].items()}
         enc.mean_ = {k: float(v) for k, v in d["mean"].items()}
         enc.scale_ = {k: float(v) for k, v in d["scale"].items()}
+        enc.range_ = TrainingRange.from_dict(d.get("range"))  # None: saved without one
         enc._build_lookups()
         return enc
 

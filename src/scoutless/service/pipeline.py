@@ -23,8 +23,9 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from scoutless.allocation.bounds import answer_bounds
 from scoutless.allocation.context import FEW_TASKS
-from scoutless.allocation.policies import Policy, PolicyError, make_policy
+from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoders import SMALL_BATCH, InspectedFeatures
@@ -42,7 +43,7 @@ from scoutless.service.answers import (
     log_rows,
 )
 from scoutless.service.errors import log_error
-from scoutless.service.request_input import InputError, Prepared, parse_records, schema_errors
+from scoutless.service.request_input import InputError, Prepared, inspect_records, parse_records
 from scoutless.service.value_decisions import VALUE_POLICIES, ValuePolicyError, value_answer
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -107,7 +108,8 @@ class Pipeline:
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
+        bounds = answer_bounds(get_settings())  # what the site can allocate at all
+        self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
         self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}
 
@@ -122,14 +124,7 @@ class Pipeline:
         field_name = "taskparams" if taskparams else "tasks"
         records, ids, submitted = parse_records(rows, field_name, taskparams)
         missing = self._fill_history(records, submitted, history)
-        try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
-            features = self.predictor.inspect(records)
-        except ValueError as exc:
-            raise schema_errors(exc, records, field_name) from exc
-        flags: list[list[dict[str, Any]]] = [[gap] if gap else [] for gap in missing]
-        for row, unknown in enumerate(features.unknown):
-            for feature, value in unknown.items():
-                flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
+        features, flags = inspect_records(self.predictor, records, field_name, missing)
         features_json = [
             orjson.dumps(row, option=JSON_OPTS).decode()
             for row in features.rows(self.feature_names)
@@ -231,6 +226,7 @@ class Pipeline:
             decisions[target] = Decision(
                 view=self._views[target], classes=classes, probabilities=probabilities,
                 confidence=confidence, p_sufficient=p_sufficient,
+                alpha=alpha if policy in ALPHA_POLICIES else None,  # risk's threshold
             )  # fmt: skip
         return decisions
 
@@ -245,7 +241,7 @@ class Pipeline:
         if not len(top) or np.isfinite(bins.edges[-1]) or not self.predictor.has_values(target):
             return
         dist = self.predictor.value_distribution(features.encoded, target).take(top)
-        value = np.full(len(top), float(bins.recommended[-1]))
+        value = np.full(len(top), self._views[target].recommended[-1])
         read = sufficient_probability(p[top], np.asarray(bins.edges), chosen[top], dist, value)
         for row, sufficient in zip(top.tolist(), read.tolist(), strict=True):
             p_sufficient[row] = sufficient
@@ -284,7 +280,7 @@ class Pipeline:
                 view=self._views[target], classes=classes, probabilities=probabilities,
                 confidence=confidence, p_sufficient=sufficient[target].tolist(),
                 values=answer.allocations[target].value.tolist(),
-                alpha=alpha if policy == "value" else None,
+                alpha=answer.alphas[target],
             )  # fmt: skip
         return decisions, answer.scouting
 
