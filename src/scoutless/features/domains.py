@@ -60,10 +60,15 @@ class Domain:
         return f"{kind} from {shown(self.low)} to {shown(self.high)}{unit}"
 
     def type_problem(self, value: Any) -> str | None:
-        """Why a value as submitted is not a number at all (None: a number, or absent).
-        Text ("8", "eight") and true/false are refused: JSON has numbers for numbers."""
-        if value is None or type(value) is int or type(value) is float:
+        """Why a value as submitted is no number of this field, whatever its range (None:
+        a number, or absent): text ("8", "eight") and true/false (JSON has numbers for
+        numbers), and an integer outside int64 (no float tells it from one inside)."""
+        if value is None or type(value) is float:
             return None
+        if type(value) is int and -INT64_MAX - 1 <= value <= INT64_MAX:
+            return None
+        if type(value) is int:
+            return f"expected {self.describe()}, got {shown(value)}"
         if isinstance(value, np.integer | np.floating):  # a database's or a frame's
             return None
         return f"expected {self.describe()}, got {_quoted(value)}"

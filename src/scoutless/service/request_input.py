@@ -88,10 +88,12 @@ def parse_records(
         try:
             if taskparams:
                 params = parse_taskparams(row)  # once: the features and the id read it
+                if numbers := [InputError([*loc, key], why, "number_type")
+                               for key, why in taskparam_type_problems(params)]:  # fmt: skip
+                    errors += numbers
+                    continue
                 record = features_from_taskparams(params)
                 raw_id, raw_time = params.get("jediTaskID"), params.get("creationdate")
-                errors += [InputError([*loc, key], why, "number_type")
-                           for key, why in taskparam_type_problems(params)]  # fmt: skip
             else:
                 record = dict(row)
                 raw_id, raw_time = record.pop("jeditaskid", None), record.pop("creationdate", None)

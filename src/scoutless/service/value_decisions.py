@@ -81,7 +81,8 @@ def _allocations(
             )
     dists = predictor.value_distributions(features.encoded, targets)
     out = {}
-    wall = dists["walltime"].median() if "walltime" in dists else None
+    bounds = answer_bounds(settings)  # a job runs no longer than the site's longest queue
+    wall = bounds.clamp("walltime", dists["walltime"].median()) if "walltime" in dists else None
     job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
     rules = _deciding_rules(settings)
     for t, dist in dists.items():
@@ -96,7 +97,7 @@ def _allocations(
             out[t] = value_allocation(dist, levels, alpha)
         # within what the site can allocate; the class and p_sufficient are read from this
         # value, the scout choice keeps the unbounded allocation's costs
-        out[t] = replace(out[t], value=answer_bounds(settings).clamp(t, out[t].value))
+        out[t] = replace(out[t], value=bounds.clamp(t, out[t].value))
     return out, dists, job
 
 
