@@ -98,3 +98,19 @@ def test_the_site_sets_the_cores_bound() -> None:
     narrow = Settings(replay={"max_core_count": 64})
     assert domains(narrow)["corecount"].high == 64
     assert domains()["corecount"].high == 1024
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_a_few_rows_and_many_rows_find_the_same(data) -> None:  # type: ignore[no-untyped-def]
+    """The plain-Python path of a few rows and numpy's agree, row for row."""
+    from scoutless.features import domains as module
+
+    value = st.one_of(st.floats(allow_nan=True), st.integers(-5, 2000).map(float))
+    columns = {d.feature: np.array(data.draw(st.lists(value, min_size=3, max_size=3)))
+               for d in DOMAINS}  # fmt: skip
+    few = module.violations(columns)
+    many = module.violations({k: np.tile(v, 10) for k, v in columns.items()})
+    assert [(v.row, v.domain.feature) for v in many if v.row < 3] == [
+        (v.row, v.domain.feature) for v in few
+    ]

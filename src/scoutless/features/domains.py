@@ -29,6 +29,8 @@ from scoutless.config import ReplaySettings, Settings, get_settings
 
 #: the largest value of PanDA's NUMBER(11)/BIGINT columns and of the log's BigInteger
 INT64_MAX = 2**63 - 1
+#: up to this many rows a request's columns are checked in plain Python
+FEW_ROWS = 16
 
 
 class DomainError(ValueError):
@@ -183,6 +185,8 @@ def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain] | 
     present = [d for name, d in table.items() if name in numbers]
     if not present:
         return []
+    if len(numbers[present[0].feature]) <= FEW_ROWS:
+        return _few_violations(numbers, present)
     block = np.stack([np.asarray(numbers[d.feature], dtype=float) for d in present])
     low = np.array([[d.low] for d in present], dtype=float)
     high = np.array([[float(d.high) for d in present]], dtype=float).T
@@ -196,3 +200,17 @@ def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain] | 
         Violation(row, present[f], float(block[f, row]))
         for row, f in zip(rows.tolist(), fields.tolist(), strict=True)
     ]
+
+
+def _few_violations(numbers: Mapping[str, np.ndarray], present: list[Domain]) -> list[Violation]:
+    """:func:`violations` of a few rows in plain floats (a served request of one task: ~2 us,
+    not the ~15 of numpy's calls); the same comparisons."""
+    found = []
+    for domain in present:
+        low, high = float(domain.low), float(domain.high)
+        for row, value in enumerate(numbers[domain.feature].tolist()):
+            if value != value:  # NaN: absent
+                continue
+            if not low <= value <= high or (domain.integer and not value.is_integer()):
+                found.append(Violation(row, domain, value))
+    return sorted(found, key=lambda v: v.row)

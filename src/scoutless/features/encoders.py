@@ -151,7 +151,8 @@ class _StackedFeatures(InspectedFeatures):
     @functools.cached_property
     def outside(self) -> dict[int, dict[str, float]]:  # type: ignore[override]
         starts = np.cumsum([0, *(len(p) for p in self._parts)]).tolist()
-        return {lo + r: v for p, lo in zip(self._parts, starts, strict=False) for r, v in p.outside.items()}  # fmt: skip
+        parts = zip(self._parts, starts, strict=False)
+        return {lo + row: values for p, lo in parts for row, values in p.outside.items()}
 
 
 class FeatureEncoder:
