@@ -1,4 +1,5 @@
-"""Every answer's value is finite, non-negative and within what the site can allocate."""
+"""Every answer's value is finite, set (0 reads as unset to JEDI, but for ioIntensity)
+and within what the site can allocate."""
 
 from __future__ import annotations
 
@@ -21,15 +22,17 @@ def test_the_limits_are_the_sites_largest_queue() -> None:
     bounds = AnswerBounds.of(site)
     assert bounds.limit("memory") == 5000 and bounds.limit("walltime") == 3600
     assert AnswerBounds.of(Settings()).limit("memory") == Settings().replay.ram_ladder_mb_per_core[-1]
-    assert bounds.limit("a_trace_target") == UNBOUNDED
+    assert bounds.limit("a_trace_target") == UNBOUNDED and bounds.least("a_trace_target") == 0
+    assert bounds.least("cputime") == 0.001 and bounds.least("io") == 0
 
 
 @given(target=st.sampled_from(TARGETS), values=arrays(np.float64, st.integers(0, 20)))
 def test_clamped_values_are_finite_non_negative_and_within(target, values) -> None:  # type: ignore[no-untyped-def]
     out = BOUNDS.clamp(target, values)
     high = BOUNDS.limit(target)
-    assert np.isfinite(out).all() and (out >= 0).all() and (out <= high).all()
-    inside = np.isfinite(values) & (values >= 0) & (values <= high)
+    low = BOUNDS.least(target)
+    assert np.isfinite(out).all() and (out >= low).all() and (out <= high).all()
+    inside = np.isfinite(values) & (values >= low) & (values <= high)
     assert (out[inside] == values[inside]).all()
     for value, one in zip(values.tolist(), out.tolist(), strict=True):
         assert BOUNDS.clamp_one(target, value) == one

@@ -45,7 +45,8 @@ NUMBERS = st.fixed_dictionaries({}, optional={d.key: inside(d) for d in domains(
 def _check(answer: dict, bounds: AnswerBounds) -> None:
     for target, a in answer["targets"].items():
         value = a["recommended_value"]
-        assert math.isfinite(value) and 0 <= value <= bounds.limit(target), (target, value)
+        assert math.isfinite(value) and bounds.least(target) <= value <= bounds.limit(target), (
+            target, value)  # fmt: skip
         assert 0 <= a["p_sufficient"] <= 1 and 0 <= a["confidence"] <= 1
     if answer.get("scout"):
         assert math.isfinite(answer["scout"]["predict_cost"]) and answer["scout"]["predict_cost"] >= 0
