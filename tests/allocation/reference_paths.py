@@ -69,6 +69,7 @@ def _priced_chunk(
     model: CostModel, task_needs: np.ndarray, spread: JobSpread, job: JobContext,
     rules: SiteRules, prices: Prices, job_levels: np.ndarray, cap: float | None,
 ) -> dict[str, np.ndarray]:  # fmt: skip
+    task_needs = np.maximum(task_needs, 0.0)  # a need below 0 is none (the rule since)
     c, m = task_needs.shape
     per_job = task_needs[:, :, None] * spread.factors[:, None, :]
     job_needs = per_job.reshape(c, -1)

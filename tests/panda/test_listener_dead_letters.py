@@ -111,6 +111,38 @@ def test_2_63_in_a_message_is_a_dead_letter_and_the_task_behind_it_is_answered(m
     assert b"scoutless_listener_dead_letters_total" in lis.metrics.render()
 
 
+def _stored_copy(engine, task: int, **changes: object) -> int:  # type: ignore[no-untyped-def]
+    """A copy of ``task``'s jedi_tasks row under a new id, with ``changes``."""
+    from sqlalchemy import MetaData, Table, func, select
+
+    tasks = Table("jedi_tasks", MetaData(), autoload_with=engine)
+    with engine.begin() as conn:
+        new = int(conn.execute(select(func.max(tasks.c.jeditaskid))).scalar()) + 1
+        row = conn.execute(select(tasks).where(tasks.c.jeditaskid == task)).mappings().one()
+        conn.execute(tasks.insert(), [{**row, "jeditaskid": new, **changes}])
+    return new
+
+
+def test_a_stored_task_outside_the_cores_domain_is_a_dead_letter_and_nothing_is_published(make_listener):  # type: ignore[no-untyped-def]
+    """A task of 2**62 cores (SQLite) was published with cpuTime 0 and walltime 0; 2**31 - 1,
+    the most PanDA's INTEGER column holds, is as far outside corecount's domain: no
+    prediction (JEDI runs its scouts), the reason names the task and column."""
+    lis, broker, good = make_listener()
+    wide = _stored_copy(lis.engine, good, corecount=2**31 - 1)
+    try:  # the session's other tests read every task: the copy goes again
+        retry = lis.handle([frame(wide, 21), frame(good, 22)])
+    finally:
+        with lis.engine.begin() as conn:
+            conn.execute(text("DELETE FROM jedi_tasks WHERE jeditaskid = :t"), {"t": wide})
+    assert retry == []
+    assert [p["task_id"] for p in broker.published(lis.settings.publish)] == [good]
+    assert {f.headers["message-id"] for f in broker.acked} == {"m-21", "m-22"}
+    (row,) = stored(lis.engine, ["m-21"])
+    assert row["kind"] == "malformed" and row["attempts"] == 1
+    assert f"task {wide}: jedi_tasks.corecount" in row["reason"], row["reason"]
+    assert lis.metrics.value("out_of_domain") == 1
+
+
 def test_a_timestamp_of_1e300_is_refused_at_parse(make_listener):  # type: ignore[no-untyped-def]
     lis, broker, good = make_listener()
     lis.handle([frame(good, 3, timestamp=1e300), frame(good, 4, timestamp=time.time() + 3600)])

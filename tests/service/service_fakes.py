@@ -105,7 +105,7 @@ def panda_history(db_url: str) -> str:
     return db_url
 
 
-def store_task(db_url: str, jeditaskid: int) -> None:
+def store_task(db_url: str, jeditaskid: int, corecount: int = 8) -> None:
     """A task in a PanDA-schema database (its row and parameters; no datasets, no jobs)."""
     engine = make_engine(db_url)
     create_schema(engine)
@@ -123,7 +123,7 @@ def store_task(db_url: str, jeditaskid: int) -> None:
                     "modificationtime": datetime(2026, 1, 1),
                     "prodsourcelabel": "managed",
                     "processingtype": "simul",
-                    "corecount": 8,
+                    "corecount": corecount,
                     "ramcount": 99999,  # measured by scouts: must not matter
                 }
             ]

@@ -27,10 +27,10 @@ def test_missing_feature_is_422_naming_it(client) -> None:
 
 
 def test_wrong_type_is_422_naming_it(client) -> None:
-    r = client.post("/v1/predict", json={"tasks": [task(corecount="eight")]})
+    r = client.post("/v1/predict", json={"tasks": [task(), task(corecount="eight")]})
     assert r.status_code == 422
-    assert _locs(r) == [["body", "tasks", "corecount"]]
-    assert "numerical" in r.json()["detail"][0]["msg"]
+    assert _locs(r) == [["body", "tasks", 1, "corecount"]]
+    assert "expected an integer from 1" in r.json()["detail"][0]["msg"]
 
 
 def test_misspelt_feature_is_422(client) -> None:

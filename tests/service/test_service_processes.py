@@ -178,7 +178,7 @@ def test_sync_and_async_clients(tmp_path, servers, db_url) -> None:
         async with AsyncClient(server.url) as client:
             assert await client.ready()
             return await asyncio.gather(
-                *[client.predict([task(corecount=float(i))]) for i in range(5)]
+                *[client.predict([task(corecount=float(i + 1))]) for i in range(5)]
             )
 
     bodies = asyncio.run(use_async())

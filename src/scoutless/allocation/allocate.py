@@ -232,7 +232,10 @@ def _priced_chunk(
 ) -> dict[str, np.ndarray]:
     """One chunk's choice: ``task_needs`` (c, m) equally likely values times ``spread``'s
     (c, s) factors: (c, m·s) job needs, each with its probability. ``plain``: the spread
-    is :meth:`JobSpread.none` (factors of 1: the needs are the task's values as they are)."""
+    is :meth:`JobSpread.none` (factors of 1: the needs are the task's values as they are).
+    A need below 0 (a model in log1p space reaches down to -1) is no need: 0, so no cost
+    is negative."""
+    task_needs = np.maximum(task_needs, 0.0)
     c, m = task_needs.shape
     if plain:
         per_job, weights = task_needs[:, :, None], _plain_weights(m)

@@ -70,7 +70,7 @@ class SiteRules:
             memory_kill_factor=replay.memory_kill_factor,
             standard_mb_per_core=sizes[0],
             short_maxtime_s=replay.short_maxtime_s,
-            max_maxtime_s=replay.queue_maxtime_s or cls.max_maxtime_s,
+            max_maxtime_s=replay.walltime_limit_s,
             himem_mb_per_core=sizes[1] if len(sizes) > 1 else None,
         )
 

@@ -149,6 +149,25 @@ def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
     return (lambda: current_calibration(bundle)) if is_registry(bundle) else None
 
 
+def _read_taskparams(file: Path) -> dict[str, Any]:
+    """The file's task parameters, every field within its domain, or one clear error
+    before any model or service is asked."""
+    from scoutless.features.domains import DomainError, check_taskparams
+
+    try:
+        params = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{file}: not a task-parameter JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise UserError(f"{file}: expected a JSON object of task parameters, "
+                        f"not a {type(params).__name__}")  # fmt: skip
+    try:
+        check_taskparams(params)
+    except DomainError as exc:
+        raise UserError(f"{file}: {exc}") from exc
+    return params
+
+
 def taskparams(
     file: Annotated[
         Path,
@@ -171,13 +190,7 @@ def taskparams(
 
     if (bundle is None) == (service is None):
         raise UserError("give exactly one of --bundle or --service")
-    try:
-        params = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{file}: not a task-parameter JSON: {exc}") from exc
-    if not isinstance(params, dict):
-        raise UserError(f"{file}: expected a JSON object of task parameters, "
-                        f"not a {type(params).__name__}")  # fmt: skip
+    params = _read_taskparams(file)
     s = get_settings().listener
     policy = policy or s.policy
     _refuse_unused_alpha(policy, alpha)

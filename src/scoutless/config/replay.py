@@ -15,6 +15,8 @@ EXTRA_STRATEGY_NAMES: tuple[str, ...] = ("canary",)
 #: how predicted, hybrid, selective and bayes turn a prediction into an allocation:
 #: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy
 REPLAY_POLICIES: tuple[str, ...] = ("cost", "value", "risk", "safe", "argmax")
+#: the long queue's maxtime when none is configured: two days, a common grid queue's
+DEFAULT_QUEUE_MAXTIME_S = 172_800.0
 
 
 class ResourceType(BaseModel):
@@ -107,7 +109,7 @@ class ReplaySettings(BaseModel):
         2.0, gt=0, description="k: killed when maxPSS > k x allocation (1 = strict cgroups)"
     )
     queue_maxtime_s: float | None = Field(
-        172_800.0,
+        DEFAULT_QUEUE_MAXTIME_S,
         gt=0,
         description="the long queue's maxtime (s); raised to the history's longest job, "
         "which fitted its queue; None: that longest job",
@@ -117,6 +119,21 @@ class ReplaySettings(BaseModel):
         gt=0,
         description="the short queue's maxtime (s): a longer walltime limit needs the long "
         "queue; None: one queue",
+    )
+    max_core_count: int = Field(
+        1024,
+        ge=1,
+        description="the most cores a job of the site's widest queue holds: a task asking "
+        "for more (coreCount) is outside the domain and refused",
+    )
+    max_ram_mb_per_core: float | None = Field(
+        None,
+        gt=0,
+        description="the most MB a core the site's largest queue gives (its maxrss / cores): "
+        "no answer allocates more; None: the top of ram_ladder_mb_per_core",
+    )
+    max_io_kbps_per_core: float = Field(
+        1_000_000.0, gt=0, description="the most kB/s a core an answer states (ioIntensity)"
     )
     long_queue_share: float = Field(
         0.5, ge=0, le=1, description="share of each pool's cores that may run long-queue jobs"
@@ -171,6 +188,17 @@ class ReplaySettings(BaseModel):
     canary_harm: CanaryHarm | None = Field(
         None, description="canary: a harm injected into the canary arm (guard rail drills)"
     )
+
+    @property
+    def ram_limit_mb_per_core(self) -> float:
+        """The most MB a core the site's largest queue gives (``max_ram_mb_per_core``, else
+        the top of the ram ladder JEDI raises a task along)."""
+        return self.max_ram_mb_per_core or self.ram_ladder_mb_per_core[-1]
+
+    @property
+    def walltime_limit_s(self) -> float:
+        """The longest queue's maxtime: no job runs longer at this site."""
+        return self.queue_maxtime_s or DEFAULT_QUEUE_MAXTIME_S
 
     @field_validator("strategies")
     @classmethod

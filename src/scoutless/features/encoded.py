@@ -62,6 +62,8 @@ class InspectedFeatures:
     categories: dict[str, list[str | None]]
     numbers: dict[str, np.ndarray]
     unknown: list[dict[str, str]]
+    #: rows with a value outside the training range: feature -> value (training_range.py)
+    outside: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.encoded)
@@ -108,3 +110,9 @@ class _StackedFeatures(InspectedFeatures):
     @functools.cached_property
     def unknown(self) -> list[dict[str, str]]:  # type: ignore[override]
         return [u for p in self._parts for u in p.unknown]
+
+    @functools.cached_property
+    def outside(self) -> dict[int, dict[str, float]]:  # type: ignore[override]
+        starts = np.cumsum([0, *(len(p) for p in self._parts)]).tolist()
+        parts = zip(self._parts, starts, strict=False)
+        return {lo + row: values for p, lo in parts for row, values in p.outside.items()}

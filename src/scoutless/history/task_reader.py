@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import ARRAY, BigInteger, Engine, Select, any_, bindparam, cast, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from scoutless.features.domains import domains
 from scoutless.features.extract import (
     DATASET_COLUMNS_READ,
     TASK_COLUMNS_READ,
@@ -62,7 +63,17 @@ SQLITE_MMAP_BYTES = 1 << 30
 
 
 class BadTaskRecord(ValueError):
-    """A task row the feature code cannot read (task parameters that are not a JSON object)."""
+    """A task row the feature code cannot read (task parameters that are not a JSON object),
+    or whose numbers lie outside their fields' domains (``features.domains``)."""
+
+
+def domain_checked(jeditaskid: int, features: dict[str, Any]) -> dict[str, Any]:
+    """A stored task's features, refused where a number is no task a site could run (2**62
+    cores): such a task is never answered or published. One task: plain Python."""
+    for name, domain in domains().items():
+        if (why := domain.problem(features.get(name))) is not None:
+            raise BadTaskRecord(f"task {jeditaskid}: {domain.source}: {why}")
+    return features
 
 
 #: The store's keys for PanDA tasks (user, transformation, campaign), as jedi_tasks columns.
@@ -342,7 +353,7 @@ class TaskReader:
 
     def features(self, jeditaskid: int) -> dict[str, Any]:
         """One task's submission-time features, exactly as training computes them."""
-        return features_of(*self.inputs(jeditaskid))
+        return domain_checked(jeditaskid, features_of(*self.inputs(jeditaskid)))
 
 
 def outcome_of(read: Callable[..., TaskInputs], *args: Any) -> TaskInputs | Exception:

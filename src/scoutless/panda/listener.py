@@ -198,6 +198,7 @@ class TaskListener:
                 batch.failed[tid] = f"{type(exc).__name__}: {exc}"
                 continue
             batch.done.extend(part.done)
+            batch.malformed += part.malformed
             if tid not in part.tasks:  # a duplicate or an unknown task: handled
                 batch.tasks.pop(tid)
         return sent

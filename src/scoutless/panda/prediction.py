@@ -15,11 +15,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import pandas as pd
 from sqlalchemy import Engine
 
 from scoutless.allocation.arms import MODES, SCOPE_KEYS, Assignment, RolloutState, assign
 from scoutless.allocation.policies import ALPHA_POLICIES
 from scoutless.config import ListenerSettings
+from scoutless.features.domains import domains, violations
 from scoutless.history.panda_db import read_history
 from scoutless.history.task_reader import TaskReader
 from scoutless.jedi.messages import (
@@ -115,6 +117,7 @@ class TaskPredictor:
             log.warning("task %s is not in jedi_tasks; no prediction", tid)
             self.metrics.count("unknown_task")
             batch.done.extend(batch.tasks.pop(tid))
+        features = self._refuse_out_of_domain(features, batch)
         rows = [dict(r, jeditaskid=int(tid)) for tid, r in features.iterrows()]
         if not rows:
             return {}
@@ -150,6 +153,23 @@ class TaskPredictor:
         log_rows = [_with_arm(r, arms, alpha, targets) for r in result.log_rows]
         outbox.record(self.engine, log_rows, messages, self.pipeline.version)
         return messages
+
+
+    def _refuse_out_of_domain(self, features: pd.DataFrame, batch: Batch) -> pd.DataFrame:
+        """The tasks whose numbers are inside their fields' domains (``features.domains``);
+        the others are dead letters at once, with the task and the column: no prediction
+        is published for them (JEDI runs their scouts), and retrying cannot mend them."""
+        table = domains()
+        numbers = {c: features[c].to_numpy(dtype=float) for c in features if c in table}
+        refused: dict[int, str] = {}
+        for v in violations(numbers, table):
+            tid = int(features.index[v.row])
+            refused.setdefault(tid, f"task {tid}: {v.domain.source}: {v.message()}")
+        for tid, why in refused.items():
+            log.warning("%s; no prediction", why)
+            self.metrics.count("out_of_domain")
+            batch.malformed += [(frame, why) for frame in batch.tasks.pop(tid, [])]
+        return features.drop(index=[i for i in features.index if int(i) in refused])
 
 
 def _with_arm(

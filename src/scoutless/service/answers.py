@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from scoutless.allocation.bounds import AnswerBounds
 from scoutless.allocation.policies import ALPHA_POLICIES
 from scoutless.service.request_input import Prepared
 from scoutless.targets.bins import TargetBins
@@ -28,7 +29,10 @@ class BinsView:
     panda_field: str
 
     @classmethod
-    def of(cls, target: str, bins: TargetBins) -> BinsView:
+    def of(cls, target: str, bins: TargetBins, bounds: AnswerBounds | None = None) -> BinsView:
+        """The view of ``bins``; each class's recommended value within ``bounds`` (what the
+        site can allocate)."""
+
         def finite(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 
@@ -39,7 +43,9 @@ class BinsView:
                 (finite(bins.bounds(c)[0]), finite(bins.bounds(c)[1]))
                 for c in range(bins.n_classes)
             ],
-            recommended=[float(r) for r in bins.recommended],
+            recommended=[
+                bounds.clamp_one(target, r) if bounds else float(r) for r in bins.recommended
+            ],
             unit=bins.unit or (spec.unit if spec else ""),
             panda_field=spec.panda_field if spec else target,
         )

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from scoutless.allocation.bounds import answer_bounds
 from scoutless.allocation.context import FEW_TASKS
-from scoutless.allocation.policies import Policy, PolicyError, make_policy
+from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
+from scoutless.config import get_settings
 from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 from scoutless.service.answers import BinsView, Decision
@@ -60,7 +62,8 @@ class DecisionStage:
         """The fitted policies, and each served target's bins as the decisions read them."""
         predictor = self.predictor
         self.policies = PolicyCache(predictor)
-        self._views = {t: BinsView.of(t, predictor.bins[t]) for t in self.targets}
+        bounds = answer_bounds(get_settings())  # what the site can allocate at all
+        self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
         self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}
 
@@ -95,6 +98,7 @@ class DecisionStage:
             decisions[target] = Decision(
                 view=self._views[target], classes=classes, probabilities=probabilities,
                 confidence=confidence, p_sufficient=p_sufficient,
+                alpha=alpha if policy in ALPHA_POLICIES else None,  # risk's threshold
             )  # fmt: skip
         return decisions
 
@@ -109,7 +113,7 @@ class DecisionStage:
         if not len(top) or np.isfinite(bins.edges[-1]) or not self.predictor.has_values(target):
             return
         dist = self.predictor.value_distribution(features.encoded, target).take(top)
-        value = np.full(len(top), float(bins.recommended[-1]))
+        value = np.full(len(top), self._views[target].recommended[-1])
         read = sufficient_probability(p[top], np.asarray(bins.edges), chosen[top], dist, value)
         for row, sufficient in zip(top.tolist(), read.tolist(), strict=True):
             p_sufficient[row] = sufficient
@@ -148,7 +152,7 @@ class DecisionStage:
                 view=self._views[target], classes=classes, probabilities=probabilities,
                 confidence=confidence, p_sufficient=sufficient[target].tolist(),
                 values=answer.allocations[target].value.tolist(),
-                alpha=alpha if policy == "value" else None,
+                alpha=answer.alphas[target],
             )  # fmt: skip
         return decisions, answer.scouting
 

@@ -26,7 +26,12 @@ from scoutless.config import ServiceSettings
 from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store_reader import task_history
-from scoutless.history.task_reader import TASK_HISTORY_KEYS, TaskInputs, TaskReader
+from scoutless.history.task_reader import (
+    TASK_HISTORY_KEYS,
+    TaskInputs,
+    TaskReader,
+    domain_checked,
+)
 from scoutless.ops.log_commit import LoopGroupCommit
 from scoutless.ops.prediction_log import CALLER_CHARS, DATABASE, POSTED, PredictionLog
 from scoutless.ops.registry import is_registry, resolve_champion
@@ -153,7 +158,7 @@ class LocalBackend:
     ) -> tuple[Prepared, dict]:
         """Features (the training code) and preprocess of a fetched task; timed."""
         fetched = time.perf_counter()
-        record = {**features_of(*inputs), "jeditaskid": jeditaskid}
+        record = {**domain_checked(jeditaskid, features_of(*inputs)), "jeditaskid": jeditaskid}
         found = True
         if pipeline.history is not None:  # the store's rows came with the task's row
             history, found = task_history(inputs[0], pipeline.history, TASK_HISTORY_KEYS)

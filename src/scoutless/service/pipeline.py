@@ -38,7 +38,7 @@ from scoutless.service.answers import (
 )
 from scoutless.service.decisions import DecisionStage
 from scoutless.service.errors import log_error
-from scoutless.service.request_input import InputError, Prepared, parse_records, schema_errors
+from scoutless.service.request_input import InputError, Prepared, inspect_records, parse_records
 from scoutless.service.value_decisions import VALUE_POLICIES
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -93,14 +93,7 @@ class Pipeline(DecisionStage):
         field_name = "taskparams" if taskparams else "tasks"
         records, ids, submitted = parse_records(rows, field_name, taskparams)
         missing = self._fill_history(records, submitted, history)
-        try:  # records, not a frame: the bundle then also refuses unknown (misspelt) keys
-            features = self.predictor.inspect(records)
-        except ValueError as exc:
-            raise schema_errors(exc, records, field_name) from exc
-        flags: list[list[dict[str, Any]]] = [[gap] if gap else [] for gap in missing]
-        for row, unknown in enumerate(features.unknown):
-            for feature, value in unknown.items():
-                flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
+        features, flags = inspect_records(self.predictor, records, field_name, missing)
         features_json = [
             orjson.dumps(row, option=JSON_OPTS).decode()
             for row in features.rows(self.feature_names)

@@ -11,9 +11,12 @@ from typing import Any
 
 import pandas as pd
 
+from scoutless.features.domains import domains, taskparam_type_problems, violations
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
+from scoutless.features.training_range import outside_flag
 from scoutless.history.schema import jedi_tasks
+from scoutless.models.predictor import PredictorLike
 
 #: the largest id a PanDA column (NUMBER(11) / BIGINT) and the log's BigInteger hold
 INT64_MAX = 2**63 - 1
@@ -85,6 +88,10 @@ def parse_records(
         try:
             if taskparams:
                 params = parse_taskparams(row)  # once: the features and the id read it
+                if numbers := [InputError([*loc, key], why, "number_type")
+                               for key, why in taskparam_type_problems(params)]:  # fmt: skip
+                    errors += numbers
+                    continue
                 record = features_from_taskparams(params)
                 raw_id, raw_time = params.get("jediTaskID"), params.get("creationdate")
             else:
@@ -131,11 +138,16 @@ def _task_id(raw: Any, loc: list[str | int]) -> int | None:
 
 
 def _out_of_bounds(record: Mapping[str, Any], loc: list[str | int]) -> list[InputError]:
-    """Features that cannot be stored or compared: a name over ``NAME_CHARS``, a string
-    longer than PanDA's column, an integer outside int64, a list or an object."""
+    """Features that cannot be stored or compared: a submission field that is not a number
+    (``features.domains``), a name over ``NAME_CHARS``, a string longer than PanDA's
+    column, an integer outside int64, a list or an object."""
     errors = []
+    table = domains()
     for name, value in record.items():
-        if not isinstance(name, str) or len(name) > NAME_CHARS:
+        domain = table.get(name)
+        if domain is not None and (why := domain.type_problem(value)):
+            errors.append(InputError([*loc, name], why, "number_type"))
+        elif not isinstance(name, str) or len(name) > NAME_CHARS:
             errors.append(InputError(loc, f"a feature name has at most {NAME_CHARS} characters",
                                      "string_too_long"))  # fmt: skip
         elif isinstance(value, str):
@@ -150,6 +162,47 @@ def _out_of_bounds(record: Mapping[str, Any], loc: list[str | int]) -> list[Inpu
             errors.append(InputError([*loc, name], "expected a number, a string or null",
                                      "type_error"))  # fmt: skip
     return errors
+
+
+def inspect_records(
+    predictor: PredictorLike,
+    records: list[dict[str, Any]],
+    field_name: str,
+    history: Sequence[dict[str, Any] | None],
+) -> tuple[InspectedFeatures, list[list[dict[str, Any]]]]:
+    """The records inspected by the bundle (records, not a frame: it then also refuses
+    unknown, misspelt keys) and each task's flags (``history``: its history flag or None).
+
+    The bundle's schema errors and the numbers outside their fields' domains
+    (``features.domains``: every task's columns compared at once) are 422 details naming
+    each task and field as posted (the task-parameter key for task parameters)."""
+    try:
+        features = predictor.inspect(records)
+    except ValueError as exc:
+        raise schema_errors(exc, records, field_name) from exc
+    found = violations(features.numbers)
+    if found:
+        taskparams = field_name == "taskparams"
+        raise InputErrors([
+            InputError(["body", field_name, v.row,
+                        v.domain.key if taskparams else v.domain.feature], v.message(), "domain")
+            for v in found
+        ])  # fmt: skip
+    return features, _flags(features, history)
+
+
+def _flags(
+    features: InspectedFeatures, history: Sequence[dict[str, Any] | None]
+) -> list[list[dict[str, Any]]]:
+    """Per task what its answer warns of: history features unknown, categories never seen
+    in training, numbers outside the training range."""
+    flags: list[list[dict[str, Any]]] = [[gap] if gap else [] for gap in history]
+    for row, unknown in enumerate(features.unknown):
+        for feature, value in unknown.items():
+            flags[row].append({"kind": "unknown_category", "feature": feature, "value": value})
+    for row, values in features.outside.items():
+        flags[row].append(outside_flag(values))
+    return flags
 
 
 def _names(value: Any) -> list[tuple[str, str]]:

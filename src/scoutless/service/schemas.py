@@ -1,7 +1,8 @@
 """Request and response bodies of the HTTP API.
 
-Feature *values* are checked by the served bundle (``Predictor.validate_frame``), not by a
-model frozen at import time: a hot-reloaded bundle with another feature schema is then
+Feature *values* are checked by the served bundle (``Predictor.validate_frame``) and the
+numeric submission fields against their domains (``features.domains``), not by a model
+frozen at import time: a hot-reloaded bundle with another feature schema is then
 validated against its own schema, and a missing or wrong-typed feature still answers 422
 naming the field. The response models document the API; the routes serialise plain dicts
 with orjson for speed, in exactly these shapes.
@@ -79,7 +80,11 @@ class TargetPrediction(BaseModel):
         "chosen) for the class policies"
     )
     policy: PolicyName
-    alpha: float | None = Field(None, description="the bound the value was chosen at (value)")
+    alpha: float | None = Field(
+        None,
+        description="the under-allocation bound the value was chosen at: risk and value; "
+        "cost's unpriced targets (io, walltime); null otherwise",
+    )
 
 
 class ScoutDecision(BaseModel):
@@ -102,7 +107,9 @@ class TaskPrediction(BaseModel):
     jeditaskid: int | None
     targets: dict[str, TargetPrediction]
     flags: list[dict[str, Any]] = Field(
-        default_factory=list, description="e.g. {'kind': 'unknown_category', 'feature': …}"
+        default_factory=list,
+        description="e.g. {'kind': 'unknown_category', 'feature': …}, {'kind': "
+        "'outside_training', 'features': {name: value}} (numbers beyond the training range)",
     )
     scout: ScoutDecision | None = Field(None, description="policy 'cost' only")
 

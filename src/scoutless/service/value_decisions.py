@@ -13,7 +13,7 @@ so it never contradicts the class probabilities.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scoutless.allocation.allocate import (
@@ -23,6 +23,7 @@ from scoutless.allocation.allocate import (
     unseen_application,
     value_allocation,
 )
+from scoutless.allocation.bounds import answer_bounds
 from scoutless.allocation.context import JobContext, job_context
 from scoutless.allocation.costs import COSTS
 from scoutless.allocation.site import SiteRules
@@ -46,6 +47,8 @@ class ValueAnswer:
     allocations: dict[str, Allocation]
     distributions: dict[str, ValueDistribution]
     scouting: list[dict[str, Any]] | None
+    #: per target the alpha its value was chosen at (None: a cost allocation, no alpha)
+    alphas: dict[str, float | None]
 
 
 #: the settings the rules below were made from, and those rules
@@ -79,7 +82,8 @@ def _allocations(
             )
     dists = predictor.value_distributions(features.encoded, targets)
     out = {}
-    wall = dists["walltime"].median() if "walltime" in dists else None
+    bounds = answer_bounds(settings)  # a job runs no longer than the site's longest queue
+    wall = bounds.clamp("walltime", dists["walltime"].median()) if "walltime" in dists else None
     job = job_context(features.numbers, len(features.encoded), settings.panda, wall)
     rules = _deciding_rules(settings)
     for t, dist in dists.items():
@@ -92,6 +96,9 @@ def _allocations(
                                      max_kill_probability=cap)  # fmt: skip
         else:
             out[t] = value_allocation(dist, levels, alpha)
+        # within what the site can allocate; the class and p_sufficient are read from this
+        # value, the scout choice keeps the unbounded allocation's costs
+        out[t] = replace(out[t], value=bounds.clamp(t, out[t].value))
     return out, dists, job
 
 
@@ -105,8 +112,9 @@ def value_answer(
 ) -> ValueAnswer:
     """Per target the allocation; for ``cost``, per task the scout choice and its reason."""
     allocations, dists, job = _allocations(predictor, features, targets, policy, alpha)
+    alphas = {t: None if policy == "cost" and t in COSTS else alpha for t in allocations}
     if policy != "cost":
-        return ValueAnswer(allocations, dists, None)
+        return ValueAnswer(allocations, dists, None, alphas)
     priced = {t: a for t, a in allocations.items() if t in COSTS}
     settings = get_settings().allocation
     unknown = unseen_application(features.unknown, settings.scout_unseen)
@@ -117,4 +125,4 @@ def value_answer(
             choice.scout, choice.reasons(), choice.predict_cost, choice.scout_cost, strict=True
         )
     ]
-    return ValueAnswer(allocations, dists, scouting)
+    return ValueAnswer(allocations, dists, scouting, alphas)
