@@ -4,6 +4,7 @@ keys) split at random places; and a body past the limit is refused from its firs
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given, settings
@@ -32,7 +33,7 @@ class _Members(list):
 
 def _chunks(body: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
-    return [body[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [body[a:b] for a, b in itertools.pairwise(points)]
 
 
 def _count(chunks: list[bytes], limit: int) -> tuple[TaskCounter, bool]:
