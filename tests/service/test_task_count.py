@@ -10,6 +10,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.service import task_count
 from scoutless.service.task_count import COUNTED_KEYS, MAX_DEPTH, TaskCounter
 
 #: strings rich in what a scanner could stumble on
@@ -50,8 +51,19 @@ def _count(chunks: list[bytes], limit: int) -> tuple[TaskCounter, bool]:
     first=st.booleans(),
     indent=st.sampled_from([None, 1]),
     cuts=st.lists(st.integers(0, 10**6), max_size=12),
+    fast_bytes=st.sampled_from([4, task_count.FAST_BYTES]),
 )
-def test_the_count_is_the_parsed_arrays_length(key, tasks, other, first, indent, cuts) -> None:
+def test_the_count_is_the_parsed_arrays_length(
+    key, tasks, other, first, indent, cuts, fast_bytes
+) -> None:
+    default, task_count.FAST_BYTES = task_count.FAST_BYTES, fast_bytes  # spans read at C speed
+    try:
+        _check_count(key, tasks, other, first, indent, cuts)
+    finally:
+        task_count.FAST_BYTES = default
+
+
+def _check_count(key, tasks, other, first, indent, cuts) -> None:  # type: ignore[no-untyped-def]
     members = {key: tasks, **other} if first else {**other, key: tasks}
     body = json.dumps(members, indent=indent, ensure_ascii=False).encode()
     body = body.replace(b'"t\\\\u0061sk"', b'"t\\u0061sks"')  # an escaped spelling of "tasks"
