@@ -146,3 +146,27 @@ def test_uploads_in_parts_are_bounded_apart_from_requests_whose_body_is_in() -> 
     third, whole, *held = asyncio.run(run())
     assert (third, whole) == (503, 200)
     assert held.count(200) >= 1 and set(held) <= {200, 503}  # one slot: one at a time or 503
+
+
+def test_a_body_on_a_route_that_never_reads_it_does_not_dodge_the_slots() -> None:
+    release = asyncio.Event()
+
+    async def slow(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        await release.wait()  # works without reading the body, as a GET route does
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    limits = LimitsMiddleware(slow, ServiceSettings(max_concurrent=1))
+
+    async def run() -> list[int]:
+        transport = httpx.ASGITransport(app=limits)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            held = asyncio.create_task(client.request("GET", "/v1/tasks/1/prediction",
+                                                      content=b"x"))  # fmt: skip
+            await asyncio.sleep(0.05)
+            refused = await client.request("GET", "/v1/tasks/2/prediction", content=b"x")
+            release.set()
+            return [refused.status_code, (await held).status_code]
+
+    assert asyncio.run(run()) == [503, 200]
+

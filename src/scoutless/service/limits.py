@@ -7,8 +7,8 @@ request gets 413 as soon as its ``tasks`` array passes ``max_batch`` elements
 (:mod:`scoutless.service.task_count`); a body that does not arrive within
 ``body_timeout_s`` gets 408.
 
-A request takes one of the ``max_concurrent`` slots only once its body is in (or when it
-has none): callers that start uploads and never finish them hold no slot, so they cannot
+A request takes one of the ``max_concurrent`` slots only once its body is in (at once when
+it has none, or when its method's routes never read one): callers that start uploads and never finish them hold no slot, so they cannot
 make every other caller wait or be refused. Bodies still arriving in several parts are
 bounded apart (``max_uploads``); a body that arrives at once is never refused for them.
 Beyond either bound, ``/v1/*`` answers 503 at once with ``Retry-After`` rather than
@@ -32,6 +32,9 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 #: the route whose body's tasks are counted as it arrives
 PREDICT_PATH = "/v1/predict"
 RETRY = {"retry-after": "1"}
+#: the methods whose routes read a body before any work; a body sent with another method
+#: is never read, so such a request counts at once (it cannot dodge the slots by a body)
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 class LimitsMiddleware:
@@ -53,7 +56,7 @@ class LimitsMiddleware:
         if declared is not None and declared > self.max_bytes:
             await _refuse(send, 413, "body_too_large", self.too_large(declared))
             return
-        if not has_body:  # the request is in
+        if not has_body or scope["method"] not in BODY_METHODS:  # the request is in
             if self.in_progress >= self.max_concurrent:
                 await _refuse(send, 503, "busy", self.busy(), RETRY)
                 return
