@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoutless.service import task_count
-from scoutless.service.task_count import COUNTED_KEYS, MAX_DEPTH, TaskCounter
+from scoutless.service.task_count import COUNTED_KEYS, MAX_DEPTH, OUTSIDE_VALUES, TaskCounter
 
 #: strings rich in what a scanner could stumble on
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\{}[],: \n\té€'), max_size=12)
@@ -38,7 +38,7 @@ def _chunks(body: bytes, cuts: list[int]) -> list[bytes]:
 
 
 def _count(chunks: list[bytes], limit: int) -> tuple[TaskCounter, bool]:
-    counter = TaskCounter(limit)
+    counter = TaskCounter(limit, max_values=10**9)
     refused = any(counter.feed(chunk) is not None for chunk in chunks)
     return counter, refused
 
@@ -79,19 +79,30 @@ def _check_count(key, tasks, other, first, indent, cuts) -> None:  # type: ignor
 
 def test_a_body_past_the_limit_is_refused_from_its_first_part() -> None:
     head = b'{"tasks": [' + b"{}, " * 20 + b'{"a": "},{"}, ' + b"{}, " * 10
-    counter = TaskCounter(31)  # 31 commas: 32 tasks at least
+    counter = TaskCounter(31, 10**9)  # 31 commas: 32 tasks at least
     assert counter.feed(head) is not None  # the rest of a 63 MB body need never come
-    counter = TaskCounter(32)
+    counter = TaskCounter(32, 10**9)
     assert counter.feed(head) is None
 
 
 def test_other_members_arrays_are_not_counted() -> None:
     body = b'{"targets": [' + b'"x", ' * 50 + b'"y"], "task": {"a": [1, 2, 3]}}'
-    counter = TaskCounter(3)
+    counter = TaskCounter(3, 10**9)
     assert counter.feed(body) is None and counter.count == 0
 
 
 def test_nesting_past_the_parsers_limit_is_refused() -> None:
     body = b'{"tasks": [' + b"[" * (MAX_DEPTH + 1)
-    refusal = TaskCounter(10).feed(body)
+    refusal = TaskCounter(10, 10**9).feed(body)
     assert refusal is not None and refusal.status == 422
+
+
+def test_values_past_their_limits_are_refused_as_they_arrive() -> None:
+    empty_arrays = b'{"targets": [' + b"[], " * (OUTSIDE_VALUES + 1)  # the rest never sent
+    refusal = TaskCounter(10, 10**9).feed(empty_arrays)
+    assert refusal is not None and refusal.kind == "too_many_values"
+    wide_tasks = b'{"tasks": [{' + b'"a": [1, 2, 3], ' * 40 + b'"b": 0}, {}]}'  # 2 tasks
+    assert TaskCounter(10, 200).feed(wide_tasks) is None
+    refusal = TaskCounter(10, 100).feed(wide_tasks)
+    assert refusal is not None and "100 JSON values" in refusal.message
+

@@ -57,6 +57,12 @@ class ServiceSettings(BaseModel):
         description="requests in progress per worker, a request counted once its body is in; "
         "more: 503",
     )
+    max_body_values: int = Field(
+        2_500_000,
+        ge=1,
+        description="JSON values in a prediction request's body (room for 10,000 tasks of "
+        "250 values each); more: 413, counted while the body arrives",
+    )
     max_uploads: int = Field(
         256,
         ge=1,

@@ -3,8 +3,8 @@
 Plain ASGI (no BaseHTTPMiddleware: microseconds a request). The body is checked as it
 streams in, never after reading it all: an oversized upload gets 413 as soon as its
 ``Content-Length`` says so, or as soon as the bytes received pass the limit; a prediction
-request gets 413 as soon as its ``tasks`` array passes ``max_batch`` elements
-(:mod:`scoutless.service.task_count`); a body that does not arrive within
+request gets 413 as soon as its ``tasks`` array passes ``max_batch`` elements, or its
+JSON values ``max_body_values`` (:mod:`scoutless.service.task_count`); a body that does not arrive within
 ``body_timeout_s`` gets 408.
 
 A request takes one of the ``max_concurrent`` slots only once its body is in (at once when
@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scoutless.config import ServiceSettings
 from scoutless.service.errors import ServiceError, error_body
-from scoutless.service.task_count import TaskCounter
+from scoutless.service.task_count import OUTSIDE_VALUES, TaskCounter
 
 #: paths the limits never refuse (probes must see a busy service as alive)
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -45,6 +45,7 @@ class LimitsMiddleware:
         self.max_concurrent = settings.max_concurrent
         self.max_uploads = settings.max_uploads
         self.max_tasks = settings.max_batch
+        self.max_values = settings.max_body_values
         self.in_progress = 0  # requests holding a slot
         self.uploading = 0  # requests waiting for the rest of their body
 
@@ -73,14 +74,14 @@ class LimitsMiddleware:
             body.close()
 
     def _counter(self, scope: Scope, declared: int | None) -> TaskCounter | None:
-        """A task counter for a prediction request's body that may hold too many tasks
-        (an element and its comma take two bytes at least)."""
+        """A counter for a prediction request's body that may hold too many tasks or
+        values (a value and its comma take two bytes at least)."""
         path = scope["path"][len(scope.get("root_path", "")) :]
         if path != PREDICT_PATH or scope["method"] != "POST":
             return None
-        if declared is not None and declared <= 2 * self.max_tasks:
+        if declared is not None and declared <= 2 * min(self.max_tasks, OUTSIDE_VALUES):
             return None
-        return TaskCounter(self.max_tasks)
+        return TaskCounter(self.max_tasks, self.max_values)
 
     def too_large(self, n_bytes: int) -> str:
         return f"request body of {n_bytes} bytes or more; the limit is {self.max_bytes}"

@@ -14,7 +14,12 @@ groups dropped by a regular expression, the commas left at the array's level cou
 Structure by structure (one Python step each) it reads only the top level, and the chunks
 in which a member's value ends; both are bounded (a request has a few members, and JSON
 nested deeper than the request parser's limit is refused). The request's full validation
-stays the definition of a valid body: the counter only refuses early what it would refuse.
+stays the definition of a valid body: the task count only refuses early what it would.
+
+The same reading bounds the body's JSON values (its commas outside strings, a lower bound):
+the parser builds every value of the whole body before it validates any, so a body of
+millions of empty arrays in ``targets`` would cost gigabytes for a request refused anyway.
+Outside the tasks a valid request holds a few values; in all, ``max_values``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ KEY_BYTES = 80
 MAX_DEPTH = 200
 #: members at the top level: a request has seven fields at most
 MAX_MEMBERS = 16
+#: JSON values outside the task arrays: a request's other members are a few values
+OUTSIDE_VALUES = 10_000
 #: passes of dropping balanced groups before the rest is read byte by byte
 GROUP_PASSES = 6
 #: the shortest span read at C speed (the few bytes around a value's end: one by one)
@@ -58,10 +65,15 @@ class Refusal:
 
 class TaskCounter:
     """Counts the elements of the top-level ``tasks``/``taskparams`` array of a JSON body
-    fed in chunks; :meth:`feed` returns a :class:`Refusal` once the body cannot pass."""
+    fed in chunks, and the JSON values of the whole body (at most ``max_values``, and
+    ``OUTSIDE_VALUES`` outside the tasks); :meth:`feed` returns a :class:`Refusal` once the
+    body cannot pass."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, max_values: int) -> None:
         self.limit = limit
+        self.max_values = max_values
+        self.values = 0  # commas outside strings: JSON values - 1, at least
+        self.outside = 0  # ... of them outside the counted arrays
         self.depth = 0
         self.in_string = self.escaped = False
         self.top_object = self.expect_key = False  # next string at depth 1: a member's key
@@ -109,6 +121,12 @@ class TaskCounter:
         if self.counting and self.commas >= self.limit:
             return Refusal(413, "batch_too_large", f"more than {self.limit} tasks in one "
                            f"request; the limit is {self.limit}")  # fmt: skip
+        if self.values >= self.max_values:
+            return Refusal(413, "too_many_values", f"more than {self.max_values} JSON values "
+                           f"in one request; the limit is {self.max_values}")  # fmt: skip
+        if self.outside >= OUTSIDE_VALUES:
+            return Refusal(413, "too_many_values", f"more than {OUTSIDE_VALUES} JSON values "
+                           "outside the tasks")  # fmt: skip
         if self.depth > MAX_DEPTH:
             return Refusal(422, "json_invalid", f"JSON nested deeper than {MAX_DEPTH} levels")
         if self.members > MAX_MEMBERS:
@@ -157,10 +175,12 @@ class TaskCounter:
             if self.depth == 2 and self.counting:
                 self.largest, self.counting = self.count, False
             self.depth -= 1
-        elif self.depth == 2 and self.counting:  # ","
-            self.commas += 1
-        elif self.depth == 1:  # "," between members: a key follows
-            self.expect_key, self.counting_key = True, False
+        else:  # ","
+            self._count_commas(1)
+            if self.depth == 2 and self.counting:
+                self.commas += 1
+            elif self.depth == 1:  # between members: a key follows
+                self.expect_key, self.counting_key = True, False
         return i + 1
 
     def _read_fast(self, data: bytes, i: int) -> tuple[int, bool]:
@@ -192,6 +212,7 @@ class TaskCounter:
             opened = marks.find(b'"')
             in_string = opened >= 0
             marks = marks[:opened] if in_string else marks
+        n_commas = marks.count(b",")
         for _ in range(GROUP_PASSES):
             shorter = _GROUP.sub(b"", marks.replace(b"[]", b"").replace(b"{}", b""))
             if len(shorter) == len(marks):
@@ -201,8 +222,14 @@ class TaskCounter:
         if depth < 2:
             return False
         self.depth, self.commas = depth, commas
+        self._count_commas(n_commas)
         self.in_string, self.escaped = in_string, escaped and in_string
         return True
+
+    def _count_commas(self, n: int) -> None:
+        self.values += n
+        if not self.counting:
+            self.outside += n
 
     def _walk(self, marks: bytes) -> tuple[int, int]:
         """The depth and the counted array's commas after ``marks`` (brackets and commas):
