@@ -58,12 +58,11 @@ from bare_compare import VS_BARE_GOALS, vs_bare
 from load_client import Request, by_id, drive, post, repeated, start_server, tree_cpu_seconds
 from record import add_out, emit, reference_loop_s
 from serve_world import (
-    demo_table,
     ensure_history,
     history_world,
     request_rows,
     sample_task_ids,
-    small_history,
+    served_world,
 )
 
 
@@ -177,14 +176,7 @@ def main() -> None:
     args = parser.parse_args()
     speed_before = reference_loop_s()
     with tempfile.TemporaryDirectory() as tmp:
-        bundle = args.bundle
-        if bundle is None:
-            from scoutless.training import train_bundle
-
-            bundle = train_bundle(
-                demo_table(), Path(tmp) / "bundle", progress=False, max_epochs=3, n_jobs=1
-            )
-        db_url = args.db or small_history(Path(tmp))
+        bundle, db_url = served_world(Path(tmp), args.bundle, args.db)
         pg_url = ensure_history(args.pg_url, args.pg_tasks) if args.pg_url else None
         results: dict = {}
         if not args.only_vs_bare:

@@ -102,6 +102,18 @@ def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], lis
     return bundle, url, known, moved
 
 
+def served_world(folder: Path, bundle: Path | None, db_url: str | None) -> tuple[Path, str]:
+    """What a service benchmark serves: ``bundle``, else a tiny one trained on
+    :func:`demo_table` (a few seconds); ``db_url``, else a small generated history."""
+    if bundle is None:
+        from scoutless.training import train_bundle
+
+        bundle = train_bundle(
+            demo_table(), folder / "bundle", progress=False, max_epochs=3, n_jobs=1
+        )
+    return bundle, db_url or small_history(folder)
+
+
 def small_history(folder: Path, n_tasks: int = 2000) -> str:
     return ensure_history(f"sqlite:///{folder / 'history.sqlite'}", n_tasks)
 

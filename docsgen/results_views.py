@@ -65,6 +65,17 @@ BENCHMARKS: list[Benchmark] = [
         serve_tables,
     ),
     Benchmark(
+        "hostile",
+        "The service against a hostile caller",
+        "One caller with a token against everyone else, on loopback, the default limits: "
+        "64 stalled uploads then 450 good requests (the share refused); four clients "
+        "sending bodies of 2.1 million tiny tasks, then of 20 million empty arrays in "
+        "`targets`, for 5 s each (the server's peak memory growth and `/healthz` "
+        "meanwhile); a real 10,000-task batch; and 300 connections that never finish a "
+        "request head (closed by the head timeout).",
+        "python benchmarks/hostile.py --out results/hostile.json",
+    ),
+    Benchmark(
         "db_paths",
         "The service's database work per request",
         "A task's read by id and its prediction-log insert, per request at groups of 1, 4 "

@@ -12,7 +12,9 @@ import sys
 import uvicorn
 from service_fakes import fake_loader, panda_history
 
+from scoutless.config import get_settings
 from scoutless.service.app import create_app
+from scoutless.service.http_head import http_protocol
 
 
 def main() -> None:
@@ -23,7 +25,8 @@ def main() -> None:
     if options.pop("fake", False):
         options["loader"] = fake_loader
     app = create_app(**options)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    http = http_protocol(get_settings().service)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, http=http)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ def serve(
     import uvicorn
 
     from scoutless.service.app import OPTIONS_ENV, create_app
+    from scoutless.service.http_head import http_protocol
 
     settings = get_settings()
     host = host or settings.service.host
@@ -64,7 +65,8 @@ def serve(
     }
     _refuse_before_start(bundle, db or settings.resolved_db_url(), log_db)
     _print_plan(options, host, port, workers, _who(settings))
-    common = {"host": host, "port": port, "log_level": log_level, "access_log": False}
+    common = {"host": host, "port": port, "log_level": log_level, "access_log": False,
+              "http": http_protocol(settings.service)}  # fmt: skip
     if workers == 1:
         uvicorn.run(create_app(**options), **common)  # type: ignore[arg-type]
         return

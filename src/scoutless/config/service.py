@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 class ServiceSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
-    max_batch: int = Field(10_000, ge=1, description="larger batches are refused with 413")
+    max_batch: int = Field(
+        10_000, ge=1, description="larger batches: 413, counted while the body arrives"
+    )
     admin_token: str | None = Field(
         None,
         description="a bearer token with the admin role (environment only: "
@@ -55,7 +57,30 @@ class ServiceSettings(BaseModel):
     #: limits while a request arrives (service/limits.py)
     max_body_mb: float = Field(64.0, gt=0, description="larger bodies: 413, before read whole")
     body_timeout_s: float = Field(30.0, gt=0, description="a body slower than this: 408")
-    max_concurrent: int = Field(64, ge=1, description="requests in progress per worker; more: 503")
+    max_concurrent: int = Field(
+        64,
+        ge=1,
+        description="requests in progress per worker, a request counted once its body is in; "
+        "more: 503",
+    )
+    max_body_values: int = Field(
+        2_500_000,
+        ge=1,
+        description="JSON values in a prediction request's body (room for 10,000 tasks of "
+        "250 values each); more: 413, counted while the body arrives",
+    )
+    max_uploads: int = Field(
+        256,
+        ge=1,
+        description="requests per worker whose body is still arriving in several parts; more "
+        "such uploads: 503 (a body that arrives at once is never refused for it)",
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="a connection whose request line and headers are not in within this "
+        "long (of its opening, or of the previous answer) is closed",
+    )
     log_synchronous: Literal["NORMAL", "FULL"] = Field(
         "NORMAL",
         description="SQLite prediction log: NORMAL loses no answer to a crash of the service, "

@@ -51,8 +51,14 @@ def reuse_port_socket(host: str, port: int) -> socket.socket:
 def _worker(host: str, port: int, log_level: str, supervisor: int) -> None:
     import uvicorn
 
+    from scoutless.config import get_settings
+    from scoutless.service.http_head import http_protocol
+
     sock = reuse_port_socket(host, port)
-    config = uvicorn.Config(APP_FACTORY, factory=True, log_level=log_level, access_log=False)
+    http = http_protocol(get_settings().service)
+    config = uvicorn.Config(
+        APP_FACTORY, factory=True, log_level=log_level, access_log=False, http=http
+    )
     server = uvicorn.Server(config)
 
     def exit_with_supervisor() -> None:
