@@ -44,7 +44,7 @@ def _open(server: ServerProcess, head: bytes) -> socket.socket:
 
 
 def _post_head(length: int) -> bytes:
-    return (b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    return (b"POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % length)  # fmt: skip
 
 
@@ -85,9 +85,9 @@ def test_too_many_tasks_are_refused_before_the_body_is_sent(server: ServerProces
 
 
 def test_a_connection_whose_head_never_completes_is_closed(server: ServerProcess) -> None:
-    idle = [_open(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ") for _ in range(5)]
+    idle = [_open(server, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ") for _ in range(5)]
     idle.append(_open(server, b""))  # nothing at all
-    again = _open(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    again = _open(server, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert _answer(again).startswith(b"HTTP/1.1 200")
     again.sendall(b"GET /healthz HTTP/1.1\r\n")  # the next request's head, left unfinished
     idle.append(again)
