@@ -30,7 +30,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: variables read by the scripts, the tests and the service's workers, not settings
 NOT_SETTINGS = {"SCOUTLESS_TEST_PG_URL", "SCOUTLESS_TEST_STOMP_URL", "SCOUTLESS_BENCH_PG_URL",
                 "SCOUTLESS_PANDA_DB_URL", "SCOUTLESS_SERVE_OPTIONS", "SCOUTLESS_PGPORT",
-                "SCOUTLESS_PGDATA", "SCOUTLESS_DOCS_SITE",
+                "SCOUTLESS_PGDATA", "SCOUTLESS_DOCS_SITE", "SCOUTLESS_WHEEL_CACHE",
                 "SCOUTLESS_CONFIG"}  # fmt: skip
 FENCE = re.compile(r"```(?:bash|sh|console|text)?\n(.*?)```", re.S)
 
