@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
-PolicyName = Literal["argmax", "safe", "risk"]
-POLICY_NAMES: tuple[str, ...] = ("argmax", "safe", "risk")
+from scoutless.policy_names import CLASS_POLICIES
+
 #: policies that promise an under-allocation rate of at most alpha (the log records it)
 ALPHA_POLICIES: tuple[str, ...] = ("risk", "value")
 
@@ -168,4 +168,4 @@ def make_policy(
         return SafePolicy.fit(cal_proba, cal_y, recall)
     if name == "risk":
         return RiskPolicy.fit(cal_proba, cal_y, alpha)
-    raise PolicyError(f"unknown policy {name!r}; expected one of {', '.join(POLICY_NAMES)}")
+    raise PolicyError(f"unknown policy {name!r}; expected one of {', '.join(CLASS_POLICIES)}")

@@ -40,6 +40,7 @@ from scoutless.allocation.policies import make_policy
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
+from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.site_rules import (
     WidthRules,
     chosen_loads,
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 #: the targets a replay allocates from: ramCount (memory) and cpuTime (→ job walltime)
 ALLOCATED_TARGETS: tuple[str, ...] = ("memory", "cputime")
-#: the policies that allocate a value (the others choose a class)
-VALUE_POLICIES: tuple[str, ...] = ("cost", "value")
 #: a job walltime where a distribution has none (one hour): slack is priced per hour held
 _FALLBACK_WALL_S = 3600.0
 
