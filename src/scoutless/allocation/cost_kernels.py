@@ -127,7 +127,7 @@ def choice(
     task_needs: np.ndarray,
     cap: float | None,
 ) -> tuple[np.ndarray, ...] | None:
-    """The compiled :func:`_choice` (best, value, cost, kill, covered per row), or None
+    """The compiled :func:`.jit_costs.choice` (best, value, cost, kill, covered per row), or None
     where the kernels are not loaded (numpy chooses)."""
     active = _CODE.active
     if active is None:

@@ -26,8 +26,7 @@ import numpy as np
 
 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
-#: target -> the components its terms function returns after the kill (0/1), in the order
-#: the grid sums them
+#: target -> the components its grid sums, in that order (``only`` indexes them)
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "memory": ("kills", "memory_slack", "memory_overuse", "himem"),
     "cputime": ("kills", "walltime_slack", "long_queue"),
