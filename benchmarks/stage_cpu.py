@@ -111,7 +111,8 @@ def compiled_timer() -> Iterator[list[float]]:
     if walk is None or kernels is None:
         raise RuntimeError("the compiled kernels are not loaded (numba)")
     tree_walk._CODE.active = timed(walk)
-    cost_kernels._CODE.active = {name: timed(fn) for name, fn in kernels.items()}
+    grids = {target: timed(fn) for target, fn in kernels["grids"].items()}
+    cost_kernels._CODE.active = {**kernels, "grids": grids, "choice": timed(kernels["choice"])}
     try:
         yield spent
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from scoutless.allocation.allocate import (
-    _BROADCAST_MAX,
     _FIELDS,
     Allocation,
     _job_levels,
@@ -16,6 +15,7 @@ from scoutless.allocation.allocate import (
 )
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.costs import COSTS, CostModel
+from scoutless.allocation.quantiles import _BROADCAST_MAX
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices

@@ -8,9 +8,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoutless.allocation import cost_kernels
 from scoutless.allocation.allocate import cost_allocation
+from scoutless.allocation.compiled_costs import compiled_grid
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.costs import (
     COSTS,
@@ -138,3 +141,48 @@ def test_a_kernel_numba_cannot_compile_leaves_numpy_serving(monkeypatch, caplog)
         assert "could not compile" in caplog.text
     finally:
         cost_kernels._CODE.active, cost_kernels._CODE.built = kernels, built
+
+
+def test_the_machine_code_sums_the_components_the_numpy_definition_sums():
+    """A component added to costs.py and not to jit_costs.py leaves numpy pricing (the
+    kernel is refused), and this test names the missing twin."""
+    from scoutless.allocation import jit_costs
+
+    for target, model in COSTS.items():
+        assert jit_costs.COMPONENTS[target] == model.names, target
+        rng = np.random.default_rng(0)
+        parts = model.components(rng.uniform(1, 9, (2, 3, 1)), rng.uniform(1, 9, (2, 1, 4)),
+                                 _job(rng, 2), RULES[2], Prices())  # fmt: skip
+        assert tuple(parts) == model.names, target
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rules=st.sampled_from(RULES),
+    scale=st.floats(0.01, 1e5),
+    prices=st.fixed_dictionaries({
+        name: st.floats(0.0, 50.0) for name in (
+            "kill_overhead", "memory_gb_hour", "memory_overuse_gb_hour", "himem_core_hour",
+            "long_queue_core_hour", "walltime_slack_core_hour", "scout_delay_hour")
+    }),
+)  # fmt: skip
+def test_each_compiled_price_component_equals_its_numpy_definition(seed, rules, scale, prices):
+    had = cost_kernels.loaded()
+    assert cost_kernels.load()
+    try:
+        rng = np.random.default_rng(seed)
+        n, at = 3, Prices(**prices)
+        job = _job(rng, n)
+        alloc = scale * rng.lognormal(0, 1.5, (n, 5, 1))
+        need = scale * rng.lognormal(0, 1.5, (n, 1, 7))
+        need[0, 0, :2] = alloc[0, :2, 0]  # a need exactly at its allocation
+        for target, model in COSTS.items():
+            want = model.components(alloc, need, job, rules, at)
+            for k, name in enumerate(model.names):
+                got = compiled_grid(target, model.names, alloc, need, job, rules, at, only=k)
+                expected = np.broadcast_to(want[name], got[0].shape)
+                assert np.array_equal(_bits(got[0]), _bits(expected)), (target, name)
+    finally:
+        if not had:
+            cost_kernels.unload()

@@ -70,3 +70,16 @@ def test_make_policy_errors_are_clear():
         make_policy("bold", np.ones((1, 2)) / 2, np.zeros(1, int))
     with pytest.raises(PolicyError, match="alpha"):
         make_policy("risk", np.ones((3, 2)) / 2, np.zeros(3, int), alpha=1.5)
+
+
+def test_every_entry_point_names_the_same_policies():
+    from scoutless.config import REPLAY_POLICIES, AllocationSettings
+    from scoutless.policy_names import CLASS_POLICIES, POLICY_NAMES, VALUE_POLICIES
+    from scoutless.service.schemas import PredictRequest
+
+    assert POLICY_NAMES == CLASS_POLICIES + VALUE_POLICIES
+    assert set(REPLAY_POLICIES) == set(POLICY_NAMES)
+    field = AllocationSettings.model_json_schema()["properties"]["default_policy"]
+    assert tuple(field["enum"]) == POLICY_NAMES
+    request = PredictRequest.model_json_schema()["properties"]["policy"]["anyOf"][0]
+    assert tuple(request["enum"]) == POLICY_NAMES

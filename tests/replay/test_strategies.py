@@ -13,11 +13,11 @@ from scoutless.replay.runner import run_strategies, submissions_for
 from scoutless.replay.strategies import make_plans
 from scoutless.replay.submission import (
     Submission,
-    job_context,
     model_submission,
     oracle_submission,
     truth_submission,
 )
+from scoutless.replay.submission import workload_context as job_context
 from scoutless.replay.workload import build_workload
 
 H = 3600.0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoutless.allocation.quantiles import sample_quantiles as weighted_quantiles
 from scoutless.config import SizingSettings
-from scoutless.sizing.distribution import censored_weights, plan, weighted_quantiles
+from scoutless.sizing.distribution import censored_weights, plan
 from scoutless.sizing.engine import Engine, Features
 
 NEEDS = np.array([1.0, 2.0, 4.0])

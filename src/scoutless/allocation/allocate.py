@@ -29,6 +29,7 @@ import numpy as np
 from scoutless.allocation import cost_kernels
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.costs import COSTS, CostModel, scout_wait_cost
+from scoutless.allocation.quantiles import rows_in_order, sorted_columns, weighted_quantiles
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution, ndtri
 from scoutless.config import Prices
@@ -36,8 +37,6 @@ from scoutless.config import Prices
 #: elements of one priced block (tasks × candidates × job needs): float64 intermediates
 #: near 75 MB each
 _BLOCK = 9_500_000
-#: most elements of weighted_quantiles' one comparison of every value with every level
-_BROADCAST_MAX = 1 << 20
 #: Allocation's per-task arrays in cost_allocation's order
 _FIELDS = ("value", "covered", "cost", "scouted", "kill")
 
@@ -105,7 +104,7 @@ _job_levels = _read_only_cache(lambda m, cap: candidate_levels(coverage_grid(m),
 _plain_weights = _read_only_cache(lambda m: np.tile(np.ones(1) / m, m))
 #: the columns of a sorted plain grid's quantiles at the candidate levels
 _plain_columns = _read_only_cache(
-    lambda m, cap: _sorted_columns(_plain_weights(m), _job_levels(m, cap), m)
+    lambda m, cap: sorted_columns(_plain_weights(m), _job_levels(m, cap), m)
 )
 
 
@@ -180,44 +179,6 @@ def candidate_levels(coverages: np.ndarray, max_kill_probability: float | None) 
     return np.unique(np.r_[coverages, extra])
 
 
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """(c, l) per row of ``values`` (c, p) with probabilities ``weights`` (p,), the least
-    value at or below which at least ``level`` of the probability lies: a candidate is a
-    need itself, so at most 1 - level of the needs lie above it.
-
-    Rows already in order (a task's grid of quantiles, every job at the task's value) are
-    their own ranking: every row then has the same cumulative weights and the same
-    columns, read once (what the sort gives: a stable sort keeps a sorted row as it is)."""
-    if _in_order(values):
-        return values[:, _sorted_columns(weights, levels, values.shape[1])]
-    return _sorting_quantiles(values, weights, np.asarray(levels, dtype=float) - 1e-12)
-
-
-def _in_order(values: np.ndarray) -> bool:
-    """Whether every row of ``values`` is non-decreasing (NaN is not in order); the
-    reduction ``ndarray.all`` makes, without its Python wrapper (per served request)."""
-    rising = values[:, 1:] >= values[:, :-1]
-    return values.shape[1] > 1 and bool(np.logical_and.reduce(rising, None))
-
-
-def _sorted_columns(weights: np.ndarray, levels: np.ndarray, p: int) -> np.ndarray:
-    """(l,) the column holding each level's quantile in rows already in order."""
-    bounds = np.asarray(levels, dtype=float) - 1e-12
-    return np.minimum((np.cumsum(weights)[:, None] < bounds).sum(axis=0), p - 1)
-
-
-def _sorting_quantiles(values: np.ndarray, weights: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """:func:`weighted_quantiles` of rows in any order (``bounds``: the levels less 1e-12)."""
-    order = np.argsort(values, axis=1, kind="stable")
-    ranked = np.take_along_axis(values, order, axis=1)
-    cumulative = np.cumsum(weights[order], axis=1)
-    if cumulative.size * len(bounds) <= _BROADCAST_MAX:  # one comparison for every level
-        at = (cumulative[:, :, None] < bounds).sum(axis=1)
-    else:
-        at = np.stack([(cumulative < b).sum(axis=1) for b in bounds], axis=1)
-    return np.take_along_axis(ranked, np.minimum(at, values.shape[1] - 1), axis=1)
-
-
 def _priced_chunk(
     model: CostModel,
     task_needs: np.ndarray,
@@ -243,7 +204,7 @@ def _priced_chunk(
         per_job = task_needs[:, :, None] * spread.factors[:, None, :]  # (c, m, s)
         weights = np.tile(spread.weights / m, m)  # (m·s,), task point-major as job_needs
     job_needs = per_job.reshape(c, -1)
-    if plain and job_levels is _job_levels(m, cap) and _in_order(job_needs):
+    if plain and job_levels is _job_levels(m, cap) and rows_in_order(job_needs):
         quantiles = job_needs[:, _plain_columns(m, cap)]  # weighted_quantiles' columns
     else:
         quantiles = weighted_quantiles(job_needs, weights, job_levels)

@@ -1,9 +1,10 @@
-"""What a job of a task is, from the task's submission features: the cost model's input.
+"""What a job of a task is: the cost model's input, from either of its two sources.
 
-The service and the listener read it from the same typed features the models see
-(``corecount``, ``nevents_per_job``, ``cpuefficiency``, ``basewalltime``, the input's
-events and files); PanDA's defaults fill what a task leaves unset; the site's corePower is
-unknown at submission, so PanDA's default stands in.
+The service and the listener read it from a task's submission features, the same typed
+features the models see (``corecount``, ``nevents_per_job``, ``cpuefficiency``,
+``basewalltime``, the input's events and files; :func:`job_context`): PanDA's defaults fill
+what a task leaves unset; the site's corePower is unknown at submission, so PanDA's default
+stands in. The replay reads it from a history's jobs (:func:`history_job_context`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from scoutless.config import PandaDefaults
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
 DEFAULT_JOB_WALL_S = 6 * 3600.0
+#: a history's job walltime where a strategy's distribution has none (one hour): slack is
+#: priced per hour held
+HISTORY_FALLBACK_WALL_S = 3600.0
 #: up to this many tasks a served request's job context and value classes are read in plain
 #: Python (a dozen numpy calls cost more than the few floats' arithmetic), the same numbers
 FEW_TASKS = 16
@@ -150,3 +155,29 @@ def _ratio(top: float, bottom: float) -> float:
     """``top / bottom`` as numpy divides (IEEE); NaN for a zero divisor, which numpy makes
     inf or NaN: either is refused as a count of jobs, as NaN is."""
     return top / bottom if bottom != 0 else math.nan
+
+
+def history_job_context(
+    task: np.ndarray, n_tasks: int, cores: np.ndarray, nevents: np.ndarray,
+    core_power: np.ndarray, cpu_efficiency: np.ndarray, base_walltime_s: np.ndarray,
+    n_jobs: np.ndarray, wall_s: np.ndarray,
+) -> JobContext:  # fmt: skip
+    """Per task of a history: its jobs' median cores, events and corePower (per job, of
+    task ``task``), its cpuEfficiency, baseWalltime and jobs as recorded (per task), and
+    ``wall_s`` per job (:data:`HISTORY_FALLBACK_WALL_S` where not positive and finite)."""
+    per_task = (
+        pd.DataFrame({"cores": cores, "nevents": nevents, "power": core_power})
+        .groupby(task)
+        .median()
+        .reindex(np.arange(n_tasks))
+    )
+    wall = np.asarray(wall_s, dtype=float)
+    return JobContext(
+        cores=np.nan_to_num(per_task["cores"].to_numpy(float), nan=1.0),
+        wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, HISTORY_FALLBACK_WALL_S),
+        nevents=per_task["nevents"].to_numpy(float),
+        core_power=per_task["power"].to_numpy(float),
+        cpu_efficiency=np.asarray(cpu_efficiency, float),
+        base_walltime_s=np.asarray(base_walltime_s, float),
+        n_jobs=np.asarray(n_jobs, float),
+    )

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
-PolicyName = Literal["argmax", "safe", "risk"]
-POLICY_NAMES: tuple[str, ...] = ("argmax", "safe", "risk")
-#: policies that promise an under-allocation rate of at most alpha (the log records it)
-ALPHA_POLICIES: tuple[str, ...] = ("risk", "value")
+from scoutless.policy_names import ALPHA_POLICIES, CLASS_POLICIES
 
 
 def unused_alpha(policy: str, alpha: float | None) -> str | None:
@@ -168,4 +165,4 @@ def make_policy(
         return SafePolicy.fit(cal_proba, cal_y, recall)
     if name == "risk":
         return RiskPolicy.fit(cal_proba, cal_y, alpha)
-    raise PolicyError(f"unknown policy {name!r}; expected one of {', '.join(POLICY_NAMES)}")
+    raise PolicyError(f"unknown policy {name!r}; expected one of {', '.join(CLASS_POLICIES)}")

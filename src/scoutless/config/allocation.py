@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from scoutless.policy_names import PolicyName
 
 
 class Prices(BaseModel):
@@ -72,7 +72,7 @@ class AllocationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(0.05, gt=0, lt=1, description="default under-allocation share")
-    default_policy: Literal["argmax", "safe", "risk", "value", "cost"] = Field(
+    default_policy: PolicyName = Field(
         "cost",
         description="the policy of every entry point not told one: the service, the listener, "
         "taskparams, the client (the server's) and the replay",

@@ -7,14 +7,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scoutless.policy_names import POLICY_NAMES
+
 #: every strategy a history replay runs on the same jobs (docs/how-to/replay.md says what each is)
 STRATEGY_NAMES: tuple[str, ...] = ("scouts", "predicted", "hybrid", "selective", "bayes", "oracle")
 #: strategies a replay may also run on request: ``canary`` (a rollout rehearsed, a share of
 #: the tasks skipping their scouts, the rest as the scouts strategy, in one pool)
 EXTRA_STRATEGY_NAMES: tuple[str, ...] = ("canary",)
 #: how predicted, hybrid, selective and bayes turn a prediction into an allocation:
-#: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy
-REPLAY_POLICIES: tuple[str, ...] = ("cost", "value", "risk", "safe", "argmax")
+#: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy;
+#: the default first, as the replay's tables list them
+REPLAY_POLICIES: tuple[str, ...] = POLICY_NAMES[::-1]
 #: the long queue's maxtime when none is configured: two days, a common grid queue's
 DEFAULT_QUEUE_MAXTIME_S = 172_800.0
 

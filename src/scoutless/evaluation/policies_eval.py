@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.policies import RiskPolicy, SafePolicy, large_class_start, make_policy
+from scoutless.policy_names import CLASS_POLICIES
 from scoutless.targets.bins import TargetBins
 
 DEFAULT_ALPHAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
@@ -69,7 +70,7 @@ def evaluate_policies(
 ) -> dict[str, dict[str, Any]]:
     """argmax, safe (fitted for ``recall``) and risk (fitted for ``alpha``) on the test rows."""
     out: dict[str, dict[str, Any]] = {}
-    for name in ("argmax", "safe", "risk"):
+    for name in CLASS_POLICIES:
         policy = make_policy(name, cal_proba, cal_y, alpha=alpha, recall=recall)
         entry = {"model": model, "alpha": None, "tau": None}
         if isinstance(policy, SafePolicy):

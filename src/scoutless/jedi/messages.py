@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoutless.jedi.units import Resources, resources
+from scoutless.policy_names import VALUE_POLICIES
 
 TASK_STATUS = "task_status"
 SCOUT_PREDICTION = "scout_prediction"
@@ -227,9 +228,6 @@ def _confidence(value: Any) -> dict[str, float]:
         out[str(key)[:32]] = number
     return out
 
-
-#: policies that allocate each task its own value (a number, not a class's edge)
-VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
 
 
 def should_skip_scouts(

@@ -19,7 +19,6 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from scoutless.allocation.arms import MODES, SCOPE_KEYS, Assignment, RolloutState, assign
-from scoutless.allocation.policies import ALPHA_POLICIES
 from scoutless.config import ListenerSettings
 from scoutless.features.domains import domains, violations
 from scoutless.history.panda_db import read_history
@@ -34,6 +33,7 @@ from scoutless.ops.rollout import already_skipped, create_rollout_table, read_ro
 from scoutless.panda import outbox
 from scoutless.panda.broker import Frame
 from scoutless.panda.telemetry import ListenerMetrics
+from scoutless.policy_names import ALPHA_POLICIES
 from scoutless.service.pipeline import Pipeline
 
 log = logging.getLogger("scoutless.panda.listener")

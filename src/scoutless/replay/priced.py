@@ -1,7 +1,9 @@
 """One priced total per strategy: what its jobs did, at ``Settings.allocation.prices``.
 
-The same components the decision's expected cost sums (``allocation/costs.py``), taken
-from what the replay's attempts did rather than expected, in core-hours:
+The same components the decision's expected cost sums, defined with it
+(``allocation/costs.py``: :data:`~scoutless.allocation.costs.PRICE_OF`,
+:func:`~scoutless.allocation.costs.realised_components`), taken from what the replay's
+attempts did rather than expected, in core-hours:
 
 - ``kills``: every killed attempt's core-hours, plus ``kill_overhead`` × its job's full
   core-hours (the retry waits and runs again);
@@ -35,28 +37,17 @@ from typing import Any
 
 import numpy as np
 
+from scoutless.allocation.costs import PRICE_OF, realised_components
 from scoutless.allocation.site import congestion
 from scoutless.config import AllocationSettings, ReplaySettings
 from scoutless.replay.pool import LONG, standard_types
 from scoutless.replay.result import ReplayResult
 from scoutless.replay.workload import Workload
 
-HOUR = 3600.0
 #: realised loads' keys per width
 WIDTHS = {False: "single", True: "multi"}
-GB_HOUR = 1024.0 * HOUR
 #: priced_components' keys, in the order the tables show them
-COMPONENTS: tuple[str, ...] = (
-    "kills", "memory_slack", "memory_overuse", "himem", "long_queue", "walltime_slack",
-    "scout_wait", "room_delay",
-)  # fmt: skip
-#: component -> the Prices field that prices it
-PRICE_OF: dict[str, str] = {
-    "memory_slack": "memory_gb_hour", "memory_overuse": "memory_overuse_gb_hour",
-    "himem": "himem_core_hour", "long_queue": "long_queue_core_hour",
-    "walltime_slack": "walltime_slack_core_hour", "scout_wait": "scout_delay_hour",
-    "kills": "kill_overhead", "room_delay": "scout_delay_hour",
-}  # fmt: skip
+COMPONENTS: tuple[str, ...] = tuple(PRICE_OF)
 
 
 def task_prices(
@@ -128,17 +119,7 @@ def priced_total(
     factor = {room: np.where(multi, congestion(loads["multi"].get(room, 0.0)),
                              congestion(loads["single"].get(room, 0.0)))
               for room in ("himem", "long_queue")}  # fmt: skip
-    wasted_h = result.wasted_core_s / HOUR
-    components = {
-        "kills": wasted_h + p["kill_overhead"] * result.killed_job_core_s / HOUR,
-        "memory_slack": p["memory_gb_hour"] * result.priced_slack_mb_s / GB_HOUR,
-        "memory_overuse": p["memory_overuse_gb_hour"] * result.overuse_mb_s / GB_HOUR,
-        "himem": p["himem_core_hour"] * factor["himem"] * result.himem_core_s / HOUR,
-        "long_queue": p["long_queue_core_hour"] * factor["long_queue"] * result.long_core_s / HOUR,
-        "walltime_slack": p["walltime_slack_core_hour"] * result.walltime_slack_core_s / HOUR,
-        "scout_wait": p["scout_delay_hour"] * result.scout_wait_s / HOUR,
-        "room_delay": p["scout_delay_hour"] * result.room_delay_s / HOUR,
-    }
+    components = realised_components(result, p, factor)
     totals = {k: float(np.sum(v)) for k, v in components.items()}
     return {
         "priced_total_core_hours": float(sum(totals.values())),

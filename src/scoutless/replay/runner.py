@@ -33,6 +33,7 @@ import pandas as pd
 
 from scoutless.atomic import atomic_write_text
 from scoutless.config import AllocationSettings, Settings
+from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.canary import Rehearsal, arm_figures
 from scoutless.replay.checks import replay_checks
 from scoutless.replay.config import ReplaySettings
@@ -45,7 +46,6 @@ from scoutless.replay.result import ReplayResult
 from scoutless.replay.strategies import SOURCE_OF, make_plans
 from scoutless.replay.submission import (
     ALLOCATED_TARGETS,
-    VALUE_POLICIES,
     Submission,
     choice_summary,
     measured_values,

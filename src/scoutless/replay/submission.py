@@ -34,12 +34,13 @@ from scoutless.allocation.allocate import (
     unseen_application,
     value_allocation,
 )
-from scoutless.allocation.context import JobContext
+from scoutless.allocation.context import JobContext, history_job_context
 from scoutless.allocation.costs import walltime_limit_s
 from scoutless.allocation.policies import make_policy
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
+from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.site_rules import (
     WidthRules,
     chosen_loads,
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
 
 #: the targets a replay allocates from: ramCount (memory) and cpuTime (→ job walltime)
 ALLOCATED_TARGETS: tuple[str, ...] = ("memory", "cputime")
-#: the policies that allocate a value (the others choose a class)
-VALUE_POLICIES: tuple[str, ...] = ("cost", "value")
-#: a job walltime where a distribution has none (one hour): slack is priced per hour held
-_FALLBACK_WALL_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -77,24 +74,13 @@ class Submission:
         return cls(np.asarray(values["memory"], float), np.asarray(values["cputime"], float))
 
 
-def job_context(work: Workload, wall_s: np.ndarray) -> JobContext:
-    """Per task: its jobs' median cores, events and corePower; ``wall_s`` per job."""
-    per_task = (
-        pd.DataFrame({"cores": work.cores, "nevents": work.nevents, "power": work.core_power})
-        .groupby(work.task)
-        .median()
-        .reindex(np.arange(work.n_tasks))
-    )
-    wall = np.asarray(wall_s, dtype=float)
-    return JobContext(
-        cores=np.nan_to_num(per_task["cores"].to_numpy(float), nan=1.0),
-        wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, _FALLBACK_WALL_S),
-        nevents=per_task["nevents"].to_numpy(float),
-        core_power=per_task["power"].to_numpy(float),
-        cpu_efficiency=np.asarray(work.cpu_efficiency, float),
-        base_walltime_s=np.asarray(work.base_walltime_s, float),
-        n_jobs=np.asarray(work.n_units, float),
-    )
+def workload_context(work: Workload, wall_s: np.ndarray) -> JobContext:
+    """Per task of the workload, the job the cost model prices
+    (:func:`~scoutless.allocation.context.history_job_context`); ``wall_s`` per job."""
+    return history_job_context(
+        work.task, work.n_tasks, work.cores, work.nevents, work.core_power,
+        work.cpu_efficiency, work.base_walltime_s, work.n_units, wall_s,
+    )  # fmt: skip
 
 
 def price_groups(cores: np.ndarray, cfg: ReplaySettings) -> list[tuple[str, np.ndarray]]:
@@ -131,7 +117,7 @@ def job_ratios(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
     ``getJobMaxWalltime`` gives the task's cpuTime on the task's median job (so events,
     cores and site speed that differ from job to job are in the factor)."""
     values = measured_values(work, settings)
-    job = job_context(work, np.full(work.n_tasks, np.nan))
+    job = workload_context(work, np.full(work.n_tasks, np.nan))
     per_core = np.maximum(work.need_mb - work.base_ram_mb[work.task], 0.0) / work.cores
     run_of_value = walltime_limit_s(values["cputime"], job, ()) - job.base_walltime_s
     above = work.wall_s - work.base_walltime_s[work.task]
@@ -295,9 +281,9 @@ def _job_of(dists: Mapping[str, ValueDistribution], work: Workload) -> JobContex
     """The job context with the walltime median of ``dists`` (where it has no walltime:
     getJobMaxWalltime of its cpuTime median)."""
     if "walltime" in dists:
-        return job_context(work, dists["walltime"].median())
-    provisional = job_context(work, np.full(work.n_tasks, np.nan))
-    return job_context(work, walltime_limit_s(dists["cputime"].median(), provisional, ()))
+        return workload_context(work, dists["walltime"].median())
+    provisional = workload_context(work, np.full(work.n_tasks, np.nan))
+    return workload_context(work, walltime_limit_s(dists["cputime"].median(), provisional, ()))
 
 
 def value_distributions(

@@ -47,10 +47,11 @@ import pandas as pd
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.context import JobContext
 from scoutless.config import Settings
+from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import standard_types
 from scoutless.replay.site_rules import decision_rules
-from scoutless.replay.submission import VALUE_POLICIES, class_values
+from scoutless.replay.submission import class_values
 from scoutless.replay.trace_decision import (
     PRICED_AS,
     kill_cap,

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from scoutless.allocation.bounds import AnswerBounds
-from scoutless.allocation.policies import ALPHA_POLICIES
+from scoutless.policy_names import ALPHA_POLICIES
 from scoutless.service.request_input import Prepared
 from scoutless.targets.bins import TargetBins
 from scoutless.targets.spec import TARGETS

@@ -19,11 +19,12 @@ import numpy as np
 
 from scoutless.allocation.bounds import answer_bounds
 from scoutless.allocation.context import FEW_TASKS
-from scoutless.allocation.policies import ALPHA_POLICIES, Policy, PolicyError, make_policy
+from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
 from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
 from scoutless.models.predictor import PredictorLike
+from scoutless.policy_names import ALPHA_POLICIES
 from scoutless.service.answers import BinsView, Decision
 from scoutless.service.request_input import InputError
 from scoutless.service.value_decisions import ValuePolicyError, value_answer

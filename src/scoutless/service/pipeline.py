@@ -29,6 +29,7 @@ from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store import HISTORY_MISSING
 from scoutless.models.guard import baseline_feature_columns
 from scoutless.models.predictor import PredictorLike
+from scoutless.policy_names import VALUE_POLICIES
 from scoutless.service.answers import (
     Decision,
     Outcome,
@@ -39,7 +40,6 @@ from scoutless.service.answers import (
 from scoutless.service.decisions import DecisionStage
 from scoutless.service.errors import log_error
 from scoutless.service.request_input import InputError, Prepared, inspect_records, parse_records
-from scoutless.service.value_decisions import VALUE_POLICIES
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 #: below this many rows the targets are predicted inline rather than on the thread pool

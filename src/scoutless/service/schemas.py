@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PolicyName = Literal["argmax", "safe", "risk", "value", "cost"]
+from scoutless.policy_names import PolicyName
 
 
 class PredictRequest(BaseModel):

@@ -32,8 +32,6 @@ from scoutless.config import Settings, get_settings
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 
-VALUE_POLICIES: tuple[str, ...] = ("value", "cost")
-
 
 class ValuePolicyError(ValueError):
     """A value policy the served bundle cannot answer (e.g. a bundle without value models)."""

@@ -15,6 +15,8 @@ from functools import cache
 import numpy as np
 from scipy.stats import norm
 
+from scoutless.allocation.quantiles import sample_quantiles
+
 
 @dataclass(frozen=True)
 class FailurePrice:
@@ -76,20 +78,12 @@ def bandwidth(values: np.ndarray, weights: np.ndarray) -> float:
     """Silverman's rule on a weighted sample (robust spread, effective size)."""
     if len(values) < 2 or weights.sum() <= 0:
         return 0.0
-    q25, q75 = weighted_quantiles(values, weights, np.array([0.25, 0.75]))
+    q25, q75 = sample_quantiles(values, weights, np.array([0.25, 0.75]))
     mean = np.average(values, weights=weights)
     sd = float(np.sqrt(np.average((values - mean) ** 2, weights=weights)))
     spread = min(sd, (q75 - q25) / 1.349) if q75 > q25 else sd
     n_eff = weights.sum() ** 2 / float((weights**2).sum())
     return 0.9 * spread * n_eff ** (-0.2)
-
-
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Inverse of the weighted empirical distribution at ``levels`` (no interpolation)."""
-    order = np.argsort(values)
-    v, cw = values[order], np.cumsum(weights[order])
-    idx = np.searchsorted(cw, levels * cw[-1], side="left")
-    return v[np.minimum(idx, len(v) - 1)]
 
 
 def plan(
@@ -118,7 +112,7 @@ def plan(
     v, w = values[keep], weights[keep]
     if not len(v) or w.sum() <= 0:
         return None
-    c = np.unique(weighted_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
+    c = np.unique(sample_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
     c[-1] = v.max()
     bins = np.searchsorted(c, v, side="left")
     mass = np.bincount(bins, weights=w, minlength=len(c))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scoutless.allocation.quantiles import sample_quantiles
 from scoutless.config import SizingSettings, get_settings
 from scoutless.sizing.distribution import (
     FailurePrice,
@@ -38,7 +39,6 @@ from scoutless.sizing.distribution import (
     censored_weights,
     plan,
     smooth,
-    weighted_quantiles,
 )  # fmt: skip
 from scoutless.sizing.models import CANDIDATES
 
@@ -122,7 +122,7 @@ def compress(values: np.ndarray, weights: np.ndarray, points: int) -> tuple:
     if len(values) <= points:
         return values, weights
     levels = (np.arange(points) + 0.5) / points
-    return weighted_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
+    return sample_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
 
 
 def _log(value: float) -> float:
