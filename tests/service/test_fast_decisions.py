@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoutless.allocation.context import FEW_TASKS
+from scoutless.fast_paths import current
 from scoutless.service.decisions import _holding_class
 from scoutless.targets.bins import load_bins
 
@@ -20,7 +20,7 @@ def test_the_class_holding_a_value_is_classify_s(target):
     rng = np.random.default_rng(0)
     value = np.r_[edges, edges * (1 + 1e-12), edges * (1 - 1e-12), -0.0, -1.0, np.nan,
                   np.inf, -np.inf, rng.lognormal(np.log(edges[1] + 1), 2.0, 200)]  # fmt: skip
-    for n in (1, FEW_TASKS, len(value)):  # bisect in Python, and numpy's search
+    for n in (1, current().few_tasks, len(value)):  # bisect in Python, and numpy's search
         for lo in range(0, len(value), n):
             part = value[lo : lo + n]
             got = _holding_class(edges[1:-1].tolist(), part)

@@ -17,15 +17,13 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import PandaDefaults
+from scoutless.fast_paths import current
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
 DEFAULT_JOB_WALL_S = 6 * 3600.0
 #: a history's job walltime where a strategy's distribution has none (one hour): slack is
 #: priced per hour held
 HISTORY_FALLBACK_WALL_S = 3600.0
-#: up to this many tasks a served request's job context and value classes are read in plain
-#: Python (a dozen numpy calls cost more than the few floats' arithmetic), the same numbers
-FEW_TASKS = 16
 
 #: a task's typed numerical features by name (``InspectedFeatures.numbers``)
 Numbers = Mapping[str, np.ndarray]
@@ -79,7 +77,7 @@ def job_context(
 ) -> JobContext:
     """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
     median; a typical grid job's where absent)."""
-    read = _few_job_context if n <= FEW_TASKS else _array_job_context
+    read = _few_job_context if n <= current().few_tasks else _array_job_context
     return read(numbers, n, defaults, wall_s)
 
 

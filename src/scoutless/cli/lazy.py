@@ -51,10 +51,14 @@ if TYPE_CHECKING:
 
 def get_settings() -> Settings:
     """``scoutless.config.get_settings()``, with ``config`` imported on the first call (the
-    same cached settings: ``config.get_settings.cache_clear()`` applies here too)."""
+    same cached settings: ``config.get_settings.cache_clear()`` applies here too); the
+    command's small-request thresholds are set from them (:mod:`scoutless.fast_paths`)."""
     from scoutless.config import get_settings as settings
+    from scoutless.fast_paths import FastPaths, configure
 
-    return settings()
+    read = settings()
+    configure(FastPaths.from_settings(read))
+    return read
 
 
 def masked_url(text: str) -> str:

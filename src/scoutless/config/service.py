@@ -116,7 +116,8 @@ class ServiceSettings(BaseModel):
 
 
 class InferenceSettings(BaseModel):
-    """How fitted models predict; read once when the model modules are imported."""
+    """How fitted models predict: the batch sizes that choose their paths, which a process
+    takes from its settings when it starts (``scoutless.fast_paths``)."""
 
     small_batch: int = Field(
         64,

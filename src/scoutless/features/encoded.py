@@ -1,6 +1,6 @@
 """What a fitted encoder yields: the rows' model arrays (:class:`EncodedFeatures`) and,
 for the service, one validation pass's arrays, typed values and unknown categories
-(:class:`InspectedFeatures`); and the batch size up to which rows go through plain Python.
+(:class:`InspectedFeatures`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from scoutless.config import get_settings
-
-#: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups
-#: (``Settings.inference.small_batch``, read once at import: it is on the hot path).
-SMALL_BATCH = get_settings().inference.small_batch
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures, InspectedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
 from scoutless.features.schema import FeatureInput, FeatureSchema
 from scoutless.features.spec import FeatureSpec
 from scoutless.features.training_range import TrainingRange, outside_rows
@@ -121,7 +122,7 @@ class FeatureEncoder(FeatureSchema):
         columns = [numbers[name] for name in self.numerical]
         if not columns:
             raw = np.empty((n, 0))
-        elif n <= SMALL_BATCH:  # many one-value columns: one conversion (1 row, 115: 43 vs 108 µs)
+        elif n <= current().rows:  # many one-value columns: one conversion (1 row, 115: 43 vs 108 µs)
             raw = np.array(columns, dtype=float).T
         else:  # long columns: column_stack (200k x 130: 214 ms vs 513 for the transpose)
             raw = np.column_stack(columns).astype(float, copy=False)
@@ -131,7 +132,7 @@ class FeatureEncoder(FeatureSchema):
         """(n, categoricals) int64 vocabulary indices. A dict lookup per value beats pandas'
         get_indexer at every size (the text lists are built anyway; a string Index
         converts them first): 1M rows 0.2 s vs 1.6."""
-        if n <= SMALL_BATCH:  # one conversion of the rows, as the numericals: 1 row, 14
+        if n <= current().rows:  # one conversion of the rows, as the numericals: 1 row, 14
             # columns ~7 us vs ~11 for an assignment per column. Row-major, as before: the
             # ridges' sums over a row's codes add in the order its layout gives
             columns = [[self._lookup[name].get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoded import SMALL_BATCH
+from scoutless.fast_paths import current
 from scoutless.features.normalise import category_text, is_category_scalar, number_or_none
 from scoutless.features.spec import FeatureSpec
 
@@ -112,7 +112,7 @@ class FeatureSchema:
             else:
                 categories[name] = text
         n = len(index)
-        numbers = _plain_numbers(columns, self.numerical, n) if n <= SMALL_BATCH else None
+        numbers = _plain_numbers(columns, self.numerical, n) if n <= current().rows else None
         if numbers is None:
             numbers = {}
             for name in self.numerical:
@@ -136,7 +136,7 @@ class FeatureSchema:
         missing = [n for n in names if n not in data.columns]
         if missing:
             raise self._schema_error(missing, [], {})
-        if len(data) > SMALL_BATCH:
+        if len(data) > current().rows:
             return {n: data[n] for n in names}, data.index
         # plain lists beat per-column pandas for a few rows
         block = data.to_numpy(dtype=object)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
@@ -55,7 +56,7 @@ def tree_matrix(X: EncodedFeatures, *, sentinel: bool = True) -> np.ndarray:
     A few rows' (a served request's) is made once and kept on ``X``: its four classifiers
     and the value models read the same matrix (~4 us each otherwise); a larger batch's is
     made per call, so training does not hold a copy of its rows. Read only."""
-    if len(X) > SMALL_BATCH:
+    if len(X) > current().rows:
         return _tree_matrix(X, sentinel)
     return X.memo(("tree_matrix", sentinel), lambda: _tree_matrix(X, sentinel))
 
@@ -248,13 +249,13 @@ class XGBModel:
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         check_fitted(self, "classes_")
         matrix = self._matrix(X)
-        if len(X) <= SMALL_BATCH:
+        if len(X) <= current().rows:
             trees = self.tree_ensemble
             # the model's size decides, not the rows': a task grouped with others (the
             # service's micro-batches) gets the probabilities it gets alone, to the bit
             if trees is not None and trees.fits(1):
                 return trees.predict_proba(matrix)
-        booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
+        booster = self._booster_small if len(X) <= current().rows else self.booster_
         proba = booster.inplace_predict(matrix, validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
 

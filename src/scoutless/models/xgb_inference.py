@@ -110,8 +110,8 @@ class TreeEnsemble:
 
     def fits(self, n_rows: int) -> bool:
         """Whether ``n_rows`` rows are predicted faster here than by ``inplace_predict``
-        (in numpy; the models ask it of one row, so a batch of up to ``SMALL_BATCH`` rows
-        takes the path one of its rows takes alone)."""
+        (in numpy; the models ask it of one row, so a batch of up to
+        ``FastPaths.rows`` rows takes the path one of its rows takes alone)."""
         return n_rows * len(self.left) <= MAX_CELLS
 
     @cached_property

@@ -27,6 +27,8 @@ from starlette.requests import ClientDisconnect
 
 from scoutless.atomic import sweep_leftovers
 from scoutless.config import Settings, get_settings
+from scoutless.fast_paths import FastPaths
+from scoutless.fast_paths import configure as configure_fast_paths
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
 from scoutless.layout import is_registry
@@ -201,6 +203,7 @@ async def _start_local(
         pointer=pointer,
     )
     service = state.settings.service
+    configure_fast_paths(FastPaths.from_settings(state.settings))  # before the batcher
     batcher = LoopBatcher(gather_turns=service.gather_turns)
     local = LocalBackend(holder, state.metrics, service, batcher=batcher)
     _watch_groups(state.metrics.groups, local)

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.bounds import answer_bounds
-from scoutless.allocation.context import FEW_TASKS
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
-from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 from scoutless.policy_names import ALPHA_POLICIES
 from scoutless.service.answers import BinsView, Decision
@@ -86,7 +86,7 @@ class DecisionStage:
         for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
             probabilities, classes = p.tolist(), chosen.tolist()
-            if len(p) > SMALL_BATCH:
+            if len(p) > current().rows:
                 rows = np.arange(len(p))
                 confidence = p[rows, chosen].tolist()
                 p_sufficient = np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist()
@@ -145,7 +145,7 @@ class DecisionStage:
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
             probabilities, classes = p.tolist(), chosen[target].tolist()
-            if len(p) > SMALL_BATCH:
+            if len(p) > current().rows:
                 confidence = p[np.arange(len(p)), chosen[target]].tolist()
             else:  # a few tasks: the same numbers from the lists
                 confidence = [row[c] for row, c in zip(probabilities, classes, strict=True)]
@@ -162,7 +162,7 @@ def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
     """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
     missing or negative value in the first class (``inner`` the bins' inner edges). A few
     values by ``bisect`` on the list (the same search: ~1 us, not ~4 for numpy's calls)."""
-    if len(value) <= FEW_TASKS:  # as the job context: a few tasks' numbers in Python
+    if len(value) <= current().few_tasks:  # as the job context: a few tasks' numbers in Python
         return np.array(
             [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
         )  # NaN compares false: the first class, as a negative value

@@ -30,7 +30,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from scoutless.features.encoded import SMALL_BATCH
+from scoutless.fast_paths import current
 from scoutless.service.answers import Outcome
 from scoutless.service.pipeline import Pipeline
 from scoutless.service.request_input import Prepared
@@ -63,19 +63,19 @@ class _Group(NamedTuple):
 class LoopBatcher:
     """Gathers prepared requests during a loop turn and computes each group at its end.
 
-    ``max_tasks`` bounds a group (the small-batch paths of the models: numpy trees,
-    plain lists); ``gather_turns`` the loop turns a group may wait for more requests;
+    ``max_tasks`` bounds a group (unset: the models' small path, ``FastPaths.rows``,
+    so that a group of small requests stays on it); ``gather_turns`` the loop turns a group may wait for more requests;
     ``groups`` and ``requests`` count what was computed (a group of one included);
     ``coming`` says how many requests are on their way (their tasks being read), which a
     group waits for once, until :meth:`wake` or ``HOLD_S``."""
 
     def __init__(
         self,
-        max_tasks: int = SMALL_BATCH,
+        max_tasks: int | None = None,
         gather_turns: int = GATHER_TURNS,
         coming: Callable[[], int] | None = None,
     ) -> None:
-        self.max_tasks = max(1, max_tasks)
+        self.max_tasks = max(1, current().rows if max_tasks is None else max_tasks)
         self.gather_turns = max(0, gather_turns)
         self.coming = coming
         self.groups = 0
