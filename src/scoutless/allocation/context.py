@@ -91,7 +91,7 @@ def _fallback(defaults: PandaDefaults) -> dict[str, float]:
 def _array_job_context(
     numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall
 ) -> JobContext:
-    """:func:`job_context` in numpy."""
+    """:func:`job_context`'s definition, in numpy."""
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
     # each feature's positive, finite values, else its default: the four in one pass
     cores, nevents, efficiency, base = _columns(numbers, n, _fallback(defaults))
@@ -115,8 +115,9 @@ def _columns(numbers: Numbers, n: int, defaults: dict[str, float]) -> np.ndarray
 
 
 def _few_job_context(numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall) -> JobContext:
-    """:func:`job_context` of a few tasks in plain Python floats: the same comparisons and
-    IEEE divisions, so the same numbers (tests/allocation/test_fast_paths.py)."""
+    """:func:`_array_job_context` of a few tasks in plain Python floats, where a dozen numpy
+    calls cost more than the arithmetic: the same comparisons and IEEE divisions, so the
+    same numbers (tests/allocation/test_fast_paths.py)."""
     cores, nevents, efficiency, base = (
         _positive(_floats(numbers, name, n), default)
         for name, default in _fallback(defaults).items()
