@@ -32,19 +32,27 @@ class FastPaths:
     """Up to how many rows or tasks each stage takes its small path; how many rows a large
     batch's network forward pass takes at a time."""
 
-    #: rows encoded from plain lists and predicted by the numpy forward passes (features,
-    #: trees, network), and the most tasks the event loop gathers into one group: per-call
-    #: overhead dominates a few rows (``Settings.inference.small_batch``)
+    #: rows encoded from plain lists (their times converted without pandas) and predicted
+    #: by the numpy forward passes (trees, network), and the most tasks the event loop
+    #: gathers into one group: per-call overhead dominates a few rows
+    #: (``Settings.inference.small_batch``)
     rows: int = 64
     #: rows whose targets are predicted inline, not on the thread pool: the hand-off costs
     #: more than the targets' models on a few rows (``Settings.service.parallel_min_rows``)
     parallel_rows: int = 64
-    #: tasks whose job context and value classes are read in plain Python floats: a dozen
-    #: numpy calls cost more than a few floats' arithmetic
+    #: tasks whose job context, value classes and domain checks are read in plain Python
+    #: floats: a dozen numpy calls cost more than a few floats' arithmetic
     few_tasks: int = 16
     #: tasks of a request computed on the event loop, with the others of its turn: a thread
     #: hop costs more than a few tasks' whole computation
     inline_tasks: int = 4
+    #: rows whose ordinal head (the DNN's cumulative link) runs on Python floats: a dozen
+    #: numpy operations cost more than a few rows' arithmetic
+    head_rows: int = 4
+    #: values whose normal CDF and quantile are computed on Python floats (``math.erfc``,
+    #: ``statistics.NormalDist``): a served task needs a handful, and importing
+    #: ``scipy.special`` is a large share of a one-task command's start
+    scalar_values: int = 64
     #: rows per torch forward pass of a large batch: bounds its peak memory
     #: (``Settings.inference.dnn_predict_batch``)
     dnn_chunk_rows: int = 65_536

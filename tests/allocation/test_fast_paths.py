@@ -17,10 +17,13 @@ from scoutless.allocation.allocate import choose, cost_allocation, weighted_quan
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.allocation.site import SiteRules
-from scoutless.allocation.values import SCALAR_MAX, ConformalLevels, JobSpread, ValueDistribution
+from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
 from scoutless.fast_paths import current
 from scoutless.targets.bins import TargetBins
+
+#: up to this many values the normal is computed on Python floats, one more: by scipy
+SCALAR_MAX = current().scalar_values
 
 RULES = [
     SiteRules(),

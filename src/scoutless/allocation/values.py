@@ -22,6 +22,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from scoutless.fast_paths import current
+
 #: probability levels are kept inside (0, 1) so values stay finite; Z_CAP is the level
 #: given when the calibration rows are too few for an alpha; a value at or below its
 #: offset scores Z_FLOOR (below every real score)
@@ -30,10 +32,6 @@ Z_CAP = 12.0
 Z_FLOOR = -1e6
 
 
-#: up to this many values the normal's CDF and quantile are computed on Python floats
-#: (``math.erfc``, ``statistics.NormalDist``): a served task needs a handful, and importing
-#: ``scipy.special`` costs ~0.2 s, a seventh of ``taskparams`` for one task
-SCALAR_MAX = 64
 _SQRT1_2 = 0.7071067811865476
 _STANDARD = NormalDist()
 
@@ -43,7 +41,7 @@ def ndtr(x: float | np.ndarray, *, size: int | None = None) -> np.ndarray:
     a call of ``size`` values would be (default: ``x.size``), so rows of several calls
     computed at once are each their own call's."""
     x = np.asarray(x, dtype=float)
-    if (x.size if size is None else size) > SCALAR_MAX:
+    if (x.size if size is None else size) > current().scalar_values:
         from scipy.special import ndtr as scipy_ndtr
 
         return scipy_ndtr(x)
@@ -54,7 +52,7 @@ def ndtri(p: float | np.ndarray) -> np.ndarray:
     """Phi^-1(p), the standard normal's quantile, element-wise (``scipy.special.ndtri``:
     -inf at 0, inf at 1, NaN outside [0, 1])."""
     p = np.asarray(p, dtype=float)
-    if p.size > SCALAR_MAX:
+    if p.size > current().scalar_values:
         from scipy.special import ndtri as scipy_ndtri
 
         return scipy_ndtri(p)
