@@ -301,7 +301,7 @@ class ValueModels:
         for model in models:
             check_fitted(model, "trees_")
         matrix = tree_matrix(X)
-        # np.array of the rows, not np.stack (its Python wrapper: ~3 us a call, per request)
+        # np.array of the rows, not np.stack: no Python wrapper on every request
         location = np.array([m._predict("location_", matrix) for m in models], dtype=float)
         log_sigma = np.array([m._predict("scale_", matrix) for m in models], dtype=float)
         mu = location + self._bases(X, len(X))

@@ -5,15 +5,14 @@ here; the requests that reach this point during one turn of the event loop (thos
 arrived while the previous group was computed) go through ``Pipeline.run_many`` in one
 call. A group waits up to ``gather_turns`` more loop turns while each turn brings it
 another request: a turn reads the sockets once more, and the requests that landed while
-the last group was computed or committed join this one. At 8 connections on one core
-that took groups from ~3 requests to ~5 (~7 since a group's work got cheaper;
-``scoutless_groups_total`` in ``/metrics``); a turn that brings nothing ends the wait,
-so an idle service answers a lone request at once. Requests whose tasks are being read
+the last group was computed or committed join this one, so a busy service's groups grow
+(``scoutless_groups_total`` in ``/metrics`` counts them); a turn that brings nothing ends
+the wait, so an idle service answers a lone request at once. Requests whose tasks are being read
 from a database server (``task_fetch.LoopTaskFetch``) come back a group at a time, many
 turns later: a group then waits for the reads in flight once more, until they are settled
-(:meth:`LoopBatcher.wake`) or ``HOLD_S`` has passed. Without that wait, on PostgreSQL by
-task id a third of the groups held one request, whose models and decisions cost ~4 times
-a request's share of a group of 4.
+(:meth:`LoopBatcher.wake`) or ``HOLD_S`` has passed. Without that wait, reads that come
+back one by one would make groups of one request, each paying alone the fixed cost a
+group shares.
 
 Most of a single task's CPU is the fixed cost of each numpy and model call (four
 targets' classes, their value models, the cost policy's grid), so a group pays it once,
