@@ -9,7 +9,8 @@ stage has a path for a few rows: plain Python lists, the numpy forward pass of t
 and the network, the event loop instead of a thread. The batch path is the definition;
 each small path computes the same numbers (tests/allocation/test_fast_paths.py,
 tests/service/test_fast_decisions.py, tests/features/test_encoders.py), so a threshold
-changes only where time is spent, never an answer.
+changes only where time is spent, never an answer. ``benchmarks/fast_paths.py`` times each
+small path against its definition (``results/fast_paths.json``).
 
 The thresholds are read when a process is composed (the app factory, the command line's
 settings) and held here for the process; library callers (training, the replay,
