@@ -30,7 +30,7 @@ def _table(n: int, n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return X, y
 
 
-def _per_call_us(fn, budget_s: float) -> float:
+def per_call_us(fn, budget_s: float) -> float:
     """Median over 5 timings of as many calls as fit in ``budget_s`` / 5 (at least one)."""
     start = time.perf_counter()
     fn()
@@ -59,14 +59,14 @@ def measure(rounds: int, rows: list[int], n_classes: int, budget_s: float) -> li
         tree_walk.unload()
         row = {
             "rounds": rounds, "rows": n, "nodes": len(trees.left), "fits": trees.fits(n),
-            "numpy_us": _per_call_us(lambda b=batch: trees.predict_proba(b), budget_s),
-            "inplace_predict_us": _per_call_us(
+            "numpy_us": per_call_us(lambda b=batch: trees.predict_proba(b), budget_s),
+            "inplace_predict_us": per_call_us(
                 lambda b=batch: booster.inplace_predict(b, validate_features=False), budget_s
             ),
             "max_margin_difference": float(np.abs(trees.margin(batch) - margin).max()),
         }  # fmt: skip
         if tree_walk.load():
-            row["compiled_us"] = _per_call_us(lambda b=batch: trees.predict_proba(b), budget_s)
+            row["compiled_us"] = per_call_us(lambda b=batch: trees.predict_proba(b), budget_s)
             row["max_margin_difference_compiled"] = float(
                 np.abs(trees.margin(batch) - margin).max()
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from docsgen.results_pages import Benchmark
 from docsgen.views.models import (
+    fast_paths_tables,
     real_traces_tables,
     train_tables,
     values_tables,
@@ -149,6 +150,14 @@ BENCHMARKS: list[Benchmark] = [
         "inplace_predict, per call.",
         "python benchmarks/xgb_inference.py --out results/xgb_inference.json",
         xgb_inference_tables,
+    ),
+    Benchmark(
+        "fast_paths",
+        "Small paths of a served request",
+        "Each computation's small path (plain Python floats, no pandas) against its numpy "
+        "definition, per call, at a served request's sizes (`scoutless.fast_paths`).",
+        "python benchmarks/fast_paths.py --out results/fast_paths.json",
+        fast_paths_tables,
     ),
     Benchmark(
         "scale",

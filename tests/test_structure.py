@@ -29,7 +29,7 @@ LENGTH_RULED = {
 #: top-level package or module -> layer; a module may import its own layer or lower ones
 LAYERS: dict[str, int] = {
     # config/ is a package on layer 0: one module per layer's section, settings.py assembles them
-    "config": 0, "layout": 0, "jsonsafe": 0, "atomic": 0, "compiled": 0, "defaults": 0, "libraries": 0, "client": 0, "jedi": 0, "policy_names": 0,
+    "config": 0, "layout": 0, "jsonsafe": 0, "atomic": 0, "compiled": 0, "defaults": 0, "libraries": 0, "client": 0, "jedi": 0, "policy_names": 0, "fast_paths": 0,
     "features": 1, "targets": 1,
     "history": 2,
     "allocation": 2,  # value distributions, policies, prices: below service, replay, evaluation

@@ -187,3 +187,17 @@ def values_tables(doc: dict[str, Any]) -> list[Table]:
                   "over the Bayes value's at the level under-allocating as often as the "
                   "served value did (the goal's measure), with its 95 % bootstrap interval "
                   "over the demo's test tasks.")]  # fmt: skip
+
+
+def fast_paths_tables(doc: dict[str, Any]) -> list[Table]:
+    cols = ("computation", "rows", "threshold", "small_path", "small_us", "numpy_us", "ratio")
+    return [
+        records(
+            doc,
+            ("results",),
+            cols,
+            "µs per call: each small path against its numpy definition on the same rows",
+            "small_path: the rows are within the threshold, so the service takes the small "
+            "path; ratio: the numpy definition's time over the small path's.",
+        )
+    ]

@@ -17,9 +17,13 @@ from scoutless.allocation.allocate import choose, cost_allocation, weighted_quan
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.allocation.site import SiteRules
-from scoutless.allocation.values import SCALAR_MAX, ConformalLevels, JobSpread, ValueDistribution
+from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
 from scoutless.config import Prices
+from scoutless.fast_paths import current
 from scoutless.targets.bins import TargetBins
+
+#: up to this many values the normal is computed on Python floats, one more: by scipy
+SCALAR_MAX = current().scalar_values
 
 RULES = [
     SiteRules(),
@@ -343,7 +347,7 @@ def test_a_few_tasks_job_in_python_is_numpy_s_to_the_bit(case):
     got = context.job_context(numbers, n, defaults, wall_s)
     with np.errstate(all="ignore"):  # odd floats overflow numpy's divisions, as the service's would
         want = context._array_job_context(numbers, n, defaults, wall_s)
-    assert n <= context.FEW_TASKS
+    assert n <= current().few_tasks
     for name, column in vars(want).items():
         mine = getattr(got, name)
         assert mine.dtype == column.dtype and mine.shape == column.shape, name

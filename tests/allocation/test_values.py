@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoutless.allocation.values import (
-    SCALAR_MAX,
     Z_CAP,
     CalibrationError,
     ConformalLevels,
@@ -19,7 +18,10 @@ from scoutless.allocation.values import (
     ndtr,
     ndtri,
 )
+from scoutless.fast_paths import current
 
+#: up to this many values the normal is computed on Python floats, one more: by scipy
+SCALAR_MAX = current().scalar_values
 
 def _world(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mu = rng.normal(7.0, 1.0, n)

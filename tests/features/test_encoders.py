@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoutless.features import encoders, schema
+from scoutless.fast_paths import FastPaths, using
+from scoutless.features import schema
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.features.normalise import category_text
@@ -219,15 +220,14 @@ def test_stacked_requests_read_as_one_inspection_of_all_their_rows(fitted):
 
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_a_few_rows_codes_in_one_conversion_equal_the_columns_and_their_layout(
-    fitted, n, monkeypatch
+    fitted, n
 ):
     frame = _frame(max(n, 1), seed=2).head(n)
     frame.loc[frame.index[::2], "user"] = "newcomer"
     records = frame.drop(columns="target").to_dict("records")
     few = fitted.transform(records).codes
-    monkeypatch.setattr(encoders, "SMALL_BATCH", -1)  # every size by the column path
-    monkeypatch.setattr(schema, "SMALL_BATCH", -1)
-    by_columns = fitted.transform(records).codes
+    with using(FastPaths(rows=-1)):  # every size by the column path
+        by_columns = fitted.transform(records).codes
     assert few.dtype == by_columns.dtype == np.int64 and few.shape == by_columns.shape
     np.testing.assert_array_equal(few, by_columns)
     # row-major as before: the ridges' sums over a row's codes follow the layout

@@ -134,7 +134,7 @@ def test_auxiliary_value_regression_trains_saves_and_loads(tmp_path):
 def test_small_batch_numpy_path_matches_torch():
     X, y = _toy(300, 9)
     model = _model(max_epochs=2).fit(X, y, eval_set=(X, y))
-    many = model.predict_logits(X)  # > SMALL_BATCH rows: torch
+    many = model.predict_logits(X)  # > FastPaths.rows rows: torch
     few = np.vstack([model.predict_logits(X.take(np.arange(i, i + 1))) for i in range(10)])
     np.testing.assert_allclose(few, many[:10], rtol=1e-4, atol=1e-5)
 

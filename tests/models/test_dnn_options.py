@@ -234,11 +234,12 @@ def test_ordinal_tail_probabilities_match_scipy_in_float32():
 def test_ordinal_head_of_a_few_rows_equals_the_vectorised_pass(location, log_scale, gaps, start):
     """A single task's head runs on Python floats; it must give the numpy pass's
     probabilities, tails included (float32 rounding apart)."""
+    from scoutless.fast_paths import current
     from scoutless.models import ordinal_inference as ordinal
 
     cuts = (start + np.cumsum(gaps)).astype(np.float32)
-    loc = np.full(ordinal.PYTHON_MAX_ROWS + 1, location, np.float32)
-    scale = np.full(ordinal.PYTHON_MAX_ROWS + 1, log_scale, np.float32)
+    loc = np.full(current().head_rows + 1, location, np.float32)
+    scale = np.full(current().head_rows + 1, log_scale, np.float32)
     vectorised = ordinal.cumulative_link_log_proba(loc, scale, cuts)
     rows = ordinal.cumulative_link_log_proba(loc[:2], scale[:2], cuts)
     assert rows.shape == (2, len(cuts) + 1) and rows.dtype == vectorised.dtype

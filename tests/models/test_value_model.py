@@ -204,7 +204,7 @@ def test_the_ridge_start_lowers_the_location_error_on_additive_effects():
 
 
 def test_a_few_rows_tree_matrix_is_made_once_per_rows_and_sentinel():
-    from scoutless.features.encoded import SMALL_BATCH
+    from scoutless.fast_paths import current
 
     rng = np.random.default_rng(4)
     numeric = rng.normal(size=(3, 4)).astype(np.float32)
@@ -216,6 +216,6 @@ def test_a_few_rows_tree_matrix_is_made_once_per_rows_and_sentinel():
     assert fresh is not first and np.array_equal(fresh, first) and not np.isnan(first).any()
     with_nan = tree_matrix(X, sentinel=False)
     assert tree_matrix(X, sentinel=False) is with_nan and np.isnan(with_nan[1, 4])
-    many = EncodedFeatures(np.zeros((SMALL_BATCH + 1, 2), np.int64),
-                           np.zeros((SMALL_BATCH + 1, 4), np.float32))  # fmt: skip
+    many = EncodedFeatures(np.zeros((current().rows + 1, 2), np.int64),
+                           np.zeros((current().rows + 1, 4), np.float32))  # fmt: skip
     assert tree_matrix(many) is not tree_matrix(many)  # a batch's: not held on to

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scoutless.features.encoded import SMALL_BATCH
+from scoutless.fast_paths import current
 from scoutless.service.app import create_app
 from scoutless.service.micro_batch import LoopBatcher
 from scoutless.service.serving import ModelHolder
@@ -187,7 +187,7 @@ def test_a_full_group_is_answered_as_each_request_alone(real_pipeline) -> None:
     pipeline, _ = real_pipeline
     kinds = ("evgen", "simul", "reco", "deriv", "merge", "pile")
     rows = [task(processingtype=kinds[i % len(kinds)], corecount=float(1 + i % 8),
-                 input_nevents=1000.0 * (1 + i)) for i in range(SMALL_BATCH)]  # fmt: skip
+                 input_nevents=1000.0 * (1 + i)) for i in range(current().rows)]  # fmt: skip
     prepared = [pipeline.preprocess([row]) for row in rows]
     ids = [f"r{i}" for i in range(len(rows))]
     for policy in ("argmax", "cost"):

@@ -147,21 +147,21 @@ def test_model_health_ready_metrics(client) -> None:
 
 
 def test_a_few_tasks_get_the_same_decisions_as_a_batch() -> None:
-    """Up to SMALL_BATCH rows the decisions are read from Python lists, above it through
+    """Up to ``FastPaths.rows`` rows the decisions are read from Python lists, above it through
     numpy: every policy, every field, bit for bit."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
     from service_fakes import FakePredictor
 
-    from scoutless.features.encoded import SMALL_BATCH
+    from scoutless.fast_paths import current
     from scoutless.service.pipeline import Pipeline
 
     rng = np.random.default_rng(3)
     with ThreadPoolExecutor(2) as pool:
         pipeline = Pipeline(FakePredictor(), None, pool)
         proba = {
-            t: rng.dirichlet(np.ones(b.n_classes) * 0.3, size=SMALL_BATCH + 1)
+            t: rng.dirichlet(np.ones(b.n_classes) * 0.3, size=current().rows + 1)
             for t, b in pipeline.predictor.bins.items()
         }
         few = {t: p[:3] for t, p in proba.items()}

@@ -123,7 +123,7 @@ def value_allocation(
 
 
 def _filled(n: int, value: float) -> np.ndarray:
-    """``np.full(n, value)`` without its Python-level wrapper (~2 us a call)."""
+    """``np.full(n, value)`` without its Python-level wrapper (on every served task)."""
     out = np.empty(n)
     out.fill(value)
     return out
@@ -303,6 +303,6 @@ def selective(
 
 
 def _nan_to_num(x: np.ndarray) -> np.ndarray:
-    """``np.nan_to_num(x)``, which costs ~10 us a call on every served task: ``x`` itself
+    """``np.nan_to_num(x)``, whose Python-level checks run on every served task: ``x`` itself
     where it is all finite (the sum reading it makes a new array; ``all`` by its ufunc)."""
     return x if np.logical_and.reduce(np.isfinite(x), None) else np.nan_to_num(x)

@@ -17,15 +17,13 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import PandaDefaults
+from scoutless.fast_paths import current
 
 #: a job's walltime when no walltime prediction is at hand (s): a typical grid job
 DEFAULT_JOB_WALL_S = 6 * 3600.0
 #: a history's job walltime where a strategy's distribution has none (one hour): slack is
 #: priced per hour held
 HISTORY_FALLBACK_WALL_S = 3600.0
-#: up to this many tasks a served request's job context and value classes are read in plain
-#: Python (a dozen numpy calls cost more than the few floats' arithmetic), the same numbers
-FEW_TASKS = 16
 
 #: a task's typed numerical features by name (``InspectedFeatures.numbers``)
 Numbers = Mapping[str, np.ndarray]
@@ -79,7 +77,7 @@ def job_context(
 ) -> JobContext:
     """Per task, the job the cost model prices (``wall_s``: e.g. the walltime target's
     median; a typical grid job's where absent)."""
-    read = _few_job_context if n <= FEW_TASKS else _array_job_context
+    read = _few_job_context if n <= current().few_tasks else _array_job_context
     return read(numbers, n, defaults, wall_s)
 
 
@@ -93,7 +91,7 @@ def _fallback(defaults: PandaDefaults) -> dict[str, float]:
 def _array_job_context(
     numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall
 ) -> JobContext:
-    """:func:`job_context` in numpy."""
+    """:func:`job_context`'s definition, in numpy."""
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
     # each feature's positive, finite values, else its default: the four in one pass
     cores, nevents, efficiency, base = _columns(numbers, n, _fallback(defaults))
@@ -117,8 +115,9 @@ def _columns(numbers: Numbers, n: int, defaults: dict[str, float]) -> np.ndarray
 
 
 def _few_job_context(numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: Wall) -> JobContext:
-    """:func:`job_context` of a few tasks in plain Python floats: the same comparisons and
-    IEEE divisions, so the same numbers (tests/allocation/test_fast_paths.py)."""
+    """:func:`_array_job_context` of a few tasks in plain Python floats, where a dozen numpy
+    calls cost more than the arithmetic: the same comparisons and IEEE divisions, so the
+    same numbers (tests/allocation/test_fast_paths.py)."""
     cores, nevents, efficiency, base = (
         _positive(_floats(numbers, name, n), default)
         for name, default in _fallback(defaults).items()

@@ -106,7 +106,7 @@ def room_delay_hours(
     else:
         cap, load, residual = rules.himem_cores, rules.himem_load, rules.himem_residual_h
     if not math.isfinite(cap):
-        shape = np.shape(cores)  # broadcast_shapes costs ~5 us; most calls need none
+        shape = np.shape(cores)  # most calls need no broadcast_shapes, a Python-level call
         return np.zeros(
             shape if shape == np.shape(run_h) else np.broadcast_shapes(shape, np.shape(run_h))
         )

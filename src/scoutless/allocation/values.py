@@ -22,6 +22,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from scoutless.fast_paths import current
+
 #: probability levels are kept inside (0, 1) so values stay finite; Z_CAP is the level
 #: given when the calibration rows are too few for an alpha; a value at or below its
 #: offset scores Z_FLOOR (below every real score)
@@ -30,10 +32,6 @@ Z_CAP = 12.0
 Z_FLOOR = -1e6
 
 
-#: up to this many values the normal's CDF and quantile are computed on Python floats
-#: (``math.erfc``, ``statistics.NormalDist``): a served task needs a handful, and importing
-#: ``scipy.special`` costs ~0.2 s, a seventh of ``taskparams`` for one task
-SCALAR_MAX = 64
 _SQRT1_2 = 0.7071067811865476
 _STANDARD = NormalDist()
 
@@ -43,7 +41,7 @@ def ndtr(x: float | np.ndarray, *, size: int | None = None) -> np.ndarray:
     a call of ``size`` values would be (default: ``x.size``), so rows of several calls
     computed at once are each their own call's."""
     x = np.asarray(x, dtype=float)
-    if (x.size if size is None else size) > SCALAR_MAX:
+    if (x.size if size is None else size) > current().scalar_values:
         from scipy.special import ndtr as scipy_ndtr
 
         return scipy_ndtr(x)
@@ -54,7 +52,7 @@ def ndtri(p: float | np.ndarray) -> np.ndarray:
     """Phi^-1(p), the standard normal's quantile, element-wise (``scipy.special.ndtri``:
     -inf at 0, inf at 1, NaN outside [0, 1])."""
     p = np.asarray(p, dtype=float)
-    if p.size > SCALAR_MAX:
+    if p.size > current().scalar_values:
         from scipy.special import ndtri as scipy_ndtri
 
         return scipy_ndtri(p)
@@ -82,7 +80,7 @@ class ValueDistribution:
     @classmethod
     def of(cls, offset: object, mu: object, sigma: object) -> ValueDistribution:
         """Arrays broadcast to one length (a scalar offset is shared by every task); offset
-        and sigma are copies (filled in place: ``broadcast_to`` costs ~5 us a call, and a
+        and sigma are copies (filled in place: ``broadcast_to`` is a Python-level call, and a
         served task makes four distributions)."""
         mu_a = np.asarray(mu, dtype=float)
         mu_a = mu_a.reshape(1) if mu_a.ndim == 0 else mu_a
@@ -125,7 +123,7 @@ class ValueDistribution:
         above = np.asarray(value, dtype=float) - self.offset
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (np.log(np.where(above > 0, above, np.nan)) - self.mu) / self.sigma
-        # NaN as -inf: np.where, not nan_to_num (~10 us a call, on every served task)
+        # NaN as -inf: np.where, not nan_to_num (Python-level checks on every served task)
         return np.where(above > 0, ndtr(np.where(np.isnan(z), -np.inf, z)), 0.0)
 
     def cdf_rows(self, values: np.ndarray, *, size: int | None = None) -> np.ndarray:

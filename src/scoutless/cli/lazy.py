@@ -9,7 +9,7 @@ sub-app as ``"module:attribute"``; :func:`lazy_group` makes the click group clas
 Typer builds a group's ``commands`` as a plain dict; here it is a :class:`LazyCommands`
 mapping with the same interface (``commands[name]``, iteration over names, ``in``), so
 click, Typer's help and completion, and whatever walks the tree (the docs' CLI reference)
-read it as before: iterating yields names without importing, ``commands[name]`` imports.
+read it as they read Typer's dict: iterating yields names without importing, ``commands[name]`` imports.
 
 What a verb's ``--help`` costs is kept to the verb's module and Typer:
 
@@ -51,10 +51,14 @@ if TYPE_CHECKING:
 
 def get_settings() -> Settings:
     """``scoutless.config.get_settings()``, with ``config`` imported on the first call (the
-    same cached settings: ``config.get_settings.cache_clear()`` applies here too)."""
+    same cached settings: ``config.get_settings.cache_clear()`` applies here too); the
+    command's small-request thresholds are set from them (:mod:`scoutless.fast_paths`)."""
     from scoutless.config import get_settings as settings
+    from scoutless.fast_paths import FastPaths, configure
 
-    return settings()
+    read = settings()
+    configure(FastPaths.from_settings(read))
+    return read
 
 
 def masked_url(text: str) -> str:
@@ -97,7 +101,7 @@ class LightOption(TyperOption):
     option before it looks at the value, so an absent ``--config`` (or a group's
     ``--help``) would import pydantic for every command line. Absent (``None``, one value,
     not required) it goes straight to its callback, as Typer would after coercing ``None``
-    to ``None``; a given value is coerced and checked by Typer as before."""
+    to ``None``; a given value is coerced and checked by Typer, as an eager option's."""
 
     def process_value(self, ctx: Any, value: Any) -> Any:
         if value is None and not (self.required or self.multiple or self.nargs != 1):

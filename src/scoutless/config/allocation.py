@@ -96,9 +96,8 @@ class AllocationSettings(BaseModel):
         default_factory=lambda: {"memory": 0.5},
         description="target -> its own kill cap where it differs from max_kill_probability. "
         "Memory 0.5: planned without the pilot's grace, a planned memory kill is realised "
-        "only above twice the allocation; on the 20k demo (3 replay seeds) the hybrid's "
-        "realised memory kills stay below the scouts' at 0.5 (159 against 180); "
-        "docs/concepts/allocation.md has the sweep",
+        "only above twice the allocation; at 0.5 the hybrid's realised memory kills stay "
+        "below the scouts' (docs/concepts/allocation.md has the sweep and its figures)",
     )
     guaranteed_memory_grace: float = Field(
         1.0,

@@ -84,8 +84,8 @@ class ServiceSettings(BaseModel):
     log_synchronous: Literal["NORMAL", "FULL"] = Field(
         "NORMAL",
         description="SQLite prediction log: NORMAL loses no answer to a crash of the service, "
-        "may lose the last commits to a power loss; FULL survives that too at ~5x the latency "
-        "(an fsync per commit)",
+        "may lose the last commits to a power loss; FULL survives that too, at the cost of "
+        "an fsync per commit in every answer's latency",
     )
     remote_timeout_s: float = Field(2.0, gt=0)
     remote_token: str | None = Field(
@@ -116,7 +116,8 @@ class ServiceSettings(BaseModel):
 
 
 class InferenceSettings(BaseModel):
-    """How fitted models predict; read once when the model modules are imported."""
+    """How fitted models predict: the batch sizes that choose their paths, which a process
+    takes from its settings when it starts (``scoutless.fast_paths``)."""
 
     small_batch: int = Field(
         64,

@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import ReplaySettings, Settings, get_settings
+from scoutless.fast_paths import current
 
 #: the largest value of PanDA's NUMBER(11)/BIGINT columns and of the log's BigInteger
 INT64_MAX = 2**63 - 1
-#: up to this many rows a request's columns are checked in plain Python
-FEW_ROWS = 16
 
 
 class DomainError(ValueError):
@@ -185,7 +184,7 @@ def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain] | 
     present = [d for name, d in table.items() if name in numbers]
     if not present:
         return []
-    if len(numbers[present[0].feature]) <= FEW_ROWS:
+    if len(numbers[present[0].feature]) <= current().few_tasks:
         return _few_violations(numbers, present)
     block = np.stack([np.asarray(numbers[d.feature], dtype=float) for d in present])
     low = np.array([[d.low] for d in present], dtype=float)
@@ -203,8 +202,8 @@ def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain] | 
 
 
 def _few_violations(numbers: Mapping[str, np.ndarray], present: list[Domain]) -> list[Violation]:
-    """:func:`violations` of a few rows in plain floats (a served request of one task: ~2 us,
-    not the ~15 of numpy's calls); the same comparisons."""
+    """:func:`violations` of a few rows in plain floats (a served request of one task: the
+    comparisons cost less than numpy's calls); the same comparisons."""
     found = []
     for domain in present:
         low, high = float(domain.low), float(domain.high)

@@ -1,6 +1,6 @@
 """What a fitted encoder yields: the rows' model arrays (:class:`EncodedFeatures`) and,
 for the service, one validation pass's arrays, typed values and unknown categories
-(:class:`InspectedFeatures`); and the batch size up to which rows go through plain Python.
+(:class:`InspectedFeatures`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from scoutless.config import get_settings
-
-#: Up to this many rows, plain Python lists are faster than pandas/vectorised lookups
-#: (``Settings.inference.small_batch``, read once at import: it is on the hot path).
-SMALL_BATCH = get_settings().inference.small_batch
 
 
 @dataclass(frozen=True)
@@ -76,8 +70,8 @@ class InspectedFeatures:
     def rows(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """Every row as typed values (NaN -> None), e.g. for the prediction log.
 
-        Column by column (one ``tolist`` per numerical) rather than element by element:
-        a 1,000-task batch's rows take ~4 ms instead of ~40."""
+        Column by column (one ``tolist`` per numerical) rather than element by element: a
+        Python float per value made by one C loop, not one numpy scalar each."""
         columns: list[list[Any]] = []
         for name in names:
             if name in self.categories:
@@ -91,7 +85,7 @@ class _StackedFeatures(InspectedFeatures):
     """Several requests' :class:`InspectedFeatures` as one: the model arrays stacked at
     once, the typed values and unknown categories only when read (a group of served
     requests' decisions read the numbers for the value and cost policies, the unknowns for
-    cost, the categories never: ~7 us less a group of 4 under cost, more under argmax)."""
+    cost, the categories never: what no policy reads is never copied)."""
 
     def __init__(self, parts: Sequence[InspectedFeatures]) -> None:  # not the dataclass's
         object.__setattr__(self, "_parts", tuple(parts))

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures, InspectedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
 from scoutless.features.schema import FeatureInput, FeatureSchema
 from scoutless.features.spec import FeatureSpec
 from scoutless.features.training_range import TrainingRange, outside_rows
@@ -121,19 +122,19 @@ class FeatureEncoder(FeatureSchema):
         columns = [numbers[name] for name in self.numerical]
         if not columns:
             raw = np.empty((n, 0))
-        elif n <= SMALL_BATCH:  # many one-value columns: one conversion (1 row, 115: 43 vs 108 µs)
+        elif n <= current().rows:  # many short columns: one conversion, not a call per column
             raw = np.array(columns, dtype=float).T
-        else:  # long columns: column_stack (200k x 130: 214 ms vs 513 for the transpose)
+        else:  # long columns: column_stack writes them in place; the transpose would copy
             raw = np.column_stack(columns).astype(float, copy=False)
         return EncodedFeatures(codes, self._standardised(raw).astype(np.float32))
 
     def _codes(self, categories: dict[str, list[str | None]], n: int) -> np.ndarray:
         """(n, categoricals) int64 vocabulary indices. A dict lookup per value beats pandas'
-        get_indexer at every size (the text lists are built anyway; a string Index
-        converts them first): 1M rows 0.2 s vs 1.6."""
-        if n <= SMALL_BATCH:  # one conversion of the rows, as the numericals: 1 row, 14
-            # columns ~7 us vs ~11 for an assignment per column. Row-major, as before: the
-            # ridges' sums over a row's codes add in the order its layout gives
+        get_indexer at every size: the text lists are built anyway, and a string Index
+        would convert them first."""
+        if n <= current().rows:  # one conversion of the rows, not an assignment per column,
+            # as the numericals. Row-major, as the column path: the ridges' sums over a
+            # row's codes add in the order its layout gives
             columns = [[self._lookup[name].get(v, UNKNOWN_INDEX) for v in categories[name]]  # type: ignore[arg-type]
                        for name in self.categorical]  # fmt: skip
             rows = list(zip(*columns, strict=True))

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.config import HistorySettings, get_settings
+from scoutless.fast_paths import current
 from scoutless.features.encoders import signed_log1p
 from scoutless.features.normalise import category_text
 from scoutless.features.running_stats import (
@@ -161,10 +162,10 @@ def seconds(times: pd.Series | Sequence[object]) -> np.ndarray:
     """UTC times as float seconds since the epoch (NaN where missing), whatever the unit.
 
     A few plain values (a task the service reads or is posted) take a path without pandas:
-    ``pd.to_datetime`` guesses a string's format on every call, ~3 ms of the 5 a task's
+    ``pd.to_datetime`` guesses a string's format on every call, most of what a task's
     history features cost. It gives the very same floats (nanoseconds over 1e9 in double,
     as numpy divides) and leaves anything but datetimes and ISO text to pandas."""
-    if isinstance(times, list | tuple) and len(times) <= FEW_TIMES:
+    if isinstance(times, list | tuple) and len(times) <= current().rows:
         try:
             return np.array([_seconds_of(v) for v in times], dtype=float)
         except _NotPlain:
@@ -174,8 +175,6 @@ def seconds(times: pd.Series | Sequence[object]) -> np.ndarray:
     return out.to_numpy(dtype=float, na_value=np.nan)
 
 
-#: how many values :func:`seconds` converts without pandas
-FEW_TIMES = 64
 _ISO_TIME = re.compile(
     r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:\d{2})?"
 )

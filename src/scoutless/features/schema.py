@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.features.encoded import SMALL_BATCH
+from scoutless.fast_paths import current
 from scoutless.features.normalise import category_text, is_category_scalar, number_or_none
 from scoutless.features.spec import FeatureSpec
 
@@ -86,7 +86,7 @@ class FeatureSchema:
         categories, numbers, index = self._typed_columns(data)
         cats = [f.name for f in self.features if f.kind == "categorical"]
         nums = [f.name for f in self.features if f.kind == "numerical"]
-        # two blocks + one concat: ~10x faster than a column-by-column frame for one row
+        # two blocks + one concat: a frame built column by column pays pandas' per-column cost
         text = np.empty((len(index), len(cats)), dtype=object)
         for j, name in enumerate(cats):
             text[:, j] = categories[name]
@@ -112,7 +112,7 @@ class FeatureSchema:
             else:
                 categories[name] = text
         n = len(index)
-        numbers = _plain_numbers(columns, self.numerical, n) if n <= SMALL_BATCH else None
+        numbers = _plain_numbers(columns, self.numerical, n) if n <= current().rows else None
         if numbers is None:
             numbers = {}
             for name in self.numerical:
@@ -127,8 +127,8 @@ class FeatureSchema:
 
     def _columns(self, data: FeatureInput) -> tuple[dict[str, Any], pd.Index | range]:
         """The expected columns of ``data`` (lists for a few rows) and its index (records:
-        a plain ``range``, which a frame makes its RangeIndex: ~3 us less than building
-        one per request)."""
+        a plain ``range``, which a frame makes its RangeIndex: cheaper than building one per
+        request)."""
         names = self._expected_names()
         if not isinstance(data, pd.DataFrame):
             records = _as_records(data)
@@ -136,7 +136,7 @@ class FeatureSchema:
         missing = [n for n in names if n not in data.columns]
         if missing:
             raise self._schema_error(missing, [], {})
-        if len(data) > SMALL_BATCH:
+        if len(data) > current().rows:
             return {n: data[n] for n in names}, data.index
         # plain lists beat per-column pandas for a few rows
         block = data.to_numpy(dtype=object)
@@ -159,8 +159,8 @@ class FeatureSchema:
     @staticmethod
     def _categorical_column(values: Any) -> list[str | None] | None:
         if isinstance(values, pd.Series) and pd.api.types.is_string_dtype(values.dtype):
-            # one conversion to a list, not Arrow's per-element iterator (2 µs a value: 9 of
-            # the 12 s a 200k-task encoder fit and transform took); then the one normaliser
+            # one conversion to a list, not Arrow's per-element iterator (a Python object
+            # per value, most of a large fit's encoding); then the one normaliser
             texts = values.to_numpy(dtype=object, na_value=None).tolist()
             return [v if type(v) is str and v else category_text(v) for v in texts]
         out: list[str | None] = []
@@ -196,8 +196,8 @@ def _plain_numbers(
     where every value is a float, an int or None (NaN), as JSON and the database give
     them; None where any is not, for the checked column-by-column path.
 
-    One pass instead of a call and an array per column: ~0.25 ms less per task for a
-    bundle with 100+ history features."""
+    One pass instead of a call and an array per column: a bundle with a hundred history
+    features would pay a hundred calls per task."""
     values = [v for name in names for v in columns[name]]
     if not all(v is None or type(v) is float or type(v) is int for v in values):
         return None

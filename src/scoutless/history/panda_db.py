@@ -194,7 +194,7 @@ def make_engine(
     On PostgreSQL every connection searches ``schema`` (default ``Settings.db_schema``,
     PanDA's ``doma_panda``) before ``public``: Core statements and raw SQL (``COPY``) then
     find PanDA's tables without naming a schema, and a database without that schema works
-    as before (PostgreSQL skips missing schemas in the search path)."""
+    too (PostgreSQL skips missing schemas in the search path)."""
     options: dict[str, Any] = {}
     if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}

@@ -2,8 +2,8 @@
 
 Each row is one key (``user`` = alice, ``app`` = Sim_tf.py …) with a
 :class:`~scoutless.features.key_state.KeyState` per target (``""``: the key's activity) in
-one JSON column: a served task joins three rows, not one per key and target (15 joins and
-240 columns took ~0.1 ms of a request's read). Import and ``monitor collect`` feed it
+one JSON column: a served task joins three rows, not one per key and target (fifteen
+joins and hundreds of columns per request's read). Import and ``monitor collect`` feed it
 finished jobs/tasks in end-time order; the service reads the rows of a request's keys
 (:func:`history_select`, one statement); ``history/store_reader.py`` turns them into the
 same history features training computed. This module holds the table, its packed states,

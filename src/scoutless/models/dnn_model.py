@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scoutless.config import get_settings
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.dnn_inference import InferenceWeights
 from scoutless.models.dnn_inputs import aux_target, feature_tensors, numeric_input
@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # torch is imported where a module is built, trained or read
     from scoutless.models.dnn import TabularMLP
     from scoutless.models.dnn_trainer import EpochCallback
 
-PREDICT_BATCH = get_settings().inference.dnn_predict_batch  # read once: on the hot path
 #: attributes fit/load set; dropped by :meth:`DNNModel.with_params`
 FITTED = ("module_", "classes_", "d_aux_", "batch_size_", "best_epoch_", "temperature_",
           "history_", "_inference", "variant_", "_state")  # fmt: skip
@@ -60,9 +59,11 @@ def _in_chunks(
     codes: torch.Tensor,
     numeric: torch.Tensor,
 ) -> np.ndarray:
-    """``forward`` over ``PREDICT_BATCH`` rows at a time (peak memory), concatenated."""
-    starts = range(0, max(len(codes), 1), PREDICT_BATCH)
-    parts = [forward(codes[s : s + PREDICT_BATCH], numeric[s : s + PREDICT_BATCH]) for s in starts]
+    """``forward`` over ``FastPaths.dnn_chunk_rows`` rows at a time (peak memory),
+    concatenated."""
+    chunk = current().dnn_chunk_rows
+    starts = range(0, max(len(codes), 1), chunk)
+    parts = [forward(codes[s : s + chunk], numeric[s : s + chunk]) for s in starts]
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
@@ -210,7 +211,7 @@ class DNNModel:
         check_fitted(self, "classes_")
         if self._inference is None:
             self._inference = InferenceWeights.of(self.module_)
-        if len(X) <= SMALL_BATCH:
+        if len(X) <= current().rows:
             return self._inference.logits(X.codes, numeric_input(X.numeric))
         return _in_chunks(self._inference.torch_logits, *feature_tensors(X))
 

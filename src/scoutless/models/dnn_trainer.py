@@ -124,7 +124,7 @@ def fit_module(
 ) -> LoopResult:
     """Train ``module`` in place until ``validate()`` (accuracy) stops improving; best weights kept."""
     loss_fn = nn.CrossEntropyLoss(weight=class_weight)
-    optimizer = torch.optim.Adam(  # fused: one kernel for all parameters, ~6x faster on CPU
+    optimizer = torch.optim.Adam(  # fused: one kernel for all parameters, not one per tensor
         module.parameters(), lr=params.learning_rate, weight_decay=params.weight_decay, fused=True
     )
     shuffler = torch.Generator().manual_seed(seed)

@@ -9,23 +9,22 @@ import math
 
 import numpy as np
 
+from scoutless.fast_paths import current
+
 #: log-scale bounds keep the slopes finite while training
 LOG_SCALE_BOUNDS = (-4.0, 4.0)
 EPS = 1e-7
 SQRT1_2 = 0.7071067811865476
 
-#: up to this many rows the head runs on Python floats (numpy's per-call overhead is
-#: ~50 µs a call of a dozen operations, Python's ~5 µs a row)
-PYTHON_MAX_ROWS = 4
 
 
 def cumulative_link_log_proba(
     location: np.ndarray, log_scale: np.ndarray, cuts: np.ndarray
 ) -> np.ndarray:
     """The head's forward pass in numpy: (n,) location and log-scale, (K - 1,) cuts."""
-    if len(location) <= PYTHON_MAX_ROWS:
+    if len(location) <= current().head_rows:
         return _log_proba_rows(location, log_scale, cuts)
-    from scipy.special import ndtr  # batches only: scipy.special costs ~0.2 s to import
+    from scipy.special import ndtr  # batches only: scipy.special is slow to import
 
     scale = np.exp(np.clip(log_scale, *LOG_SCALE_BOUNDS))
     z = (cuts[None, :] - location[:, None]) / scale[:, None]

@@ -1,9 +1,9 @@
 """The tree walk of :mod:`.xgb_inference` compiled (numba), for the service's few rows.
 
-The numpy walk costs ~50 us per ensemble and a served request walks twelve (four
-targets' classifiers and their value models' location and scale): most of it is the
-fixed cost of a dozen numpy calls, not the trees. Compiled, each row walks each tree
-from its root to its leaf in a loop, a few microseconds per ensemble.
+A served request walks twelve ensembles (four targets' classifiers and their value
+models' location and scale), and most of the numpy walk's cost is the fixed cost of a
+dozen numpy calls, not the trees. Compiled, each row walks each tree from its root to its
+leaf in a loop, with no call per level.
 
 The decisions and the sums are the numpy walk's, so the margins are equal bit for bit:
 a NaN takes the node's default child; a numerical split goes right unless
@@ -12,7 +12,8 @@ truncated to an integer, within ``[0, width)``) is among its keys; each class's 
 the intercept, then each round's leaf, added in tree order in float32 (no fast-math:
 LLVM neither reorders nor fuses them). Softmax stays in numpy (its ``exp`` is not libm's).
 
-Compiling takes ~1 s, so numba is imported only by :func:`load`: the service calls it at
+Compiling takes longer than a one-task command, so numba is imported only by
+:func:`load`: the service calls it at
 start (and warms every ensemble of its bundle then, never on a request); the command
 line, which predicts a task or two, keeps the numpy walk and never imports numba. The
 machine code is cached on disk (``cache=True``) for the next start.

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.values import ValueDistribution
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import check_fitted
 from scoutless.models.value_linear import JointLinear, LinearBase, choose_alpha
 from scoutless.models.xgb import booster_from_bytes, booster_params, tree_matrix
@@ -213,7 +214,7 @@ class LogValueModel:
     def _predict(self, name: str, matrix: np.ndarray) -> np.ndarray:
         """One booster's predictions: from its trees in numpy for a few rows, if it has them."""
         trees = self.trees_.get(name)
-        if trees is not None and len(matrix) <= SMALL_BATCH and trees.fits(1):  # as alone
+        if trees is not None and len(matrix) <= current().rows and trees.fits(1):  # as alone
             return trees.predict_value(matrix)
         booster = getattr(self, name)
         return np.asarray(booster.inplace_predict(matrix, validate_features=False))
@@ -300,7 +301,7 @@ class ValueModels:
         for model in models:
             check_fitted(model, "trees_")
         matrix = tree_matrix(X)
-        # np.array of the rows, not np.stack (its Python wrapper: ~3 us a call, per request)
+        # np.array of the rows, not np.stack: no Python wrapper on every request
         location = np.array([m._predict("location_", matrix) for m in models], dtype=float)
         log_sigma = np.array([m._predict("scale_", matrix) for m in models], dtype=float)
         mu = location + self._bases(X, len(X))

@@ -6,8 +6,8 @@ so prediction is a single ``inplace_predict`` on a float32 matrix.
 
 Missing numericals reach the trees as a sentinel below every standardised value, not as
 NaN: a matrix with NaN is stored sparse by XGBoost's ``hist``, and partitioning rows on a
-categorical split then binary-searches every row's bins (measured at 200k tasks, one
-thread: 436 → 216 ms per native-categorical round, 93 → 72 ms label-encoded). A split
+categorical split then binary-searches every row's bins, where a dense matrix indexes
+them. A split
 below the lowest real value still isolates the missing rows; what is lost is only the
 learned default direction of splits elsewhere on that feature. Bundles saved before this
 (no ``missing`` in their metadata) keep NaN.
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scoutless.features.encoded import SMALL_BATCH, EncodedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.base import check_fitted, check_labels
 from scoutless.models.xgb_inference import TreeEnsemble, compile_booster
 
@@ -53,9 +54,9 @@ def tree_matrix(X: EncodedFeatures, *, sentinel: bool = True) -> np.ndarray:
     missing numericals as :data:`MISSING_SENTINEL` (``sentinel``) or NaN.
 
     A few rows' (a served request's) is made once and kept on ``X``: its four classifiers
-    and the value models read the same matrix (~4 us each otherwise); a larger batch's is
+    and the value models read the same matrix, not one each; a larger batch's is
     made per call, so training does not hold a copy of its rows. Read only."""
-    if len(X) > SMALL_BATCH:
+    if len(X) > current().rows:
         return _tree_matrix(X, sentinel)
     return X.memo(("tree_matrix", sentinel), lambda: _tree_matrix(X, sentinel))
 
@@ -217,9 +218,9 @@ class XGBModel:
 
     def _set_booster(self, booster: xgb.Booster) -> None:
         """Keep a one-thread copy for small batches: OpenMP threads only add latency there,
-        and far more under CPU contention (measured: 0.4 ms vs 12 ms on a busy 2-core host);
-        and the trees in numpy for a few rows, where ``inplace_predict``'s fixed cost of
-        ~0.3 ms per call dominates (:mod:`scoutless.models.xgb_inference`)."""
+        and far more under CPU contention, when they wait for cores others hold; and the
+        trees in numpy for a few rows, where ``inplace_predict``'s fixed cost per call
+        dominates (:mod:`scoutless.models.xgb_inference`)."""
         self.booster_ = booster
         self._booster_small = booster.copy()
         self._booster_small.set_param({"nthread": 1})
@@ -248,13 +249,13 @@ class XGBModel:
     def predict_proba(self, X: EncodedFeatures) -> np.ndarray:
         check_fitted(self, "classes_")
         matrix = self._matrix(X)
-        if len(X) <= SMALL_BATCH:
+        if len(X) <= current().rows:
             trees = self.tree_ensemble
             # the model's size decides, not the rows': a task grouped with others (the
             # service's micro-batches) gets the probabilities it gets alone, to the bit
             if trees is not None and trees.fits(1):
                 return trees.predict_proba(matrix)
-        booster = self._booster_small if len(X) <= SMALL_BATCH else self.booster_
+        booster = self._booster_small if len(X) <= current().rows else self.booster_
         proba = booster.inplace_predict(matrix, validate_features=False)
         return np.asarray(proba, dtype=np.float64).reshape(len(X), self.n_classes)
 

@@ -1,10 +1,10 @@
 """XGBoost's ``multi:softprob`` prediction in numpy, for a few rows at a time.
 
-``inplace_predict`` has a fixed cost of 0.3-0.5 ms per call whatever the rows (measured
-on one row through a one-thread booster of 25 rounds x 4 classes): argument checking and
+``inplace_predict`` has a fixed cost per call whatever the rows: argument checking and
 JSON configuration through the C API, not the trees. A served task is one row, and four
 targets pay it four times. Here all trees are walked at once, one level per step, as a
-few array operations: ~0.05-0.1 ms for the same row.
+few array operations, which cost less for a row than that fixed cost
+(``benchmarks/xgb_inference.py``, ``results/xgb_inference.json``).
 
 The decisions follow XGBoost's CPU predictor (``predict_fn.h``, ``GetNextNode``): a
 missing value (NaN) takes the node's default child; a numerical split goes left iff
@@ -46,10 +46,9 @@ log = logging.getLogger(__name__)
 #: probe rows compared with ``inplace_predict`` before a compiled ensemble is used
 N_PROBES = 32
 
-#: most rows x nodes predicted here; above it ``inplace_predict`` is faster
-#: (``benchmarks/xgb_inference.py``, 4 classes, depth 6, one thread: 7.7k nodes 1 row 0.09
-#: vs 0.46 ms, 4 rows 0.31 vs 0.55, 8 rows 0.55 vs 0.61, 16 rows 1.0 vs 0.63; 35k nodes
-#: 1 row 0.31 vs 0.63, 4 rows 1.2 vs 1.0)
+#: most rows x nodes predicted here: the walk's cost grows with rows x nodes, the fixed
+#: cost of ``inplace_predict`` does not, so above it ``inplace_predict`` is faster
+#: (``benchmarks/xgb_inference.py``; its figures in ``results/xgb_inference.json``)
 MAX_CELLS = 1 << 16
 
 #: most cells of the dense table of categories going right (bytes; 16 MB)
@@ -87,7 +86,7 @@ class TreeEnsemble:
         """(n, n_nodes) whether each row goes right at each node: every split decided
         once, as a few array operations, instead of a few per level."""
         # take, not X[:, feature]: fancy indexing returns more than one row column-major,
-        # and every operation after then strides (measured: 2 rows 0.33 ms instead of 0.1)
+        # and every operation after then strides through memory
         x = X.take(self.feature, axis=1)
         right = ~(x < self.threshold)
         if len(self.categorical):
@@ -110,8 +109,8 @@ class TreeEnsemble:
 
     def fits(self, n_rows: int) -> bool:
         """Whether ``n_rows`` rows are predicted faster here than by ``inplace_predict``
-        (in numpy; the models ask it of one row, so a batch of up to ``SMALL_BATCH`` rows
-        takes the path one of its rows takes alone)."""
+        (in numpy; the models ask it of one row, so a batch of up to
+        ``FastPaths.rows`` rows takes the path one of its rows takes alone)."""
         return n_rows * len(self.left) <= MAX_CELLS
 
     @cached_property
@@ -169,8 +168,8 @@ class TreeEnsemble:
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """(n, n_classes) float64 class probabilities of float32 matrix ``X``."""
         margin = self.margin(X)
-        # the reductions ndarray.max and .sum call, without their Python wrappers (~2 us
-        # each on every served task and target)
+        # the reductions ndarray.max and .sum call, without their Python wrappers on every
+        # served task and target
         e = np.exp(margin - np.maximum.reduce(margin, axis=1, keepdims=True))
         return (e / np.add.reduce(e, axis=1, keepdims=True)).astype(np.float64)
 

@@ -135,10 +135,9 @@ def _synchronous(level: str) -> Any:
     crash or SIGKILL of the service loses no answered prediction; a power loss or an OS
     crash may undo the commits since the WAL was last synced (at most the last
     checkpoint's worth, usually well under a second). FULL fsyncs the WAL on every commit,
-    so an answer survives a power loss too, but each commit then waits for the disk:
-    measured on this project's 2-core machine (fsync ~5 ms), FULL served 209 requests/s at
-    8 connections with p99 202 ms where NORMAL served 1,114 with p99 23 ms
-    (``Settings.service.log_synchronous``; docs/how-to/serve.md)."""
+    so an answer survives a power loss too, but each commit then waits for the disk, and
+    every answer waits for its commit (``Settings.service.log_synchronous``;
+    docs/how-to/serve.md)."""
 
     def hook(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()

@@ -8,7 +8,7 @@
 - **hybrid**: predicted at submission, then re-tuned from the task's first finished jobs,
   as JEDI re-tunes after its scouts, so a wrong prediction heals without a scout wait.
   The re-tuning may raise cpuTime but not lower it: the first jobs to finish are the
-  short ones, so their cpuTime is biased low (measured: lowering it doubled walltime kills).
+  short ones, so their cpuTime is biased low (lowering it on them multiplies walltime kills).
 - **selective**: scouts the tasks that ``allocation.selective`` finds cheaper to scout
   (a distribution too wide, or categories the model never saw), exactly as the scouts
   strategy does; every other task as the hybrid (the re-tuning is what makes the hybrid

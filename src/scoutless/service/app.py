@@ -27,6 +27,8 @@ from starlette.requests import ClientDisconnect
 
 from scoutless.atomic import sweep_leftovers
 from scoutless.config import Settings, get_settings
+from scoutless.fast_paths import FastPaths
+from scoutless.fast_paths import configure as configure_fast_paths
 from scoutless.history.panda_db import DatabaseUnavailable, TaskNotFound, make_engine
 from scoutless.history.task_reader import BadTaskRecord, TaskReader
 from scoutless.layout import is_registry
@@ -61,8 +63,8 @@ from scoutless.targets.spec import TARGET_NAMES
 GC_YOUNG_THRESHOLD = 20_000
 
 #: seconds a thread may hold the GIL while another waits (Python's default: 5 ms). The
-#: prediction-log writer and the database reads run on threads: at the default, a commit
-#: done in 0.3 ms waited up to 5 ms for the busy event loop to let its thread report it
+#: prediction-log writer and the database reads run on threads: at the default, a quick
+#: commit waits for the busy event loop to let its thread report it, far longer than it took
 SWITCH_INTERVAL_S = 0.0005
 
 #: Environment variable through which ``scoutless serve --workers N`` passes its options.
@@ -157,10 +159,10 @@ def _lifespan(
                 if poll_s is not None:  # follow the champion, the bundle, the pointer
                     poller = asyncio.create_task(local.holder.follow_champion(poll_s))
             # what startup loaded (libraries, the bundle) is never garbage: keep the cyclic
-            # collector from walking it again on every collection (~20 % of a batch's CPU);
-            # a 1,000-task batch allocates ~100k dicts and lists, which at the default
-            # threshold (700) set off ~140 collections, the older generations' walking
-            # every request in flight: fewer, larger ones cost ~8 % less CPU per batch
+            # collector from walking it again on every collection; a large batch allocates
+            # many dicts and lists, which at the default threshold set off many
+            # collections, the older generations' walking every request in flight: fewer,
+            # larger ones cost less CPU per batch
             gc.freeze()
             gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
             sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -173,7 +175,7 @@ def _lifespan(
             state.executor.shutdown(wait=False, cancel_futures=True)
             gc.set_threshold(*thresholds)
             sys.setswitchinterval(switch)
-            _set_torch_threads(torch_threads)  # as before (tests run apps in process)
+            _set_torch_threads(torch_threads)  # the caller's (tests run apps in process)
 
     return lifespan
 
@@ -201,6 +203,7 @@ async def _start_local(
         pointer=pointer,
     )
     service = state.settings.service
+    configure_fast_paths(FastPaths.from_settings(state.settings))  # before the batcher
     batcher = LoopBatcher(gather_turns=service.gather_turns)
     local = LocalBackend(holder, state.metrics, service, batcher=batcher)
     _watch_groups(state.metrics.groups, local)

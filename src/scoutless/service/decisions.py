@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.bounds import answer_bounds
-from scoutless.allocation.context import FEW_TASKS
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
 from scoutless.config import get_settings
-from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
+from scoutless.fast_paths import current
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 from scoutless.policy_names import ALPHA_POLICIES
 from scoutless.service.answers import BinsView, Decision
@@ -86,14 +86,10 @@ class DecisionStage:
         for target, p in proba.items():
             chosen = self.policies.get(target, policy, alpha, self.safe_recall).choose(p)
             probabilities, classes = p.tolist(), chosen.tolist()
-            if len(p) > SMALL_BATCH:
-                rows = np.arange(len(p))
-                confidence = p[rows, chosen].tolist()
-                p_sufficient = np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist()
-            else:  # a few tasks: the same values from Python lists, without numpy's overhead
-                pairs = list(zip(probabilities, classes, strict=True))
-                confidence = [row[c] for row, c in pairs]
-                p_sufficient = [_cumulative(row, c) for row, c in pairs]
+            if len(p) > current().rows:
+                confidence, p_sufficient = _chosen_readings(p, chosen)
+            else:
+                confidence, p_sufficient = _few_chosen_readings(probabilities, classes)
             if features is not None:
                 self._open_class_sufficient(target, p, chosen, features, p_sufficient)
             decisions[target] = Decision(
@@ -145,7 +141,7 @@ class DecisionStage:
         decisions: dict[str, Decision] = {}
         for target, p in proba.items():
             probabilities, classes = p.tolist(), chosen[target].tolist()
-            if len(p) > SMALL_BATCH:
+            if len(p) > current().rows:
                 confidence = p[np.arange(len(p)), chosen[target]].tolist()
             else:  # a few tasks: the same numbers from the lists
                 confidence = [row[c] for row, c in zip(probabilities, classes, strict=True)]
@@ -158,18 +154,21 @@ class DecisionStage:
         return decisions, answer.scouting
 
 
-def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
-    """(n,) the class holding each value, as ``np.maximum(bins.classify(value), 0)``: a
-    missing or negative value in the first class (``inner`` the bins' inner edges). A few
-    values by ``bisect`` on the list (the same search: ~1 us, not ~4 for numpy's calls)."""
-    if len(value) <= FEW_TASKS:  # as the job context: a few tasks' numbers in Python
-        return np.array(
-            [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
-        )  # NaN compares false: the first class, as a negative value
-    classes = np.searchsorted(np.asarray(inner, dtype=float), value, side="left")
-    classes = classes.astype(np.int64)
-    classes[np.isnan(value) | (value < 0)] = 0
-    return classes
+def _chosen_readings(p: np.ndarray, chosen: np.ndarray) -> tuple[list[float], list[float]]:
+    """Per task the chosen class's probability and P(class <= chosen) clipped to [0, 1]:
+    the definition, in numpy."""
+    rows = np.arange(len(p))
+    return p[rows, chosen].tolist(), np.cumsum(p, axis=1)[rows, chosen].clip(0, 1).tolist()
+
+
+def _few_chosen_readings(
+    probabilities: list[list[float]], classes: list[int]
+) -> tuple[list[float], list[float]]:
+    """:func:`_chosen_readings` of a few tasks, from the lists the answer holds anyway: a
+    few tasks' numbers cost less in Python than numpy's calls and conversions. The sums
+    run left to right, as ``np.cumsum``'s, so the floats are the same."""
+    pairs = list(zip(probabilities, classes, strict=True))
+    return [row[c] for row, c in pairs], [_cumulative(row, c) for row, c in pairs]
 
 
 def _cumulative(row: list[float], c: int) -> float:
@@ -178,3 +177,29 @@ def _cumulative(row: list[float], c: int) -> float:
     for value in row[: c + 1]:
         total += value
     return min(max(total, 0.0), 1.0)
+
+
+def _holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
+    """(n,) the class holding each value (``inner`` the bins' inner edges), a few tasks'
+    by :func:`_few_holding_class`."""
+    if len(value) <= current().few_tasks:
+        return _few_holding_class(inner, value)
+    return _array_holding_class(inner, value)
+
+
+def _array_holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
+    """The definition, as ``np.maximum(bins.classify(value), 0)``: a missing or negative
+    value in the first class."""
+    classes = np.searchsorted(np.asarray(inner, dtype=float), value, side="left")
+    classes = classes.astype(np.int64)
+    classes[np.isnan(value) | (value < 0)] = 0
+    return classes
+
+
+def _few_holding_class(inner: list[float], value: np.ndarray) -> np.ndarray:
+    """:func:`_array_holding_class` by ``bisect`` on the list, the same left search: a few
+    values cost less this way than numpy's calls. NaN compares false: the first class, as
+    a negative value."""
+    return np.array(
+        [bisect_left(inner, v) if v >= 0 else 0 for v in value.tolist()], dtype=np.int64
+    )

@@ -23,6 +23,7 @@ from fastapi import HTTPException
 from starlette.concurrency import run_in_threadpool
 
 from scoutless.config import ServiceSettings
+from scoutless.fast_paths import current
 from scoutless.features.extract import features_of
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.store_reader import task_history
@@ -45,10 +46,6 @@ from scoutless.service.schemas import PredictRequest, ReloadResponse
 from scoutless.service.serving import ModelHolder, Served
 from scoutless.service.task_fetch import LoopTaskFetch
 from scoutless.service.telemetry import Metrics
-
-#: requests with at most this many tasks are computed on the event loop (no thread hop),
-#: together with the others of the same loop turn
-INLINE_MAX_TASKS = 4
 
 
 @dataclass(frozen=True)
@@ -100,7 +97,7 @@ class LocalBackend:
         # unless they wait on a database server's round trip for their history
         remote_store = lookup is not None and not (self.reader and self.reader.local)
         waits = remote_store and _lacks_history(body, served.pipeline)
-        if len(rows) > INLINE_MAX_TASKS or waits:
+        if len(rows) > current().inline_tasks or waits:
             run = functools.partial(
                 served.pipeline.run, rows, taskparams=body.is_taskparams, targets=body.targets,
                 policy=body.policy, alpha=alpha, request_id=request_id, history=lookup,
@@ -132,7 +129,7 @@ class LocalBackend:
         served.pipeline.check_targets(query.targets)
         if self.reader is None:
             raise DatabaseUnavailable("no PanDA database configured (--db)")
-        if self.reader.local:  # a local SQLite read takes ~0.1 ms: cheaper on the loop
+        if self.reader.local:  # a local SQLite read is cheaper on the loop than a thread hop
             start = time.perf_counter()
             self.local_reads += 1
             inputs = self.reader.inputs(jeditaskid)

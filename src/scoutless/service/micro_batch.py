@@ -5,15 +5,14 @@ here; the requests that reach this point during one turn of the event loop (thos
 arrived while the previous group was computed) go through ``Pipeline.run_many`` in one
 call. A group waits up to ``gather_turns`` more loop turns while each turn brings it
 another request: a turn reads the sockets once more, and the requests that landed while
-the last group was computed or committed join this one. At 8 connections on one core
-that took groups from ~3 requests to ~5 (~7 since a group's work got cheaper;
-``scoutless_groups_total`` in ``/metrics``); a turn that brings nothing ends the wait,
-so an idle service answers a lone request at once. Requests whose tasks are being read
+the last group was computed or committed join this one, so a busy service's groups grow
+(``scoutless_groups_total`` in ``/metrics`` counts them); a turn that brings nothing ends
+the wait, so an idle service answers a lone request at once. Requests whose tasks are being read
 from a database server (``task_fetch.LoopTaskFetch``) come back a group at a time, many
 turns later: a group then waits for the reads in flight once more, until they are settled
-(:meth:`LoopBatcher.wake`) or ``HOLD_S`` has passed. Without that wait, on PostgreSQL by
-task id a third of the groups held one request, whose models and decisions cost ~4 times
-a request's share of a group of 4.
+(:meth:`LoopBatcher.wake`) or ``HOLD_S`` has passed. Without that wait, reads that come
+back one by one would make groups of one request, each paying alone the fixed cost a
+group shares.
 
 Most of a single task's CPU is the fixed cost of each numpy and model call (four
 targets' classes, their value models, the cost policy's grid), so a group pays it once,
@@ -30,7 +29,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from scoutless.features.encoded import SMALL_BATCH
+from scoutless.fast_paths import current
 from scoutless.service.answers import Outcome
 from scoutless.service.pipeline import Pipeline
 from scoutless.service.request_input import Prepared
@@ -63,19 +62,19 @@ class _Group(NamedTuple):
 class LoopBatcher:
     """Gathers prepared requests during a loop turn and computes each group at its end.
 
-    ``max_tasks`` bounds a group (the small-batch paths of the models: numpy trees,
-    plain lists); ``gather_turns`` the loop turns a group may wait for more requests;
+    ``max_tasks`` bounds a group (unset: the models' small path, ``FastPaths.rows``,
+    so that a group of small requests stays on it); ``gather_turns`` the loop turns a group may wait for more requests;
     ``groups`` and ``requests`` count what was computed (a group of one included);
     ``coming`` says how many requests are on their way (their tasks being read), which a
     group waits for once, until :meth:`wake` or ``HOLD_S``."""
 
     def __init__(
         self,
-        max_tasks: int = SMALL_BATCH,
+        max_tasks: int | None = None,
         gather_turns: int = GATHER_TURNS,
         coming: Callable[[], int] | None = None,
     ) -> None:
-        self.max_tasks = max(1, max_tasks)
+        self.max_tasks = max(1, current().rows if max_tasks is None else max_tasks)
         self.gather_turns = max(0, gather_turns)
         self.coming = coming
         self.groups = 0

@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.fast_paths import current
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -42,9 +42,6 @@ from scoutless.service.errors import log_error
 from scoutless.service.request_input import InputError, Prepared, inspect_records, parse_records
 
 JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-#: below this many rows the targets are predicted inline rather than on the thread pool
-#: (``Settings.service.parallel_min_rows``, read once at import: it is on the hot path)
-PARALLEL_MIN_ROWS = get_settings().service.parallel_min_rows
 
 
 #: what the service needs of a loaded bundle: the one protocol, models/predictor.py
@@ -157,7 +154,7 @@ class Pipeline(DecisionStage):
         thread hand-off costs, so they run inline.
         """
         encoded = features.encoded
-        if len(encoded) <= PARALLEL_MIN_ROWS:
+        if len(encoded) <= current().parallel_rows:
             return {t: self.predictor.predict_encoded(encoded, t) for t in targets}
         futures = {
             t: self.executor.submit(self.predictor.predict_encoded, encoded, t) for t in targets

@@ -3,7 +3,7 @@
 The request middleware is plain ASGI (no BaseHTTPMiddleware) so it costs microseconds.
 Routes are labelled by their template (``/v1/tasks/{jeditaskid}/prediction``), never by
 the raw path, to keep label cardinality bounded. Each labelled child is looked up once and
-kept (``labels()`` costs a few microseconds, and a request touched ~15 of them).
+kept (``labels()`` hashes its labels on every call, and a request touches many).
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 uvicorn's own multi-process mode shares one listening socket, and whichever worker wakes
 first accepts every waiting connection: a handful of keep-alive clients (JEDI's processes,
-a load generator) all land on one worker while the others idle. Measured with 8
-connections and 2 workers: one worker at 2.7 ms CPU per request, the other at 0, so the
-second core served nothing. With one socket per worker, bound with SO_REUSEPORT, the
-kernel spreads connections over the workers by their address hash.
+a load generator) all land on one worker while the others idle, so the other cores serve
+nothing. With one socket per worker, bound with SO_REUSEPORT, the kernel spreads
+connections over the workers by their address hash.
 
 The supervisor restarts a worker that dies, stops everything when a worker cannot start
 (uvicorn's startup-failure exit code: a bad bundle would fail again), and turns SIGINT /

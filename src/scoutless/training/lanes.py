@@ -1,9 +1,8 @@
 """Fits side by side: a bundle's (target, family) fits are independent of each other.
 
 On a few cores, one thread per fit with several fits at once beats every thread on one fit
-after another: a DNN step is too small to keep two cores busy (measured on 2 cores: two
-DNN fits at once, one thread each, 1.74x the throughput of one at a time on two threads;
-XGBoost about even), so the lanes share the machine's threads between them.
+after another: a DNN step is too small to keep two cores busy (XGBoost's rounds are
+about even either way), so the lanes share the machine's threads between them.
 """
 
 from __future__ import annotations

@@ -75,9 +75,8 @@ def request_id(request: Request) -> str:
 def parse_predict_request(body: bytes) -> PredictRequest:
     """The request body as a :class:`PredictRequest`, parsed and validated in one pass.
 
-    pydantic's own JSON parser builds the model straight from the bytes: a 1,000-task batch
-    takes 6 ms, against 15 ms through ``json.loads`` and validation of the Python objects
-    (FastAPI's way). Errors become FastAPI's 422 body, locations prefixed with "body".
+    pydantic's own JSON parser builds the model straight from the bytes, without the Python
+    objects that ``json.loads`` and their validation (FastAPI's way) would make first. Errors become FastAPI's 422 body, locations prefixed with "body".
     """
     try:
         return PredictRequest.model_validate_json(body)
