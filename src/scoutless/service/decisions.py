@@ -22,7 +22,7 @@ from scoutless.allocation.context import FEW_TASKS
 from scoutless.allocation.decider import SiteDecision
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
-from scoutless.config import get_settings
+from scoutless.config import Settings
 from scoutless.features.encoded import SMALL_BATCH, InspectedFeatures
 from scoutless.models.predictor import PredictorLike
 from scoutless.policy_names import ALPHA_POLICIES
@@ -60,13 +60,12 @@ class DecisionStage:
     targets: list[str]
     safe_recall: float
 
-    def _decision_state(self) -> None:
-        """The fitted policies, and each served target's bins as the decisions read them."""
+    def _decision_state(self, settings: Settings) -> None:
+        """The fitted policies, each served target's bins as the decisions read them, and
+        the value and cost policies' decision under ``settings``."""
         predictor = self.predictor
         self.policies = PolicyCache(predictor)
-        settings = get_settings()
         bounds = answer_bounds(settings)  # what the site can allocate at all
-        #: the value and cost policies' decision, made once per served bundle
         self.site_decision = SiteDecision.of(settings, predictor.job_spreads)
         self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}

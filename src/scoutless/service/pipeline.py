@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.config import Settings, get_settings
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -66,7 +66,10 @@ class Pipeline(DecisionStage):
         executor: Executor,
         *,
         safe_recall: float = 0.9,
+        settings: Settings | None = None,
     ) -> None:
+        """``settings``: what the decisions assume of the site (prices, rules, caps),
+        read once here (default: the process's settings)."""
         self.predictor = predictor
         self.targets = list(targets) if targets else list(predictor.targets)
         unknown = [t for t in self.targets if t not in predictor.targets]
@@ -80,7 +83,7 @@ class Pipeline(DecisionStage):
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._decision_state()
+        self._decision_state(settings or get_settings())
 
     @property
     def version(self) -> str:
