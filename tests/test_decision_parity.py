@@ -24,3 +24,17 @@ def test_every_entry_point_allocates_what_the_service_answers(demo_workdir, tmp_
         # the settings file reaches the answers: its prices and caps move some allocations
         default, priced_answers = answers
         assert any(default[i] != priced_answers[i] for i in default)
+
+
+def test_the_demo_bundle_carries_the_jobs_spread_and_an_older_bundle_prices_none(
+    demo_workdir, tmp_path
+):
+    import shutil
+
+    from scoutless.bundle import JOB_SPREADS, load_bundle
+
+    carried = load_bundle(demo_workdir / "bundle").job_spreads
+    assert carried is not None and {"memory", "cputime"} <= set(carried.factors)
+    older = shutil.copytree(demo_workdir / "bundle", tmp_path / "older")
+    (older / JOB_SPREADS).unlink()
+    assert load_bundle(older).job_spreads is None
