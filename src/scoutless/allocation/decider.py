@@ -162,6 +162,8 @@ class SiteDecision:
     def _groups(self, job: JobContext) -> list[tuple[bool, np.ndarray | None]]:
         """(width, its rows) pairs; one pair with rows None where every task has one width
         (a served request's usual case: no copies)."""
+        if len(job) == 1:  # a served task: no reductions to make
+            return [(bool(job.cores[0] > 1), None)]
         wide = np.asarray(job.cores) > 1
         if len(wide) == 0 or wide.all() or not wide.any():
             return [(bool(len(wide) and wide[0]), None)]
