@@ -4,7 +4,8 @@ publishes and the one the replay's ``predicted`` strategy allocates, compared va
 value under the cost policy, with the default settings and with a settings file that
 prices each resource type (``allocation.resource_prices``) and caps each target's kills.
 
-    python benchmarks/parity.py --workdir W [--tasks 1000]   # W: a `scoutless demo` folder
+    python benchmarks/parity.py --workdir W --tasks 1000 --out results/parity.json
+                                                   # W: a `scoutless demo` folder
 
 Prints JSON: per settings, the tasks compared and the mismatches of each source against
 the service's answer by id (memory and cputime values, and the listener's ramCount and
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from record import add_out, emit, reference_loop_s
 from scoutless.config import ListenerSettings, Settings
 from scoutless.config.settings import CONFIG_ENV
 
@@ -215,7 +217,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, required=True, help="a `scoutless demo` folder")
     parser.add_argument("--tasks", type=int, default=1000, help="test tasks compared")
+    add_out(parser)
     args = parser.parse_args()
+    loop_before = reference_loop_s()
     result = parity(args.workdir, args.tasks)
     default, priced = result["default"].pop("answers"), result["priced"].pop("answers")
     result["priced"]["answers_that_differ_from_default"] = sum(
@@ -225,8 +229,7 @@ def main() -> None:
         for source in ("posted", "taskparams", "replay_predicted", "listener"):
             found = outcome[source]["mismatches"]
             outcome[source]["mismatches"], outcome[source]["examples"] = len(found), found[:5]
-    print(json.dumps({"workdir": str(args.workdir), **result}, indent=1))
-
+    emit({"benchmark": "parity", **result}, args.out, loop_before, indent=1)
 
 if __name__ == "__main__":
     main()
