@@ -9,11 +9,12 @@ too few measured jobs, and a kind the table never saw, takes every kind's (``ANY
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from scoutless.allocation.values import JobSpread, spread_strata
 
@@ -65,10 +66,9 @@ class SpreadTable:
             return None
         if not len(kinds):
             return JobSpread(np.ones((0, len(self.weights))), self.weights)
-        names, inverse = np.unique(np.asarray(_kind_names(kinds), dtype=object),
-                                   return_inverse=True)  # fmt: skip
+        inverse, names = pd.factorize(_kind_names(kinds))  # one row per kind, not per task
         rows = np.stack([per_kind.get(k, per_kind[ANY]) for k in names.tolist()])
-        return JobSpread(rows[inverse.reshape(-1)], self.weights)
+        return JobSpread(rows[inverse], self.weights)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +86,6 @@ class SpreadTable:
         return cls(np.asarray(data["weights"], dtype=float), factors)
 
 
-def _kind_names(kinds: Iterable[Any]) -> list[str]:
+def _kind_names(kinds: Sequence[Any] | np.ndarray) -> pd.Series:
     """Each task's kind as a name (unset: :data:`UNKNOWN_KIND`, as the replay's workload)."""
-    return [UNKNOWN_KIND if k is None or k != k else str(k) for k in kinds]
+    return pd.Series(np.asarray(kinds, dtype=object)).fillna(UNKNOWN_KIND).astype(str)
