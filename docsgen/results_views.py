@@ -192,4 +192,14 @@ BENCHMARKS: list[Benchmark] = [
         "W/demo_200000_42 --out results/values.json",
         values_tables,
     ),
+    Benchmark(
+        "parity",
+        "One decision everywhere",
+        "For 1,000 test tasks of a demo, the allocation the service answers by id and "
+        "posted as task parameters, the one `taskparams` writes, the one the listener "
+        "publishes and the one the replay's predicted strategy allocates, compared value for "
+        "value under the cost policy, with the default settings and with a settings file "
+        "that prices each resource type and caps each target's kills (goal: 0 mismatches).",
+        "python benchmarks/parity.py --workdir W --tasks 1000 --out results/parity.json",
+    ),
 ]

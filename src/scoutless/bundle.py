@@ -10,6 +10,10 @@ Layout::
     BUNDLE/values/<target>/              the target's value model (models/value_model.py)
     BUNDLE/calibration/<target>/value.npz     its held-out scores (conformal levels)
     BUNDLE/reference.parquet             training feature sample + classes (drift reference)
+    BUNDLE/job_spreads.json              optional: the jobs' spread around a task's value per
+                                         task kind, learnt from a history's jobs
+                                         (allocation/spread_table.py); without it a decision
+                                         prices every job at its task's value
 
 A bundle is written into a hidden sibling folder, fsynced, and swapped into place in one
 atomic step at the end (``atomic.atomic_folder``), so an interrupted run — an exception, a
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.spread_table import SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.atomic import atomic_folder
 from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
@@ -47,6 +52,7 @@ logger = logging.getLogger("scoutless.bundle")
 MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
+JOB_SPREADS = "job_spreads.json"
 FORMAT_VERSION = 1
 #: the kind of conformal score a bundle's value calibration holds (allocation.values)
 VALUE_SCORE = "standardised-residual"
@@ -169,6 +175,8 @@ class Predictor:
         self._reference: pd.DataFrame | None = None
         #: xgboost/torch/scikit-learn here differ from training (a sentence), or None
         self.library_warning: str | None = version_mismatch(manifest.get("libraries"))
+        #: the jobs' spread per task kind the decision prices (None: the bundle has none)
+        self.job_spreads: SpreadTable | None = read_job_spreads(path)
 
     def __repr__(self) -> str:
         return f"Predictor(version={self.version!r}, targets={self.targets}, path={self.path})"
@@ -307,6 +315,20 @@ class Predictor:
         if self._reference is None:
             self._reference = pd.read_parquet(self.path / self.manifest["reference"])
         return self._reference.copy()
+
+
+def read_job_spreads(path: Path) -> SpreadTable | None:
+    """The bundle's jobs' spread (None where it holds none: an older bundle's)."""
+    file = path / JOB_SPREADS
+    return SpreadTable.from_dict(json.loads(file.read_text())) if file.is_file() else None
+
+
+def write_job_spreads(path: Path, table: SpreadTable) -> None:
+    """Store ``table`` in the bundle at ``path`` (learnt from a history's jobs, which
+    training's table does not hold)."""
+    from scoutless.atomic import atomic_write_text
+
+    atomic_write_text(path / JOB_SPREADS, json.dumps(table.to_dict()))
 
 
 def load_bundle(path: str | Path) -> Predictor:

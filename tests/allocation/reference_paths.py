@@ -150,7 +150,7 @@ def distribution_of(offset: object, mu: object, sigma: object) -> ValueDistribut
 
 
 def job_columns(numbers: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """``context._column`` and ``context._n_jobs`` as they were, for a few columns."""
+    """``context``'s columns, events per job and jobs, written out plainly."""
 
     def column(name: str, default: float) -> np.ndarray:
         values = np.asarray(numbers.get(name, np.full(n, np.nan)), dtype=float)
@@ -165,10 +165,16 @@ def job_columns(numbers: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]
             numbers.get("nfiles_per_job", nan), float
         )
     jobs = np.where(np.isfinite(by_events) & (by_events > 0), by_events, by_files)
+    n_jobs = np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shared = np.asarray(numbers.get("input_nevents", nan), float) / n_jobs
+    given = column("nevents_per_job", np.nan)
+    shared = np.where(np.isfinite(shared) & (shared > 0), shared, 1.0)
     return {
         "cores": column("corecount", 1.0),
-        "nevents": column("nevents_per_job", 1.0),
-        "n_jobs": np.where(np.isfinite(jobs) & (jobs >= 1), np.ceil(jobs), 1.0),
+        # unset: the input's events shared among the jobs (1 where unknown)
+        "nevents": np.where(np.isnan(given), shared, given),
+        "n_jobs": n_jobs,
     }
 
 

@@ -242,27 +242,6 @@ def test_a_job_is_read_from_the_features_as_before(present):
         assert _same(getattr(job, name), column), name
 
 
-def test_the_decision_rules_follow_the_settings(monkeypatch):
-    from scoutless.allocation.site import SiteRules
-    from scoutless.config import get_settings
-    from scoutless.service import value_decisions
-
-    def made() -> SiteRules:
-        settings = get_settings()
-        return SiteRules.of(settings.replay).deciding(settings.allocation)
-
-    get_settings.cache_clear()
-    assert value_decisions._deciding_rules(get_settings()) == made()
-    monkeypatch.setenv("SCOUTLESS_ALLOCATION__GUARANTEED_MEMORY_GRACE", "1.7")
-    get_settings.cache_clear()
-    try:
-        rules = value_decisions._deciding_rules(get_settings())
-        assert rules == made() and rules.memory_kill_factor == 1.7
-    finally:
-        monkeypatch.delenv("SCOUTLESS_ALLOCATION__GUARANTEED_MEMORY_GRACE")
-        get_settings.cache_clear()
-
-
 @settings(max_examples=150, deadline=None)
 @given(
     seed=st.integers(0, 100_000),

@@ -100,6 +100,7 @@ class FakePredictor:
         self.targets = list(table.targets)
         self.bins = dict(table.bins)
         self.feature_specs = list(table.features)
+        self.job_spreads = None
         self._table = table
         self._models = models
         self.calls: list[tuple[str, str | None]] = []

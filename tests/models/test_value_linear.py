@@ -56,3 +56,14 @@ def test_saved_and_loaded_it_predicts_the_same(tmp_path):
     loaded = LinearBase.load(tmp_path / "linear.npz")
     assert loaded.alpha == 10.0
     np.testing.assert_allclose(loaded.predict(X), base.predict(X))
+
+
+def test_a_row_gets_the_value_it_gets_alone_whatever_the_batch_s_memory_order():
+    rng = np.random.default_rng(4)
+    n, f = 40, 12
+    numeric = np.asfortranarray(rng.lognormal(0, 2, (n, f)).astype(np.float32))  # column-major
+    X = EncodedFeatures(rng.integers(0, 5, (n, 1)).astype(np.int64), numeric)
+    base = LinearBase.fit(X, rng.normal(size=n), alpha=1.0)
+    batch = base.predict(X)
+    alone = [base.predict(X.take(np.array([i])))[0] for i in range(n)]
+    assert batch.tolist() == alone  # bit for bit, as the service answers a grouped request

@@ -9,6 +9,7 @@ import pandas as pd
 
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import Settings, get_settings
+from scoutless.features.encoded import InspectedFeatures
 from scoutless.replay.config import ReplaySettings, replay_settings
 from scoutless.replay.engine import Replay
 from scoutless.replay.plan import StrategyPlan
@@ -92,6 +93,13 @@ def replay(
     return run
 
 
+#: the submission features of a task of :func:`tasks_frame` with 30 one-file jobs
+TASK_JOBS = {"corecount": 1, "cpuefficiency": 100, "input_nfiles": 30, "nfiles_per_job": 1}
+#: the submission features a decision reads a task's job from (allocation/context.py)
+JOB_FEATURES = ("corecount", "cpuefficiency", "basewalltime", "input_nfiles", "nfiles_per_job",
+                "input_nevents", "nevents_per_job")  # fmt: skip
+
+
 class ValuePredictor:
     """A stand-in bundle with the Predictor's value API: fixed value distributions per task,
     rows found by their ``key`` feature (the task id), some tasks' categories unknown."""
@@ -102,10 +110,12 @@ class ValuePredictor:
         keys: list[int],
         unknown: tuple[int, ...] = (),
         levels: dict[str, ConformalLevels] | None = None,
+        features: tuple[str, ...] = ("key", *JOB_FEATURES),
     ) -> None:
         self.version = "fake"
         self.targets = list(dists)
-        self.feature_specs = [SimpleNamespace(name="key")]
+        self.feature_specs = [SimpleNamespace(name=n) for n in features]
+        self.job_spreads = None
         self.dists, self.keys, self.unknown, self.levels = dists, list(keys), unknown, levels or {}
 
     def _rows(self, rows: pd.DataFrame) -> np.ndarray:
@@ -123,7 +133,21 @@ class ValuePredictor:
     def unknown_categories(self, rows: pd.DataFrame) -> list[dict[str, str]]:
         return [{"processingtype": "new"} if k in self.unknown else {} for k in rows["key"]]
 
+    def inspect(self, rows: pd.DataFrame) -> InspectedFeatures:
+        """The rows' positions as the "encoded" features, their other columns as numbers."""
+        numbers = {c: rows[c].to_numpy(float) for c in rows.columns if c != "key"}
+        return InspectedFeatures(self._rows(rows), {}, numbers, self.unknown_categories(rows))
 
-def features_of(ids: list[int]) -> pd.DataFrame:
-    """Submission features indexed by jeditaskid: only the fake's ``key``."""
-    return pd.DataFrame({"key": ids}, index=pd.Index(ids, name="jeditaskid"))
+    def value_distributions(self, encoded: np.ndarray, targets: list[str]
+                            ) -> dict[str, ValueDistribution]:  # fmt: skip
+        return {t: self.dists[t].take(encoded) for t in targets}
+
+
+def features_of(ids: list[int], **numbers: float) -> pd.DataFrame:
+    """Submission features indexed by jeditaskid: the fake's ``key`` and the job's
+    ``numbers`` (default: :data:`TASK_JOBS`, the job :func:`tasks_frame`'s tasks submit)."""
+    given = {**TASK_JOBS, **numbers}
+    columns = {"key": ids, **{k: [float(given.get(k, np.nan))] * len(ids) for k in JOB_FEATURES}}
+    return pd.DataFrame(columns, index=pd.Index(ids, name="jeditaskid"))
+
+

@@ -13,6 +13,7 @@ from scoutless.replay.runner import run_strategies, submissions_for
 from scoutless.replay.strategies import make_plans
 from scoutless.replay.submission import (
     Submission,
+    history_decision,
     model_submission,
     oracle_submission,
     truth_submission,
@@ -98,11 +99,16 @@ def test_bayes_uses_the_rule_of_predicted_on_the_truth():
     work = _three_tasks(settings)
     predictor = _model([NARROW, WIDE, NARROW])
     truth = predictor.dists
-    model = model_submission(predictor, features_of([1, 2, 3]), work, settings, policy="cost",
-                             alpha=0.05)  # fmt: skip
+    alloc = settings.allocation.model_copy(update={"load_rounds": 0})
+    settings = settings.model_copy(update={"allocation": alloc})
     bayes = truth_submission(truth, work, settings, policy="cost", alpha=0.05)
-    # without conformal levels the model's rule on the same distributions is the bayes rule
-    assert np.allclose(model.ram, bayes.ram) and np.allclose(model.cputime, bayes.cputime)
+    # the one decision, fed the truth (exact: no levels) and what the history shows
+    decided = history_decision(work, settings).allocate(
+        truth, {}, job_context(work, truth["walltime"].median()), policy="cost", alpha=0.05,
+        kinds=work.kind, targets=["memory", "cputime"],
+    )  # fmt: skip
+    assert np.array_equal(bayes.ram, decided["memory"].value)
+    assert np.array_equal(bayes.cputime, decided["cputime"].value)
     value = truth_submission(truth, work, settings, policy="value", alpha=0.05)
     assert np.allclose(value.ram, truth["memory"].quantile(0.95))
 

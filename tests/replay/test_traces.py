@@ -36,7 +36,7 @@ def _predictor() -> ValuePredictor:
         "memory": ValueDistribution.of(0, np.log([1000.0] * 4), 0.1),
         "walltime": ValueDistribution.of(0, np.log([2 * H] * 4), 0.1),
     }
-    return ValuePredictor(dists, [0, 1, 2, 3])
+    return ValuePredictor(dists, [0, 1, 2, 3], features=("key",))
 
 
 def test_a_trace_runs_request_predicted_selective_and_oracle():
@@ -134,7 +134,7 @@ def _deciding(grace: float = 1.0, cap: float = 0.25, maxtime_h: float = 72, **pr
         "walltime": ValueDistribution.of(0, np.log([2 * H] * 4), 0.1),
     }
     work = trace_workload(rows, settings)
-    plans, _ = trace_plans(rows, settings, ValuePredictor(dists, [0, 1, 2, 3]), work=work)
+    plans, _ = trace_plans(rows, settings, ValuePredictor(dists, [0, 1, 2, 3], features=("key",)), work=work)
     return {p.name: p for p in plans}, settings, dists
 
 

@@ -54,6 +54,7 @@ class FakePredictor:
         self.targets = targets or ["memory", "cputime", "io", "walltime"]
         self.bins = load_bins(targets=self.targets)
         self.feature_specs = list(PANDA_FEATURES)
+        self.job_spreads = None
         self.manifest = {"version": version, "targets": self.targets, "fake": True}
         self.encoder = _fitted_encoder()
 

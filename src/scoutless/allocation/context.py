@@ -3,8 +3,9 @@
 The service and the listener read it from a task's submission features, the same typed
 features the models see (``corecount``, ``nevents_per_job``, ``cpuefficiency``,
 ``basewalltime``, the input's events and files; :func:`job_context`): PanDA's defaults fill
-what a task leaves unset; the site's corePower is unknown at submission, so PanDA's default
-stands in. The replay reads it from a history's jobs (:func:`history_job_context`).
+what a task leaves unset, and a task split by files (no ``nevents_per_job``) has the input's
+events shared among its jobs (one event a job would make every cpuTime a walltime of
+seconds); the site's corePower is unknown at submission, so PanDA's default stands in. The replay reads it from a history's jobs (:func:`history_job_context`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def job_context(
 
 def _fallback(defaults: PandaDefaults) -> dict[str, float]:
     """What stands in for each feature a task leaves unset (or not positive and finite)."""
-    return {"corecount": 1.0, "nevents_per_job": 1.0,
+    return {"corecount": 1.0, "nevents_per_job": math.nan,  # unset: from the input's events
             "cpuefficiency": defaults.cpu_efficiency_percent,
             "basewalltime": defaults.base_walltime_s}  # fmt: skip
 
@@ -95,14 +96,18 @@ def _array_job_context(
     wall = np.full(n, DEFAULT_JOB_WALL_S) if wall_s is None else np.asarray(wall_s, float)
     # each feature's positive, finite values, else its default: the four in one pass
     cores, nevents, efficiency, base = _columns(numbers, n, _fallback(defaults))
+    n_jobs = _n_jobs(numbers, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shared = _numbers(numbers, "input_nevents", n) / n_jobs  # the input's events per job
+    shared = np.where(np.isfinite(shared) & (shared > 0), shared, 1.0)
     return JobContext(
         cores=cores,
         wall_s=np.where(np.isfinite(wall) & (wall > 0), wall, DEFAULT_JOB_WALL_S),
-        nevents=nevents,
+        nevents=np.where(np.isnan(nevents), shared, nevents),
         core_power=np.full(n, defaults.core_power_hs06),
         cpu_efficiency=efficiency,
         base_walltime_s=base,
-        n_jobs=_n_jobs(numbers, n),
+        n_jobs=n_jobs,
     )
 
 
@@ -128,14 +133,17 @@ def _few_job_context(numbers: Numbers, n: int, defaults: PandaDefaults, wall_s: 
         for unit in ("events", "files")
     )
     jobs = [e if 0 < e < math.inf else f for e, f in zip(events, files, strict=True)]
+    n_jobs = [float(math.ceil(j)) if 1 <= j < math.inf else 1.0 for j in jobs]
+    shared = [_positive([e / j], 1.0)[0]
+              for e, j in zip(_floats(numbers, "input_nevents", n), n_jobs, strict=True)]  # fmt: skip
     return JobContext(
         cores=np.array(cores),
         wall_s=np.array(_positive(wall, DEFAULT_JOB_WALL_S)),
-        nevents=np.array(nevents),
+        nevents=np.array([s if v != v else v for v, s in zip(nevents, shared, strict=True)]),
         core_power=np.array([float(defaults.core_power_hs06)] * n),
         cpu_efficiency=np.array(efficiency),
         base_walltime_s=np.array(base),
-        n_jobs=np.array([float(math.ceil(j)) if 1 <= j < math.inf else 1.0 for j in jobs]),
+        n_jobs=np.array(n_jobs),
     )
 
 

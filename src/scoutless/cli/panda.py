@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
+    from scoutless.config import Settings
+    from scoutless.service.pipeline import Pipeline
+
 console = LazyConsole(stderr=True)
 
 PolicyOption = Annotated[
@@ -36,14 +39,17 @@ def _refuse_unused_alpha(policy: str, alpha: float | None) -> None:
         raise UserError(f"--alpha: {problem}")
 
 
-def _pipeline(bundle: Path, executor: ThreadPoolExecutor):  # type: ignore[no-untyped-def]
+def _pipeline(  # type: ignore[no-untyped-def]
+    bundle: Path, executor: ThreadPoolExecutor, settings: Settings | None = None
+):
     from scoutless.ops.registry import resolve_champion
     from scoutless.service.pipeline import Pipeline
     from scoutless.service.serving import load_bundle_default
 
-    safe_recall = get_settings().service.default_safe_recall
+    settings = settings or get_settings()
     predictor = load_bundle_default(resolve_champion(bundle))
-    return Pipeline(predictor, None, executor, safe_recall=safe_recall)
+    return Pipeline(predictor, None, executor, safe_recall=settings.service.default_safe_recall,
+                    settings=settings)  # fmt: skip
 
 
 def listen(
@@ -220,13 +226,21 @@ def taskparams(
 
 
 def _predict_locally(
-    params: dict[str, Any], bundle: Path, policy: str, alpha: float
-) -> tuple[dict[str, Any], str]:
+    params: dict[str, Any], bundle: Path, policy: str, alpha: float,
+    settings: Settings | None = None,
+) -> tuple[dict[str, Any], str]:  # fmt: skip
+    """The targets ``taskparams --bundle`` fills in, and the bundle's version."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as executor:
-        pipeline = _pipeline(bundle, executor)
-        result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)
+        return predict_with(_pipeline(bundle, executor, settings), params, policy, alpha)
+
+
+def predict_with(
+    pipeline: Pipeline, params: dict[str, Any], policy: str, alpha: float
+) -> tuple[dict[str, Any], str]:
+    """One task's parameters through a loaded pipeline, as ``taskparams --bundle`` reads them."""
+    result = pipeline.run([params], taskparams=True, policy=policy, alpha=alpha)
     return result.tasks[0], pipeline.version
 
 

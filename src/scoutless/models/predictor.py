@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.spread_table import SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
 from scoutless.features.spec import FeatureSpec
@@ -27,6 +28,8 @@ class PredictorLike(Protocol):
     targets: list[str]
     bins: Mapping[str, TargetBins]
     feature_specs: Sequence[FeatureSpec]
+    #: the jobs' spread per task kind a decision prices (None: every job at its task's value)
+    job_spreads: SpreadTable | None
 
     def models(self, target: str) -> list[str]: ...
 

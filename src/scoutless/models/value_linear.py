@@ -73,7 +73,9 @@ class LinearBase:
         return cls(float(ridge.intercept_), coef[:m], coef[m : 2 * m], widths, coef[2 * m :], alpha)
 
     def predict(self, X: EncodedFeatures) -> np.ndarray:
-        numeric = np.asarray(X.numeric, dtype=float)
+        # rows laid out one after the other (C order): a sum along a row of a column-major
+        # array adds column by column, in another order than the row alone gets
+        numeric = np.ascontiguousarray(X.numeric, dtype=float)
         missing = np.isnan(numeric)
         # row by row (elementwise, then a sum along each row), not a matrix product: BLAS
         # rounds a row differently by the rows beside it, and a task's value must be the
@@ -135,7 +137,7 @@ class JointLinear:
     def predict(self, X: EncodedFeatures) -> np.ndarray:
         """(t, n) each target's :meth:`LinearBase.predict` (the sums ``ndarray.sum`` makes,
         by ``np.add.reduce`` itself, without its Python wrapper on every request)."""
-        numeric = np.asarray(X.numeric, dtype=float)
+        numeric = np.ascontiguousarray(X.numeric, dtype=float)  # as LinearBase.predict
         missing = np.isnan(numeric)
         out = self.intercepts + np.add.reduce(np.where(missing, 0.0, numeric) * self.weights, 2)
         out += np.add.reduce(np.where(missing, self.missing_weights, 0.0), 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.spread_table import SpreadTable
 from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine, read_history, task_ids
 from scoutless.replay.workload import Workload, WorkloadError, build_workload
@@ -41,3 +42,15 @@ def workload_from_db(
         engine.dispose()
     work = build_workload(history.jobs, history.tasks, settings, history.taskparams)
     return work, history.features()
+
+
+def learnt_spreads(
+    url: str, settings: Settings, ids: np.ndarray, *, max_tasks: int = 5_000, seed: int = 42
+) -> SpreadTable:
+    """The jobs' spread per task kind learnt from the jobs of the tasks ``ids`` (a bundle's
+    training tasks; a seeded sample of ``max_tasks`` of them): what a bundle carries so
+    that the service prices the spread the replay would learn (``bundle.write_job_spreads``)."""
+    from scoutless.replay.submission import spread_table
+
+    work, _ = workload_from_db(url, settings, n_tasks=max_tasks, seed=seed, only=ids)
+    return spread_table(work, settings)

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from scoutless.allocation.decider import standard_types  # the decision prices by it
 from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings, ResourceType
 from scoutless.replay.workload import Workload
@@ -39,14 +40,6 @@ UNCAPPED = 1 << 62  # a cap that never binds
 
 class PoolError(ValueError):
     """A pool that cannot run the workload (names the resource type and its config key)."""
-
-
-def standard_types(types: Mapping[str, ResourceType]) -> dict[bool, str]:
-    """multicore → the name of that width's standard type (least MB/core, then name)."""
-    out: dict[bool, str] = {}
-    for name, t in sorted(types.items(), key=lambda item: (item[1].mb_per_core, item[0])):
-        out.setdefault(t.multicore, name)
-    return out
 
 
 def _capped(share: float, pool: int, biggest: int) -> int:

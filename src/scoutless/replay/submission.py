@@ -9,45 +9,34 @@
 - **oracle**: each task's target value as PanDA defines it, from all its jobs (the target
   code, margins included): what the scouts would converge to on the whole task.
 
-A task's job context (cores, job walltime, events per job, corePower, cpuEfficiency,
-baseWalltime, jobs) comes from the workload; its job walltime from what that strategy
-believes: the model's walltime median, or the truth's. Prices are the global ones with
-the overrides of the task's standard resource type (SCORE or MCORE: the type is known at
-submission, whether the job lands in a HIMEM slot is what the allocation decides).
+The model's allocations are the service's: one :class:`SiteDecision`, fed the bundle's
+distributions, the job context of each task's submission features (PanDA's defaults where
+unset, the walltime median) and the jobs' spread the bundle carries, under the site's own
+rules (no load the replay's history would tell). The truth's decision knows what the
+history shows: each task's jobs (their median cores, events, corePower), the spread of
+its jobs and the load on the caps, settled against its own choices.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.allocate import (
-    Allocation,
-    ScoutChoice,
-    cost_allocation,
-    selective,
-    unseen_application,
-    value_allocation,
-)
+from scoutless.allocation.allocate import Allocation, ScoutChoice, unseen_application
 from scoutless.allocation.context import JobContext, history_job_context
 from scoutless.allocation.costs import walltime_limit_s
+from scoutless.allocation.decider import SiteDecision
 from scoutless.allocation.policies import make_policy
-from scoutless.allocation.site import SiteRules
-from scoutless.allocation.values import ConformalLevels, JobSpread, ValueDistribution
+from scoutless.allocation.spread_table import KIND_FEATURE, SpreadTable
+from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
+from scoutless.features.encoded import EncodedFeatures
 from scoutless.policy_names import VALUE_POLICIES
-from scoutless.replay.site_rules import (
-    WidthRules,
-    chosen_loads,
-    decision_rules,
-    rules_of,
-    with_loads,
-)
+from scoutless.replay.site_rules import chosen_loads, decision_rules, with_loads
 from scoutless.replay.workload import TaskEstimator, Workload
 
 if TYPE_CHECKING:
@@ -64,7 +53,7 @@ class Submission:
     ram: np.ndarray  # ramCount, MB/core (NaN: the replay's default)
     cputime: np.ndarray  # cpuTime, HS06·s/event (NaN: the queue's maxtime)
     #: per target, the value allocations behind ``ram``/``cputime`` (empty: class or oracle)
-    allocations: Mapping[str, Allocation] = dataclasses.field(default_factory=dict)
+    allocations: Mapping[str, Allocation] = field(default_factory=dict)
     #: the selective strategy's choice (model only): which tasks are cheaper to scout
     choice: ScoutChoice | None = None
 
@@ -95,22 +84,6 @@ def price_groups(cores: np.ndarray, cfg: ReplaySettings) -> list[tuple[str, np.n
     return groups
 
 
-def stitch(parts: Sequence[tuple[np.ndarray, Any]], n: int) -> Any:
-    """One dataclass of per-task arrays from parts that each cover some rows."""
-    kind = type(parts[0][1])
-    out = {}
-    for field in dataclasses.fields(kind):
-        if getattr(parts[0][1], field.name) is None:  # an optional array none carries
-            out[field.name] = None
-            continue
-        first = np.asarray(getattr(parts[0][1], field.name))
-        values = np.zeros(n, dtype=first.dtype)
-        for rows, part in parts:
-            values[rows] = getattr(part, field.name)
-        out[field.name] = values
-    return kind(**out)
-
-
 def job_ratios(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
     """Per unit, its need over its task's value (the target code on all the task's units):
     memory per core over ramCount; run time above baseWalltime over the run
@@ -128,106 +101,46 @@ def job_ratios(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
         }
 
 
-def job_spreads(work: Workload, settings: Settings) -> dict[str, JobSpread]:
+def spread_table(work: Workload, settings: Settings) -> SpreadTable:
     """Per allocated target, the spread of a task's jobs around its value, learnt from the
-    workload's jobs and pooled by task kind (:meth:`JobSpread.pooled`)."""
-    points = settings.allocation.job_spread_points
-    return {
-        target: JobSpread.pooled(ratios, work.kind[work.task], work.kind, points)
-        for target, ratios in job_ratios(work, settings).items()
-    }
+    workload's jobs per task kind (:meth:`SpreadTable.learn`): what a bundle carries for
+    the service (``scoutless.bundle.write_job_spreads``)."""
+    ratios = job_ratios(work, settings)
+    return SpreadTable.learn(ratios, work.kind[work.task], settings.allocation.job_spread_points)
 
 
-def cost_allocations(
-    dists: Mapping[str, ValueDistribution],
-    levels: Mapping[str, ConformalLevels | None],
-    job: JobContext,
-    settings: Settings,
-    rules: SiteRules | WidthRules,
-    spreads: Mapping[str, JobSpread] | None = None,
-) -> dict[str, Allocation]:
-    """The cost-aware allocation of every allocated target, priced per resource type
-    (its prices, its width's rules), under the kill cap (``allocation.kill_cap``)."""
-    alloc = settings.allocation
-    out = {}
-    for target in ALLOCATED_TARGETS:
-        spread = (spreads or {}).get(target)
-        parts = []
-        for name, rows in price_groups(job.cores, settings.replay):
-            width = rules_of(rules, settings.replay.resource_types[name].multicore)
-            part = cost_allocation(
-                target, dists[target].take(rows), levels.get(target), job.take(rows), width,
-                alloc.prices_for(name), alloc.grid_points,
-                spread=None if spread is None else spread.take(rows),
-                max_kill_probability=alloc.kill_cap(target),
-            )  # fmt: skip
-            parts.append((rows, part))
-        out[target] = stitch(parts, len(job))
-    return out
-
-
-def scout_choice(
-    allocations: Mapping[str, Allocation],
-    job: JobContext,
-    settings: Settings,
-    unknown: np.ndarray | None,
-) -> ScoutChoice:
-    """``allocation.selective`` per resource type's prices."""
-    parts = []
-    for name, rows in price_groups(job.cores, settings.replay):
-        part = {t: _take(a, rows) for t, a in allocations.items()}
-        seen = None if unknown is None else unknown[rows]
-        parts.append(
-            (rows, selective(part, job.take(rows), settings.allocation.prices_for(name), seen))
-        )
-    return stitch(parts, len(job))
-
-
-def _take(allocation: Allocation, rows: np.ndarray) -> Allocation:
-    return Allocation(**{f.name: None if getattr(allocation, f.name) is None
-                         else getattr(allocation, f.name)[rows]
-                         for f in dataclasses.fields(Allocation)})  # fmt: skip
-
-
-def decide(
-    dists: Mapping[str, ValueDistribution],
-    levels: Mapping[str, ConformalLevels | None],
-    job: JobContext,
-    settings: Settings,
-    rules: SiteRules | WidthRules,
-    policy: str,
-    alpha: float,
-    spreads: Mapping[str, JobSpread] | None = None,
-) -> dict[str, Allocation]:
-    """Per allocated target, the allocation a value policy (cost or value) makes."""
-    if policy == "cost":
-        return cost_allocations(dists, levels, job, settings, rules, spreads)
-    if policy == "value":
-        return {t: value_allocation(dists[t], levels.get(t), alpha) for t in ALLOCATED_TARGETS}
-    raise ValueError(f"policy {policy!r} allocates a class, not a value: use cost or value")
+def history_decision(work: Workload, settings: Settings) -> SiteDecision:
+    """The decision with what the workload's own jobs show: their spread per task kind and
+    the load the jobs that need HIMEM or the long queue put on each width's caps
+    (:func:`decision_rules`): the truth's side (``bayes``), not the model's."""
+    decision = SiteDecision.of(settings, spread_table(work, settings))
+    return decision.with_rules(decision_rules(work, settings))
 
 
 def settled_decide(
+    decision: SiteDecision,
     dists: Mapping[str, ValueDistribution],
-    levels: Mapping[str, ConformalLevels | None],
     job: JobContext,
-    settings: Settings,
     work: Workload,
     policy: str,
     alpha: float,
-    spreads: Mapping[str, JobSpread] | None = None,
-) -> tuple[dict[str, Allocation], dict[bool, SiteRules]]:
-    """:func:`decide` at the caps' loads its own choices make: from the load the needs
-    alone carry (:func:`decision_rules`), ``allocation.load_rounds`` damped steps towards
-    the load the last choice put on the long queue and HIMEM (:func:`chosen_loads`), each
-    followed by a new choice (the cost policy only: the value policy prices nothing)."""
-    floor = decision_rules(work, settings)
-    rules = floor
-    allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
-    for _ in range(settings.allocation.load_rounds if policy == "cost" else 0):
-        rules = with_loads(rules, chosen_loads(allocations, job, rules, work), floor)
-        allocations = decide(dists, levels, job, settings, rules, policy, alpha, spreads)
-    return allocations, rules
+) -> dict[str, Allocation]:
+    """``decision`` at the caps' loads its own choices make: from its rules,
+    ``allocation.load_rounds`` damped steps towards the load the last choice put on the
+    long queue and HIMEM (:func:`chosen_loads`), each followed by a new choice (the cost
+    policy only: the value policy prices nothing); exact distributions (no levels)."""
+    if policy not in VALUE_POLICIES:
+        raise ValueError(f"policy {policy!r} allocates a class, not a value: use cost or value")
+    floor = decision.rules
+    decide = lambda d: d.allocate(  # noqa: E731
+        dists, {}, job, policy=policy, alpha=alpha, kinds=work.kind, targets=ALLOCATED_TARGETS
+    )
+    allocations = decide(decision)
+    for _ in range(decision.allocation.load_rounds if policy == "cost" else 0):
+        loads = chosen_loads(allocations, job, decision.rules, work)
+        decision = decision.with_rules(with_loads(decision.rules, loads, floor))
+        allocations = decide(decision)
+    return allocations
 
 
 def measured_values(work: Workload, settings: Settings) -> dict[str, np.ndarray]:
@@ -287,21 +200,17 @@ def _job_of(dists: Mapping[str, ValueDistribution], work: Workload) -> JobContex
 
 
 def value_distributions(
-    predictor: Predictor, rows: pd.DataFrame
+    predictor: Predictor, encoded: EncodedFeatures
 ) -> tuple[dict[str, ValueDistribution], dict[str, ConformalLevels | None]]:
-    """The bundle's value distribution and conformal levels of the targets it predicts."""
-    dists: dict[str, ValueDistribution] = {}
-    levels: dict[str, ConformalLevels | None] = {}
-    for target in (*ALLOCATED_TARGETS, "walltime"):
-        # the job walltime falls back to cpuTime's where the bundle has no walltime values
-        optional = target not in ALLOCATED_TARGETS and not predictor.has_values(target)
-        if target in predictor.targets and not optional:
-            dists[target] = predictor.value_distribution(rows, target)
-            levels[target] = predictor.value_levels(target)
-    missing = [t for t in ALLOCATED_TARGETS if t not in dists]
+    """The bundle's value distribution and conformal levels of the allocated targets and
+    walltime (the job's walltime; a bundle without walltime values: a typical job's)."""
+    missing = [t for t in ALLOCATED_TARGETS if t not in predictor.targets]
     if missing:
         raise ValueError(f"bundle {predictor.version} does not predict {missing[0]!r}")
-    return dists, levels
+    walltime = ["walltime"] if "walltime" in predictor.targets and predictor.has_values(
+        "walltime") else []  # fmt: skip
+    dists = predictor.value_distributions(encoded, [*ALLOCATED_TARGETS, *walltime])
+    return dists, {t: predictor.value_levels(t) for t in dists}
 
 
 def model_submission(
@@ -313,34 +222,33 @@ def model_submission(
     policy: str,
     alpha: float,
     choose_scouts: bool = False,
-    spreads: Mapping[str, JobSpread] | None = None,
 ) -> Submission:
-    """What the bundle allocates (and, with ``choose_scouts``, which tasks to scout)."""
+    """What the bundle allocates (and, with ``choose_scouts``, which tasks to scout): the
+    service's decision (:class:`SiteDecision` with the bundle's jobs' spread) from what
+    the service knows at submission, the tasks' features."""
     rows = feature_rows(predictor, features, work.task_ids)
     if policy not in VALUE_POLICIES and not choose_scouts:
         return Submission.of(class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy,
                                           alpha=alpha))  # fmt: skip
-    dists, levels = value_distributions(predictor, rows)
-    job, rules = _job_of(dists, work), decision_rules(work, settings)
-    spreads = job_spreads(work, settings) if spreads is None else spreads
+    decision = SiteDecision.of(settings, predictor.job_spreads)
+    inspected = predictor.inspect(rows)
+    dists, levels = value_distributions(predictor, inspected.encoded)
+    job = decision.job(inspected.numbers, len(rows), dists)
+    kinds = inspected.categories.get(KIND_FEATURE)
+    decide = lambda p: decision.allocate(  # noqa: E731
+        dists, levels, job, policy=p, alpha=alpha, kinds=kinds, targets=ALLOCATED_TARGETS
+    )
     allocations: dict[str, Allocation] = {}
     if policy in VALUE_POLICIES:
-        allocations, rules = settled_decide(
-            dists, levels, job, settings, work, policy, alpha, spreads
-        )
+        allocations = decide(policy)
         values = {t: a.value for t, a in allocations.items()}
     else:
         values = class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy, alpha=alpha)
     choice = None
     if choose_scouts:
-        priced = (
-            allocations
-            if policy == "cost"
-            else cost_allocations(dists, levels, job, settings, rules, spreads)
-        )
-        unseen = settings.allocation.scout_unseen
-        unknown = unseen_application(predictor.unknown_categories(rows), unseen)
-        choice = scout_choice(priced, job, settings, unknown)
+        priced = allocations if policy == "cost" else decide("cost")
+        unknown = unseen_application(inspected.unknown, settings.allocation.scout_unseen)
+        choice = decision.scouting(priced, job, unknown)
     return Submission(values["memory"], values["cputime"], allocations, choice)
 
 
@@ -351,18 +259,17 @@ def truth_submission(
     *,
     policy: str,
     alpha: float,
-    spreads: Mapping[str, JobSpread] | None = None,
 ) -> Submission:
     """The bayes strategy: the model's decision rule on the generator's true distributions
-    (rows in the workload's task order) and the spread of its jobs around them (the
-    generator's truth holds no within-task law, so the one its jobs show: the same
-    :func:`job_spreads` the model's decision gets)."""
+    (rows in the workload's task order), the jobs as the history holds them, and the
+    spread and the caps' loads its jobs show (:func:`history_decision`: the generator's
+    truth holds no within-task law)."""
     missing = [t for t in ALLOCATED_TARGETS if t not in truth]
     if missing:
         raise ValueError(f"the synthetic truth has no distribution of {missing[0]!r}")
-    spreads = job_spreads(work, settings) if spreads is None else spreads
     job = _job_of(truth, work)
-    allocations, _ = settled_decide(truth, {}, job, settings, work, policy, alpha, spreads)
+    allocations = settled_decide(history_decision(work, settings), truth, job, work, policy,
+                                 alpha)  # fmt: skip
     return Submission(allocations["memory"].value, allocations["cputime"].value, allocations)
 
 

@@ -201,6 +201,7 @@ async def _start_local(
         safe_recall=state.settings.service.default_safe_recall,
         on_swap=lambda s: state.metrics.set_model(s.version),
         pointer=pointer,
+        settings=state.settings,
     )
     service = state.settings.service
     configure_fast_paths(FastPaths.from_settings(state.settings))  # before the batcher

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from scoutless.allocation.bounds import answer_bounds
+from scoutless.allocation.decider import SiteDecision
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
-from scoutless.config import get_settings
+from scoutless.config import Settings
 from scoutless.fast_paths import current
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.models.predictor import PredictorLike
@@ -59,11 +60,13 @@ class DecisionStage:
     targets: list[str]
     safe_recall: float
 
-    def _decision_state(self) -> None:
-        """The fitted policies, and each served target's bins as the decisions read them."""
+    def _decision_state(self, settings: Settings) -> None:
+        """The fitted policies, each served target's bins as the decisions read them, and
+        the value and cost policies' decision under ``settings``."""
         predictor = self.predictor
         self.policies = PolicyCache(predictor)
-        bounds = answer_bounds(get_settings())  # what the site can allocate at all
+        bounds = answer_bounds(settings)  # what the site can allocate at all
+        self.site_decision = SiteDecision.of(settings, predictor.job_spreads)
         self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
         self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}
@@ -126,7 +129,8 @@ class DecisionStage:
         """The value or cost policy: per target each task's own value and the class holding
         it; for ``cost``, per task whether scouting is cheaper (:mod:`.value_decisions`)."""
         try:
-            answer = value_answer(self.predictor, features, list(proba), policy=policy, alpha=alpha)
+            answer = value_answer(self.site_decision, self.predictor, features, list(proba),
+                                  policy=policy, alpha=alpha)  # fmt: skip
         except ValuePolicyError as exc:
             raise InputError(["body", "policy"], str(exc)) from exc
         chosen, readings = {}, []

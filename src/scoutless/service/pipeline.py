@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from scoutless.config import Settings, get_settings
 from scoutless.fast_paths import current
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
@@ -63,7 +64,10 @@ class Pipeline(DecisionStage):
         executor: Executor,
         *,
         safe_recall: float = 0.9,
+        settings: Settings | None = None,
     ) -> None:
+        """``settings``: what the decisions assume of the site (prices, rules, caps),
+        read once here (default: the process's settings)."""
         self.predictor = predictor
         self.targets = list(targets) if targets else list(predictor.targets)
         unknown = [t for t in self.targets if t not in predictor.targets]
@@ -77,7 +81,7 @@ class Pipeline(DecisionStage):
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._decision_state()
+        self._decision_state(settings or get_settings())
 
     @property
     def version(self) -> str:

@@ -21,6 +21,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
+from scoutless.config import Settings
 from scoutless.layout import BundleError, read_manifest
 from scoutless.ops.registry import resolve_champion
 from scoutless.service.pipeline import Pipeline, Predictor
@@ -72,6 +73,7 @@ class ModelHolder:
         safe_recall: float = 0.9,
         on_swap: Callable[[Served], None] | None = None,
         pointer: Path | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.source = source
         self.pointer = pointer
@@ -79,12 +81,14 @@ class ModelHolder:
         self.executor = executor
         self.loader = loader
         self.safe_recall = safe_recall
+        self.settings = settings
         self.on_swap = on_swap
         self.current: Served | None = None
         self._lock = threading.Lock()
 
     def build(self, predictor: Predictor, bundle_path: Path | None) -> Served:
-        pipeline = Pipeline(predictor, self.targets, self.executor, safe_recall=self.safe_recall)
+        pipeline = Pipeline(predictor, self.targets, self.executor, safe_recall=self.safe_recall,
+                            settings=self.settings)  # fmt: skip
         return Served(pipeline, bundle_path)
 
     def install(self, served: Served) -> Served | None:
