@@ -17,7 +17,7 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import sizing_tables
+from docsgen.views.sizing import online_tables, sizing_tables
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -130,6 +130,18 @@ BENCHMARKS: list[Benchmark] = [
         "three seeds; and sized cold, from the other five workflows only.",
         "python benchmarks/sizing.py TRACES_DIR --out results/sizing.json",
         sizing_tables,
+    ),
+    Benchmark(
+        "online",
+        "The online sizing engine's cost at scale",
+        "A synthetic stream of jobs over tasks and task types sized by the engine through "
+        "its public API (allocate; each kill learnt as a censored bound and retried; the "
+        "outcome learnt): CPU time per job, decision and update together, on one core; the "
+        "process's resident memory; and the bytes of each type's state as its outcomes "
+        "accumulate. The commit measured is in the JSON.",
+        "python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 "
+        "--out results/online.json",
+        online_tables,
     ),
     Benchmark(
         "generate",

@@ -1,5 +1,5 @@
-"""The online sizing benchmark's results view: scoutless against the published
-allocators, per seed and workflow."""
+"""The online sizing benchmarks' results views: scoutless against the published
+allocators, per seed and workflow; the engine's cost and state at scale."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from docsgen.results_pages import (
     figure,
     fmt,
     label,
+    records,
 )
 
 SIZING_METHODS = (
@@ -60,3 +61,30 @@ def sizing_tables(doc: dict[str, Any]) -> list[Table]:
             ]
             tables.append(Table(f"Seed {seed}: {what} by method", ["workflow", *methods], rows))
     return tables
+
+
+#: the online benchmark's checkpoint columns, in the order a reader compares them
+ONLINE_COLUMNS = (
+    "jobs", "outcomes", "segment_ms_per_job", "cumulative_ms_per_job", "rss_mb",
+    "state_bytes_per_type_median", "outcomes_largest_type", "state_bytes_largest_type",
+    "state_bytes_per_outcome",
+)  # fmt: skip
+
+
+def online_tables(doc: dict[str, Any]) -> list[Table]:
+    """The engine's cost at scale: the run's totals, then how cost and state grow with the
+    outcomes learnt."""
+    cols = ("commit", "jobs", "tasks", "types", "outcomes", "ms_per_job",
+            "ms_per_job_last_segment", "rss_mb")  # fmt: skip
+    growth = ("state_bytes_per_added_outcome", "rss_bytes_per_added_outcome",
+              "state_bytes_per_type_first", "state_bytes_per_type_last",
+              "outcomes_per_type_first", "outcomes_per_type_last")  # fmt: skip
+    return [
+        Table("The run", cols, [[figure(doc, (c,)) for c in cols]],
+              "CPU time of decision + update (allocate, each kill and retry, the outcome), "
+              "one core, amortised over the jobs."),
+        Table("State growth", growth, [[figure(doc, ("growth", c)) for c in growth]],
+              "between the first and the last checkpoint"),
+        records(doc, ("checkpoints",), ONLINE_COLUMNS, "At each checkpoint",
+                "segment: the jobs since the checkpoint before"),
+    ]  # fmt: skip

@@ -223,14 +223,17 @@ def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
     p = settings.allocation.prices
     assert narrow.holds == wide.holds == 0.0
+    # per core: a kill loses each core's run, a fit's excess is each core's memory slack
     assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB
-    assert wide.fixed == 64 * narrow.fixed
     rng = np.random.default_rng(1)
-    needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a narrow kill: 8 GB of slack
+    needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 8 GB of slack per core
     engine = Engine(settings.sizing, failure_price=price)
     engine.start_type("t", [Features()] * 40, needs, np.ones(40))
-    # a kill of 64 cores costs 64 times one core's: the wide job is given more headroom
-    assert engine.allocate("t", Features(cpus=64)) > engine.allocate("t", Features(cpus=1))
+    # both sides of the price scale with the cores: the same headroom per core
+    assert p == settings.allocation.prices_for("MCORE")  # one price for both widths
+    assert wide.fixed == narrow.fixed
+    assert engine.allocate("t", Features(cpus=64)) == engine.allocate("t", Features(cpus=1))
+    assert engine.allocate("t", Features(cpus=1)) > np.median(needs)
     capped = Engine(settings.sizing, failure_price=price, max_kill_probability=0.01)
     capped.start_type("t", [Features()] * 40, needs, np.ones(40))
     assert capped.allocate("t", Features(cpus=1)) >= np.quantile(needs, 0.97)

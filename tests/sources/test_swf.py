@@ -121,3 +121,27 @@ def test_parser_parses_or_raises_its_own_error(text):
     else:
         assert next(iter(log.jobs.columns)) == "job_number"
         swf_jobs(log)  # normalising parsed jobs never crashes either
+
+
+def _one_job_log(note: str, requested_procs: int) -> str:
+    """One job on 4 processors (requested: ``requested_procs``), 8,192 KB used and asked."""
+    return (
+        f"; UnixStartTime: 0\n{note}"
+        f"1 0 0 60 4 60 8192 {requested_procs} 600 8192 1 1 1 1 1 1 -1 -1\n"
+    )
+
+
+def test_memory_is_mb_per_core_of_the_jobs_cores_whatever_the_logs_quantity():
+    per_processor = swf_jobs(parse_swf_text(_one_job_log("", 4))).frame.iloc[0]
+    assert per_processor["cores"] == 4
+    assert per_processor["memory_value"] == per_processor["memory_request"] == 8.0
+    notes = (
+        "; Note: The 'mem_used' column relates to: quantity=per_job type=virtual\n"
+        "; Note: The 'mem_req'  column relates to: quantity=per_job type=physical\n"
+    )
+    per_job = swf_jobs(parse_swf_text(_one_job_log(notes, 4)))
+    assert per_job.units["memory"] == "MB/core"
+    row = per_job.frame.iloc[0]
+    assert row["memory_value"] == row["memory_request"] == row["requested_memory_mb"] == 2.0
+    # no request of processors: the job's cores are those it was given
+    assert swf_jobs(parse_swf_text(_one_job_log("", -1))).frame.iloc[0]["cores"] == 4

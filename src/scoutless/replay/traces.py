@@ -2,7 +2,8 @@
 
 Batch traces (SWF, sacct, condor) have no scouts: a job runs with what its user asked for.
 Each row of an imported table is one job with its measured needs (run time → walltime,
-used memory per core → memory) and its request (``{t}_request``). Strategies:
+used memory per core → memory, per job: × its ``cores``) and its request (``{t}_request``).
+Strategies:
 
 - **request**: the user's requested memory per core and walltime (PanDA's defaults where
   the trace has none);
@@ -13,7 +14,7 @@ used memory per core → memory) and its request (``{t}_request``). Strategies:
   probability within the cap, the cost-aware value elsewhere (a trace has no scouts: the
   request is the alternative to a prediction);
 - **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
-  the sizing benchmark run) sizes each job's memory when it is released, in submission
+  the sizing benchmark run) sizes each job's memory per core when it is released, in submission
   order, per task type (``replay.trace_type_columns``: SWF's executable and user by
   default); the table's training rows are each type's history; every outcome is learnt as
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
@@ -93,11 +94,18 @@ def trace_history(table: TrainingTable) -> pd.DataFrame:
     return train
 
 
+def trace_cores(rows: pd.DataFrame) -> np.ndarray:
+    """Each row's cores: the table's ``cores`` (what its memory per core is per), else the
+    requested processors; 1 where neither is known."""
+    cores = numeric_column(rows, "cores" if "cores" in rows.columns else "requested_processors")
+    return np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
+
+
 def trace_workload(rows: pd.DataFrame, settings: Settings) -> Workload:
-    """One task of one unit per trace row."""
+    """One task of one unit per trace row; its need in MB per job (the table's MB per core
+    × its cores)."""
     n = len(rows)
-    cores = numeric_column(rows, "requested_processors")
-    cores = np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
+    cores = trace_cores(rows)
     wall = numeric_column(rows, value_col("walltime"))
     need = np.nan_to_num(numeric_column(rows, value_col("memory")), nan=0.0) * cores
     created = pd.to_datetime(rows.get("creationdate"), errors="coerce", utc=True)
@@ -227,10 +235,11 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
 
 
 def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
-    """A memory kill in the replay's terms, for the sizing engine: the job's cores for its
-    run and the retry's overhead ((1 + ``kill_overhead``) core-hours per core-hour; the run
-    taken whole, an upper bound: the kill lands at the limit's share of it), in bytes of
-    memory slack at ``memory_gb_hour`` (what an allocation that fits costs the engine);
+    """A memory kill in the replay's terms, for the sizing engine sizing memory per core:
+    each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
+    core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
+    limit's share of it), in bytes per core of memory slack at ``memory_gb_hour`` (what an
+    allocation that fits costs the engine, per core: both sides scale with the cores);
     the allocation itself is not charged (holds 0): the cores are the loss."""
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
@@ -239,14 +248,16 @@ def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
     def price(f: Features) -> FailurePrice:
         prices = by_width.get(f.cpus > 1) or settings.allocation.prices
         per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
-        return FailurePrice(fixed=f.cpus * per_core * gb, holds=0.0)
+        return FailurePrice(fixed=per_core * gb, holds=0.0)
 
     return price
 
 
 class OnlineMemory:
     """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
-    a unit, its memory sized by the sizing engine (total bytes; ramCount per core)."""
+    a unit, its memory sized by the sizing engine in bytes per core — the table's unit
+    (a type's jobs may run on 1 or 64 cores: their totals are not one distribution) —
+    the replay's per-job MB divided by the job's cores on the way in."""
 
     def __init__(self, rows: pd.DataFrame, work: Workload, settings: Settings,
                  history: pd.DataFrame | None = None, *, cap: float | None = None) -> None:  # fmt: skip
@@ -259,7 +270,7 @@ class OnlineMemory:
         self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
-        request = numeric_column(rows, request_col("memory")) * work.cores * MB
+        request = numeric_column(rows, request_col("memory")) * MB
         self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
@@ -269,11 +280,10 @@ class OnlineMemory:
 
     def _start(self, history: pd.DataFrame, columns: list[str]) -> None:
         """Each type's history: the table's training rows that ran with a measured need."""
-        cores = numeric_column(history, "requested_processors")
-        cores = np.where(np.isnan(cores) | (cores < 1), 1.0, np.ceil(cores))
-        need = numeric_column(history, value_col("memory")) * cores * MB
+        cores = trace_cores(history)
+        need = numeric_column(history, value_col("memory")) * MB
         wall = numeric_column(history, value_col("walltime"))
-        request = numeric_column(history, request_col("memory")) * cores * MB
+        request = numeric_column(history, request_col("memory")) * MB
         ok = np.isfinite(need) & (need > 0) & np.isfinite(wall) & (wall > 0)
         keys = type_keys(history, columns)
         for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
@@ -283,29 +293,34 @@ class OnlineMemory:
             self.engine.start_type(key, features, need[at], wall[at])
             self.counts["history"] += int(at.sum())
 
-    def _per_core(self, unit: int, total: float) -> float:
-        """The ramCount (MB/core) of a total need the engine plans for (bytes)."""
-        ok = np.isfinite(total) and total > 0
-        return total / self.grace / MB / self.cores[unit] if ok else np.nan
+    def _ram(self, per_core: float) -> float:
+        """The ramCount (MB/core) of a need per core the engine plans for (bytes)."""
+        ok = np.isfinite(per_core) and per_core > 0
+        return per_core / self.grace / MB if ok else np.nan
+
+    def _bytes_per_core(self, unit: int, job_mb: float) -> float:
+        """A job's memory as the replay tells it (MB per job) in the engine's unit."""
+        return job_mb * MB / self.cores[unit]
 
     def first(self, unit: int) -> float:
-        ram = self._per_core(unit, self.engine.allocate(self.keys[unit], self.features[unit]))
+        ram = self._ram(self.engine.allocate(self.keys[unit], self.features[unit]))
         self.counts["sized" if ram == ram else "unsized"] += 1
         return ram
 
     def retry(self, unit: int, failed_mb: float) -> float:
         self.counts["retries"] += 1
-        failed = failed_mb * MB
-        return self._per_core(unit, self.engine.retry(self.keys[unit], self.features[unit], failed))
+        failed = self._bytes_per_core(unit, failed_mb)
+        return self._ram(self.engine.retry(self.keys[unit], self.features[unit], failed))
 
     def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
         if not need_mb > 0:  # a job without a measured need teaches nothing
             return
         key, f = self.keys[unit], self.features[unit]
+        need = self._bytes_per_core(unit, need_mb)
         if censored:
-            self.engine.observe_kill(key, f, need_mb * MB, runtime_s)
+            self.engine.observe_kill(key, f, need, runtime_s)
         else:
-            self.engine.observe(key, f, need_mb * MB, runtime_s)
+            self.engine.observe(key, f, need, runtime_s)
         self.counts["learnt"] += 1
         self.counts["censored"] += int(censored)
 

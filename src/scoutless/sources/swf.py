@@ -7,11 +7,15 @@ D. Krakov, "Experience with using the Parallel Workloads Archive", JPDC 74(10), 
 the log's donor named in its header (kept in ``info['header']``).
 
 One job is one task (SWF has no grouping). Targets: walltime = run time (s); cputime =
-average CPU time per processor (CPU s per core); memory = used memory per processor
-(MB per core) — except where the header says the log's memory is ``quantity=per_job``
-(LPC-EGEE: virtual, serial jobs), then MB per job. Zero used memory counts as unknown
-(several logs write 0 for jobs too short to be sampled). Only jobs that ran count
-(run time > 0, status completed or failed; cancelled-before-start jobs are dropped).
+average CPU time per processor (CPU s per core); memory = used memory in MB per core.
+SWF's memory fields are KB per processor unless the header says a field's quantity is
+``per_job`` (LPC-EGEE: ``mem_used`` and ``mem_req``); both are converted once, here, to
+the job table's unit — MB per core of the job's ``cores`` (the requested processors, the
+allocated ones where the log has no request) — so that whatever reads the table
+(the replay's per-job needs, the online engine, a model's per-core target) multiplies by
+the same cores. Zero used memory counts as unknown (several logs write 0 for jobs too
+short to be sampled). Only jobs that ran count (run time > 0, status completed or failed;
+cancelled-before-start jobs are dropped).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ SWF_FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("partition", "categorical", "swf:partition"),
     FeatureSpec("requested_processors", "numerical", "swf:requested_processors"),
     FeatureSpec("requested_time", "numerical", "swf:requested_time", "s"),
-    FeatureSpec("requested_memory_mb", "numerical", "swf:requested_memory_kb", "MB"),
+    FeatureSpec("requested_memory_mb", "numerical", "swf:requested_memory_kb", "MB/core"),
     FeatureSpec("submit_hour", "numerical", "swf:submit_time", "local hour of day"),
     FeatureSpec("submit_weekday", "numerical", "swf:submit_time", "0 = Monday"),
 )
@@ -135,10 +139,27 @@ def _category(x: pd.Series) -> pd.Series:
     return out
 
 
-def _memory_per_job(header: dict[str, Any]) -> bool:
+def _memory_per_job(header: dict[str, Any], field: str = "mem_used") -> bool:
+    """Whether the header says the memory ``field`` (``mem_used``, ``mem_req``) is per job
+    (``Note: The 'mem_used' column relates to: quantity=per_job``), not per processor."""
     notes = header.get("Note", [])
     notes = notes if isinstance(notes, list) else [notes]
-    return any("mem_used" in n and "per_job" in n for n in notes)
+    return any(field in n and "per_job" in n for n in notes)
+
+
+def _cores(j: pd.DataFrame) -> pd.Series:
+    """The processors a job runs on: those it requested, those it was given where the log
+    has no request (1 where it has neither)."""
+    requested = j["requested_processors"].where(j["requested_processors"] >= 1)
+    allocated = j["allocated_processors"].where(j["allocated_processors"] >= 1)
+    return requested.fillna(allocated).fillna(1.0)
+
+
+def memory_mb_per_core(kb: pd.Series, cores: pd.Series, per_job: bool) -> pd.Series:
+    """An SWF memory field (KB per processor, or per job where the header says so; NaN
+    unknown) in the job table's unit, MB per core: the one place SWF's memory is converted."""
+    mb = kb / 1024.0
+    return mb / cores if per_job else mb
 
 
 def _timezone(header: dict[str, Any]) -> str:
@@ -164,8 +185,12 @@ def swf_jobs(log: SwfLog, *, name: str = "swf") -> TraceJobs:
     local = submit.dt.tz_convert(_timezone(log.header))
     wait = j["wait_time"].where(j["wait_time"] >= 0, 0.0)
     finished = pd.to_datetime(start + j["submit_time"] + wait + j["run_time"], unit="s", utc=True)
-    per_job_memory = _memory_per_job(log.header)
-    used_mem = j["used_memory_kb"].where(j["used_memory_kb"] > 0) / 1024.0
+    cores = _cores(j)
+    used_kb = j["used_memory_kb"].where(j["used_memory_kb"] > 0)
+    used_mem = memory_mb_per_core(used_kb, cores, _memory_per_job(log.header))
+    requested_mem = memory_mb_per_core(
+        _unknown(j["requested_memory_kb"]), cores, _memory_per_job(log.header, "mem_req")
+    )
     frame = pd.DataFrame(
         {
             "jeditaskid": j["job_number"].astype(np.int64),
@@ -178,7 +203,8 @@ def swf_jobs(log: SwfLog, *, name: str = "swf") -> TraceJobs:
             "partition": _category(j["partition"]),
             "requested_processors": _unknown(j["requested_processors"]),
             "requested_time": _unknown(j["requested_time"]),
-            "requested_memory_mb": _unknown(j["requested_memory_kb"]) / 1024.0,
+            "requested_memory_mb": requested_mem,
+            "cores": cores,
             "submit_hour": local.dt.hour.astype(float),
             "submit_weekday": local.dt.day_of_week.astype(float),
             "walltime_value": j["run_time"],
@@ -187,11 +213,11 @@ def swf_jobs(log: SwfLog, *, name: str = "swf") -> TraceJobs:
             request_col("walltime"): _unknown(j["requested_time"]),
             # the wall limit is also the CPU limit of a core: the only CPU "request" SWF has
             request_col("cputime"): _unknown(j["requested_time"]),
-            request_col("memory"): _unknown(j["requested_memory_kb"]) / 1024.0,
+            request_col("memory"): requested_mem,
         }
     )
     units = {
-        "memory": "MB/job (virtual)" if per_job_memory else "MB/core",
+        "memory": "MB/core",
         "cputime": "CPU s/core",
         "walltime": "s",
     }
