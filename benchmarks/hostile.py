@@ -42,7 +42,7 @@ import numpy as np
 
 from load_client import RawClient, start_server
 from record import add_out, emit, reference_loop_s
-from serve_world import request_rows, sample_task_ids, served_world
+from serve_world import add_world, request_rows, sample_task_ids, served_world
 
 GOALS = {"refused_share": 0.01, "peak_growth_mb": 100, "healthz_max_ms": 100}
 
@@ -266,8 +266,7 @@ def verdict(results: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bundle", type=Path)
-    parser.add_argument("--db", help="history with tasks (default: a small synthetic one)")
+    add_world(parser)
     parser.add_argument("--stalled", type=int, default=64)
     parser.add_argument("--good", type=int, default=450)
     parser.add_argument("--wide-tasks", type=int, default=2_130_975)

@@ -58,6 +58,7 @@ from bare_compare import VS_BARE_GOALS, vs_bare
 from load_client import Request, by_id, drive, post, repeated, start_server, tree_cpu_seconds
 from record import add_out, emit, reference_loop_s
 from serve_world import (
+    add_world,
     ensure_history,
     history_world,
     request_rows,
@@ -151,8 +152,7 @@ def serve_and_measure(bundle: Path, db_url: str, log_url: str, args: argparse.Na
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bundle", type=Path)
-    parser.add_argument("--db", help="history with tasks (default: a small synthetic one)")
+    add_world(parser)
     parser.add_argument("--pg-url", help="the same kind of history in PostgreSQL")
     parser.add_argument("--pg-tasks", type=int, default=20_000,
                         help="tasks generated into --pg-url when it holds none")  # fmt: skip

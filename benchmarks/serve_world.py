@@ -7,6 +7,7 @@ module of ``serve.py``, not a benchmark of its own.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -100,6 +101,12 @@ def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], lis
     finally:
         engine.dispose()
     return bundle, url, known, moved
+
+
+def add_world(parser: argparse.ArgumentParser) -> None:
+    """The options :func:`served_world` reads: ``--bundle`` and ``--db``."""
+    parser.add_argument("--bundle", type=Path)
+    parser.add_argument("--db", help="history with tasks (default: a small synthetic one)")
 
 
 def served_world(folder: Path, bundle: Path | None, db_url: str | None) -> tuple[Path, str]:

@@ -33,27 +33,17 @@ def realism_tables(doc: dict[str, Any]) -> list[Table]:
         for side in ("real", "synthetic")
     ]
     within = ("tasks", "pss_per_core_cv_median", "wall_cv_median", "mixed_core_share")
+    tables.append(_per_side(doc, "within_task", within, "Within-task spread"))
     tables.append(
-        Table(
-            "Within-task spread",
-            ["", *within],
-            [
-                [label(s), *(figure(doc, (s, "within_task", c)) for c in within)]
-                for s in ("real", "synthetic")
-            ],
-        )
-    )
-    tables.append(
-        Table(
-            "Scouts' class = whole task's class",
-            ["", *TARGETS],
-            [
-                [label(s), *(figure(doc, (s, "scout_class_agreement", t)) for t in TARGETS)]
-                for s in ("real", "synthetic")
-            ],
-        )
+        _per_side(doc, "scout_class_agreement", TARGETS, "Scouts' class = whole task's class")
     )
     return tables
+
+
+def _per_side(doc: dict[str, Any], key: str, cols: tuple[str, ...], title: str) -> Table:
+    """One row per side (real, synthetic), the figures under ``(side, key, col)``."""
+    body = [[label(s), *(figure(doc, (s, key, c)) for c in cols)] for s in ("real", "synthetic")]
+    return Table(title, ["", *cols], body)
 
 
 def canary_tables(doc: dict[str, Any]) -> list[Table]:

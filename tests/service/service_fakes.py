@@ -7,6 +7,7 @@ slow a test down (the real bundle is exercised in ``test_real_bundle.py``).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from datetime import datetime
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
 from scoutless.features.encoders import FeatureEncoder
@@ -28,6 +30,18 @@ TOKEN = "tester-token-0123456789"
 LOOPBACK = ("127.0.0.1", 50000)
 
 PROCESSING_TYPES = ["evgen", "simul", "reco", "deriv", "merge"]
+
+
+def held_app(release: asyncio.Event) -> ASGIApp:
+    """An ASGI app that answers 200 once ``release`` is set, never reading the body (as a
+    GET route does): each request holds what the middleware gave it until then."""
+
+    async def held(scope: Scope, receive: Receive, send: Send) -> None:
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    return held
 
 
 def task(**overrides: Any) -> dict[str, Any]:

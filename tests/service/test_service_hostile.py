@@ -12,7 +12,7 @@ import time
 
 import httpx
 import pytest
-from service_fakes import task
+from service_fakes import held_app, task
 from service_procs import ServerProcess
 
 from scoutless.config import ServiceSettings
@@ -151,12 +151,7 @@ def test_uploads_in_parts_are_bounded_apart_from_requests_whose_body_is_in() -> 
 def test_a_body_on_a_route_that_never_reads_it_does_not_dodge_the_slots() -> None:
     release = asyncio.Event()
 
-    async def slow(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
-        await release.wait()  # works without reading the body, as a GET route does
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    limits = LimitsMiddleware(slow, ServiceSettings(max_concurrent=1))
+    limits = LimitsMiddleware(held_app(release), ServiceSettings(max_concurrent=1))
 
     async def run() -> list[int]:
         transport = httpx.ASGITransport(app=limits)

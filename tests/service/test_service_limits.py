@@ -13,7 +13,7 @@ import uuid
 
 import httpx
 import pytest
-from service_fakes import task
+from service_fakes import held_app, task
 from service_procs import ServerProcess
 
 from scoutless.config import ServiceSettings
@@ -71,12 +71,7 @@ def test_stalled_oversized_and_vanished_uploads(tmp_path, servers) -> None:
 def test_requests_beyond_the_concurrency_limit_get_503_at_once() -> None:
     release = asyncio.Event()
 
-    async def slow(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
-        await release.wait()
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    limits = LimitsMiddleware(slow, ServiceSettings(max_concurrent=2))
+    limits = LimitsMiddleware(held_app(release), ServiceSettings(max_concurrent=2))
 
     async def run() -> list[int]:
         transport = httpx.ASGITransport(app=limits)

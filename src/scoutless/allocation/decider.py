@@ -77,9 +77,6 @@ class SiteDecision:
         """The same decision under other rules per width (a replay's site loads)."""
         return dataclasses.replace(self, rules=dict(rules))
 
-    def with_spreads(self, spreads: SpreadTable | None) -> SiteDecision:
-        return dataclasses.replace(self, spreads=spreads)
-
     def job(self, numbers: Numbers, n: int, dists: Mapping[str, ValueDistribution]) -> JobContext:
         """Per task, the job priced, from its submission features: a job runs for the
         walltime median (within the site's longest queue; a typical job's where the

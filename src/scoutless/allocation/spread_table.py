@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.allocation.values import JobSpread, spread_strata
+from scoutless.fast_paths import current
 
 #: the submission feature that names a task's kind
 KIND_FEATURE = "processingtype"
@@ -66,6 +67,9 @@ class SpreadTable:
             return None
         if not len(kinds):
             return JobSpread(np.ones((0, len(self.weights))), self.weights)
+        if len(kinds) <= current().few_tasks:  # a served request: no pandas calls
+            rows = [per_kind.get(_kind_name(k), per_kind[ANY]) for k in kinds]
+            return JobSpread(np.array(rows), self.weights)
         inverse, names = pd.factorize(_kind_names(kinds))  # one row per kind, not per task
         rows = np.stack([per_kind.get(k, per_kind[ANY]) for k in names.tolist()])
         return JobSpread(rows[inverse], self.weights)
@@ -89,3 +93,8 @@ class SpreadTable:
 def _kind_names(kinds: Sequence[Any] | np.ndarray) -> pd.Series:
     """Each task's kind as a name (unset: :data:`UNKNOWN_KIND`, as the replay's workload)."""
     return pd.Series(np.asarray(kinds, dtype=object)).fillna(UNKNOWN_KIND).astype(str)
+
+
+def _kind_name(kind: Any) -> str:
+    """:func:`_kind_names` of one task's kind, in plain Python."""
+    return UNKNOWN_KIND if pd.isna(kind) else str(kind)

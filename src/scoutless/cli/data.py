@@ -135,7 +135,6 @@ def build(
     With --scheduler the table is a folder of Parquet parts built on Dask (same rows)."""
     from scoutless.history.build import build_table_from_db
     from scoutless.history.panda_db import DatabaseUnavailable, make_engine
-    from scoutless.history.validation import BadRowsError
 
     url = _db_url(db)
     if export is not None and scheduler is None:
@@ -162,8 +161,6 @@ def build(
                 with_history=history,
                 read_truth=synthetic_truth,
             )
-    except BadRowsError as exc:
-        raise UserError(str(exc)) from exc
     except DatabaseUnavailable as exc:
         _refuse(url, exc)
     table.save(out)

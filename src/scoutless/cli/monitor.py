@@ -333,7 +333,6 @@ def retrain(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from scoutless.ops.retrain import RetrainError
     from scoutless.ops.retrain import retrain as run_retrain
     from scoutless.training import train_bundle
 
@@ -344,16 +343,13 @@ def retrain(
         Progress(*columns, console=console, transient=True) as progress,
     ):
         task = progress.add_task("retraining", total=None)
-        try:
-            result = run_retrain(
-                engine, registry, since=_parse_date(since), margin=margin,
-                models=tuple(m.strip() for m in models.split(",") if m.strip()),
-                max_epochs=max_epochs,
-                on_step=lambda msg: progress.update(task, description=msg),
-                trainer=functools.partial(train_bundle, fit_model=fit_model),
-            )  # fmt: skip
-        except RetrainError as exc:
-            raise UserError(str(exc)) from exc
+        result = run_retrain(
+            engine, registry, since=_parse_date(since), margin=margin,
+            models=tuple(m.strip() for m in models.split(",") if m.strip()),
+            max_epochs=max_epochs,
+            on_step=lambda msg: progress.update(task, description=msg),
+            trainer=functools.partial(train_bundle, fit_model=fit_model),
+        )  # fmt: skip
     table = Table(title=f"retrain: {'promoted' if result.promoted else 'kept champion'}")
     table.add_column("target")
     table.add_column(f"champion {result.champion_before or '-'}", justify="right")

@@ -121,14 +121,12 @@ def dead_letters(
     from rich.markup import escape
     from rich.table import Table
 
-    from scoutless.history.panda_db import DatabaseUnavailable, existing_database
+    from scoutless.history.panda_db import existing_database
     from scoutless.panda import dead_letters as dl
 
     engine = existing_database(db or get_settings().resolved_db_url())
     try:
         counts, latest = dl.counts(engine), dl.recent(engine, limit)
-    except DatabaseUnavailable as exc:
-        raise UserError(str(exc)) from exc
     finally:
         engine.dispose()
     total = sum(counts.values())
@@ -249,19 +247,17 @@ def _fill(
 ) -> dict[str, Any]:
     """The filled parameters, skipScout as the rollout decides for this task (its name is
     the stable key before submission), the arm and its reason on stderr."""
-    from scoutless.allocation.arms import RolloutError, assign, task_key
+    from scoutless.allocation.arms import assign, task_key
     from scoutless.features.extract import features_from_taskparams, parse_taskparams
-    from scoutless.history.panda_db import DatabaseUnavailable, existing_database
+    from scoutless.history.panda_db import existing_database
     from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
     from scoutless.ops.rollout import default_state, read_rollout
 
     skip = get_settings().listener.skip_scout_policies
     url = db or get_settings().db_url
-    try:  # no database named: the configured default mode (nothing to read)
-        state = read_rollout(existing_database(url)) if url else default_state()
-        key = task_key(params.get("jediTaskID"), params.get("taskName"))
-    except (DatabaseUnavailable, RolloutError) as exc:
-        raise UserError(str(exc)) from exc
+    # no database named: the configured default mode (nothing to read)
+    state = read_rollout(existing_database(url)) if url else default_state()
+    key = task_key(params.get("jediTaskID"), params.get("taskName"))
     features = features_from_taskparams(parse_taskparams(params))
     arm = assign(state, key, eligible_to_skip(task, policy, skip), features)
     console.print(f"rollout {state.describe()}: arm {arm.arm} ({arm.reason})")

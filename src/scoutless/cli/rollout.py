@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 
 app = typer.Typer(no_args_is_help=True)
@@ -69,23 +68,18 @@ def set_mode(
     recorded as made by this account (``os:NAME``)."""
     from rich.markup import escape
 
-    from scoutless.allocation.arms import RolloutError
-    from scoutless.history.panda_db import DatabaseUnavailable
     from scoutless.ops.rollout import already_skipped, os_identity, read_rollout, set_rollout
 
     engine = _engine(db, writes=True)
-    try:
-        before = read_rollout(engine)
-        if mode == "full":
-            reason = _full_reason(engine, before.mode, reason, force)
-        state = set_rollout(
-            engine, mode, share=share, seed=seed, scope=parse_scope(scope or []),
-            reason=reason, changed_by=os_identity(),
-            expected_version=before.version if if_version is None else if_version,
-        )  # fmt: skip
-        kept = already_skipped(engine) if mode == "shadow" else []
-    except (RolloutError, DatabaseUnavailable) as exc:
-        raise UserError(str(exc)) from exc
+    before = read_rollout(engine)
+    if mode == "full":
+        reason = _full_reason(engine, before.mode, reason, force)
+    state = set_rollout(
+        engine, mode, share=share, seed=seed, scope=parse_scope(scope or []),
+        reason=reason, changed_by=os_identity(),
+        expected_version=before.version if if_version is None else if_version,
+    )  # fmt: skip
+    kept = already_skipped(engine) if mode == "shadow" else []
     console.print(
         f"rollout: {escape(before.describe())} → [bold]{escape(state.describe())}[/bold] "
         f"(version {state.version}, by {escape(state.changed_by)})"

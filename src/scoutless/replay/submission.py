@@ -29,7 +29,7 @@ import pandas as pd
 from scoutless.allocation.allocate import Allocation, ScoutChoice, unseen_application
 from scoutless.allocation.context import JobContext, history_job_context
 from scoutless.allocation.costs import walltime_limit_s
-from scoutless.allocation.decider import SiteDecision
+from scoutless.allocation.decider import SiteDecision, standard_types
 from scoutless.allocation.policies import make_policy
 from scoutless.allocation.spread_table import KIND_FEATURE, SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
@@ -74,13 +74,12 @@ def workload_context(work: Workload, wall_s: np.ndarray) -> JobContext:
 
 def price_groups(cores: np.ndarray, cfg: ReplaySettings) -> list[tuple[str, np.ndarray]]:
     """(standard resource type, task rows) pairs: single-core tasks, then multi-core ones."""
+    names = standard_types(cfg.resource_types)
     groups = []
     for multicore in (False, True):
         rows = np.flatnonzero((np.asarray(cores) > 1) == multicore)
-        types = [(t.mb_per_core, name) for name, t in cfg.resource_types.items()
-                 if t.multicore == multicore]  # fmt: skip
-        if rows.size and types:
-            groups.append((min(types)[1], rows))
+        if rows.size and multicore in names:
+            groups.append((names[multicore], rows))
     return groups
 
 

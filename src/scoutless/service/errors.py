@@ -14,6 +14,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+from starlette.types import Send
+
 log = logging.getLogger("scoutless.service")
 
 
@@ -39,6 +42,18 @@ def error_item(kind: str, msg: str, loc: Sequence[str | int] = ()) -> dict[str, 
 
 def error_body(kind: str, msg: str, loc: Sequence[str | int] = ()) -> dict[str, Any]:
     return {"detail": [error_item(kind, msg, loc)]}
+
+
+async def send_error(
+    send: Send, status: int, kind: str, msg: str, headers: dict[str, str] | None = None
+) -> None:
+    """Answer ``status`` with the error body straight through ASGI ``send`` (the plain
+    middlewares' refusals, before any route)."""
+    body = orjson.dumps(error_body(kind, msg))
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
 
 
 def log_error(kind: str, exc: BaseException | str) -> str:

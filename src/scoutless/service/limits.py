@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scoutless.config import ServiceSettings
-from scoutless.service.errors import ServiceError, error_body
+from scoutless.service.errors import ServiceError, send_error
+from scoutless.service.request_guard import BODY_METHODS
 from scoutless.service.task_count import OUTSIDE_VALUES, TaskCounter
 
 #: paths the limits never refuse (probes must see a busy service as alive)
@@ -32,9 +32,6 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 #: the route whose body's tasks are counted as it arrives
 PREDICT_PATH = "/v1/predict"
 RETRY = {"retry-after": "1"}
-#: the methods whose routes read a body before any work; a body sent with another method
-#: is never read, so such a request counts at once (it cannot dodge the slots by a body)
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 class LimitsMiddleware:
@@ -55,11 +52,13 @@ class LimitsMiddleware:
             return
         declared, has_body = _body_headers(scope)
         if declared is not None and declared > self.max_bytes:
-            await _refuse(send, 413, "body_too_large", self.too_large(declared))
+            await send_error(send, 413, "body_too_large", self.too_large(declared))
             return
-        if not has_body or scope["method"] not in BODY_METHODS:  # the request is in
+        # the request is in: no body, or one its method's routes never read (such a
+        # request counts at once: it cannot dodge the slots by a body)
+        if not has_body or scope["method"] not in BODY_METHODS:
             if self.in_progress >= self.max_concurrent:
-                await _refuse(send, 503, "busy", self.busy(), RETRY)
+                await send_error(send, 503, "busy", self.busy(), RETRY)
                 return
             self.in_progress += 1
             try:
@@ -175,13 +174,3 @@ def _body_headers(scope: Scope) -> tuple[int | None, bool]:
         elif name == b"transfer-encoding":
             has_body = True
     return length, has_body
-
-
-async def _refuse(
-    send: Send, status: int, kind: str, msg: str, headers: dict[str, str] | None = None
-) -> None:
-    body = orjson.dumps(error_body(kind, msg))
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})

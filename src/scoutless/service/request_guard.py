@@ -21,13 +21,13 @@ Plain ASGI, header lookups only (the service is latency-bound): one pass over th
 
 from __future__ import annotations
 
-import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scoutless.config import ServiceSettings
-from scoutless.service.errors import error_body
+from scoutless.service.errors import send_error
 
-#: the methods whose requests carry a body a page could forge
+#: the methods whose requests carry a body a page could forge (and whose routes read it
+#: before any work: ``limits``)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 #: the names of this machine, answered in the loopback mode whatever else is configured
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
@@ -51,7 +51,7 @@ class RequestGuard:
         if scope["type"] == "http":
             refusal = self.refusal(scope)
             if refusal is not None:
-                await _answer(send, *refusal)
+                await send_error(send, *refusal)
                 return
         await self.app(scope, receive, send)
 
@@ -98,10 +98,3 @@ def is_json(content_type: bytes | None) -> bool:
     media = content_type.partition(b";")[0].strip().lower()
     return media == b"application/json" or (media.startswith(b"application/")
                                              and media.endswith(b"+json"))  # fmt: skip
-
-
-async def _answer(send: Send, status: int, kind: str, msg: str) -> None:
-    body = orjson.dumps(error_body(kind, msg))
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -27,14 +27,11 @@ _NOT_READY = {"ready": False, "checks": {"model": True, "prediction_log": True, 
               "jedi_tasks, jedi_taskparams, jedi_datasets: tasks cannot be read by id"}}  # fmt: skip
 
 
-async def _history_problem(backend: Any) -> str | None:
+async def _history_problem(reader: Any) -> str | None:
     """Why tasks cannot be read by id: the tables the served database lacks (a mistyped
     SQLite path, a database that is not a PanDA history); None when they are there or
     the database cannot be reached now (an outage answers 503 on that route alone).
     Looked up once, and again after a failed read (``TaskReader.missing_tables``)."""
-    reader = getattr(backend, "reader", None)
-    if reader is None:
-        return None
     missing = await asyncio.to_thread(reader.missing_tables)
     if not missing:
         return None
@@ -55,8 +52,9 @@ async def readyz(state: StateDep, response: Response) -> dict[str, object]:
     readiness = state.backend.readiness() if state.backend is not None else None
     checks = dict(readiness.checks) if readiness else {"model": False, "prediction_log": False}
     problems = dict(state.errors)
-    if getattr(state.backend, "reader", None) is not None:
-        history = await _history_problem(state.backend)
+    reader = getattr(state.backend, "reader", None)
+    if reader is not None:
+        history = await _history_problem(reader)
         checks["history"] = history is None
         if history is not None:
             problems["history"] = history
