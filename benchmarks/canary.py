@@ -102,7 +102,7 @@ def _rehearse(url: str, bundle, n: int, folder: Path, settings) -> dict:  # type
     written = write_rehearsal(kept[0], url, target, settings, bins=bundle.bins)
     engine = make_engine(target)
     collect_impact(engine)
-    report = impact_report(engine, every="30D")
+    report = impact_report(engine, every="30D", settings=settings.rollout)
     engine.dispose()
     arms = document["strategies"]["canary"]["arms"]
     gap, compared = _largest_gap(arms, report.per_arm)

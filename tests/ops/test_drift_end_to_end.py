@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from scoutless.bundle import load_bundle
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.history.build import build_training_table
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import create_schema, make_engine, read_history
@@ -141,7 +142,7 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(), config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=50),
     )  # fmt: skip
     report = monitor_step(ctx)
@@ -222,7 +223,7 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(), config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=200),
     )  # fmt: skip
     report = monitor_step(ctx)

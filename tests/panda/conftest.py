@@ -98,7 +98,7 @@ def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]: 
     from scoutless.ops.rollout import set_rollout
 
     # these modules test the path where eligible tasks skip their scouts: full, said so
-    set_rollout(engine, "full", reason="e2e tests: eligible tasks skip", changed_by="tests")
+    set_rollout(engine, "full", seed=0, reason="e2e tests: eligible tasks skip", changed_by="tests")
     frames = generate_chunk(1000, first_task_id=500_000 + 10_000 * next(_WORLDS), seed=7)
     jedi = JediStandIn(engine, frames, broker, status_q)
     agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -163,8 +162,12 @@ def masked_url(text: str) -> str:
         return text
 
 
-@lru_cache(maxsize=1)
 def get_settings() -> Settings:
+    """The settings as the environment and the file give them now. Only a composition root
+    calls this (a command, the app factory, a worker process, a benchmark's main; listed in
+    tests/test_settings_roots.py): it reads them once where its process starts and passes
+    them, or the section a callee needs, down as arguments. Nothing caches them, so a test
+    sets the environment or passes a ``Settings`` and clears nothing."""
     return Settings()
 
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
     select,
 )
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.features.history import history_keys
 from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import read_history
@@ -149,7 +149,7 @@ def collect_actuals(
     engine: Engine,
     bins: dict[str, TargetBins],
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     recollect: bool = False,
     log_engine: Engine | None = None,
     update_history: bool = True,
@@ -161,7 +161,6 @@ def collect_actuals(
     Newly collected tasks also update the history-feature store in ``engine``
     (``update_history``; never on a recollect, which would count them twice).
     """
-    settings = settings or get_settings()
     log = PredictionLog(log_engine or engine)
     predicted = log.task_ids()
     done: set[int] = set()
