@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from panda_history import load_into
 
+from scoutless.config import HistorySettings
 from scoutless.history.build import task_history_frame
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import (
@@ -56,7 +57,7 @@ def _with_store(engine, frames: dict) -> None:  # type: ignore[no-untyped-def]
     done = task_history_frame(
         history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks)
     )
-    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), HistorySettings())
 
 
 @pytest.fixture

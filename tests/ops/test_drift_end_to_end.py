@@ -142,7 +142,8 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, settings=Settings(), config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(),
+        config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=50),
     )  # fmt: skip
     report = monitor_step(ctx)
@@ -223,7 +224,8 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, settings=Settings(), config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(),
+        config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=200),
     )  # fmt: skip
     report = monitor_step(ctx)

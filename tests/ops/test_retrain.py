@@ -106,7 +106,8 @@ def test_crash_mid_retrain_leaves_previous_champion(
     if fail_at == "promote":
         monkeypatch.setattr(reg, "atomic_write_text", boom)  # the promotion write
     with pytest.raises(RuntimeError, match=f"crash in {fail_at}"):
-        rt.retrain(None, root, trainer=trainer, loader=fake_loader, settings=Settings())  # type: ignore[arg-type]
+        rt.retrain(None, root, trainer=trainer, loader=fake_loader,  # type: ignore[arg-type]
+                   settings=Settings())
     assert reg.resolve_champion(root).name == "old"
     leftovers = [p.name for p in (root / "versions").iterdir() if p.name.startswith(".")]
     assert leftovers == []

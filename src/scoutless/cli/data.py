@@ -62,6 +62,7 @@ def generate(
             scenario=scenario,
             drift_start=drift_start,
             first_task_id=first_task_id,
+            within=get_settings().within_task,
             progress=True,
         )
     except DatabaseUnavailable as exc:

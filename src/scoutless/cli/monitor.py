@@ -38,8 +38,9 @@ ConfigOpt = Annotated[
 def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
     from scoutless.history.panda_db import existing_database, make_engine  # `--help` stays light
 
-    engine = existing_database(db or get_settings().resolved_db_url())  # read: never created
-    return engine, make_engine(log_db) if log_db else engine
+    settings = get_settings()
+    engine = existing_database(db or settings.resolved_db_url(), schema=settings.db_schema)
+    return engine, make_engine(log_db, schema=settings.db_schema) if log_db else engine
 
 
 def _load_champion(registry: Path) -> Any:
@@ -140,7 +141,8 @@ def report(
 
         try:  # the rollout's impact where it has been collected (monitor impact)
             rollout = get_settings().rollout
-            impact = (impact_report(ops_engine, every=every, since=since, settings=rollout), rollout)
+            report = impact_report(ops_engine, every=every, since=since, settings=rollout)
+            impact = (report, rollout)
         except ImpactError:
             impact = None
         path = render_report(snapshot, predictor.bins, html, alerts=alerts, impact=impact)

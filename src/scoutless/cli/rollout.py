@@ -22,8 +22,11 @@ def _engine(db: str | None, *, writes: bool = False) -> Any:
     reading never creates one (a mistyped path is said as such)."""
     from scoutless.history.panda_db import existing_database, make_engine
 
-    url = db or get_settings().resolved_db_url()
-    return make_engine(url, create_dirs=False) if writes else existing_database(url)
+    settings = get_settings()
+    url, schema = db or settings.resolved_db_url(), settings.db_schema
+    if writes:
+        return make_engine(url, create_dirs=False, schema=schema)
+    return existing_database(url, schema=schema)
 
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.output import FormatOption, checked, give, notes
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad
     from scoutless.sources.nextflow import read_nextflow
 
     try:
-        trace = read_nextflow(files, workflow, skip_bad=skip_bad)
+        trace = read_nextflow(files, workflow, skip_bad=skip_bad, settings=get_settings().sizing)
     except TraceParseError as exc:
         raise trace_error(exc, skip_bad) from exc
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +119,7 @@ def size(
         raise UserError(str(exc)) from exc
     name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
     start = time.perf_counter()
-    result = size_workflow(frame, name, seed, cold_histories=histories)
+    result = size_workflow(frame, name, seed, settings=get_settings(), cold_histories=histories)
     doc = {
         "protocol": protocol, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
         "workflows": {name: result},

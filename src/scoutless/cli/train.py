@@ -10,7 +10,7 @@ import typer
 
 from scoutless.cli import scale
 from scoutless.cli.errors import UserError
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.models.families import FAMILY_NAMES
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ def train(
                 n_jobs=threads,
                 dnn_variants=variants,
                 fit_model=fit_model,
+                settings=get_settings(),
             )
     except (FileNotFoundError, TableError, TrainingError) as exc:
         raise UserError(str(exc)) from exc

@@ -24,6 +24,7 @@ from scoutless.config.replay import (
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.settings import (
     CONFIG_ENV,
+    PANDA_SCHEMA,
     BadDatabaseUrl,
     Settings,
     SettingsFileError,
@@ -39,6 +40,7 @@ from scoutless.config.training import SplitSettings, TrainingSettings, WithinTas
 __all__ = [
     "CONFIG_ENV",
     "EXTRA_STRATEGY_NAMES",
+    "PANDA_SCHEMA",
     "REPLAY_POLICIES",
     "STRATEGY_NAMES",
     "AllocationSettings",

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 CONFIG_ENV = "SCOUTLESS_CONFIG"
 
 
+#: PanDA's PostgreSQL schema (``Settings.db_schema``'s default)
+PANDA_SCHEMA = "doma_panda"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
@@ -49,7 +53,7 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
     )
     db_schema: str | None = Field(
-        "doma_panda",
+        PANDA_SCHEMA,
         description="PostgreSQL schema of PanDA's tables, searched first (search_path "
         "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
     )

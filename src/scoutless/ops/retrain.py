@@ -190,7 +190,7 @@ def retrain(
 
         step(f"training challenger on {len(train_rows)} tasks")
         options = {"models": tuple(models), "trials": trials, "seed": seed, "split": split,
-                   "progress": progress, "max_epochs": max_epochs}  # fmt: skip
+                   "progress": progress, "max_epochs": max_epochs, "settings": settings}  # fmt: skip
         challenger_id = _register_challenger(path, trainer, table, options)
 
         step(f"scoring on {len(holdout)} held-out recent tasks")

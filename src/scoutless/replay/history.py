@@ -28,7 +28,7 @@ def workload_from_db(
 ) -> tuple[Workload, pd.DataFrame]:
     """Workload and submission features of the history's tasks (``only`` those ids; a seeded
     sample of ``n_tasks``)."""
-    engine = make_engine(url, read_only=True)
+    engine = make_engine(url, read_only=True, schema=settings.db_schema)
     try:
         ids = np.asarray(task_ids(engine), dtype=np.int64)
         if only is not None:

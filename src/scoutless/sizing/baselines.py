@@ -6,11 +6,12 @@ Kubernetes VPA, the users' requests and the oracle. Each is a small `Sizer`; the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoutless.config import get_settings
+from scoutless.config import TargetSettings
 from scoutless.sizing.models import line_fit
 from scoutless.sizing.protocol import TaskType
 
@@ -138,8 +139,14 @@ class Jedi(_SeenNeeds):
 
     name = "jedi"
 
+    def __init__(self, targets: TargetSettings, ladder_mb_per_core: Sequence[float]) -> None:
+        """``targets``: PanDA's memory percentile and margin; ``ladder_mb_per_core``: its
+        retry ladder (``Settings.replay.ram_ladder_mb_per_core``)."""
+        self.targets = targets
+        self.ladder = [mb * MIB for mb in ladder_mb_per_core]
+
     def first(self, task: TaskType, i: int) -> float:
-        targets = get_settings().targets
+        targets = self.targets
         cpus = float(task.online.cpus[i])
         per_core = np.asarray(self.needs) / self._cores
         p = float(np.percentile(per_core, targets.memory_percentile))
@@ -155,8 +162,7 @@ class Jedi(_SeenNeeds):
 
     def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
         cpus = float(task.online.cpus[i])
-        ladder = [mb * MIB for mb in get_settings().replay.ram_ladder_mb_per_core]
-        higher = [step for step in ladder if step > failed / cpus]
+        higher = [step for step in self.ladder if step > failed / cpus]
         return higher[0] * cpus if higher else failed * 2
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scoutless.allocation.quantiles import sample_quantiles
-from scoutless.config import SizingSettings, get_settings
+from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import (
     FailurePrice,
     bandwidth,
@@ -140,7 +140,7 @@ class Engine:
 
     def __init__(
         self,
-        settings: SizingSettings | None = None,
+        settings: SizingSettings,
         *,
         failure_price: Callable[[Features], FailurePrice] | None = None,
         max_kill_probability: float | None = None,
@@ -148,7 +148,7 @@ class Engine:
         """``failure_price``: what a failed attempt of an instance costs (default: the
         protocol's, the allocation held plus `_penalty`); ``max_kill_probability``: each
         attempt's P(need > allocation) at most this (None: no cap, the protocol's)."""
-        self.settings = settings or get_settings().sizing
+        self.settings = settings
         self.failure_price = failure_price
         self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeState] = {}

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.config import Settings
 from scoutless.sizing.protocol import MIN_ROWS, task_types
 from scoutless.sizing.run import GOAL_BASELINES, baseline_sizers, cold_sizer, run_types, warm_sizer
 
@@ -49,6 +50,7 @@ def size_workflow(
     workflow: str,
     seed: int,
     *,
+    settings: Settings,
     cold_histories: Sequence[pd.DataFrame] | None = None,
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
@@ -59,9 +61,9 @@ def size_workflow(
             f"{workflow}: nothing to size: no task type has {MIN_ROWS} instances with rss > 0 "
             f"and realtime > 0 ({len(frame)} rows, {frame['process'].nunique()} task types)"
         )
-    sizers = [*baseline_sizers(), warm_sizer(types)]
+    sizers = [*baseline_sizers(settings), warm_sizer(types, settings.sizing)]
     if cold_histories is not None:
-        sizers.append(cold_sizer(types, cold_histories))
+        sizers.append(cold_sizer(types, cold_histories, settings.sizing))
     out = run_types(types, sizers)
     out["goal"] = {s: goal(out["methods"], s) for s in ("scoutless", "scoutless_cold")
                    if s in out["methods"]}  # fmt: skip

@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.config import Settings, SizingSettings
 from scoutless.sizing import baselines as b
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sizing.protocol import (
@@ -34,14 +35,15 @@ GOAL_BASELINES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def baseline_sizers() -> list[Sizer]:
+def baseline_sizers(settings: Settings) -> list[Sizer]:
     """Fresh baseline sizers for one workflow (state shared across its types, no further)."""
     shared, own_std, own_under = b.ErrorList(), b.ErrorList(), b.ErrorList()
     return [
         b.WittLR("witt_lr_std", shared), b.Tovar(), b.WittPercentile(),
         b.WittLR("witt_lr_std_under", shared, under=True),
         b.WittLR("witt_lr_std_own", own_std), b.WittLR("witt_lr_std_under_own", own_under, under=True),
-        b.UsersRequest(), b.Jedi(), b.Vpa(), b.Oracle(),
+        b.UsersRequest(), b.Jedi(settings.targets, settings.replay.ram_ladder_mb_per_core),
+        b.Vpa(), b.Oracle(),
     ]  # fmt: skip
 
 
@@ -78,11 +80,13 @@ def run_workflow(
     seed: int,
     workflow: str,
     extra: Callable[[list[TaskType]], Sequence[Sizer]] | None = None,
+    *,
+    settings: Settings,
 ) -> dict[str, dict]:
     """The protocol on one workflow's instance table: the baselines and ``extra`` sizers
     (built with the workflow's task types, e.g. scoutless's engine)."""
     types = task_types(frame, seed, workflow)
-    sizers = baseline_sizers() + list(extra(types) if extra else [])
+    sizers = baseline_sizers(settings) + list(extra(types) if extra else [])
     return run_types(types, sizers)
 
 
@@ -125,9 +129,9 @@ def _start(engine: Engine, key: Hashable, inst: Instances, borrowed: bool = Fals
     engine.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
 
 
-def warm_sizer(types: Sequence[TaskType]) -> EngineSizer:
+def warm_sizer(types: Sequence[TaskType], settings: SizingSettings) -> EngineSizer:
     """The engine knowing every type's history up front (the protocol allows it)."""
-    engine = Engine()
+    engine = Engine(settings)
     for task in types:
         _start(engine, task.name, task.history)
     return EngineSizer(engine)
@@ -139,7 +143,9 @@ def type_key(process: str) -> str:
     return str(process).split(":")[-1].strip().lower()
 
 
-def cold_sizer(types: Sequence[TaskType], histories: Sequence[pd.DataFrame]) -> EngineSizer:
+def cold_sizer(
+    types: Sequence[TaskType], histories: Sequence[pd.DataFrame], settings: SizingSettings
+) -> EngineSizer:
     """The engine with none of the workflow's own history: a type whose name recurs in the
     other workflows' tables starts from their instances; every other workflow's type
     shapes the residual prior; a type seen nowhere starts from the user's request."""
@@ -147,7 +153,7 @@ def cold_sizer(types: Sequence[TaskType], histories: Sequence[pd.DataFrame]) -> 
     for frame in histories:
         for name, inst in eligible_types(frame):
             pooled.setdefault(type_key(name), []).append(inst)
-    engine, used = Engine(), set()
+    engine, used = Engine(settings), set()
     for task in types:
         if type_key(task.name) in pooled:
             _start(engine, task.name, Instances.concat(pooled[type_key(task.name)]), True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.config import SizingSettings, get_settings
+from scoutless.config import SizingSettings
 from scoutless.sizing.instances import INSTANCE_COLUMNS, workflow_name
 from scoutless.sources.common import BadLines, TraceParseError, read_text
 
@@ -164,14 +164,13 @@ def read_nextflow(
     workflow: str | None = None,
     *,
     skip_bad: bool = False,
-    settings: SizingSettings | None = None,
+    settings: SizingSettings,
 ) -> NextflowTrace:
     """Nextflow trace file(s) as one instance table (`INSTANCE_COLUMNS`), in file order.
 
     ``workflow`` names every row (default: each file's stem without ``trace_``). Raises
     TraceParseError naming the file and line of the first malformed row (``skip_bad``:
     skip such rows and list them) or of a header without the required columns."""
-    settings = settings or get_settings().sizing
     fields = list(dict.fromkeys([*settings.fields, "time"]))
     bad, frames, missing = BadLines(skip=skip_bad), [], []
     for path in paths:
