@@ -91,13 +91,9 @@ def demo(
 
     _step(3, STEPS, f"train {models} → {bundle_path}")
     train_bundle(
-        table,
-        bundle_path,
-        models=tuple(m.strip() for m in models.split(",") if m.strip()),
-        trials=0,
-        seed=seed,
-        max_epochs=max_epochs, settings=settings,
-    )
+        table, bundle_path, models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        trials=0, seed=seed, max_epochs=max_epochs, settings=settings,
+    )  # fmt: skip
     _carry_spreads(db_path, table, bundle_path, seed, settings)
     _step(4, STEPS, f"evaluate against the baselines → {workdir}")
     predictor = load_bundle(bundle_path)
