@@ -29,6 +29,7 @@ import numpy as np
 import psutil
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.sizing.engine import Engine, Features
 
 #: checkpoints: the shares of the stream at which cost and state are recorded
@@ -136,7 +137,7 @@ def state_record(engine: Engine) -> dict[str, Any]:
 
 def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
     """The stream through one engine; a record per checkpoint."""
-    engine, proc = Engine(), psutil.Process()
+    engine, proc = Engine(Settings().sizing), psutil.Process()
     n = len(stream.need)
     marks = sorted({max(1, round(share * n)) for share in checkpoints})
     records, done, outcomes, cpu_total = [], 0, 0, 0.0

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.training.walk_forward import walk_forward
@@ -143,12 +144,12 @@ def replay_trace_figures(name: str, work: Path, bundles: Path | None) -> dict[st
     from scoutless.training.run import train_bundle
 
     fmt, files = TRACES[name]
-    table = to_training_table(load_trace(fmt, files))
+    table = to_training_table(load_trace(fmt, files, settings=Settings()), settings=Settings())
     table_path = table.save(work / f"{name}.parquet")
     bundle = bundles / name if bundles is not None else None
     if bundle is None or not bundle.exists():
         bundle = train_bundle(table, work / f"bundle-{name}", models=("xgb",), progress=False,
-                              split=table.default_split, n_jobs=1)  # fmt: skip
+                              split=table.default_split, n_jobs=1, settings=Settings())  # fmt: skip
     start = time.perf_counter()
     doc = replay_trace(table_path, load_bundle(bundle), work / name, get_settings())
     strategies = doc["strategies"]
@@ -214,7 +215,7 @@ def main() -> None:
     for name in args.traces.split(","):
         fmt, files = TRACES[name]
         start = time.perf_counter()
-        table = to_training_table(load_trace(fmt, files))
+        table = to_training_table(load_trace(fmt, files, settings=Settings()), settings=Settings())
         runs = [
             walk_forward(
                 table,
@@ -225,6 +226,7 @@ def main() -> None:
                 seed=seed,
                 train_options={"n_jobs": 1, "max_epochs": args.max_epochs},
                 retrain_every=args.retrain_every,
+                settings=Settings(),
             )
             for seed in seeds
         ]

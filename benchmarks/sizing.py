@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.sizing.instances import workflow_name
 from scoutless.sizing.report import WITT_LWR_CITED, size_workflow
 from scoutless.sources.nextflow import read_nextflow
@@ -79,7 +80,7 @@ def _seed(frames: dict, seed: int, cold: bool) -> dict[str, Any]:
     for name, frame in frames.items():
         start = time.perf_counter()
         others = [f for n, f in frames.items() if n != name] if cold else None
-        result = size_workflow(frame, name, seed, cold_histories=others)
+        result = size_workflow(frame, name, seed, cold_histories=others, settings=Settings())
         result.pop("task_types")
         result["seconds"] = round(time.perf_counter() - start, 1)
         workflows[name] = result
@@ -112,7 +113,7 @@ def main() -> None:
     paths = sorted(args.traces.glob("trace_*.csv"))
     if not paths:
         parser.error(f"{args.traces}: no trace_*.csv")
-    frames = {workflow_name(p): read_nextflow([p]).frame for p in paths}
+    frames = {workflow_name(p): read_nextflow([p], settings=Settings().sizing).frame for p in paths}
     cold = {int(s) for s in args.cold_seeds.split(",") if s}
     seeds = [int(s) for s in args.seeds.split(",")]
     runs = {str(s): _seed(frames, s, s in cold) for s in seeds}

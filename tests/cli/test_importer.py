@@ -6,7 +6,7 @@ from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
-from scoutless.config import HistorySettings
+from scoutless.config import HistorySettings, Settings
 from scoutless.features.history import (
     TARGET_STATS,
     TEMPLATE_COLUMN,
@@ -114,7 +114,7 @@ def test_import_fills_the_history_store_with_the_tables_template_history(tmp_pat
     table = TrainingTable.load(out)
     assert feature_name("template", "last", "walltime") in {f.name for f in table.features}
 
-    jobs = load_trace("swf", [src]).frame
+    jobs = load_trace("swf", [src], settings=Settings()).frame
     keys, targets = history_keys(list(jobs.columns)), list(table.bins)
     after = jobs["finished_at"].max() + pd.Timedelta("1h")  # one probe per template
     probes = jobs.drop_duplicates(["user", "requested_processors", "walltime_request"]).assign(

@@ -85,7 +85,7 @@ def _load(engine, frames: dict) -> list[int]:
 
 
 def _memory_accuracy(predictor, engine, ids: list[int]) -> float:
-    table, _ = build_training_table(read_history(engine, ids), bins=predictor.bins)
+    table, _ = build_training_table(read_history(engine, ids), bins=predictor.bins, settings=Settings())
     proba = predictor.predict_proba(table.X(), targets=["memory"])["memory"]
     return float(np.mean(proba.argmax(axis=1) == table.frame[class_col("memory")].to_numpy()))
 
@@ -124,9 +124,9 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
     new_ids = _load(engine, drift_history(240, DRIFT_START, NOW, 20_000, 2))
 
     # the champion knows the old release only
-    table, _ = build_training_table(read_history(engine, old_ids))
+    table, _ = build_training_table(read_history(engine, old_ids), settings=Settings())
     champion_dir = train_bundle(table, tmp_path / "champion", models=("xgb",), progress=False,
-                                n_jobs=1)  # fmt: skip
+                                n_jobs=1, settings=Settings())  # fmt: skip
     registry = tmp_path / "registry"
     reg.promote(registry, reg.register(registry, champion_dir))
     champion = load_bundle(registry)
@@ -201,9 +201,9 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
     old_ids = created.index[created < DRIFT_START].tolist()
     new_ids = created.index[created >= DRIFT_START].tolist()
 
-    table, _ = build_training_table(read_history(engine, old_ids))
+    table, _ = build_training_table(read_history(engine, old_ids), settings=Settings())
     champion_dir = train_bundle(table, tmp_path / "champion", models=("xgb",), progress=False,
-                                n_jobs=1)  # fmt: skip
+                                n_jobs=1, settings=Settings())  # fmt: skip
     registry = tmp_path / "registry"
     reg.promote(registry, reg.register(registry, champion_dir))
     champion = load_bundle(registry)

@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_chunk
 
@@ -61,7 +62,7 @@ def panda_bundle(panda_table, tmp_path_factory) -> Path:  # type: ignore[no-unty
 
     out = tmp_path_factory.mktemp("panda-bundle") / "bundle"
     table = TrainingTable.load(panda_table)
-    return train_bundle(table, out, models=("xgb",), progress=False, n_jobs=1)
+    return train_bundle(table, out, models=("xgb",), progress=False, n_jobs=1, settings=Settings())
 
 
 @pytest.fixture(scope="session")

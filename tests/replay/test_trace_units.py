@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from replay_helpers import settings_with
 
+from scoutless.config import Settings
 from scoutless.replay.runner import replay_trace
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
@@ -37,7 +38,7 @@ def write_swf(path, n: int = 240, seed: int = 5) -> None:
 
 def test_online_memory_slack_is_within_the_requests_and_near_the_oracles(tmp_path):
     write_swf(tmp_path / "log.swf")
-    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"]), test_fraction=0.5)
+    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"], settings=Settings()), test_fraction=0.5, settings=Settings())
     table.save(tmp_path / "table.parquet")
     document = replay_trace(tmp_path / "table.parquet", None, tmp_path / "out", settings_with())
     slack = {

@@ -8,6 +8,7 @@ from replay_helpers import ValuePredictor, settings_with
 from scipy.stats import norm
 
 from scoutless.allocation.values import ValueDistribution
+from scoutless.config import Settings
 from scoutless.replay.runner import run_plans
 from scoutless.replay.traces import TRACE_STRATEGIES, trace_plans, trace_workload
 
@@ -185,7 +186,7 @@ def test_a_swf_traces_kill_cap_is_the_incumbents_own_kill_share(tmp_path):
     runs = [1200 + 7 * (i % 10) for i in range(100)]
     runs[3] = runs[17] = 4000
     _swf(tmp_path / "log.swf", runs, 3600)
-    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"]), test_fraction=0.2)
+    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"], settings=Settings()), test_fraction=0.2, settings=Settings())
     history = trace_history(table)
     over = int((history["walltime_value"] > 3600).sum())
     settings = settings_with()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nf_synthetic import synthetic_workflow
+from scoutless.config import Settings
 from scoutless.sizing.report import size_workflow
 from scoutless.sizing.run import BASELINES, type_key
 
@@ -16,7 +17,7 @@ CELL = {"wastage_gbh", "over_gbh", "under_gbh", "failures", "maq", "instances"}
 @pytest.fixture(scope="module")
 def sized() -> dict:
     frame = synthetic_workflow(seed=0, rows=50)
-    return size_workflow(frame, "demo", 1996, cold_histories=[synthetic_workflow(7, 50, "other")])
+    return size_workflow(frame, "demo", 1996, cold_histories=[synthetic_workflow(7, 50, "other")], settings=Settings())
 
 
 def test_the_result_has_the_issues_shape(sized: dict) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scoutless.config import SizingSettings
 from scoutless.sources.common import TraceParseError
 from scoutless.sources.nextflow import parse_duration, parse_size, read_nextflow
 
@@ -40,8 +41,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_human_tab_and_raw_comma_layouts_read_the_same(tmp_path: Path) -> None:
-    human = read_nextflow([_write(tmp_path, "trace_demo.txt", HUMAN_TSV)]).frame
-    raw = read_nextflow([_write(tmp_path, "trace_demo.csv", _raw_csv())]).frame
+    human = read_nextflow([_write(tmp_path, "trace_demo.txt", HUMAN_TSV)], settings=SizingSettings()).frame
+    raw = read_nextflow([_write(tmp_path, "trace_demo.csv", _raw_csv())], settings=SizingSettings()).frame
     assert list(human["workflow"].unique()) == ["demo"]
     assert human.loc[0, "memory"] == 4 * GIB and human.loc[0, "realtime"] == 182_000
     assert human.loc[1, "realtime"] == 3_723_000 and human.loc[0, "rchar"] == 300 * 1024**2
@@ -52,7 +53,7 @@ def test_human_tab_and_raw_comma_layouts_read_the_same(tmp_path: Path) -> None:
 
 
 def test_a_failed_attempt_censors_what_the_trace_says(tmp_path: Path) -> None:
-    frame = read_nextflow([_write(tmp_path, "t.tsv", HUMAN_TSV)], "wf").frame
+    frame = read_nextflow([_write(tmp_path, "t.tsv", HUMAN_TSV)], "wf", settings=SizingSettings()).frame
     # 137 with peak_rss 15.8 of 16 GB: the OOM killer; 140: a run-time limit; exit 1: unknown
     assert list(frame["censors"]) == ["", "memory", "walltime", "unknown"]
     assert set(frame["workflow"]) == {"wf"}
@@ -60,14 +61,14 @@ def test_a_failed_attempt_censors_what_the_trace_says(tmp_path: Path) -> None:
 
 def test_a_kill_far_below_the_limit_is_not_a_memory_bound(tmp_path: Path) -> None:
     text = HUMAN_TSV.replace("15 GB\t15.8 GB", "2 GB\t2.1 GB")
-    assert read_nextflow([_write(tmp_path, "t.tsv", text)]).frame.loc[1, "censors"] == "unknown"
+    assert read_nextflow([_write(tmp_path, "t.tsv", text)], settings=SizingSettings()).frame.loc[1, "censors"] == "unknown"
 
 
 def test_a_missing_optional_column_is_named_and_left_empty(tmp_path: Path) -> None:
     lines = [ln.split("\t") for ln in HUMAN_TSV.splitlines()]
     drop = lines[0].index("rchar")
     text = "\n".join("\t".join(c for i, c in enumerate(ln) if i != drop) for ln in lines)
-    trace = read_nextflow([_write(tmp_path, "t.tsv", text)])
+    trace = read_nextflow([_write(tmp_path, "t.tsv", text)], settings=SizingSettings())
     assert trace.missing == ["rchar"]
     assert trace.frame["rchar"].isna().all() and trace.frame.loc[0, "memory"] == 4 * GIB
 
@@ -75,17 +76,17 @@ def test_a_missing_optional_column_is_named_and_left_empty(tmp_path: Path) -> No
 def test_a_required_column_missing_fails_at_the_header(tmp_path: Path) -> None:
     text = HUMAN_TSV.replace("realtime", "elapsed")
     with pytest.raises(TraceParseError, match=r"t\.tsv:1: .*realtime"):
-        read_nextflow([_write(tmp_path, "t.tsv", text)])
+        read_nextflow([_write(tmp_path, "t.tsv", text)], settings=SizingSettings())
 
 
 def test_a_malformed_row_is_reported_with_its_place(tmp_path: Path) -> None:
     bad_size = HUMAN_TSV.replace("1.2 GB", "1.2 XB")
     with pytest.raises(TraceParseError, match=r"t\.tsv:2: column rss: not a size: '1.2 XB'"):
-        read_nextflow([_write(tmp_path, "t.tsv", bad_size)])
+        read_nextflow([_write(tmp_path, "t.tsv", bad_size)], settings=SizingSettings())
     short = HUMAN_TSV.replace("\t140\t8\t", "\t140\t")
     with pytest.raises(TraceParseError, match=r"u\.tsv:4: 12 fields where the header has 13"):
-        read_nextflow([_write(tmp_path, "u.tsv", short)])
-    trace = read_nextflow([_write(tmp_path, "v.tsv", short)], skip_bad=True)
+        read_nextflow([_write(tmp_path, "u.tsv", short)], settings=SizingSettings())
+    trace = read_nextflow([_write(tmp_path, "v.tsv", short)], skip_bad=True, settings=SizingSettings())
     assert len(trace.frame) == 3 and [e.line for e in trace.bad_lines] == [4]
 
 

@@ -181,7 +181,8 @@ def collect_actuals(
     n_stored = store_actuals(log_engine or engine, rows)
     if update_history and not recollect and len(values):
         finished_tasks = task_history_frame(tasks, jobs, values)
-        update_store(engine, finished_tasks, history_keys(list(tasks.columns)), list(bins))
+        keys = history_keys(list(tasks.columns))
+        update_store(engine, finished_tasks, keys, list(bins), settings.history)
     n_with_target = rows["jeditaskid"].nunique() if n_stored else 0
     return CollectResult(
         n_predicted_tasks=len(predicted),
