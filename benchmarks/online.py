@@ -29,7 +29,8 @@ import numpy as np
 import psutil
 
 from record import add_out, emit, reference_loop_s
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.protocol import Outcome
 
 #: checkpoints: the shares of the stream at which cost and state are recorded
 CHECKPOINTS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -78,20 +79,20 @@ def make_stream(jobs: int, tasks: int, types: int, seed: int) -> Stream:
     return Stream(kind, input_size, cpus, request, need, runtime)
 
 
-def size_job(engine: Engine, stream: Stream, j: int) -> int:
+def size_job(sizer: OnlineSizer, stream: Stream, j: int) -> int:
     """One job through the engine as a caller drives it; the outcomes it produced."""
     key = int(stream.types[j])
     f = Features(float(stream.input_size[j]), float(stream.cpus[j]), float(stream.request[j]))
     need, runtime = float(stream.need[j]), float(stream.runtime[j])
-    alloc = engine.allocate(key, f)
+    alloc = sizer.first(key, f)
     if not np.isfinite(alloc):
         alloc = f.request
     outcomes = 1
     while alloc < need and outcomes < MAX_ATTEMPTS:
-        engine.observe_kill(key, f, alloc, runtime * KILL_RUNTIME_SHARE)
-        alloc = engine.retry(key, f, alloc)
+        sizer.learn(key, f, Outcome(alloc, runtime * KILL_RUNTIME_SHARE, censored=True))
+        alloc = sizer.retry(key, f, alloc)
         outcomes += 1
-    engine.observe(key, f, need, runtime)
+    sizer.learn(key, f, Outcome(need, runtime))
     return outcomes
 
 
@@ -112,14 +113,16 @@ def deep_bytes(obj: Any, seen: set[int] | None = None) -> int:
         size += sum(deep_bytes(v, seen) for v in obj)
     elif is_dataclass(obj) and not isinstance(obj, type):
         size += sum(deep_bytes(getattr(obj, f.name), seen) for f in fields(obj))
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        size += deep_bytes(vars(obj), seen)
     return size
 
 
-def state_record(engine: Engine) -> dict[str, Any]:
+def state_record(sizer: OnlineSizer) -> dict[str, Any]:
     """Bytes of per-type state (all types, per type: median and largest) against the
     outcomes each type holds."""
-    per_type = {k: deep_bytes(s) for k, s in engine.types.items()}
-    outcomes = {k: len(s.censored) for k, s in engine.types.items()}
+    per_type = {k: deep_bytes(s) for k, s in sizer.types.items()}
+    outcomes = {k: len(s.rows) for k, s in sizer.types.items()}
     total = sum(per_type.values())
     held = sum(outcomes.values())
     largest = max(per_type, key=per_type.get)
@@ -136,14 +139,14 @@ def state_record(engine: Engine) -> dict[str, Any]:
 
 def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
     """The stream through one engine; a record per checkpoint."""
-    engine, proc = Engine(), psutil.Process()
+    sizer, proc = OnlineSizer(), psutil.Process()
     n = len(stream.need)
     marks = sorted({max(1, round(share * n)) for share in checkpoints})
     records, done, outcomes, cpu_total = [], 0, 0, 0.0
     for mark in marks:
         seg_outcomes, start = 0, time.process_time()
         for j in range(done, mark):
-            seg_outcomes += size_job(engine, stream, j)
+            seg_outcomes += size_job(sizer, stream, j)
         seconds = time.process_time() - start
         cpu_total += seconds
         jobs, done, outcomes = mark - done, mark, outcomes + seg_outcomes
@@ -153,7 +156,7 @@ def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
             "segment_ms_per_outcome": 1e3 * seconds / seg_outcomes,
             "cumulative_ms_per_job": 1e3 * cpu_total / done,
             "rss_mb": proc.memory_info().rss / 2**20,
-            **state_record(engine),
+            **state_record(sizer),
         })  # fmt: skip
         print(f"{done} jobs: {records[-1]['segment_ms_per_job']:.2f} ms/job", file=sys.stderr)
     return records

@@ -133,7 +133,7 @@ BENCHMARKS: list[Benchmark] = [
     ),
     Benchmark(
         "online",
-        "The online sizing engine's cost at scale",
+        "The online sizer's cost at scale",
         "A synthetic stream of jobs over tasks and task types sized by the engine through "
         "its public API (allocate; each kill learnt as a censored bound and retried; the "
         "outcome learnt): CPU time per job, decision and update together, on one core; the "

@@ -7,7 +7,8 @@ import numpy as np
 from scoutless.allocation.quantiles import sample_quantiles as weighted_quantiles
 from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import censored_weights, plan
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.protocol import Outcome
 
 NEEDS = np.array([1.0, 2.0, 4.0])
 PROBS = np.array([0.4, 0.4, 0.2])
@@ -74,15 +75,15 @@ def test_the_engine_learns_kills_as_lower_bounds() -> None:
     need, limit, killed = _killed_sample(n=1000)
     f = Features()
     quick = SizingSettings(shadow_choice=False)  # one candidate (the mean) is all this needs
-    with_kills, without = Engine(quick), Engine(quick)
+    with_kills, without = OnlineSizer(quick), OnlineSizer(quick)
     for eng in (with_kills, without):
         eng.start_type("t", [f] * 20, need[:20] * 1e9, np.ones(20))
     for n_i, l_i, k_i in zip(need[20:], limit[20:], killed[20:], strict=True):
         if k_i:
-            with_kills.observe_kill("t", f, l_i * 1e9, 1.0)
+            with_kills.learn("t", f, Outcome(l_i * 1e9, 1.0, censored=True))
         else:
-            with_kills.observe("t", f, n_i * 1e9, 1.0)
-            without.observe("t", f, n_i * 1e9, 1.0)
+            with_kills.learn("t", f, Outcome(n_i * 1e9, 1.0))
+            without.learn("t", f, Outcome(n_i * 1e9, 1.0))
     levels = np.array([0.5, 0.75])  # (the 0.9 quantile rests on few uncensored needs)
     truth = np.quantile(need, levels) * 1e9
     q = {}
