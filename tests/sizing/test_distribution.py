@@ -92,3 +92,37 @@ def test_the_engine_learns_kills_as_lower_bounds() -> None:
         q[name] = weighted_quantiles(values, weights, levels)
     assert np.all(q["dropped"] < 0.85 * truth)
     np.testing.assert_allclose(q["kills"], truth, rtol=0.06)
+
+
+def _plan_in_numpy(c, tail, ecum, holds, failure_cost, max_fail_probability) -> int:
+    """The recursion as numpy runs it: the definition the machine code is checked against."""
+    m = len(c)
+    cost = np.zeros(m + 1)
+    best = 0
+    for k in range(m - 1, -1, -1):
+        q = np.arange(k + 1, m + 1)
+        held = c[q - 1] * (tail[k] - (1.0 - holds) * tail[q])
+        total = held - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
+        if k == 0 and max_fail_probability is not None:
+            total = np.where(tail[q] <= max_fail_probability * tail[0] + 1e-12, total, np.inf)
+        j = int(np.argmin(total))
+        cost[k], best = total[j], q[j]
+    return best
+
+
+def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
+    from scoutless.sizing.plan_kernel import best_allocation
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        m = int(rng.integers(1, 60))
+        c = np.sort(rng.lognormal(0.0, 1.0, m))
+        mass = rng.random(m) * (rng.random(m) < 0.8)
+        part = mass * c * rng.uniform(0.5, 1.0, m)
+        tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))
+        ecum = np.concatenate(([0.0], np.cumsum(part)))
+        holds, fixed = float(rng.choice([0.0, 1.0, 0.5])), float(rng.exponential(1.0))
+        cap = None if trial % 3 else float(rng.uniform(0.0, 0.5))
+        expected = _plan_in_numpy(c, tail, ecum, holds, fixed, cap)
+        got = best_allocation(c, tail, ecum, holds, fixed, np.nan if cap is None else cap)
+        assert got == expected

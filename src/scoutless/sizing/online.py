@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import SizingSettings, get_settings
-from scoutless.sizing.distribution import FailurePrice, plan
+from scoutless.sizing.distribution import FailurePrice, plan, rank
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
 from scoutless.sizing.protocol import Outcome
@@ -87,7 +87,7 @@ class OnlineSizer:
         self.failure_price = failure_price
         self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeHistory] = {}
-        self._current: tuple | None = None  # (key, features, values, weights) being sized
+        self._current: tuple | None = None  # (key, features, values, weights, price) being sized
         self._learnt = 0  # outcomes learnt, all types (each type's `learnt` summed)
 
     # ------------------------------------------------------------------ state
@@ -194,10 +194,10 @@ class OnlineSizer:
         """What sizing this instance with ``model`` would have cost (per unit of runtime:
         the failed allocations, the excess of the one that fits, the penalties)."""
         values, weights = self.distribution(key, f, model)
-        price = self._failure(f, values)
+        price, ranking = self._failure(f, values), rank(values)
         cost, failed = 0.0, -np.inf
         for _ in range(SHADOW_ATTEMPTS):
-            a = self._next(values, weights, failed, key, f)
+            a = self._next(values, weights, failed, key, price, ranking)
             if a >= need:
                 return cost + a - need
             cost += price.holds * a + price.fixed
@@ -254,11 +254,12 @@ class OnlineSizer:
         return FailurePrice(self._penalty(values), 1.0)
 
     def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable,
-              f: Features) -> float:  # fmt: skip
-        price = self._failure(f, values)
+              price: FailurePrice, ranking: tuple | None = None) -> float:  # fmt: skip
+        """The plan's next attempt above ``failed`` (-inf: the first), ``price`` what a
+        failed attempt costs (one per instance: `_failure`; ``ranking``: `rank`'s)."""
         best = plan(values, weights, above=failed, grid=self.settings.grid_points,
                     failure_cost=price.fixed, holds=price.holds,
-                    max_fail_probability=self.max_kill_probability)  # fmt: skip
+                    max_fail_probability=self.max_kill_probability, ranking=ranking)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         ys = self._state(key).pairs()[1]
@@ -283,13 +284,16 @@ class OnlineSizer:
     def first(self, key: Hashable, features: Features) -> float:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
         values, weights = self.distribution(key, features)
-        self._current = (key, features, values, weights)
-        return self._next(values, weights, -np.inf, key, features)
+        price = self._failure(features, values)
+        self._current = (key, features, values, weights, price)
+        return self._next(values, weights, -np.inf, key, price)
 
     def retry(self, key: Hashable, features: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
         conditional on need > failed; past everything it knows, the largest need seen
         when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, features):
-            self._current = (key, features, *self.distribution(key, features))
-        return self._next(self._current[2], self._current[3], failed, key, features)
+            values, weights = self.distribution(key, features)
+            self._current = (key, features, values, weights, self._failure(features, values))
+        _, _, values, weights, price = self._current
+        return self._next(values, weights, failed, key, price)
