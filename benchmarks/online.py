@@ -1,17 +1,18 @@
-"""The online sizing engine's cost at scale: time per job, resident memory and the state
-each task type holds, as outcomes accumulate.
+"""The online sizer's cost at scale: time per job, resident memory and the state each
+task type holds, as outcomes accumulate.
 
 A synthetic stream of jobs over tasks and task types (each task of one type; a type's need
 a line in its input size plus noise, log scale; a few tasks' inputs larger than their
-type's) is sized by `scoutless.sizing.engine.Engine` through its public API, as a caller
-does it: ``allocate``, then ``observe_kill`` and ``retry`` while the allocation is below
-the need, then ``observe``. One core, one process. At each checkpoint (a share of the
-stream) the JSON records the seconds per job and per outcome over the segment since the
-last one (decision + update, amortised), the process's resident memory, and the bytes the
-engine's per-type state holds (a deep size of its containers) against the outcomes the
-types have learnt — state growth per outcome and per type.
+type's) is sized by `scoutless.sizing.online.OnlineSizer` through its protocol, as a
+caller does it: ``first``, then ``learn`` of a censored `Outcome` and ``retry`` while the
+allocation is below the need, then ``learn`` of the need. One core, one process. At each
+checkpoint (a share of the stream) the JSON records the seconds per job and per outcome
+over the segment since the last one (decision + update, amortised), the process's
+resident memory, and the bytes the sizer's per-type state holds (a deep size of its
+containers) against the outcomes the types hold — flat once a type reaches the cap
+(``--max-outcomes``, default `SizingSettings.max_outcomes_per_type`).
 
-    nice python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 \\
+    nice python benchmarks/online.py --jobs 1000000 --tasks 10000 --types 100 \\
         --out results/online.json
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 import psutil
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import SizingSettings
 from scoutless.sizing.online import Features, OnlineSizer
 from scoutless.sizing.protocol import Outcome
 
@@ -80,7 +82,7 @@ def make_stream(jobs: int, tasks: int, types: int, seed: int) -> Stream:
 
 
 def size_job(sizer: OnlineSizer, stream: Stream, j: int) -> int:
-    """One job through the engine as a caller drives it; the outcomes it produced."""
+    """One job through the sizer as a caller drives it; the outcomes it produced."""
     key = int(stream.types[j])
     f = Features(float(stream.input_size[j]), float(stream.cpus[j]), float(stream.request[j]))
     need, runtime = float(stream.need[j]), float(stream.runtime[j])
@@ -137,9 +139,11 @@ def state_record(sizer: OnlineSizer) -> dict[str, Any]:
     }
 
 
-def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
-    """The stream through one engine; a record per checkpoint."""
-    sizer, proc = OnlineSizer(), psutil.Process()
+def run(
+    stream: Stream, checkpoints: tuple[float, ...], settings: SizingSettings
+) -> list[dict[str, Any]]:
+    """The stream through one sizer; a record per checkpoint."""
+    sizer, proc = OnlineSizer(settings), psutil.Process()
     n = len(stream.need)
     marks = sorted({max(1, round(share * n)) for share in checkpoints})
     records, done, outcomes, cpu_total = [], 0, 0, 0.0
@@ -190,21 +194,26 @@ def commit() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=100_000, help="jobs in the stream")
+    parser.add_argument("--jobs", type=int, default=1_000_000, help="jobs in the stream")
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--types", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    default_cap = SizingSettings().max_outcomes_per_type
+    parser.add_argument("--max-outcomes", type=int, default=default_cap,
+                        help="outcomes a type holds at most (0: every outcome)")  # fmt: skip
     add_out(parser)
     args = parser.parse_args(argv)
     loop_before = reference_loop_s()
     measured = commit()  # before the run: what was imported, not what changed since
     stream = make_stream(args.jobs, args.tasks, args.types, args.seed)
     rss_before = psutil.Process().memory_info().rss / 2**20
-    records = run(stream, CHECKPOINTS)
+    settings = SizingSettings(max_outcomes_per_type=args.max_outcomes or None)
+    records = run(stream, CHECKPOINTS, settings)
     last = records[-1]
     result = {
         "commit": measured,
-        "engine": "scoutless.sizing.engine.Engine (memory only)",
+        "sizer": "scoutless.sizing.online.OnlineSizer (memory only)",
+        "max_outcomes_per_type": settings.max_outcomes_per_type,
         "jobs": args.jobs, "tasks": args.tasks, "types": args.types, "seed": args.seed,
         "outcomes": last["outcomes"],
         "ms_per_job": last["cumulative_ms_per_job"],

@@ -64,7 +64,7 @@ class SizingSettings(BaseModel):
         "instances borrowed from other workflows",
     )
     max_outcomes_per_type: int | None = Field(
-        None,
+        2048,
         ge=16,
         description="outcomes a task type's state holds at most, the oldest dropped first "
         "(None: every outcome; state and time per outcome then grow with the type)",

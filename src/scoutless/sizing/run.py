@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.config import SizingSettings
 from scoutless.sizing import baselines as b
 from scoutless.sizing.online import Features, OnlineSizer
 from scoutless.sizing.protocol import (
@@ -126,9 +127,9 @@ def _start(sizer: OnlineSizer, key: Hashable, inst: Instances, borrowed: bool = 
     sizer.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
 
 
-def warm_sizer(types: Sequence[TaskType]) -> PeersOnline:
+def warm_sizer(types: Sequence[TaskType], settings: SizingSettings | None = None) -> PeersOnline:
     """The online sizer knowing every type's history up front (the protocol allows it)."""
-    sizer = OnlineSizer()
+    sizer = OnlineSizer(settings)
     for task in types:
         _start(sizer, task.name, task.history)
     return PeersOnline(sizer)
