@@ -28,20 +28,27 @@ DEFAULT_GAP, TIGHT_GAP = 0.02, 0.05
 
 
 def wastage(frame: Any, name: str, seed: int, cap: int | None) -> dict[str, float | int]:
-    """The warm sizer's cell on one workflow at one seed with ``cap`` outcomes a type."""
+    """The warm sizer's cell on one workflow at one seed with ``cap`` outcomes a type, and
+    the most rows a type held."""
     types = task_types(frame, seed, name)
     sizer, total = warm_sizer(types, SizingSettings(max_outcomes_per_type=cap)), Tally()
     for task in types:
         total.add(walk(sizer, task))
     cell = total.summary()
-    return {"wastage_gbh": cell["wastage_gbh"], "failures": cell["failures"]}
+    held = max(len(state.rows) for state in sizer.sizer.types.values())
+    return {"wastage_gbh": cell["wastage_gbh"], "failures": cell["failures"], "held": held}
 
 
 def row(frame: Any, name: str, seed: int, caps: dict[str, int | None]) -> dict[str, Any]:
-    """One workflow at one seed under every cap, each cap's ratio to the uncapped wastage."""
+    """One workflow at one seed under every cap, each cap's ratio to the uncapped wastage.
+    A cap at or above the most rows a type held uncapped never binds: its cell is the
+    uncapped one (the same allocations), not walked again."""
     out: dict[str, Any] = {"workflow": name, "seed": seed}
+    uncapped = wastage(frame, name, seed, None)
+    out["most_rows_held"] = uncapped["held"]
     for label, cap in caps.items():
-        cell = wastage(frame, name, seed, cap)
+        binds = cap is not None and cap < uncapped["held"]
+        cell = wastage(frame, name, seed, cap) if binds else uncapped
         out[f"{label}_gbh"], out[f"{label}_failures"] = cell["wastage_gbh"], cell["failures"]
     for label in caps:
         if label != "uncapped":

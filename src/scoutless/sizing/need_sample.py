@@ -13,7 +13,7 @@ import numpy as np
 
 from scoutless.allocation.quantiles import sample_quantiles
 from scoutless.config import SizingSettings
-from scoutless.sizing.distribution import bandwidth, censored_weights, smooth
+from scoutless.sizing.distribution import bandwidth, censored_weights, median, smooth
 from scoutless.sizing.type_history import TypeHistory
 
 #: the least residual spread (log scale) a type is standardised with
@@ -33,8 +33,8 @@ def standardise(resid: np.ndarray) -> tuple[np.ndarray, float, float]:
     """Residuals as (r − median) / scale, with the median and the robust scale (MAD)."""
     if not len(resid):
         return resid, 0.0, MIN_SCALE
-    med = float(np.median(resid))
-    scale = max(1.4826 * float(np.median(np.abs(resid - med))), MIN_SCALE)
+    med = median(resid)
+    scale = max(1.4826 * median(np.abs(resid - med)), MIN_SCALE)
     return (resid - med) / scale, med, scale
 
 

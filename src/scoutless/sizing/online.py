@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import SizingSettings, get_settings
-from scoutless.sizing.distribution import FailurePrice, plan, rank
+from scoutless.sizing.distribution import FailurePrice, plan, rank, ranked_median
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
 from scoutless.sizing.protocol import Outcome
@@ -81,13 +81,15 @@ class OnlineSizer:
         max_kill_probability: float | None = None,
     ):
         """``failure_price``: what a failed attempt of an instance costs (default: the
-        protocol's, the allocation held plus `_penalty`); ``max_kill_probability``: each
-        attempt's P(need > allocation) at most this (None: no cap, the protocol's)."""
+        protocol's, the allocation held plus a restart's overhead, `_failure`);
+        ``max_kill_probability``: each attempt's P(need > allocation) at most this (None:
+        no cap, the protocol's)."""
         self.settings = settings or get_settings().sizing
         self.failure_price = failure_price
         self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeHistory] = {}
-        self._current: tuple | None = None  # (key, features, values, weights, price) being sized
+        #: the instance being sized: (key, features, values, weights, price, ranking)
+        self._current: tuple | None = None
         self._learnt = 0  # outcomes learnt, all types (each type's `learnt` summed)
 
     # ------------------------------------------------------------------ state
@@ -194,7 +196,8 @@ class OnlineSizer:
         """What sizing this instance with ``model`` would have cost (per unit of runtime:
         the failed allocations, the excess of the one that fits, the penalties)."""
         values, weights = self.distribution(key, f, model)
-        price, ranking = self._failure(f, values), rank(values)
+        ranking = rank(values)
+        price = self._failure(f, ranking[1])
         cost, failed = 0.0, -np.inf
         for _ in range(SHADOW_ATTEMPTS):
             a = self._next(values, weights, failed, key, price, ranking)
@@ -242,16 +245,16 @@ class OnlineSizer:
         state.prior = (others_seen, prior, scale)
         return prior, scale
 
-    def _penalty(self, values: np.ndarray) -> float:
-        if not len(values):
-            return 0.0
-        scale = max(float(np.median(values)), self.settings.penalty_floor_bytes)
-        return self.settings.failure_penalty * scale
-
-    def _failure(self, f: Features, values: np.ndarray) -> FailurePrice:
+    def _failure(self, f: Features, ranked: np.ndarray) -> FailurePrice:
+        """What a failed attempt costs: the caller's price, or the allocation held plus a
+        restart's overhead (`failure_penalty` × the median need, at least the floor);
+        ``ranked``: the need's sample in ascending order."""
         if self.failure_price is not None:
             return self.failure_price(f)
-        return FailurePrice(self._penalty(values), 1.0)
+        if not len(ranked):
+            return FailurePrice(0.0, 1.0)
+        scale = max(ranked_median(ranked), self.settings.penalty_floor_bytes)
+        return FailurePrice(self.settings.failure_penalty * scale, 1.0)
 
     def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable,
               price: FailurePrice, ranking: tuple | None = None) -> float:  # fmt: skip
@@ -284,9 +287,10 @@ class OnlineSizer:
     def first(self, key: Hashable, features: Features) -> float:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
         values, weights = self.distribution(key, features)
-        price = self._failure(features, values)
-        self._current = (key, features, values, weights, price)
-        return self._next(values, weights, -np.inf, key, price)
+        ranking = rank(values)
+        price = self._failure(features, ranking[1])
+        self._current = (key, features, values, weights, price, ranking)
+        return self._next(values, weights, -np.inf, key, price, ranking)
 
     def retry(self, key: Hashable, features: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
@@ -294,6 +298,8 @@ class OnlineSizer:
         when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, features):
             values, weights = self.distribution(key, features)
-            self._current = (key, features, values, weights, self._failure(features, values))
-        _, _, values, weights, price = self._current
-        return self._next(values, weights, failed, key, price)
+            ranking = rank(values)
+            price = self._failure(features, ranking[1])
+            self._current = (key, features, values, weights, price, ranking)
+        _, _, values, weights, price, ranking = self._current
+        return self._next(values, weights, failed, key, price, ranking)
