@@ -17,7 +17,7 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import online_tables, sizing_tables
+from docsgen.views.sizing import online_tables, sizing_cap_tables, sizing_tables
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -133,15 +133,28 @@ BENCHMARKS: list[Benchmark] = [
     ),
     Benchmark(
         "online",
-        "The online sizing engine's cost at scale",
-        "A synthetic stream of jobs over tasks and task types sized by the engine through "
-        "its public API (allocate; each kill learnt as a censored bound and retried; the "
-        "outcome learnt): CPU time per job, decision and update together, on one core; the "
-        "process's resident memory; and the bytes of each type's state as its outcomes "
-        "accumulate. The commit measured is in the JSON.",
-        "python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 "
+        "The online sizer's cost at scale",
+        "A synthetic stream of jobs over tasks and task types sized by the online sizer "
+        "through its protocol (first; each kill learnt as a censored outcome and retried; "
+        "the outcome learnt), each type holding at most `max_outcomes_per_type` outcomes: "
+        "CPU time per job, decision and update together, on one core; the process's "
+        "resident memory; and the bytes of each type's state as its outcomes accumulate. "
+        "The commit measured is in the JSON.",
+        "python benchmarks/online.py --jobs 1000000 --tasks 10000 --types 100 "
         "--out results/online.json",
         online_tables,
+    ),
+    Benchmark(
+        "sizing_cap",
+        "What bounding a type's state costs in wastage",
+        "scoutless's online sizer on Sizey's six nf-core traces under the peers' protocol "
+        "(the `scoutless` row of the sizing benchmark) with every outcome kept, with the "
+        "default cap on outcomes per type and with a cap of 128 that binds on every large "
+        "type: wastage and failures per workflow and seed, and each cap's wastage over the "
+        "uncapped one's (goal: the default within 2 %, 128 within 5 %).",
+        "python benchmarks/sizing_cap.py TRACES_DIR --seeds 1996,2023,42 "
+        "--out results/sizing_cap.json",
+        sizing_cap_tables,
     ),
     Benchmark(
         "generate",

@@ -1,5 +1,5 @@
 """The online sizing benchmarks' results views: scoutless against the published
-allocators, per seed and workflow; the engine's cost and state at scale."""
+allocators, per seed and workflow; the online sizer's cost and state at scale, and what its cap costs."""
 
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ ONLINE_COLUMNS = (
 
 
 def online_tables(doc: dict[str, Any]) -> list[Table]:
-    """The engine's cost at scale: the run's totals, then how cost and state grow with the
+    """The online sizer's cost at scale: the run's totals, then how cost and state grow with the
     outcomes learnt."""
-    cols = ("commit", "jobs", "tasks", "types", "outcomes", "ms_per_job",
-            "ms_per_job_last_segment", "rss_mb")  # fmt: skip
+    cols = ("commit", "max_outcomes_per_type", "jobs", "tasks", "types", "outcomes",
+            "ms_per_job", "ms_per_job_last_segment", "rss_mb")  # fmt: skip
     growth = ("state_bytes_per_added_outcome", "rss_bytes_per_added_outcome",
               "state_bytes_per_type_first", "state_bytes_per_type_last",
               "outcomes_per_type_first", "outcomes_per_type_last")  # fmt: skip
@@ -87,4 +87,18 @@ def online_tables(doc: dict[str, Any]) -> list[Table]:
               "between the first and the last checkpoint"),
         records(doc, ("checkpoints",), ONLINE_COLUMNS, "At each checkpoint",
                 "segment: the jobs since the checkpoint before"),
+    ]  # fmt: skip
+
+
+def sizing_cap_tables(doc: dict[str, Any]) -> list[Table]:
+    """Wastage with every outcome kept, with the default cap and with a tight one."""
+    summary = at(doc, ("summary",)) or {}
+    caps = [f"cap_{summary.get('default_cap')}", f"cap_{summary.get('tight_cap')}"]
+    cols = ("workflow", "seed", "uncapped_gbh", "uncapped_failures",
+            *(f"{c}_{k}" for c in caps for k in ("gbh", "failures", "ratio")))  # fmt: skip
+    heads = tuple(summary)
+    return [
+        Table("Summary", heads, [[figure(doc, ("summary", c)) for c in heads]],
+              "worst gap: the largest wastage over the uncapped one's, less 1"),
+        records(doc, ("rows",), cols, "Per workflow and seed", "GB·h wasted; ratio: over uncapped"),
     ]  # fmt: skip

@@ -25,13 +25,15 @@ class Scripted:
         self.learnt = []
 
     def first(self, task, i):
+        self.attempt = 1
         return self.script[i][0]
 
-    def retry(self, task, i, failed, attempt):
-        return self.script[i][attempt]
+    def retry(self, task, i, failed):
+        self.attempt += 1
+        return self.script[i][self.attempt - 1]
 
-    def learn(self, task, i, need):
-        self.learnt.append(need)
+    def learn(self, task, i, outcome):
+        self.learnt.append(outcome.need)
 
 
 def _task(need, runtime) -> TaskType:
@@ -91,4 +93,4 @@ def test_tovars_first_allocation_by_hand() -> None:
     tovar = Tovar()
     tovar.begin(TaskType("wf", "t", history, history))
     assert tovar.first(None, 0) == 1 * GB
-    assert tovar.retry(None, 0, 1 * GB, 1) == 10 * GB and tovar.retry(None, 0, 10 * GB, 2) == 128e9
+    assert tovar.retry(None, 0, 1 * GB) == 10 * GB and tovar.retry(None, 0, 10 * GB) == 128e9

@@ -16,7 +16,7 @@ from scoutless.cli.output import FormatOption, checked, give, notes
 if TYPE_CHECKING:
     from rich.table import Table
 
-# pandas and the sizing engine are imported by the functions that run, so that
+# pandas and the online sizer are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
 console = LazyConsole()
 PROTOCOLS = ("peers",)

@@ -168,7 +168,7 @@ class ReplaySettings(BaseModel):
     trace_type_columns: list[str] = Field(
         ["executable", "user"],
         description="a trace's columns whose values make a job's task type (the online "
-        "strategy's sizing engine learns per type)",
+        "strategy's online sizer learns per type)",
     )
     trace_incumbent_cap: bool = Field(
         True,

@@ -63,6 +63,12 @@ class SizingSettings(BaseModel):
         description="outcomes of its own after which a type sized cold forgets the "
         "instances borrowed from other workflows",
     )
+    max_outcomes_per_type: int | None = Field(
+        2048,
+        ge=16,
+        description="outcomes a task type's state holds at most, the oldest dropped first "
+        "(None: every outcome; state and time per outcome then grow with the type)",
+    )
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"
     )

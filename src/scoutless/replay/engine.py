@@ -22,6 +22,7 @@ import math
 from scoutless.replay import rules
 from scoutless.replay.result import BROKEN, EXHAUSTED, RUNNING, SCOUTING, ReplayResult
 from scoutless.replay.state import ReplayState
+from scoutless.sizing.protocol import Outcome
 
 SUBMIT, END, TICK = 0, 1, 2
 
@@ -66,7 +67,7 @@ class Replay(ReplayState):
             self.queued_at[j] = self.now
             t = self.unit_task[j]
             if self.plan.sizer is not None and self.attempts[j] == 0 and self.job_ram[j] is None:
-                sized = self.plan.sizer.first(j)
+                sized = self.plan.sizer.first(t, j)
                 self.job_ram[j] = sized if sized == sized else None  # NaN: the task's
             ram = self.job_ram[j]
             if ram is None:
@@ -138,7 +139,8 @@ class Replay(ReplayState):
         if self.plan.sizer is not None and outcome != rules.WALLTIME_KILL:
             killed = outcome == rules.MEMORY_KILL
             bound = self.cfg.memory_kill_factor * alloc  # a kill: the need lies above it
-            self.plan.sizer.learn(j, bound if killed else self.need[j], runtime, killed)
+            need = bound if killed else self.need[j]
+            self.plan.sizer.learn(t, j, Outcome(need, runtime, killed))
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
@@ -190,7 +192,7 @@ class Replay(ReplayState):
         if current is None:
             current = self.task_ram[t]
         if self.plan.sizer is not None:  # its conditional retry; past its knowledge, the ladder
-            sized = self.plan.sizer.retry(j, failed_mb)
+            sized = self.plan.sizer.retry(t, j, failed_mb)
             if sized == sized and sized > current:
                 self.job_ram[j] = sized
                 return

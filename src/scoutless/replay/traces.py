@@ -13,13 +13,13 @@ Strategies:
   the model's distribution is lower than the cost-aware value's and its calibrated kill
   probability within the cap, the cost-aware value elsewhere (a trace has no scouts: the
   request is the alternative to a prediction);
-- **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
+- **online**: the online sizer (``scoutless.sizing.online``, the one ``scoutless size`` and
   the sizing benchmark run) sizes each job's memory per core when it is released, in submission
   order, per task type (``replay.trace_type_columns``: SWF's executable and user by
   default); the table's training rows are each type's history; every outcome is learnt as
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
-  allocation), and a kill's retry is the engine's choice on the need's distribution above
-  that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
+  allocation), and a kill's retry is the sizer's choice on the need's distribution above
+  that bound (PanDA's ladder only where the sizer has nothing). Memory only: its walltime
   is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
 
@@ -63,7 +63,8 @@ from scoutless.replay.trace_decision import (
 )
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.protocol import Outcome
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
 
@@ -190,7 +191,7 @@ def trace_plans(
     work: Workload | None = None,
     history: pd.DataFrame | None = None,
 ) -> tuple[list[StrategyPlan], dict[str, Any]]:
-    """The request incumbent, the oracle, online (the sizing engine; ``history``: the rows
+    """The request incumbent, the oracle, online (the online sizer; ``history``: the rows
     it starts from) and, with a bundle, predicted and selective; and how often selective
     kept the request, per target."""
     cfg = settings.replay
@@ -235,11 +236,11 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
 
 
 def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
-    """A memory kill in the replay's terms, for the sizing engine sizing memory per core:
+    """A memory kill in the replay's terms, for the online sizer sizing memory per core:
     each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
     core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
     limit's share of it), in bytes per core of memory slack at ``memory_gb_hour`` (what an
-    allocation that fits costs the engine, per core: both sides scale with the cores);
+    allocation that fits costs the sizer, per core: both sides scale with the cores);
     the allocation itself is not charged (holds 0): the cores are the loss."""
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
@@ -255,7 +256,7 @@ def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
 
 class OnlineMemory:
     """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
-    a unit, its memory sized by the sizing engine in bytes per core — the table's unit
+    a unit, its memory sized by the online sizer in bytes per core — the table's unit
     (a type's jobs may run on 1 or 64 cores: their totals are not one distribution) —
     the replay's per-job MB divided by the job's cores on the way in."""
 
@@ -264,8 +265,8 @@ class OnlineMemory:
         """``cap``: each attempt's kill probability at most this (default the settings')."""
         columns = settings.replay.trace_type_columns
         cap = kill_cap("memory", settings) if cap is None else cap
-        self.engine = Engine(settings.sizing, failure_price=kill_price(settings),
-                             max_kill_probability=cap)  # fmt: skip
+        self.sizer = OnlineSizer(settings.sizing, failure_price=kill_price(settings),
+                                 max_kill_probability=cap)  # fmt: skip
         #: an allocation of need ÷ grace survives where the site guarantees a grace
         self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
@@ -290,40 +291,37 @@ class OnlineMemory:
             at = ok & np.fromiter((k == key for k in keys), bool, len(keys))
             features = [Features(cpus=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
-            self.engine.start_type(key, features, need[at], wall[at])
+            self.sizer.start_type(key, features, need[at], wall[at])
             self.counts["history"] += int(at.sum())
 
     def _ram(self, per_core: float) -> float:
-        """The ramCount (MB/core) of a need per core the engine plans for (bytes)."""
+        """The ramCount (MB/core) of a need per core the sizer plans for (bytes)."""
         ok = np.isfinite(per_core) and per_core > 0
         return per_core / self.grace / MB if ok else np.nan
 
     def _bytes_per_core(self, unit: int, job_mb: float) -> float:
-        """A job's memory as the replay tells it (MB per job) in the engine's unit."""
+        """A job's memory as the replay tells it (MB per job) in the sizer's unit."""
         return job_mb * MB / self.cores[unit]
 
-    def first(self, unit: int) -> float:
-        ram = self._ram(self.engine.allocate(self.keys[unit], self.features[unit]))
+    def first(self, task: int, unit: int) -> float:
+        ram = self._ram(self.sizer.first(self.keys[unit], self.features[unit]))
         self.counts["sized" if ram == ram else "unsized"] += 1
         return ram
 
-    def retry(self, unit: int, failed_mb: float) -> float:
+    def retry(self, task: int, unit: int, failed: float) -> float:
         self.counts["retries"] += 1
-        failed = self._bytes_per_core(unit, failed_mb)
-        return self._ram(self.engine.retry(self.keys[unit], self.features[unit], failed))
+        failed = self._bytes_per_core(unit, failed)
+        return self._ram(self.sizer.retry(self.keys[unit], self.features[unit], failed))
 
-    def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
-        if not need_mb > 0:  # a job without a measured need teaches nothing
+    def learn(self, task: int, unit: int, outcome: Outcome) -> None:
+        if not outcome.need > 0:  # a job without a measured need teaches nothing
             return
-        key, f = self.keys[unit], self.features[unit]
-        need = self._bytes_per_core(unit, need_mb)
-        if censored:
-            self.engine.observe_kill(key, f, need, runtime_s)
-        else:
-            self.engine.observe(key, f, need, runtime_s)
+        need = self._bytes_per_core(unit, outcome.need)
+        self.sizer.learn(self.keys[unit], self.features[unit],
+                         Outcome(need, outcome.runtime, outcome.censored))  # fmt: skip
         self.counts["learnt"] += 1
-        self.counts["censored"] += int(censored)
+        self.counts["censored"] += int(outcome.censored)
 
     def summary(self) -> dict[str, float]:
         return {**{k: float(v) for k, v in self.counts.items()},
-                "task_types": float(len(self.engine.types))}  # fmt: skip
+                "task_types": float(len(self.sizer.keys()))}  # fmt: skip

@@ -1,7 +1,7 @@
 """The peers' allocators, as their published code sizes (see docs/how-to/sizing.md):
 Witt et al.'s percentile and linear-regression sizing, Tovar et al.'s first allocation
 minimising expected waste, PanDA JEDI's scouts' P75 × margin with its retry ladder,
-Kubernetes VPA, the users' requests and the oracle. Each is a small `Sizer`; the walk in
+Kubernetes VPA, the users' requests and the oracle. Each is a small `PeerSizer`; the walk in
 `protocol.py` does the accounting for all of them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from scoutless.config import TargetSettings
 from scoutless.sizing.models import line_fit
-from scoutless.sizing.protocol import TaskType
+from scoutless.sizing.protocol import Outcome, TaskType
 
 #: Tovar's retry when the failed allocation was already the largest seen (a 128 GB node)
 TOVAR_NODE_BYTES = 128e9
@@ -28,8 +28,8 @@ class _SeenNeeds:
     def begin(self, task: TaskType) -> None:
         self.needs = list(map(float, task.history.need))
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.needs.append(need)
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.needs.append(outcome.need)
 
 
 class WittPercentile(_SeenNeeds):
@@ -40,7 +40,7 @@ class WittPercentile(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(np.percentile(self.needs, 95))
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return failed * 2
 
 
@@ -79,12 +79,12 @@ class WittLR(_SeenNeeds):
         self.raw = self.intercept + self.slope * float(task.online.rchar[i])
         return self.raw + self._offset() * self.raw
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return max(self.needs) if failed < 0 else failed * 2
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.errors.values.append((need - self.raw) / need)
-        super().learn(task, i, need)
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.errors.values.append((outcome.need - self.raw) / outcome.need)
+        super().learn(task, i, outcome)
         self.x.append(float(task.online.rchar[i]))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
@@ -110,13 +110,13 @@ class Tovar:
         expected = values * mean_time + values[0] * above
         return float(values[int(np.argmin(expected))])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         largest = max(self.values)
         return largest if failed < largest else TOVAR_NODE_BYTES
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.values.append(float(np.ceil(need)))
-        self.times.append(float(np.ceil(task.online.runtime[i])))
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.values.append(float(np.ceil(outcome.need)))
+        self.times.append(float(np.ceil(outcome.runtime)))
 
 
 class UsersRequest(_SeenNeeds):
@@ -128,7 +128,7 @@ class UsersRequest(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(task.online.request[i])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         largest = max(self.needs)
         return largest if failed < largest else failed * 2
 
@@ -156,11 +156,11 @@ class Jedi(_SeenNeeds):
         super().begin(task)
         self._cores = list(map(float, task.history.cpus))
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        super().learn(task, i, need)
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        super().learn(task, i, outcome)
         self._cores.append(float(task.online.cpus[i]))
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         cpus = float(task.online.cpus[i])
         higher = [step for step in self.ladder if step > failed / cpus]
         return higher[0] * cpus if higher else failed * 2
@@ -174,7 +174,7 @@ class Vpa(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(np.percentile(self.needs, 90)) * 1.15
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return max(failed * 1.2, failed + 100 * MIB)
 
 
@@ -189,8 +189,8 @@ class Oracle:
     def first(self, task: TaskType, i: int) -> float:
         return float(task.online.need[i])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return float(task.online.need[i])
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
         pass

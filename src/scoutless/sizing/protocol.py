@@ -12,7 +12,7 @@ runtime and one failure and is retried; the attempt that fits costs its excess Ã
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -111,19 +111,47 @@ def task_types(frame: pd.DataFrame, seed: int, workflow: str = "") -> list[TaskT
     return types
 
 
-class Sizer(Protocol):
-    """An online sizing method: told each task type before its instances, asked for the
-    first allocation of an instance and for each retry, told the need after success."""
+Key = TypeVar("Key", contravariant=True)
+Known = TypeVar("Known", contravariant=True)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended: ``need`` the measured need, or a lower bound on it when
+    ``censored`` (an attempt killed below its need); ``runtime`` how long it ran (s or ms,
+    the caller's unit: it weighs an outcome against the others, nothing more)."""
+
+    need: float
+    runtime: float
+    censored: bool = False
+
+
+class Sizer(Protocol[Key, Known]):
+    """What every online sizer speaks (the engine, the peers' baselines, the replay's
+    ``online``): asked for an instance's first allocation and for each retry, told each
+    attempt's outcome. ``key`` names the task type (or what the caller keys sizing by),
+    ``features`` what is known of the instance before it runs."""
+
+    def first(self, key: Key, features: Known) -> float:
+        """The first attempt's allocation (NaN: nothing to go on)."""
+        ...
+
+    def retry(self, key: Key, features: Known, failed: float) -> float:
+        """The next attempt's allocation after one failed at ``failed``."""
+        ...
+
+    def learn(self, key: Key, features: Known, outcome: Outcome) -> None:
+        """An attempt's outcome."""
+        ...
+
+
+class PeerSizer(Sizer[TaskType, int], Protocol):
+    """A method under the peers' protocol: keyed by the task type, an instance known by
+    its index in the type's online sequence; told each type before its instances."""
 
     name: str
 
     def begin(self, task: TaskType) -> None: ...
-
-    def first(self, task: TaskType, i: int) -> float: ...
-
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float: ...
-
-    def learn(self, task: TaskType, i: int, need: float) -> None: ...
 
 
 @dataclass
@@ -166,7 +194,7 @@ def charge(need: float, runtime: float, allocations: list[float]) -> Tally:
     return tally
 
 
-def walk(sizer: Sizer, task: TaskType, *, keep_attempts: bool = False) -> Tally:
+def walk(sizer: PeerSizer, task: TaskType, *, keep_attempts: bool = False) -> Tally:
     """Size a task type's online instances in order with one method and account for them.
 
     Raises RuntimeError naming the method, type and instance when a retry never reaches
@@ -183,9 +211,9 @@ def walk(sizer: Sizer, task: TaskType, *, keep_attempts: bool = False) -> Tally:
                     f"{sizer.name}: {task.workflow}/{task.name} instance {i}: "
                     f"{len(allocs)} attempts below the need {need:.4g} (last {allocs[-1]:.4g})"
                 )
-            allocs.append(float(sizer.retry(task, i, allocs[-1], len(allocs))))
+            allocs.append(float(sizer.retry(task, i, allocs[-1])))
         total.add(charge(need, float(task.online.runtime[i]), allocs))
         if keep_attempts:
             total.attempts.append(allocs)
-        sizer.learn(task, i, need)
+        sizer.learn(task, i, Outcome(need, float(task.online.runtime[i])))
     return total

@@ -11,11 +11,12 @@ import pandas as pd
 
 from scoutless.config import Settings, SizingSettings
 from scoutless.sizing import baselines as b
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.online import Features, OnlineSizer
 from scoutless.sizing.protocol import (
     GBH,
     Instances,
-    Sizer,
+    Outcome,
+    PeerSizer,
     Tally,
     TaskType,
     eligible_types,
@@ -35,7 +36,7 @@ GOAL_BASELINES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def baseline_sizers(settings: Settings) -> list[Sizer]:
+def baseline_sizers(settings: Settings) -> list[PeerSizer]:
     """Fresh baseline sizers for one workflow (state shared across its types, no further)."""
     shared, own_std, own_under = b.ErrorList(), b.ErrorList(), b.ErrorList()
     return [
@@ -57,7 +58,7 @@ def users_presets(task: TaskType) -> Tally:
     )  # fmt: skip
 
 
-def run_types(types: Sequence[TaskType], sizers: Sequence[Sizer]) -> dict[str, dict]:
+def run_types(types: Sequence[TaskType], sizers: Sequence[PeerSizer]) -> dict[str, dict]:
     """Walk every type with every sizer; per method the workflow's cell and per type's."""
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     totals = {s.name: Tally() for s in sizers} | {"users_presets": Tally()}
@@ -79,12 +80,12 @@ def run_workflow(
     frame: pd.DataFrame,
     seed: int,
     workflow: str,
-    extra: Callable[[list[TaskType]], Sequence[Sizer]] | None = None,
+    extra: Callable[[list[TaskType]], Sequence[PeerSizer]] | None = None,
     *,
     settings: Settings,
 ) -> dict[str, dict]:
     """The protocol on one workflow's instance table: the baselines and ``extra`` sizers
-    (built with the workflow's task types, e.g. scoutless's engine)."""
+    (built with the workflow's task types, e.g. scoutless's online sizer)."""
     types = task_types(frame, seed, workflow)
     sizers = baseline_sizers(settings) + list(extra(types) if extra else [])
     return run_types(types, sizers)
@@ -100,41 +101,41 @@ def features(inst: Instances, i: int) -> Features:
     )
 
 
-class EngineSizer:
-    """scoutless's engine under the peers' protocol: each online outcome learnt as it
-    comes; an instance the engine knows nothing of (a type sized cold, before its first
-    outcome) gets the user's request."""
+class PeersOnline:
+    """The online sizer under the peers' protocol (keyed there by the task type and the
+    instance's index; here by the type's name and the instance's features): each online
+    outcome learnt as it comes; an instance the sizer knows nothing of (a type sized
+    cold, before its first outcome) gets the user's request."""
 
-    def __init__(self, engine: Engine, name: str = "scoutless"):
+    def __init__(self, sizer: OnlineSizer, name: str = "scoutless"):
         self.name = name
-        self.engine = engine
+        self.sizer = sizer
 
     def begin(self, task: TaskType) -> None:
         pass
 
     def first(self, task: TaskType, i: int) -> float:
-        a = self.engine.allocate(task.name, features(task.online, i))
+        a = self.sizer.first(task.name, features(task.online, i))
         return a if np.isfinite(a) else float(task.online.request[i])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
-        return self.engine.retry(task.name, features(task.online, i), failed)
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
+        return self.sizer.retry(task.name, features(task.online, i), failed)
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        on = task.online
-        self.engine.observe(task.name, features(on, i), need, float(on.runtime[i]))
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.sizer.learn(task.name, features(task.online, i), outcome)
 
 
-def _start(engine: Engine, key: Hashable, inst: Instances, borrowed: bool = False) -> None:
+def _start(sizer: OnlineSizer, key: Hashable, inst: Instances, borrowed: bool = False) -> None:
     feats = [features(inst, j) for j in range(len(inst))]
-    engine.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
+    sizer.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
 
 
-def warm_sizer(types: Sequence[TaskType], settings: SizingSettings) -> EngineSizer:
-    """The engine knowing every type's history up front (the protocol allows it)."""
-    engine = Engine(settings)
+def warm_sizer(types: Sequence[TaskType], settings: SizingSettings) -> PeersOnline:
+    """The online sizer knowing every type's history up front (the protocol allows it)."""
+    sizer = OnlineSizer(settings)
     for task in types:
-        _start(engine, task.name, task.history)
-    return EngineSizer(engine)
+        _start(sizer, task.name, task.history)
+    return PeersOnline(sizer)
 
 
 def type_key(process: str) -> str:
@@ -145,20 +146,20 @@ def type_key(process: str) -> str:
 
 def cold_sizer(
     types: Sequence[TaskType], histories: Sequence[pd.DataFrame], settings: SizingSettings
-) -> EngineSizer:
-    """The engine with none of the workflow's own history: a type whose name recurs in the
+) -> PeersOnline:
+    """The online sizer with none of the workflow's own history: a type whose name recurs in the
     other workflows' tables starts from their instances; every other workflow's type
     shapes the residual prior; a type seen nowhere starts from the user's request."""
     pooled: dict[str, list[Instances]] = {}
     for frame in histories:
         for name, inst in eligible_types(frame):
             pooled.setdefault(type_key(name), []).append(inst)
-    engine, used = Engine(settings), set()
+    sizer, used = OnlineSizer(settings), set()
     for task in types:
         if type_key(task.name) in pooled:
-            _start(engine, task.name, Instances.concat(pooled[type_key(task.name)]), True)
+            _start(sizer, task.name, Instances.concat(pooled[type_key(task.name)]), True)
             used.add(type_key(task.name))
     for key, parts in pooled.items():
         if key not in used:
-            _start(engine, ("history", key), Instances.concat(parts))
-    return EngineSizer(engine, name="scoutless_cold")
+            _start(sizer, ("history", key), Instances.concat(parts))
+    return PeersOnline(sizer, name="scoutless_cold")
