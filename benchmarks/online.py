@@ -29,7 +29,8 @@ import numpy as np
 import psutil
 
 from record import add_out, emit, reference_loop_s
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.engine import Engine
+from scoutless.sizing.features import Release
 
 #: checkpoints: the shares of the stream at which cost and state are recorded
 CHECKPOINTS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -81,7 +82,8 @@ def make_stream(jobs: int, tasks: int, types: int, seed: int) -> Stream:
 def size_job(engine: Engine, stream: Stream, j: int) -> int:
     """One job through the engine as a caller drives it; the outcomes it produced."""
     key = int(stream.types[j])
-    f = Features(float(stream.input_size[j]), float(stream.cpus[j]), float(stream.request[j]))
+    f = Release(input_size=float(stream.input_size[j]), cores=float(stream.cpus[j]),
+                request=float(stream.request[j]))
     need, runtime = float(stream.need[j]), float(stream.runtime[j])
     alloc = engine.allocate(key, f)
     if not np.isfinite(alloc):

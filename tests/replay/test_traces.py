@@ -216,11 +216,12 @@ def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
 
 def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     from scoutless.replay.traces import MB, kill_price
-    from scoutless.sizing.engine import Engine, Features
+    from scoutless.sizing.engine import Engine
+    from scoutless.sizing.features import Release
 
     settings = settings_with()
     price = kill_price(settings)
-    narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
+    narrow, wide = price(Release(cores=1)), price(Release(cores=64))
     p = settings.allocation.prices
     assert narrow.holds == wide.holds == 0.0
     # per core: a kill loses each core's run, a fit's excess is each core's memory slack
@@ -228,12 +229,12 @@ def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     rng = np.random.default_rng(1)
     needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 8 GB of slack per core
     engine = Engine(settings.sizing, failure_price=price)
-    engine.start_type("t", [Features()] * 40, needs, np.ones(40))
+    engine.start_type("t", [Release()] * 40, needs, np.ones(40))
     # both sides of the price scale with the cores: the same headroom per core
     assert p == settings.allocation.prices_for("MCORE")  # one price for both widths
     assert wide.fixed == narrow.fixed
-    assert engine.allocate("t", Features(cpus=64)) == engine.allocate("t", Features(cpus=1))
-    assert engine.allocate("t", Features(cpus=1)) > np.median(needs)
+    assert engine.allocate("t", Release(cores=64)) == engine.allocate("t", Release(cores=1))
+    assert engine.allocate("t", Release(cores=1)) > np.median(needs)
     capped = Engine(settings.sizing, failure_price=price, max_kill_probability=0.01)
-    capped.start_type("t", [Features()] * 40, needs, np.ones(40))
-    assert capped.allocate("t", Features(cpus=1)) >= np.quantile(needs, 0.97)
+    capped.start_type("t", [Release()] * 40, needs, np.ones(40))
+    assert capped.allocate("t", Release(cores=1)) >= np.quantile(needs, 0.97)

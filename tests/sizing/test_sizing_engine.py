@@ -16,7 +16,8 @@ CELL = {"wastage_gbh", "over_gbh", "under_gbh", "failures", "maq", "instances"}
 @pytest.fixture(scope="module")
 def sized() -> dict:
     frame = synthetic_workflow(seed=0, rows=50)
-    return size_workflow(frame, "demo", 1996, cold_histories=[synthetic_workflow(7, 50, "other")])
+    others = [synthetic_workflow(7, 50, "other")]
+    return size_workflow(frame, "demo", 1996, cold_histories=others, features="peers-rchar")
 
 
 def test_the_result_has_the_issues_shape(sized: dict) -> None:

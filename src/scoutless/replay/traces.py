@@ -63,7 +63,8 @@ from scoutless.replay.trace_decision import (
 )
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.engine import Engine
+from scoutless.sizing.features import Release
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
 
@@ -234,7 +235,7 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
-def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
+def kill_price(settings: Settings) -> Callable[[Release], FailurePrice]:
     """A memory kill in the replay's terms, for the sizing engine sizing memory per core:
     each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
     core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
@@ -245,8 +246,8 @@ def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
     gb = 1024.0 * MB
 
-    def price(f: Features) -> FailurePrice:
-        prices = by_width.get(f.cpus > 1) or settings.allocation.prices
+    def price(f: Release) -> FailurePrice:
+        prices = by_width.get(f.cores > 1) or settings.allocation.prices
         per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
         return FailurePrice(fixed=per_core * gb, holds=0.0)
 
@@ -271,7 +272,7 @@ class OnlineMemory:
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = numeric_column(rows, request_col("memory")) * MB
-        self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
+        self.features = [Release(cores=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
                        "history": 0}  # fmt: skip
@@ -288,7 +289,7 @@ class OnlineMemory:
         keys = type_keys(history, columns)
         for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
             at = ok & np.fromiter((k == key for k in keys), bool, len(keys))
-            features = [Features(cpus=c, request=r) for c, r in zip(cores[at], request[at],
+            features = [Release(cores=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
             self.engine.start_type(key, features, need[at], wall[at])
             self.counts["history"] += int(at.sum())

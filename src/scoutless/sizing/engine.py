@@ -40,6 +40,7 @@ from scoutless.sizing.distribution import (
     plan,
     smooth,
 )  # fmt: skip
+from scoutless.sizing.features import Release
 from scoutless.sizing.models import CANDIDATES
 
 #: the least residual spread (log scale) a type is standardised with
@@ -55,18 +56,8 @@ MIN_OWN = 3
 SAMPLE_POINTS = 256
 
 
-@dataclass(frozen=True)
-class Features:
-    """What is known of an instance at submission: input size (bytes), cores, the user's
-    request (bytes; NaN when none)."""
-
-    input_size: float = np.nan
-    cpus: float = 1.0
-    request: float = np.nan
-
-    def log_input(self) -> float:
-        x = self.input_size
-        return float(np.log1p(x)) if np.isfinite(x) and x >= 0 else np.nan
+#: what is known of an instance at release (one type for every caller)
+Features = Release
 
 
 @dataclass
@@ -346,7 +337,10 @@ class Engine:
 
     def _failure(self, f: Features, values: np.ndarray) -> FailurePrice:
         if self.failure_price is not None:
-            return self.failure_price(f)
+            price = self.failure_price(f)
+            if price.per_median and len(values):  # a retry's overhead scales with the need
+                return price.plus(price.per_median * float(np.median(values)))
+            return price
         return FailurePrice(self._penalty(values), 1.0)
 
     def _next(
