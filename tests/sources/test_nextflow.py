@@ -3,13 +3,16 @@ column, malformed rows with their place, and what a failed attempt censors."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoutless.sources.common import TraceParseError
-from scoutless.sources.nextflow import parse_duration, parse_size, read_nextflow
+from scoutless.sources.nextflow import parse_duration, parse_size, parse_timestamp, read_nextflow
 
 GIB = 1024**3
 HUMAN_TSV = (
@@ -103,3 +106,53 @@ def test_sizes() -> None:
     assert parse_size("123") == 123 and np.isnan(parse_size("-"))
     with pytest.raises(ValueError, match="not a size"):
         parse_size("12 parsecs")
+
+
+_UNITS_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 400), min_size=5, max_size=5),
+    st.sampled_from([" ", ""]),
+    st.booleans(),
+)
+def test_a_duration_in_nextflows_spellings_is_its_milliseconds(parts, sep, upper) -> None:
+    """Any of d/h/m/s/ms in Nextflow's order (zeros left out as Nextflow leaves them),
+    spaced or not, in either case; and the raw milliseconds Nextflow writes instead."""
+    written = [f"{n}{u}" for n, u in zip(parts, _UNITS_MS, strict=True) if n] or ["0ms"]
+    text = sep.join(written)
+    total = sum(n * ms for n, ms in zip(parts, _UNITS_MS.values(), strict=True))
+    assert parse_duration(text.upper() if upper else text) == total
+    assert parse_duration(str(total)) == total
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4_102_444_800_000))  # 1970 … 2100, in ms
+def test_a_timestamp_raw_or_as_nextflow_writes_it_is_the_same_instant(ms: int) -> None:
+    stamp = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    written = stamp.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+    assert parse_timestamp(written) == ms and parse_timestamp(str(ms)) == ms
+    assert parse_timestamp(stamp.isoformat()) == ms  # with its zone
+
+
+def test_a_duration_or_timestamp_that_is_neither_says_so() -> None:
+    for text in ("3 parsecs", "1h 2", "h"):
+        with pytest.raises(ValueError, match="not a duration"):
+            parse_duration(text)
+    with pytest.raises(ValueError, match="not a timestamp"):
+        parse_timestamp("yesterday")
+
+
+def test_the_walltime_limit_and_the_clock_are_kept(tmp_path: Path) -> None:
+    header, *rows = HUMAN_TSV.splitlines()
+    stamps = ["2023-01-23 16:08:23.249", "1674490103249"]
+    text = "\n".join(
+        [header + "\tsubmit\tcomplete"]
+        + [f"{row}\t{stamps[i % 2]}\t{stamps[(i + 1) % 2]}" for i, row in enumerate(rows)]
+    )
+    frame = read_nextflow([_write(tmp_path, "t.tsv", text)]).frame
+    assert list(frame["time"]) == [3_600_000, 7_200_000, 3_600_000, 7_200_000]
+    assert set(frame["submit"]) == {1674490103249.0} == set(frame["complete"])
+    raw = read_nextflow([_write(tmp_path, "trace_raw.csv", _raw_csv())]).frame
+    assert raw["submit"].isna().all() and list(raw["time"]) == list(frame["time"])
