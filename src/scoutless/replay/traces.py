@@ -19,8 +19,12 @@ Strategies:
   default); the table's training rows are each type's history; every outcome is learnt as
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
   allocation), and a kill's retry is the engine's choice on the need's distribution above
-  that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
-  is the user's request, as for ``request``;
+  that bound (PanDA's ladder only where the engine has nothing). A first attempt never
+  asks more than the user's request while that request has held for every outcome of its
+  type (no need above it, no kill at it): what the user knows of the job bounds what a
+  thin or borrowed history's tail would add; a type whose request once fell short is
+  sized by the engine alone. Memory only: its walltime is the user's request, as for
+  ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
 
 The model's strategies decide under the rules the history's replay decides under
@@ -275,7 +279,9 @@ class OnlineMemory:
         self.features = [Release(cores=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
-                       "history": 0}  # fmt: skip
+                       "history": 0, "request_capped": 0}  # fmt: skip
+        #: per type: a need above its request seen (the request no longer bounds it)
+        self.request_fell_short: dict[Hashable, bool] = {}
         if history is not None and len(history):
             self._start(history, columns)
 
@@ -292,6 +298,7 @@ class OnlineMemory:
             features = [Release(cores=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
             self.engine.start_type(key, features, need[at], wall[at])
+            self.request_fell_short[key] = bool(np.any(need[at] > request[at]))
             self.counts["history"] += int(at.sum())
 
     def _ram(self, per_core: float) -> float:
@@ -304,8 +311,13 @@ class OnlineMemory:
         return job_mb * MB / self.cores[unit]
 
     def first(self, unit: int) -> float:
-        ram = self._ram(self.engine.allocate(self.keys[unit], self.features[unit]))
+        key, f = self.keys[unit], self.features[unit]
+        ram = self._ram(self.engine.allocate(key, f))
         self.counts["sized" if ram == ram else "unsized"] += 1
+        request = f.request / MB  # MB per core; NaN: none
+        if ram > request and not self.request_fell_short.get(key, False):
+            self.counts["request_capped"] += 1
+            return request
         return ram
 
     def retry(self, unit: int, failed_mb: float) -> float:
@@ -318,6 +330,8 @@ class OnlineMemory:
             return
         key, f = self.keys[unit], self.features[unit]
         need = self._bytes_per_core(unit, need_mb)
+        if need > f.request or (censored and need >= f.request):  # it fell short of the need
+            self.request_fell_short[key] = True
         if censored:
             self.engine.observe_kill(key, f, need, runtime_s)
         else:
