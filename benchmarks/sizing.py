@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
     parser.add_argument("--seeds", default="1996,2023,42")
     parser.add_argument("--cold-seeds", help="seeds also sized cold ('' none; memory: 1996)")
+    parser.add_argument("--workflows", help="only these workflows (default: every trace_*.csv)")
     parser.add_argument("--resource", choices=RESOURCES, default="memory")
     parser.add_argument("--features", choices=tuple(FEATURES), default="peers-rchar")
     add_out(parser)
@@ -130,6 +131,8 @@ def main() -> None:
     loop_before = reference_loop_s()
     start = time.perf_counter()
     paths = sorted(args.traces.glob("trace_*.csv"))
+    if args.workflows:
+        paths = [p for p in paths if workflow_name(p) in args.workflows.split(",")]
     if not paths:
         parser.error(f"{args.traces}: no trace_*.csv")
     frames = {workflow_name(p): read_nextflow([p]).frame for p in paths}
