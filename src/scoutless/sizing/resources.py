@@ -8,7 +8,8 @@ and bounded below by a kill is sized by the same engine, the same conditional re
   price (``allocation.prices.walltime_slack_core_hour``: brokerage and back-filling see the
   limit, not the use), one that is killed the core-hours it ran (cores × its limit) —
   the replay's priced components (`replay/priced.py`); the engine plans a kill with
-  the replay's ``kill_overhead`` too (the retry runs the job again: × the need's median).
+  the replay's ``kill_overhead`` too (the retry runs the job again: × the need's median),
+  and a retry is at least the killed limit × ``sizing.walltime_retry_growth``.
 
 An outcome's weight (what its cost scales with, the engine's ``runtime``) is the runtime
 for memory and the cores for walltime."""
@@ -50,6 +51,8 @@ class Resource:
     #: what the engine adds to a failure's price when it plans: this many times the
     #: need's median × the weight (a retry's wait and run again; not booked in the tally)
     kill_overhead: float = 0.0
+    #: a retry is at least the failed allocation × this (1: the engine's retry alone)
+    retry_growth: float = 1.0
     weight_by: Literal["runtime", "cores"] = "runtime"
 
     def weight(self, runtime: float, cores: float) -> float:
@@ -72,11 +75,13 @@ MEMORY = Resource("memory", need="rss", request="memory", peak="peak_rss", unit=
 def walltime() -> Resource:
     """Walltime at the settings' prices: slack at ``walltime_slack_core_hour``, a kill its
     core-hours."""
-    prices = get_settings().allocation.prices
+    settings = get_settings()
+    prices = settings.allocation.prices
     return Resource(
         "walltime", need="realtime", request="time", peak="realtime", unit="core_h",
         scale=CORE_H, slack_price=prices.walltime_slack_core_hour,
-        kill_overhead=prices.kill_overhead, weight_by="cores",
+        kill_overhead=prices.kill_overhead, retry_growth=settings.sizing.walltime_retry_growth,
+        weight_by="cores",
     )  # fmt: skip
 
 

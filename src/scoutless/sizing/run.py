@@ -139,7 +139,8 @@ class EngineSizer:
         return a if np.isfinite(a) else float(task.online.request[i])
 
     def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
-        return self.engine.retry(task.name, features(task.online, i), failed)
+        a = self.engine.retry(task.name, features(task.online, i), failed)
+        return max(a, failed * self.resource.retry_growth)
 
     def learn(self, task: TaskType, i: int, need: float) -> None:
         on = task.online
