@@ -20,8 +20,8 @@ Strategies:
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
   allocation), and a kill's retry is the engine's choice on the need's distribution above
   that bound (PanDA's ladder only where the engine has nothing). A first attempt never
-  asks more than the user's request while that request has held for every outcome of its
-  type (no need above it, no kill at it): what the user knows of the job bounds what a
+  asks more than the incumbent (the user's request, else PanDA's default) while that has
+  held for every outcome of its type (no need above it, no kill at it): what the user knows of the job bounds what a
   thin or borrowed history's tail would add; a type whose request once fell short is
   sized by the engine alone. Memory only: its walltime is the user's request, as for
   ``request``;
@@ -276,6 +276,9 @@ class OnlineMemory:
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = numeric_column(rows, request_col("memory")) * MB
+        self.default_mb = settings.replay.default_ram_mb_per_core
+        #: MB per core the incumbent gives each job: its request, else the site's default
+        self.incumbent = self._incumbent(request)
         self.features = [Release(cores=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
@@ -298,8 +301,15 @@ class OnlineMemory:
             features = [Release(cores=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
             self.engine.start_type(key, features, need[at], wall[at])
-            self.request_fell_short[key] = bool(np.any(need[at] > request[at]))
+            short = need[at] > self._incumbent(request[at]) * MB
+            self.request_fell_short[key] = bool(np.any(short))
             self.counts["history"] += int(at.sum())
+
+    def _incumbent(self, request: np.ndarray) -> np.ndarray:
+        """MB per core the request strategy gives: the request (bytes per core), else the
+        site's default, as the plan's ``ram``."""
+        mb = request / MB
+        return np.where(np.isnan(mb) | (mb <= 0), self.default_mb, mb)
 
     def _ram(self, per_core: float) -> float:
         """The ramCount (MB/core) of a need per core the engine plans for (bytes)."""
@@ -314,7 +324,7 @@ class OnlineMemory:
         key, f = self.keys[unit], self.features[unit]
         ram = self._ram(self.engine.allocate(key, f))
         self.counts["sized" if ram == ram else "unsized"] += 1
-        request = f.request / MB  # MB per core; NaN: none
+        request = self.incumbent[unit]
         if ram > request and not self.request_fell_short.get(key, False):
             self.counts["request_capped"] += 1
             return request
@@ -330,7 +340,8 @@ class OnlineMemory:
             return
         key, f = self.keys[unit], self.features[unit]
         need = self._bytes_per_core(unit, need_mb)
-        if need > f.request or (censored and need >= f.request):  # it fell short of the need
+        given = self.incumbent[unit] * MB
+        if need > given or (censored and need >= given):  # it fell short of the need
             self.request_fell_short[key] = True
         if censored:
             self.engine.observe_kill(key, f, need, runtime_s)
