@@ -31,7 +31,8 @@ import psutil
 
 from record import add_out, emit, reference_loop_s
 from scoutless.config import SizingSettings
-from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
 
 #: checkpoints: the shares of the stream at which cost and state are recorded
@@ -84,7 +85,8 @@ def make_stream(jobs: int, tasks: int, types: int, seed: int) -> Stream:
 def size_job(sizer: OnlineSizer, stream: Stream, j: int) -> int:
     """One job through the sizer as a caller drives it; the outcomes it produced."""
     key = int(stream.types[j])
-    f = Features(float(stream.input_size[j]), float(stream.cpus[j]), float(stream.request[j]))
+    f = Release(input_size=float(stream.input_size[j]), cores=float(stream.cpus[j]),
+                request=float(stream.request[j]))
     need, runtime = float(stream.need[j]), float(stream.runtime[j])
     alloc = sizer.first(key, f)
     if not np.isfinite(alloc):

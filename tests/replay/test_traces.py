@@ -217,11 +217,12 @@ def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
 
 def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     from scoutless.replay.traces import MB, kill_price
-    from scoutless.sizing.online import Features, OnlineSizer
+    from scoutless.sizing.features import Release
+    from scoutless.sizing.online import OnlineSizer
 
     settings = settings_with()
     price = kill_price(settings)
-    narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
+    narrow, wide = price(Release(cores=1)), price(Release(cores=64))
     p = settings.allocation.prices
     assert narrow.holds == wide.holds == 0.0
     # per core: a kill loses each core's run, a fit's excess is each core's memory slack
@@ -229,12 +230,12 @@ def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     rng = np.random.default_rng(1)
     needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 8 GB of slack per core
     sizer = OnlineSizer(settings.sizing, failure_price=price)
-    sizer.start_type("t", [Features()] * 40, needs, np.ones(40))
+    sizer.start_type("t", [Release()] * 40, needs, np.ones(40))
     # both sides of the price scale with the cores: the same headroom per core
     assert p == settings.allocation.prices_for("MCORE")  # one price for both widths
     assert wide.fixed == narrow.fixed
-    assert sizer.first("t", Features(cpus=64)) == sizer.first("t", Features(cpus=1))
-    assert sizer.first("t", Features(cpus=1)) > np.median(needs)
+    assert sizer.first("t", Release(cores=64)) == sizer.first("t", Release(cores=1))
+    assert sizer.first("t", Release(cores=1)) > np.median(needs)
     capped = OnlineSizer(settings.sizing, failure_price=price, max_kill_probability=0.01)
-    capped.start_type("t", [Features()] * 40, needs, np.ones(40))
-    assert capped.first("t", Features(cpus=1)) >= np.quantile(needs, 0.97)
+    capped.start_type("t", [Release()] * 40, needs, np.ones(40))
+    assert capped.first("t", Release(cores=1)) >= np.quantile(needs, 0.97)

@@ -7,7 +7,8 @@ import numpy as np
 from scoutless.allocation.quantiles import sample_quantiles as weighted_quantiles
 from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import censored_weights, plan
-from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
 
 NEEDS = np.array([1.0, 2.0, 4.0])
@@ -73,7 +74,7 @@ def test_censored_training_recovers_the_uncensored_quantiles() -> None:
 
 def test_the_engine_learns_kills_as_lower_bounds() -> None:
     need, limit, killed = _killed_sample(n=1000)
-    f = Features()
+    f = Release()
     quick = SizingSettings(shadow_choice=False)  # one candidate (the mean) is all this needs
     with_kills, without = OnlineSizer(quick), OnlineSizer(quick)
     for eng in (with_kills, without):

@@ -17,7 +17,10 @@ CELL = {"wastage_gbh", "over_gbh", "under_gbh", "failures", "maq", "instances"}
 @pytest.fixture(scope="module")
 def sized() -> dict:
     frame = synthetic_workflow(seed=0, rows=50)
-    return size_workflow(frame, "demo", 1996, cold_histories=[synthetic_workflow(7, 50, "other")], settings=Settings())
+    others = [synthetic_workflow(7, 50, "other")]
+    return size_workflow(
+        frame, "demo", 1996, cold_histories=others, features="peers-rchar", settings=Settings()
+    )
 
 
 def test_the_result_has_the_issues_shape(sized: dict) -> None:

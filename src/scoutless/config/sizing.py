@@ -72,6 +72,13 @@ class SizingSettings(BaseModel):
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"
     )
+    walltime_retry_growth: float = Field(
+        2.0,
+        ge=1,
+        description="a walltime retry is at least the killed limit × this: a kill costs the "
+        "cores' whole run (1/slack price of an excess), and the distribution above a limit "
+        "the engine just saw fail is what it knows least (1: the engine's retry alone)",
+    )
     fields: list[str] = Field(
         default_factory=lambda: [
             "process",

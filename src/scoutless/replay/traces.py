@@ -19,7 +19,11 @@ Strategies:
   default); the table's training rows are each type's history; every outcome is learnt as
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
   allocation), and a kill's retry is the sizer's choice on the need's distribution above
-  that bound (PanDA's ladder only where the sizer has nothing). Memory only: its walltime
+  that bound (PanDA's ladder only where the sizer has nothing). A first attempt never
+  asks more than the incumbent (the user's request, else PanDA's default) while that has
+  held for every outcome of its type (no need above it, no kill at it): what the user
+  knows of the job bounds what a thin or borrowed history's tail would add; a type whose
+  request once fell short is sized by the online sizer alone. Memory only: its walltime
   is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
 
@@ -63,7 +67,8 @@ from scoutless.replay.trace_decision import (
 )
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
-from scoutless.sizing.online import Features, OnlineSizer
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
@@ -235,7 +240,7 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
-def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
+def kill_price(settings: Settings) -> Callable[[Release], FailurePrice]:
     """A memory kill in the replay's terms, for the online sizer sizing memory per core:
     each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
     core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
@@ -246,8 +251,8 @@ def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
     gb = 1024.0 * MB
 
-    def price(f: Features) -> FailurePrice:
-        prices = by_width.get(f.cpus > 1) or settings.allocation.prices
+    def price(f: Release) -> FailurePrice:
+        prices = by_width.get(f.cores > 1) or settings.allocation.prices
         per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
         return FailurePrice(fixed=per_core * gb, holds=0.0)
 
@@ -272,10 +277,15 @@ class OnlineMemory:
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = numeric_column(rows, request_col("memory")) * MB
-        self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
+        self.default_mb = settings.replay.default_ram_mb_per_core
+        #: MB per core the incumbent gives each job: its request, else the site's default
+        self.incumbent = self._incumbent(request)
+        self.features = [Release(cores=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
-                       "history": 0}  # fmt: skip
+                       "history": 0, "request_capped": 0}  # fmt: skip
+        #: per type: a need above its request seen (the request no longer bounds it)
+        self.request_fell_short: dict[Hashable, bool] = {}
         if history is not None and len(history):
             self._start(history, columns)
 
@@ -289,10 +299,18 @@ class OnlineMemory:
         keys = type_keys(history, columns)
         for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
             at = ok & np.fromiter((k == key for k in keys), bool, len(keys))
-            features = [Features(cpus=c, request=r) for c, r in zip(cores[at], request[at],
+            features = [Release(cores=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
             self.sizer.start_type(key, features, need[at], wall[at])
+            short = need[at] > self._incumbent(request[at]) * MB
+            self.request_fell_short[key] = bool(np.any(short))
             self.counts["history"] += int(at.sum())
+
+    def _incumbent(self, request: np.ndarray) -> np.ndarray:
+        """MB per core the request strategy gives: the request (bytes per core), else the
+        site's default, as the plan's ``ram``."""
+        mb = request / MB
+        return np.where(np.isnan(mb) | (mb <= 0), self.default_mb, mb)
 
     def _ram(self, per_core: float) -> float:
         """The ramCount (MB/core) of a need per core the sizer plans for (bytes)."""
@@ -304,8 +322,13 @@ class OnlineMemory:
         return job_mb * MB / self.cores[unit]
 
     def first(self, task: int, unit: int) -> float:
-        ram = self._ram(self.sizer.first(self.keys[unit], self.features[unit]))
+        key = self.keys[unit]
+        ram = self._ram(self.sizer.first(key, self.features[unit]))
         self.counts["sized" if ram == ram else "unsized"] += 1
+        request = self.incumbent[unit]
+        if ram > request and not self.request_fell_short.get(key, False):
+            self.counts["request_capped"] += 1
+            return request
         return ram
 
     def retry(self, task: int, unit: int, failed: float) -> float:
@@ -316,9 +339,12 @@ class OnlineMemory:
     def learn(self, task: int, unit: int, outcome: Outcome) -> None:
         if not outcome.need > 0:  # a job without a measured need teaches nothing
             return
+        key = self.keys[unit]
         need = self._bytes_per_core(unit, outcome.need)
-        self.sizer.learn(self.keys[unit], self.features[unit],
-                         Outcome(need, outcome.runtime, outcome.censored))  # fmt: skip
+        given = self.incumbent[unit] * MB
+        if need > given or (outcome.censored and need >= given):  # it fell short of the need
+            self.request_fell_short[key] = True
+        self.sizer.learn(key, self.features[unit], Outcome(need, outcome.runtime, outcome.censored))
         self.counts["learnt"] += 1
         self.counts["censored"] += int(outcome.censored)
 

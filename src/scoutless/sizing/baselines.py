@@ -2,7 +2,9 @@
 Witt et al.'s percentile and linear-regression sizing, Tovar et al.'s first allocation
 minimising expected waste, PanDA JEDI's scouts' P75 × margin with its retry ladder,
 Kubernetes VPA, the users' requests and the oracle. Each is a small `PeerSizer`; the walk in
-`protocol.py` does the accounting for all of them."""
+`protocol.py` does the accounting for all of them. The percentile, the regressions, the
+users' requests and the oracle know no unit (they size walltime as they size memory);
+Tovar's node, JEDI's ladder and VPA's step are memory's."""
 
 from __future__ import annotations
 
@@ -54,7 +56,8 @@ class ErrorList:
 
 class WittLR(_SeenNeeds):
     """Witt et al.'s feedback regression: raw = linear regression of need on input size
-    (the peers fit it on MinMax-scaled values, which gives the same line),
+    (the peers fit it on MinMax-scaled values, which gives the same line; an unknown
+    input size counts as 0, so without any the line is the mean need),
     refit on all history after every instance; allocation raw × (1 + offset), offset the
     std (ddof 0) of the earlier relative errors (``under``: of the positive ones only);
     a failure doubles, or takes the largest need seen when the allocation was negative."""
@@ -66,7 +69,7 @@ class WittLR(_SeenNeeds):
 
     def begin(self, task: TaskType) -> None:
         super().begin(task)
-        self.x = list(map(float, task.history.rchar))
+        self.x = list(map(_known, task.history.input_size))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
     def _offset(self) -> float:
@@ -76,7 +79,7 @@ class WittLR(_SeenNeeds):
         return float(np.std(errs)) if len(errs) else 0.0
 
     def first(self, task: TaskType, i: int) -> float:
-        self.raw = self.intercept + self.slope * float(task.online.rchar[i])
+        self.raw = self.intercept + self.slope * _known(task.online.input_size[i])
         return self.raw + self._offset() * self.raw
 
     def retry(self, task: TaskType, i: int, failed: float) -> float:
@@ -85,8 +88,13 @@ class WittLR(_SeenNeeds):
     def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
         self.errors.values.append((outcome.need - self.raw) / outcome.need)
         super().learn(task, i, outcome)
-        self.x.append(float(task.online.rchar[i]))
+        self.x.append(_known(task.online.input_size[i]))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
+
+
+def _known(x: float) -> float:
+    """An input size as the regression takes it: 0 when unknown."""
+    return float(x) if np.isfinite(x) else 0.0
 
 
 class Tovar:

@@ -27,6 +27,13 @@ class FailurePrice:
 
     fixed: float = 0.0
     holds: float = 1.0
+    #: added to ``fixed``: this many times the need's median (a retry's overhead is the
+    #: job's own run again, whatever the attempt that failed)
+    per_median: float = 0.0
+
+    def plus(self, fixed: float) -> FailurePrice:
+        """The price with ``fixed`` added to its fixed part (``per_median`` resolved)."""
+        return FailurePrice(self.fixed + fixed, self.holds)
 
 
 def censored_weights(

@@ -24,13 +24,13 @@ Nothing here knows Nextflow: a task type is a key, an instance its features."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import FailurePrice, plan, rank, ranked_median
+from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
 from scoutless.sizing.protocol import Outcome
@@ -44,18 +44,8 @@ MODELS: tuple[str, ...] = tuple(m.name for m in CANDIDATES)
 SHADOW_ATTEMPTS = 16
 
 
-@dataclass(frozen=True)
-class Features:
-    """What is known of an instance at submission: input size (bytes), cores, the user's
-    request (bytes; NaN when none)."""
-
-    input_size: float = np.nan
-    cpus: float = 1.0
-    request: float = np.nan
-
-    def log_input(self) -> float:
-        x = self.input_size
-        return float(np.log1p(x)) if np.isfinite(x) and x >= 0 else np.nan
+#: what is known of an instance at release (one type for every caller)
+Features = Release
 
 
 def _log(value: float) -> float:
@@ -250,7 +240,10 @@ class OnlineSizer:
         restart's overhead (`failure_penalty` × the median need, at least the floor);
         ``ranked``: the need's sample in ascending order."""
         if self.failure_price is not None:
-            return self.failure_price(f)
+            price = self.failure_price(f)
+            if price.per_median and len(ranked):  # a retry's overhead scales with the need
+                return price.plus(price.per_median * ranked_median(ranked))
+            return price
         if not len(ranked):
             return FailurePrice(0.0, 1.0)
         scale = max(ranked_median(ranked), self.settings.penalty_floor_bytes)

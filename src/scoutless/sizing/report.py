@@ -12,7 +12,15 @@ import pandas as pd
 
 from scoutless.config import Settings
 from scoutless.sizing.protocol import MIN_ROWS, task_types
-from scoutless.sizing.run import GOAL_BASELINES, baseline_sizers, cold_sizer, run_types, warm_sizer
+from scoutless.sizing.resources import MEMORY, Resource
+from scoutless.sizing.run import (
+    GOAL_BASELINES,
+    baseline_sizers,
+    cold_sizer,
+    has_requests,
+    run_types,
+    warm_sizer,
+)  # fmt: skip
 
 #: Witt et al.'s low-wastage regression as published with Sizey's code (offline, its own
 #: 30 % sample as history, ``peak_rss`` as the need; seed 1996): GB·h, failures. Not
@@ -27,21 +35,19 @@ class SizingError(ValueError):
     """A table the protocol cannot size: says what it needs."""
 
 
-def goal(methods: dict[str, dict], method: str = "scoutless") -> dict:
+def goal(methods: dict[str, dict], method: str = "scoutless", resource: Resource = MEMORY) -> dict:
     """The best goal baseline by wastage, and ``method``'s ratio and whether it beats it
     on both wastage and failures."""
-    cands = {k: methods[k] for k in GOAL_BASELINES if k in methods}
-    best = min(cands, key=lambda k: cands[k]["wastage_gbh"])
-    ours, ref = methods[method], cands[best]
-    if ref["wastage_gbh"] > 0:
-        ratio = ours["wastage_gbh"] / ref["wastage_gbh"]
-    else:  # a baseline that wastes nothing: met only by wasting nothing too
-        ratio = 1.0 if ours["wastage_gbh"] <= 0 else np.inf
+    key = f"wastage_{resource.unit}"
+    cands = {k: methods[k] for k in GOAL_BASELINES[resource.name] if k in methods}
+    best = min(cands, key=lambda k: cands[k][key])
+    ours, ref = methods[method][key], cands[best][key]
+    # a baseline that wastes nothing: met only by wasting nothing too
+    ratio = ours / ref if ref > 0 else (1.0 if ours <= 0 else np.inf)
     return {
-        "method": method, "best_baseline": best, "baseline_wastage_gbh": ref["wastage_gbh"],
-        "baseline_failures": ref["failures"], "ratio": ratio,
-        "wastage_met": ours["wastage_gbh"] <= ref["wastage_gbh"],
-        "failures_met": ours["failures"] <= ref["failures"],
+        "method": method, "best_baseline": best, f"baseline_{key}": ref,
+        "baseline_failures": cands[best]["failures"], "ratio": ratio, "wastage_met": ours <= ref,
+        "failures_met": methods[method]["failures"] <= cands[best]["failures"],
     }  # fmt: skip
 
 
@@ -52,22 +58,29 @@ def size_workflow(
     *,
     settings: Settings,
     cold_histories: Sequence[pd.DataFrame] | None = None,
+    resource: Resource = MEMORY,
+    features: str = "submission",
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
-    one workflow's instance table, with the goal of each scoutless row."""
-    types = task_types(frame, seed, workflow)
+    one workflow's instance table, with the goal of each scoutless row; ``resource`` sized
+    with ``features`` (`sizing.instances.FEATURES`)."""
+    types = task_types(frame, seed, workflow, resource, features)
     if not types:
         raise SizingError(
             f"{workflow}: nothing to size: no task type has {MIN_ROWS} instances with rss > 0 "
             f"and realtime > 0 ({len(frame)} rows, {frame['process'].nunique()} task types)"
         )
-    sizers = [*baseline_sizers(settings), warm_sizer(types, settings.sizing)]
+    sizers = [
+        *baseline_sizers(settings, resource, requests=has_requests(types)),
+        warm_sizer(types, settings.sizing, resource),
+    ]
     if cold_histories is not None:
-        sizers.append(cold_sizer(types, cold_histories, settings.sizing))
-    out = run_types(types, sizers)
-    out["goal"] = {s: goal(out["methods"], s) for s in ("scoutless", "scoutless_cold")
+        sizers.append(cold_sizer(types, cold_histories, settings.sizing, resource, features))
+    out = run_types(types, sizers, resource)
+    out["goal"] = {s: goal(out["methods"], s, resource) for s in ("scoutless", "scoutless_cold")
                    if s in out["methods"]}  # fmt: skip
-    if workflow in WITT_LWR_CITED:
+    out["resource"], out["features"] = resource.name, features
+    if workflow in WITT_LWR_CITED and resource.name == "memory":
         gbh, fails = WITT_LWR_CITED[workflow]
         out["cited"] = {"witt_lwr": {"wastage_gbh": gbh, "failures": fails, "seed": 1996}}
     return out
