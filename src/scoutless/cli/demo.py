@@ -95,7 +95,7 @@ def demo(
         seed=seed,
         max_epochs=max_epochs,
     )
-    _carry_spreads(db_path, table, bundle_path, seed)
+    _carry_history(db_path, table, bundle_path, seed)
     _step(4, STEPS, f"evaluate against the baselines → {workdir}")
     predictor = load_bundle(bundle_path)
     # report.html is drawn once, in step 5, with the replay section in it
@@ -109,17 +109,15 @@ def demo(
     _done(workdir, bundle_path, db_path, (time.perf_counter() - started) / 60)
 
 
-def _carry_spreads(db_path: Path, table: Any, bundle_path: Path, seed: int) -> None:
-    """The bundle carries the spread of a task's jobs around its value, learnt from its
-    training tasks' jobs, so the service prices what the replay prices."""
-    from scoutless.bundle import write_job_spreads
+def _carry_history(db_path: Path, table: Any, bundle_path: Path, seed: int) -> None:
+    """The bundle carries what its decision learns from its training tasks' jobs (the
+    jobs' spread, the room loads), so the service prices what the replay prices."""
     from scoutless.config import get_settings
-    from scoutless.replay.history import learnt_spreads
+    from scoutless.replay.history import carry_history
 
     train, _ = table.split(table.default_split)
     url = f"sqlite:///{db_path.resolve()}"
-    spreads = learnt_spreads(url, get_settings(), train["jeditaskid"].to_numpy(), seed=seed)
-    write_job_spreads(bundle_path, spreads)
+    carry_history(url, get_settings(), train["jeditaskid"].to_numpy(), bundle_path, seed=seed)
 
 
 def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:
