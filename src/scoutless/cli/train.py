@@ -85,6 +85,10 @@ def _carry_history(table: Any, bundle: Path, db: str | None, split: str | None, 
     from scoutless.replay.workload import WorkloadError
 
     train, _ = table.split(split or table.default_split)
+    if "jeditaskid" not in train:
+        console.print("[yellow]no jobs' spread or room loads in the bundle[/] (the table "
+                      "names no tasks); it decides at room load 0")  # fmt: skip
+        return
     url = db or get_settings().resolved_db_url()
     try:
         carry_history(url, get_settings(), train["jeditaskid"].to_numpy(), bundle, seed=seed)
