@@ -223,8 +223,19 @@ BENCHMARKS: list[Benchmark] = [
         "For 1,000 test tasks of a demo, the allocation the service answers by id and "
         "posted as task parameters, the one `taskparams` writes, the one the listener "
         "publishes and the one the replay's predicted strategy allocates, compared value for "
-        "value under the cost policy, with the default settings and with a settings file "
-        "that prices each resource type and caps each target's kills (goal: 0 mismatches).",
+        "value under the cost policy, with the default settings (the rooms at the loads the "
+        "bundle learnt) and with a settings file that prices each resource type, caps each "
+        "target's kills and sets the rooms' loads (goal: 0 mismatches).",
         "python benchmarks/parity.py --workdir W --tasks 1000 --out results/parity.json",
+    ),
+    Benchmark(
+        "decision_speed",
+        "The decision's speed, paired",
+        "Two checkouts on one machine, in interleaved runs (A B, B A, …) on the same small "
+        "demo: the service's CPU per request (one task by id, one posted, under the cost "
+        "policy) and the replay's time through every strategy; per pair the ratio after ÷ "
+        "before, its median and its spread over the pairs (goal: 1 within the spread).",
+        "python benchmarks/decision_speed.py --before B --after . --tasks 2000 --rounds 4 "
+        "--out results/decision_speed.json",
     ),
 ]

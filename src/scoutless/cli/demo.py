@@ -94,7 +94,7 @@ def demo(
         table, bundle_path, models=tuple(m.strip() for m in models.split(",") if m.strip()),
         trials=0, seed=seed, max_epochs=max_epochs, settings=settings,
     )  # fmt: skip
-    _carry_spreads(db_path, table, bundle_path, seed, settings)
+    _carry_history(db_path, table, bundle_path, seed, settings)
     _step(4, STEPS, f"evaluate against the baselines → {workdir}")
     predictor = load_bundle(bundle_path)
     # report.html is drawn once, in step 5, with the replay section in it
@@ -108,16 +108,14 @@ def demo(
     _done(workdir, bundle_path, db_path, (time.perf_counter() - started) / 60)
 
 
-def _carry_spreads(db_path: Path, table: Any, bundle_path: Path, seed: int, settings: Any) -> None:
-    """The bundle carries the spread of a task's jobs around its value, learnt from its
-    training tasks' jobs, so the service prices what the replay prices."""
-    from scoutless.bundle import write_job_spreads
-    from scoutless.replay.history import learnt_spreads
+def _carry_history(db_path: Path, table: Any, bundle_path: Path, seed: int, settings: Any) -> None:
+    """The bundle carries what its decision learns from its training tasks' jobs (the
+    jobs' spread, the room loads), so the service prices what the replay prices."""
+    from scoutless.replay.history import carry_history
 
     train, _ = table.split(table.default_split)
     url = f"sqlite:///{db_path.resolve()}"
-    spreads = learnt_spreads(url, settings, train["jeditaskid"].to_numpy(), seed=seed)
-    write_job_spreads(bundle_path, spreads)
+    carry_history(url, settings, train["jeditaskid"].to_numpy(), bundle_path, seed=seed)
 
 
 def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:

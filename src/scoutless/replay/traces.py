@@ -51,6 +51,7 @@ import pandas as pd
 
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import memory_kill_in_gb_hours
 from scoutless.config import Settings
 from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.plan import StrategyPlan
@@ -253,8 +254,7 @@ def kill_price(settings: Settings) -> Callable[[Release], FailurePrice]:
 
     def price(f: Release) -> FailurePrice:
         prices = by_width.get(f.cores > 1) or settings.allocation.prices
-        per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
-        return FailurePrice(fixed=per_core * gb, holds=0.0)
+        return FailurePrice(fixed=memory_kill_in_gb_hours(prices) * gb, holds=0.0)
 
     return price
 

@@ -66,7 +66,8 @@ class DecisionStage:
         predictor = self.predictor
         self.policies = PolicyCache(predictor)
         bounds = AnswerBounds.of(settings)  # what the site can allocate at all
-        self.site_decision = SiteDecision.of(settings, predictor.job_spreads)
+        self.site_decision = SiteDecision.of(settings, predictor.job_spreads,
+                                             predictor.room_loads)  # fmt: skip
         self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
         self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}

@@ -215,6 +215,9 @@ class LocalBackend:
             # trained under other xgboost/torch/scikit-learn versions (the manifest's
             # ``libraries``): the sentence the load logged, else None
             "library_warning": getattr(served.predictor, "library_warning", None),
+            # the HIMEM and long-queue loads the decision prices (source "none": load 0,
+            # a bundle without room_loads.json and no allocation.room_loads)
+            "room_loads": served.pipeline.site_decision.room_loads.info(),
         }
 
     async def reload(self, source: str | None) -> ReloadResponse:

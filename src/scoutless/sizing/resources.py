@@ -5,7 +5,7 @@ and bounded below by a kill is sized by the same engine, the same conditional re
   that fails its whole allocation × its runtime (the peers' protocol);
 - **walltime** (run time, ms; a walltime kill is a lower bound at the limit it was
   given): an attempt that fits wastes cores × (limit − run time) at the walltime-slack
-  price (``allocation.prices.walltime_slack_core_hour``: brokerage and back-filling see the
+  price (the allocation prices' walltime slack per core-hour: brokerage and back-filling see the
   limit, not the use), one that is killed the core-hours it ran (cores × its limit) —
   the replay's priced components (`replay/priced.py`); the engine plans a kill with
   the replay's ``kill_overhead`` too (the retry runs the job again: × the need's median),
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from scoutless.allocation.costs import walltime_prices
 from scoutless.config import Settings
 from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.features import Release
@@ -50,7 +51,7 @@ class Resource:
     kill_price: float = 1.0
     #: what the engine adds to a failure's price when it plans: this many times the
     #: need's median × the weight (a retry's wait and run again; not booked in the tally)
-    kill_overhead: float = 0.0
+    restart_overhead: float = 0.0
     #: a retry is at least the failed allocation × this (1: the engine's retry alone)
     retry_growth: float = 1.0
     weight_by: Literal["runtime", "cores"] = "runtime"
@@ -65,7 +66,7 @@ class Resource:
         if self.name == "memory":
             return None
         slack = max(self.slack_price, 1e-9)
-        price = FailurePrice(holds=self.kill_price / slack, per_median=self.kill_overhead / slack)
+        price = FailurePrice(holds=self.kill_price / slack, per_median=self.restart_overhead / slack)
         return lambda _release: price
 
 
@@ -75,11 +76,11 @@ MEMORY = Resource("memory", need="rss", request="memory", peak="peak_rss", unit=
 def walltime(settings: Settings) -> Resource:
     """Walltime at the settings' prices: slack at ``walltime_slack_core_hour``, a kill its
     core-hours."""
-    prices = settings.allocation.prices
+    slack, overhead = walltime_prices(settings.allocation.prices)
     return Resource(
         "walltime", need="realtime", request="time", peak="realtime", unit="core_h",
-        scale=CORE_H, slack_price=prices.walltime_slack_core_hour,
-        kill_overhead=prices.kill_overhead, retry_growth=settings.sizing.walltime_retry_growth,
+        scale=CORE_H, slack_price=slack, restart_overhead=overhead,
+        retry_growth=settings.sizing.walltime_retry_growth,
         weight_by="cores",
     )  # fmt: skip
 
