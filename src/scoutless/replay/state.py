@@ -68,9 +68,6 @@ class ReplayState(TaskTally):
         # per unit
         self.job_ram: list[float | None] = _per_unit(plan.unit_ram, n_j)
         self.job_wall_limit: list[float | None] = _per_unit(plan.unit_walltime, n_j)
-        # the units' input files' ramCounts, as JEDI's memory retry raises them
-        self.files = FileLedger(self.unit_task, work.files_per_unit().tolist(), n_t)
-        self.retry_ram = RetryRam.from_split_rule(cfg.retry_ram_split_rule)
         self.attempts = [0] * n_j
         self.first_ok = [False] * n_j
         self.failed = [False] * n_j
@@ -124,6 +121,9 @@ class ReplayState(TaskTally):
         self.scouts_failed = [0] * n_t
         self.scouts_resolved = [0] * n_t
         self.task_version = [0] * n_t  # +1 at each change of cpuTime (the limits)
+        # the input files' ramCounts of each task, as JEDI's memory retry raises them
+        self.files = FileLedger(self.unit_task, self.w.files_per_unit().tolist(), n_t)
+        self.retry_ram = RetryRam.from_split_rule(self.cfg.retry_ram_split_rule)
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
         self._tally_state(n_t)
