@@ -131,6 +131,9 @@ class Tally:
     overuse_gbh: float = 0.0  # Σ (need − allocation)⁺ × wall (fitted within the factor)
     failed_gbh: float = 0.0
     need_gbh: float = 0.0
+    #: the waste of the jobs released once the first outcome was known (the engine's
+    #: first ``lag`` + 1 jobs are sized from the request alone)
+    wasted_after_lag_gbh: float = 0.0
 
     def summary(self) -> dict[str, float | int]:
         wasted = self.slack_gbh + self.failed_gbh
@@ -139,6 +142,7 @@ class Tally:
             "jobs_killed_twice": self.jobs_killed_twice, "jobs_failed": self.jobs_failed,
             "wasted_gbh": wasted, "slack_gbh": self.slack_gbh, "failed_gbh": self.failed_gbh,
             "overuse_gbh": self.overuse_gbh, "need_gbh": self.need_gbh,
+            "wasted_after_lag_gbh": self.wasted_after_lag_gbh,
             "slack_relative": self.slack_gbh / self.need_gbh if self.need_gbh else math.nan,
         }  # fmt: skip
 
@@ -195,7 +199,7 @@ class Walk:
         a = self.online.first(j.task, f)  # type: ignore[union-attr]
         if not (math.isfinite(a) and a > 0):  # nothing known yet: the request
             a = f.request / MB
-        return a * j.cores[k]
+        return float(a * j.cores[k])
 
     def _retry(self, k: int, f: Features, alloc: float) -> float:
         """The next attempt's allocation after a kill at ``alloc`` (MB a job)."""
@@ -204,7 +208,7 @@ class Walk:
         if self.side == "engine":
             a = self.online.retry(j.task, f, bound / cores)  # type: ignore[union-attr]
             if math.isfinite(a) and a * cores > alloc:
-                return a * cores
+                return float(a * cores)
         own = per_core(j.recorded_mb[k], cores, 0.0) if self.side == "recorded" else 0.0
         task_ram = max(self.task_ram, own)
         raised = memory_retry(self.files, k, 0, alloc, cores, 0.0, task_ram)
@@ -220,7 +224,7 @@ class Walk:
         f = self._features(k)
         outcomes: list[Outcome] = []
         alloc = self._first(k, f)
-        kills = 0
+        kills, wasted = 0, t.slack_gbh + t.failed_gbh
         t.jobs += 1
         t.need_gbh += need * wall * GBH
         while True:
@@ -240,6 +244,8 @@ class Walk:
             alloc = self._retry(k, f, alloc)
         t.kills += kills
         t.jobs_killed_twice += kills > 1
+        if k > self.lag:
+            t.wasted_after_lag_gbh += t.slack_gbh + t.failed_gbh - wasted
         if self.side == "engine":
             self.pending.append((k, f, outcomes))
 
