@@ -12,7 +12,8 @@ Sides:
   per core) for every job, raised only by JEDI's ladder and the 30 % rule.
 * ``engine``: scoutless's online sizer, per core, with no prior: a job it knows nothing of
   gets the first recorded ``minramcount``; a kill is retried from the conditional
-  distribution (past its knowledge the sizer's own growth); each job's outcomes (a kill's
+  distribution (JEDI's ladder while it has learnt nothing: it writes nothing then, and
+  JEDI's retry acts, as in production); each job's outcomes (a kill's
   lower bound ``factor`` × allocation, then the need) become known to it only once the
   next ``lag`` jobs were released (the records hold no start or end times).
 
@@ -103,6 +104,12 @@ class OnlineSide:
 
     def __init__(self) -> None:
         self.sizer = Engine(get_settings().sizing)
+        self.learnt: dict[str, int] = {}
+
+    def knows(self, key: str) -> bool:
+        """Whether any outcome of ``key`` was learnt (else the sizer has nothing to say
+        and, as in production, JEDI's own retry acts)."""
+        return self.learnt.get(key, 0) > 0
 
     def first(self, key: str, f: Features) -> float:
         return self.sizer.allocate(key, f) / MB
@@ -111,6 +118,7 @@ class OnlineSide:
         return self.sizer.retry(key, f, failed * MB) / MB
 
     def learn(self, key: str, f: Features, outcome: Outcome) -> None:
+        self.learnt[key] = self.learnt.get(key, 0) + 1
         if outcome.censored:
             self.sizer.observe_kill(key, f, outcome.need * MB, outcome.runtime)
         else:
@@ -205,7 +213,7 @@ class Walk:
         """The next attempt's allocation after a kill at ``alloc`` (MB a job)."""
         j, cores = self.jobs, float(self.jobs.cores[k])
         bound = self.factor * alloc
-        if self.side == "engine":
+        if self.side == "engine" and self.online.knows(j.task):  # type: ignore[union-attr]
             a = self.online.retry(j.task, f, bound / cores)  # type: ignore[union-attr]
             if math.isfinite(a) and a * cores > alloc:
                 return float(a * cores)

@@ -45,6 +45,9 @@ class Recorder:
         self.sized += 1
         return 1500.0  # MB a core: jobs above it are killed at factor 1
 
+    def knows(self, key: str) -> bool:
+        return True
+
     def retry(self, key: str, f, failed: float) -> float:  # type: ignore[no-untyped-def]
         return failed * 2
 
