@@ -103,7 +103,8 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
     for factor in at(doc, ("factors",)) or []:
         key = f"{factor:g}"
         for value, what in (("wasted_gbh", "memory GB·h wasted"), ("kills", "kills"),
-                            ("slack_gbh", "slack GB·h")):  # fmt: skip
+                            ("slack_gbh", "slack GB·h"),
+                            ("wasted_after_lag_gbh", "GB·h wasted once outcomes were known")):  # fmt: skip
             rows = [[label(t), figure(doc, ("tasks", t, "jobs")),
                      *(figure(doc, ("tasks", t, "factors", key, s, value)) for s in ATLAS_SIDES)]
                     for t in tasks]  # fmt: skip
