@@ -17,7 +17,7 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import online_tables, sizing_cap_tables, sizing_tables
+from docsgen.views.sizing import atlas_jobs_tables, online_tables, sizing_cap_tables, sizing_tables
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -130,6 +130,19 @@ BENCHMARKS: list[Benchmark] = [
         "three seeds; and sized cold, from the other five workflows only.",
         "python benchmarks/sizing.py TRACES_DIR --out results/sizing.json",
         sizing_tables,
+    ),
+    Benchmark(
+        "atlas_jobs",
+        "Real ATLAS jobs sized job by job",
+        "Six ATLAS tasks' job records in pandaid order, each job's memory sized by "
+        "scoutless's online sizer (no prior: the task's first recorded minramcount is the "
+        "request; a job's outcome known only once the next 100 jobs were released; a kill "
+        "retried from the conditional distribution), by the minramcount JEDI recorded "
+        "(then JEDI's ladder) and by JEDI's ladder alone; a job dies where maxPSS > factor "
+        "× its allocation. Then the same tasks under the peers' protocol against the jedi "
+        "baseline.",
+        "python benchmarks/atlas_jobs.py --out results/atlas_jobs.json",
+        atlas_jobs_tables,
     ),
     Benchmark(
         "online",

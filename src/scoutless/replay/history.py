@@ -15,7 +15,7 @@ from scoutless.replay.workload import Workload, WorkloadError, build_workload
 REPLAY_JOB_COLUMNS = (
     "pandaid", "jeditaskid", "jobstatus", "specialhandling", "corecount", "actualcorecount",
     "maxpss", "starttime", "endtime", "nevents", "inputfilebytes", "outputfilebytes", "hs06",
-    "assignedpriority",
+    "assignedpriority", "ninputdatafiles",
 )  # fmt: skip
 
 
