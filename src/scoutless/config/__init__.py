@@ -34,6 +34,7 @@ from scoutless.config.settings import (
     with_password,
 )
 from scoutless.config.sizing import SizingSettings
+from scoutless.config.sizing_state import SizingStateSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Settings",
     "SettingsFileError",
     "SizingSettings",
+    "SizingStateSettings",
     "SplitSettings",
     "TargetSettings",
     "TrainingSettings",

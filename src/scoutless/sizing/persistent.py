@@ -1,0 +1,112 @@
+"""The online sizer with its state in the database, shared by every process that opens it.
+
+`PersistentSizer` speaks the sizer's verbs (``first``, ``retry``, ``learn``) around an
+in-memory sizer and a `state_store.SizingStateStore`:
+
+- ``learn`` re-reads the types whose version moved, applies the outcome in memory, and
+  commits it with the type's new state at version + 1 (compare-and-set). A lost race
+  re-reads the newer states and applies the outcome again on them; it returns only once
+  its row committed, so an outcome acknowledged is never lost to a crash or a writer.
+- ``first`` and ``retry`` re-read the types whose version moved (at most every
+  ``refresh_interval_s``): every type, because a type's allocation borrows from the
+  others' residuals. One query of (key, version) pairs, then the moved states only.
+- A process that starts (or restarts after a kill) reads every type's committed state.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+
+from scoutless.config import SizingSettings, SizingStateSettings, get_settings
+from scoutless.history.panda_db import make_engine
+from scoutless.sizing.contract_adapter import ContractSizer, Features, Outcome, features_to_dict
+from scoutless.sizing.state_store import KEY_LENGTH, SizingStateStore
+
+
+class PersistentSizer:
+    """first/retry/learn with the state kept in the database (see the module's docstring)."""
+
+    def __init__(
+        self,
+        store: SizingStateStore,
+        sizer: ContractSizer,
+        settings: SizingStateSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.sizer = sizer
+        self.settings = settings or get_settings().sizing_state
+        self.clock = clock
+        self.versions: dict[str, int] = {}  # the version of each type this process holds
+        self.conflicts = 0  # compare-and-set attempts lost (each one re-read the moved types)
+        self._checked = -math.inf
+        self.refresh(force=True)
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        sizing: SizingSettings | None = None,
+        settings: SizingStateSettings | None = None,
+    ) -> PersistentSizer:
+        """The sizer on ``url`` (default: ``settings.db_url``, else the project's database),
+        its tables created when missing, every committed state read."""
+        project = get_settings()
+        settings = settings or project.sizing_state
+        engine = make_engine(url or settings.db_url or project.resolved_db_url())
+        store = SizingStateStore(engine, keep_outcomes=settings.keep_outcomes)
+        store.create()
+        return cls(store, ContractSizer(sizing or project.sizing), settings)
+
+    def refresh(self, *, force: bool = False) -> list[str]:
+        """Restore the types whose committed version differs from the one held; the keys
+        restored. Without ``force``, at most once every ``refresh_interval_s``."""
+        now = self.clock()
+        if not force and now - self._checked < self.settings.refresh_interval_s:
+            return []
+        self._checked = now
+        moved = [k for k, v in self.store.versions().items() if self.versions.get(k) != v]
+        for key, (version, snapshot) in self.store.read(moved).items():
+            self.sizer.restore(key, snapshot)
+            self.versions[key] = version
+        return moved
+
+    def first(self, key: str, features: Features) -> float:
+        """The first attempt's allocation, on the latest committed states."""
+        self.refresh()
+        return self.sizer.first(_checked_key(key), features)
+
+    def retry(self, key: str, features: Features, failed: float) -> float:
+        """The next attempt after one failed at ``failed``, on the latest committed states."""
+        self.refresh()
+        return self.sizer.retry(_checked_key(key), features, failed)
+
+    def learn(self, key: str, features: Features, outcome: Outcome) -> int:
+        """Learn an outcome and commit it; the type's version it made. Raises RuntimeError
+        when ``max_attempts`` compare-and-sets in a row were lost to other writers."""
+        key = _checked_key(key)
+        for _ in range(self.settings.max_attempts):
+            self.refresh(force=True)
+            version = self.versions.get(key, 0)
+            self.sizer.learn(key, features, outcome)
+            snapshot = self.sizer.snapshot(key)
+            if self.store.append(key, version, features_to_dict(features), asdict(outcome), snapshot):
+                self.versions[key] = version + 1
+                return version + 1
+            self.conflicts += 1
+            self.versions[key] = -1  # ours holds an outcome that did not commit: re-read it
+        raise RuntimeError(
+            f"sizing state of {key!r}: {self.settings.max_attempts} compare-and-sets in a row "
+            "lost to other writers (settings.sizing_state.max_attempts)"
+        )
+
+
+def _checked_key(key: str) -> str:
+    if not isinstance(key, str) or not 0 < len(key) <= KEY_LENGTH:
+        raise ValueError(f"a task type's key must be text of 1 to {KEY_LENGTH} characters: {key!r}")
+    return key
