@@ -54,11 +54,17 @@ def stream(events: int, types: int = 8, seed: int = 0, kill_share: float = 0.1) 
     return [
         Event(
             key=f"type-{kind[i]:03d}",
-            features=Features(input_size=float(np.exp(log_input[i])), cpus=1.0,
-                              request=float(4 * np.exp(base[kind[i]]))),
-            outcome=Outcome(need=float(bound[i] if killed[i] else need[i]),
-                            runtime=float(runtime[i]), censored=bool(killed[i])),
-        )  # fmt: skip
+            features=Features(
+                input_size=float(np.exp(log_input[i])),
+                cpus=1.0,
+                request=float(4 * np.exp(base[kind[i]])),
+            ),
+            outcome=Outcome(
+                need=float(bound[i] if killed[i] else need[i]),
+                runtime=float(runtime[i]),
+                censored=bool(killed[i]),
+            ),
+        )
         for i in range(events)
     ]
 
@@ -90,7 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int, required=True)
     parser.add_argument("--types", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rank", type=int, default=0, help="this process takes events i with i %% ranks == rank")
+    parser.add_argument(
+        "--rank", type=int, default=0, help="this process takes events i with i %% ranks == rank"
+    )
     parser.add_argument("--ranks", type=int, default=1)
     parser.add_argument("--sizing", default="{}", help="JSON: SizingSettings fields")
     args = parser.parse_args(argv)
@@ -98,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     sizer = open_sizer(args.db, {**STREAM_SIZING, **json.loads(args.sizing)})
     if args.ranks > 1:  # processes sharing one state: each its own share, from the start
         mine = [e for i, e in enumerate(events) if i % args.ranks == args.rank]
+        print("ready", flush=True)
+        sys.stdin.readline()  # all start together once every rank is ready (a line on stdin)
         for _ in drive(sizer, mine, 0):
             pass
         print(json.dumps({"rank": args.rank, "conflicts": sizer.conflicts}), flush=True)

@@ -95,7 +95,9 @@ class PersistentSizer:
             version = self.versions.get(key, 0)
             self.sizer.learn(key, features, outcome)
             snapshot = self.sizer.snapshot(key)
-            if self.store.append(key, version, features_to_dict(features), asdict(outcome), snapshot):
+            if self.store.append(
+                key, version, features_to_dict(features), asdict(outcome), snapshot
+            ):
                 self.versions[key] = version + 1
                 return version + 1
             self.conflicts += 1

@@ -115,9 +115,7 @@ class SizingStateStore:
                     out[key] = (int(version), json.loads(text))
         return out
 
-    def append(
-        self, key: str, version: int, features: dict, outcome: dict, snapshot: dict
-    ) -> bool:
+    def append(self, key: str, version: int, features: dict, outcome: dict, snapshot: dict) -> bool:
         """Commit the outcome that takes ``key`` from ``version`` to ``version + 1`` with the
         state it left; False (nothing written) when the type is no longer at ``version``."""
         seq = version + 1
@@ -161,4 +159,6 @@ class SizingStateStore:
     def committed(self) -> int:
         """Outcomes acknowledged over all types (the sum of their versions)."""
         with self.engine.connect() as conn:
-            return int(conn.execute(select(func.coalesce(func.sum(type_states.c.version), 0))).scalar_one())
+            return int(
+                conn.execute(select(func.coalesce(func.sum(type_states.c.version), 0))).scalar_one()
+            )
