@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -90,7 +93,18 @@ def open_sizer(db: str, sizing: dict, keep_outcomes: int = 0) -> PersistentSizer
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def spawn(db: str, events: int, *extra: str) -> subprocess.Popen:
+    """This script in a new process on ``db`` (stdin and stdout piped, text)."""
+    here = Path(__file__).resolve()
+    path = os.pathsep.join([str(here.parents[1] / "src"), str(here.parent)])
+    return subprocess.Popen(
+        [sys.executable, str(here), "--db", db, "--events", str(events), *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+
+
+def run(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--events", type=int, required=True)
@@ -121,4 +135,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchmark_modules import BENCHMARKS, benchmark_module
+from benchmark_modules import benchmark_module
 from scoutless.config import SizingSettings
 from scoutless.history.panda_db import make_engine
 from scoutless.sizing.contract_adapter import ContractSizer, Features, Outcome, features_from_dict
@@ -24,7 +22,6 @@ from scoutless.sizing.persistent import PersistentSizer
 from scoutless.sizing.state_store import SizingStateStore, state_metadata
 
 PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
-SRC = Path(__file__).resolve().parents[2] / "src"
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
     not PG_URL, reason="SCOUTLESS_TEST_PG_URL not set"))]  # fmt: skip
 
@@ -53,15 +50,6 @@ def state_text(sizer: PersistentSizer | ContractSizer, key: str) -> str:
     return json.dumps(inner.snapshot(key), sort_keys=True)
 
 
-def spawn(db: str, events: int, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(BENCHMARKS)])}
-    return subprocess.Popen(
-        [sys.executable, str(BENCHMARKS / "sizing_stream.py"), "--db", db,
-         "--events", str(events), "--types", "3", *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-
-
 def test_the_state_round_trips_through_the_database(db_url: str, driver) -> None:
     writer = driver.open_sizer(db_url, driver.STREAM_SIZING)
     for _ in driver.drive(writer, driver.stream(40, types=3), 0):
@@ -86,7 +74,7 @@ def test_a_process_killed_between_two_outcomes_restarts_as_if_never_stopped(
     expected = {i: (repr(float(a)), repr(float(r)))
                 for i, a, r, *_ in driver.drive(reference, driver.stream(events, types=3), 0)}  # fmt: skip
     db = f"sqlite:///{tmp_path / 'killed.sqlite'}"
-    child = spawn(db, events)
+    child = driver.spawn(db, events, "--types", "3")
     seen = {}
     for line in child.stdout:
         i, first, retry = line.split()
@@ -106,8 +94,11 @@ def test_a_process_killed_between_two_outcomes_restarts_as_if_never_stopped(
 
 def test_two_processes_share_one_state_without_losing_an_update(db_url: str, driver) -> None:
     events, sizing = 60, {"shadow_choice": False}  # learning then reads a type's own state only
-    ranks = [spawn(db_url, events, "--rank", str(r), "--ranks", "2", "--sizing", json.dumps(sizing))
-             for r in range(2)]  # fmt: skip
+    ranks = [
+        driver.spawn(db_url, events, "--types", "3", "--rank", str(r), "--ranks", "2",
+                     "--sizing", json.dumps(sizing))
+        for r in range(2)
+    ]  # fmt: skip
     assert [p.stdout.readline().strip() for p in ranks] == ["ready", "ready"]
     for p in ranks:
         p.stdin.write("go\n")
