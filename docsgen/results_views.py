@@ -17,7 +17,7 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import online_tables, sizing_tables
+from docsgen.views.sizing import online_restart_tables, online_tables, sizing_tables
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -142,6 +142,18 @@ BENCHMARKS: list[Benchmark] = [
         "python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 "
         "--out results/online.json",
         online_tables,
+    ),
+    Benchmark(
+        "online_restart",
+        "The online sizer's state across restarts",
+        "A recorded stream of outcomes learnt through the persistent sizer on SQLite, its "
+        "process SIGKILLed at random points and restarted from the database each time, "
+        "against an uninterrupted run: every allocation must be identical. Beside it, what "
+        "keeping the state in the database costs per learn and per allocation, against the "
+        "in-memory sizer (and PostgreSQL where `--pg` names one).",
+        "python benchmarks/online_restart.py --outcomes 100000 --types 100 --kills 10 "
+        "--out results/online_restart.json",
+        online_restart_tables,
     ),
     Benchmark(
         "generate",
