@@ -156,3 +156,26 @@ def test_an_outcome_at_a_stale_version_writes_nothing_and_old_log_rows_are_prune
     assert not store.append("k", 6, {}, {"need": -1}, {"v": -1})
     assert store.read(["k"]) == {"k": (8, {"v": 8})}
     assert [seq for seq, _, _ in store.outcomes("k")] == [5, 6, 7, 8]
+
+
+def test_an_outcome_that_did_not_commit_is_not_kept_in_memory(tmp_path: Path) -> None:
+    sizing = SizingSettings(prior_refresh_share=0.0)
+    sizer = PersistentSizer.open(f"sqlite:///{tmp_path / 's.sqlite'}", sizing=sizing)
+    f, kept = Features(input_size=1e8), Outcome(2e9, 600.0)
+    sizer.learn("kept", f, kept)
+    committed = state_text(sizer, "kept")
+
+    def database_gone(*args, **kwargs) -> bool:
+        raise OSError("connection lost")
+
+    sizer.store.append = database_gone
+    for key in ("new", "kept"):
+        with pytest.raises(OSError):
+            sizer.learn(key, f, Outcome(3e9, 900.0))
+    assert sizer.sizer.keys() == ["kept"] and sizer.versions == {"kept": -1}
+    del sizer.store.append
+    sizer.refresh(force=True)
+    assert state_text(sizer, "kept") == committed and sizer.versions == {"kept": 1}
+    for bad in (Outcome(0.0, 1.0), Outcome(float("nan"), 1.0), Outcome(1e9, -1.0)):
+        with pytest.raises(ValueError, match="'kept'"):
+            sizer.learn("kept", f, bad)

@@ -90,6 +90,15 @@ class ContractSizer:
         for name in ("xs", "ys", "log_request", "runtime"):
             data[name] = [float(x) for x in data[name]]
         self.engine.types[key] = TypeState(**data)
+        self._derived_changed()
+
+    def forget(self, key: str) -> None:
+        """Drop a type's state (one that holds nothing committed)."""
+        self.engine.types.pop(key, None)
+        self._derived_changed()
+
+    def _derived_changed(self) -> None:
+        """A state was replaced: recount, and drop what was derived from the states."""
         self.engine._observed = sum(len(s.censored) for s in self.engine.types.values())
         self.engine._priors.clear()
         self.engine._current = None

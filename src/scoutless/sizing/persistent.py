@@ -87,25 +87,48 @@ class PersistentSizer:
         return self.sizer.retry(_checked_key(key), features, failed)
 
     def learn(self, key: str, features: Features, outcome: Outcome) -> int:
-        """Learn an outcome and commit it; the type's version it made. Raises RuntimeError
-        when ``max_attempts`` compare-and-sets in a row were lost to other writers."""
+        """Learn an outcome and commit it; the type's version it made. Raises ValueError for
+        an outcome that is no measurement, RuntimeError when ``max_attempts``
+        compare-and-sets in a row were lost to other writers."""
         key = _checked_key(key)
+        _check_outcome(key, outcome)
         for _ in range(self.settings.max_attempts):
             self.refresh(force=True)
             version = self.versions.get(key, 0)
-            self.sizer.learn(key, features, outcome)
-            snapshot = self.sizer.snapshot(key)
-            if self.store.append(
-                key, version, features_to_dict(features), asdict(outcome), snapshot
-            ):
+            try:
+                self.sizer.learn(key, features, outcome)
+                committed = self.store.append(
+                    key, version, features_to_dict(features), asdict(outcome),
+                    self.sizer.snapshot(key),
+                )  # fmt: skip
+            except BaseException:  # nothing committed: drop what was applied in memory
+                self._discard(key, version)
+                raise
+            if committed:
                 self.versions[key] = version + 1
                 return version + 1
             self.conflicts += 1
-            self.versions[key] = -1  # ours holds an outcome that did not commit: re-read it
+            self._discard(key, version)
         raise RuntimeError(
             f"sizing state of {key!r}: {self.settings.max_attempts} compare-and-sets in a row "
             "lost to other writers (settings.sizing_state.max_attempts)"
         )
+
+    def _discard(self, key: str, version: int) -> None:
+        """The type holds an outcome that did not commit: forget it (a new type) or have
+        the next refresh restore the committed state over it."""
+        if version == 0:
+            self.sizer.forget(key)
+            self.versions.pop(key, None)
+        else:
+            self.versions[key] = -1
+
+
+def _check_outcome(key: str, outcome: Outcome) -> None:
+    if not (math.isfinite(outcome.need) and outcome.need > 0):
+        raise ValueError(f"{key!r}: an outcome's need must be a positive number: {outcome.need!r}")
+    if not (math.isfinite(outcome.runtime) and outcome.runtime >= 0):
+        raise ValueError(f"{key!r}: an outcome's runtime must be >= 0 s: {outcome.runtime!r}")
 
 
 def _checked_key(key: str) -> str:
