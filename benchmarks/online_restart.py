@@ -28,7 +28,7 @@ from record import add_out, emit, reference_loop_s
 from scoutless.config import SizingSettings
 from scoutless.history.panda_db import make_engine
 from scoutless.sizing.contract_adapter import ContractSizer
-from scoutless.sizing.state_store import SizingStateStore, state_metadata
+from scoutless.sizing.state_store import SizingStateStore, dumps, state_metadata
 from sizing_stream import STREAM_SIZING, spawn, stream
 
 Reports = dict[int, set[tuple[str, str]]]
@@ -91,7 +91,7 @@ def stored_state(db: str) -> dict[str, float]:
     """What the database holds at the end: state bytes (snapshot text) and log rows."""
     store = SizingStateStore(make_engine(db))
     states = store.read()
-    sizes = [len(json.dumps(snapshot)) for _, snapshot in states.values()]
+    sizes = [len(dumps(snapshot)) for _, snapshot in states.values()]
     return {
         "types": len(states),
         "outcomes_committed": store.committed(),

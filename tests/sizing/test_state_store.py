@@ -19,7 +19,7 @@ from scoutless.config import SizingSettings
 from scoutless.history.panda_db import make_engine
 from scoutless.sizing.contract_adapter import ContractSizer, Features, Outcome, features_from_dict
 from scoutless.sizing.persistent import PersistentSizer
-from scoutless.sizing.state_store import SizingStateStore, state_metadata
+from scoutless.sizing.state_store import SizingStateStore, dumps, state_metadata
 
 PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
@@ -47,7 +47,7 @@ def driver():
 
 def state_text(sizer: PersistentSizer | ContractSizer, key: str) -> str:
     inner = sizer.sizer if isinstance(sizer, PersistentSizer) else sizer
-    return json.dumps(inner.snapshot(key), sort_keys=True)
+    return dumps(inner.snapshot(key))  # as the store writes it (NaN as null)
 
 
 def test_the_state_round_trips_through_the_database(db_url: str, driver) -> None:
@@ -93,7 +93,7 @@ def test_a_process_killed_between_two_outcomes_restarts_as_if_never_stopped(
 
 
 def test_two_processes_share_one_state_without_losing_an_update(db_url: str, driver) -> None:
-    events, sizing = 60, {"shadow_choice": False}  # learning then reads a type's own state only
+    events, sizing = 40, {"shadow_choice": False}  # learning then reads a type's own state only
     ranks = [
         driver.spawn(db_url, events, "--types", "3", "--rank", str(r), "--ranks", "2",
                      "--sizing", json.dumps(sizing))
@@ -119,7 +119,7 @@ def test_two_processes_share_one_state_without_losing_an_update(db_url: str, dri
         assert learnt == sent  # each outcome exactly once
         for _, features, outcome in log:  # the committed order, applied afresh
             replay.learn(key, features_from_dict(features), Outcome(**outcome))
-        assert state_text(replay, key) == json.dumps(snapshot, sort_keys=True)
+        assert state_text(replay, key) == dumps(snapshot)
 
 
 def test_a_stale_writer_re_reads_and_applies_its_outcome_on_the_newer_state(db_url: str) -> None:

@@ -16,8 +16,11 @@ holds them; the order keys first arrived is not part of any state).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
 
 from scoutless.config import SizingSettings
 from scoutless.sizing.engine import Engine, Features, TypeState
@@ -26,6 +29,21 @@ from scoutless.sizing.engine import Engine, Features, TypeState
 STATE_FIELDS = (
     "xs", "ys", "log_request", "resid", "censored", "runtime", "shadow", "borrowed", "choice",
 )  # fmt: skip
+
+
+#: the state's lists of numbers (beside ``resid``'s, one per location model)
+FLOAT_LISTS = ("xs", "ys", "log_request", "runtime")
+
+
+def _finite_or_nan(key: str, name: str, values: list) -> list:
+    """``values`` as a new list; ValueError when one is infinite (JSON cannot hold it)."""
+    if np.isinf(np.asarray(values, dtype=float)).any():
+        raise ValueError(f"{key!r}: the state's {name} holds an infinity")
+    return list(values)
+
+
+def _floats(values: Iterable[float | None]) -> list[float]:
+    return [math.nan if v is None else float(v) for v in values]
 
 
 @dataclass(frozen=True)
@@ -74,21 +92,26 @@ class ContractSizer:
         return [k for k, s in self.engine.types.items() if s.censored or s.ys]
 
     def snapshot(self, key: str) -> dict[str, Any]:
-        """A type's state as JSON-ready data: equal states give equal JSON text."""
+        """A type's state as JSON-ready data: equal states give equal JSON text. NaN stays
+        NaN here (JSON text writes it as null); an infinity raises ValueError."""
         state = self.engine.types[key]
         out = {name: getattr(state, name) for name in STATE_FIELDS}
-        out["resid"] = {m: list(v) for m, v in sorted(state.resid.items())}
+        out["resid"] = {m: _finite_or_nan(key, m, v) for m, v in sorted(state.resid.items())}
         out["shadow"] = dict(sorted(state.shadow.items()))
-        for name in ("xs", "ys", "log_request", "censored", "runtime"):
-            out[name] = list(out[name])
+        _finite_or_nan(key, "shadow", list(out["shadow"].values()))
+        for name in FLOAT_LISTS:
+            out[name] = _finite_or_nan(key, name, out[name])
+        out["censored"] = list(state.censored)
         return out
 
     def restore(self, key: str, snapshot: dict[str, Any]) -> None:
-        """Put a type's state back from `snapshot`'s data (replacing what it held)."""
+        """Put a type's state back from `snapshot`'s data (replacing what it held); a null
+        where a number stands is NaN."""
         data = {name: snapshot[name] for name in STATE_FIELDS}
-        data["resid"] = {m: [float(x) for x in v] for m, v in data["resid"].items()}
-        for name in ("xs", "ys", "log_request", "runtime"):
-            data[name] = [float(x) for x in data[name]]
+        data["resid"] = {m: _floats(v) for m, v in data["resid"].items()}
+        data["shadow"] = dict(zip(data["shadow"], _floats(data["shadow"].values()), strict=True))
+        for name in FLOAT_LISTS:
+            data[name] = _floats(data[name])
         self.engine.types[key] = TypeState(**data)
         self._derived_changed()
 

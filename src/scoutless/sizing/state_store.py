@@ -15,16 +15,18 @@ would not give the state its writer acknowledged.
 
 The log is the record: it names the committed order, and what a new state format is
 rebuilt from. Rows more than ``keep_outcomes`` below a type's version are pruned.
-JSON text, not a JSON column: the states hold NaN (no location yet, no request), which
-standard JSON columns refuse, and Python's float text reads back bit for bit.
+JSON text (orjson: a float's shortest text, which reads back bit for bit), not a JSON
+column. JSON has no NaN: a NaN (no location yet, no request) is written as null, and the
+sizer's ``restore`` reads a null number back as NaN; an infinity is refused where the
+snapshot is taken.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -70,7 +72,8 @@ type_states = Table(
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    """JSON text of a snapshot, features or an outcome (NaN as null; numpy floats taken)."""
+    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 class StaleVersion(Exception):
@@ -112,7 +115,7 @@ class SizingStateStore:
             for chunk in chunks:
                 where = stmt if chunk is None else stmt.where(type_states.c.key.in_(chunk))
                 for key, version, text in conn.execute(where):
-                    out[key] = (int(version), json.loads(text))
+                    out[key] = (int(version), orjson.loads(text))
         return out
 
     def append(self, key: str, version: int, features: dict, outcome: dict, snapshot: dict) -> bool:
@@ -154,7 +157,7 @@ class SizingStateStore:
             .order_by(outcome_log.c.seq)
         )
         with self.engine.connect() as conn:
-            return [(int(s), json.loads(f), json.loads(o)) for s, f, o in conn.execute(stmt)]
+            return [(int(s), orjson.loads(f), orjson.loads(o)) for s, f, o in conn.execute(stmt)]
 
     def committed(self) -> int:
         """Outcomes acknowledged over all types (the sum of their versions)."""
