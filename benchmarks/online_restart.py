@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from online import commit
 from record import add_out, emit, reference_loop_s
 from scoutless.config import SizingSettings
 from scoutless.history.panda_db import make_engine
@@ -123,6 +124,7 @@ def main() -> None:
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
+    measured = commit()  # before the run: what the processes import
     rng = np.random.default_rng(args.seed)
     kill_at = sorted(
         rng.choice(np.arange(1, args.outcomes - 1), args.kills, replace=False).tolist()
@@ -132,7 +134,7 @@ def main() -> None:
         reference, ref_summary, _ = run_with_kills(ref_db, args, [])
         killed, _, restarts = run_with_kills(killed_db, args, kill_at)
         result: dict[str, Any] = {
-            "outcomes": args.outcomes, "types": args.types, "seed": args.seed,
+            "commit": measured, "outcomes": args.outcomes, "types": args.types, "seed": args.seed,
             "sizer": "scoutless.sizing.contract_adapter.ContractSizer (sizing.engine.Engine)",
             "kill_points": kill_at, "restarts": restarts, **compare(reference, killed),
             "sqlite": per_event(ref_summary["sizing_s"], ref_summary["learn_s"], args.outcomes),
