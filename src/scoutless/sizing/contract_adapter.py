@@ -96,8 +96,9 @@ class ContractSizer:
         NaN here (JSON text writes it as null); an infinity raises ValueError."""
         state = self.engine.types[key]
         out = {name: getattr(state, name) for name in STATE_FIELDS}
-        out["resid"] = {m: _finite_or_nan(key, m, v) for m, v in sorted(state.resid.items())}
-        out["shadow"] = dict(sorted(state.shadow.items()))
+        # the models in the engine's order: a tie of shadow costs goes to the first one
+        out["resid"] = {m: _finite_or_nan(key, m, v) for m, v in state.resid.items()}
+        out["shadow"] = dict(state.shadow)
         _finite_or_nan(key, "shadow", list(out["shadow"].values()))
         for name in FLOAT_LISTS:
             out[name] = _finite_or_nan(key, name, out[name])
