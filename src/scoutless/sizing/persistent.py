@@ -9,7 +9,8 @@ in-memory sizer and a `state_store.SizingStateStore`:
   its row committed, so an outcome acknowledged is never lost to a crash or a writer.
 - ``first`` and ``retry`` re-read the types whose version moved (at most every
   ``refresh_interval_s``): every type, because a type's allocation borrows from the
-  others' residuals. One query of (key, version) pairs, then the moved states only.
+  others' residuals. One scalar query (the sum of the versions: it grows with every commit);
+  when it moved, the (key, version) pairs, then the moved states only.
 - A process that starts (or restarts after a kill) reads every type's committed state.
 """
 
@@ -70,6 +71,9 @@ class PersistentSizer:
         if not force and now - self._checked < self.settings.refresh_interval_s:
             return []
         self._checked = now
+        # versions only grow and none held is above the database's: equal sums, all equal
+        if self.store.committed() == sum(self.versions.values()):
+            return []
         moved = [k for k, v in self.store.versions().items() if self.versions.get(k) != v]
         for key, (version, snapshot) in self.store.read(moved).items():
             self.sizer.restore(key, snapshot)
