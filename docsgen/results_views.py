@@ -17,7 +17,13 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import atlas_jobs_tables, online_tables, sizing_cap_tables, sizing_tables
+from docsgen.views.sizing import (
+    atlas_jobs_tables,
+    online_restart_tables,
+    online_tables,
+    sizing_cap_tables,
+    sizing_tables,
+)
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -168,6 +174,18 @@ BENCHMARKS: list[Benchmark] = [
         "python benchmarks/sizing_cap.py TRACES_DIR --seeds 1996,2023,42 "
         "--out results/sizing_cap.json",
         sizing_cap_tables,
+    ),
+    Benchmark(
+        "online_restart",
+        "The online sizer's state across restarts",
+        "A recorded stream of outcomes learnt through the persistent sizer on SQLite, its "
+        "process SIGKILLed at random points and restarted from the database each time, "
+        "against an uninterrupted run: every allocation must be identical. Beside it, what "
+        "keeping the state in the database costs per learn and per allocation, against the "
+        "in-memory sizer (and PostgreSQL where `--pg` names one).",
+        "python benchmarks/online_restart.py --outcomes 100000 --types 100 --kills 10 "
+        "--out results/online_restart.json",
+        online_restart_tables,
     ),
     Benchmark(
         "generate",

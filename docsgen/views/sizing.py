@@ -152,3 +152,26 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
         [[label(t), *(figure(doc, ("tasks", t, "dropped", k)) for k in dropped)] for t in tasks],
     ))  # fmt: skip
     return tables
+
+
+def online_restart_tables(doc: dict[str, Any]) -> list[Table]:
+    """The sizer's state across restarts: whether the killed run allocated as the
+    uninterrupted one, then what the database costs per event beside memory."""
+    run = ("outcomes", "types", "restarts", "events_reported", "events_reported_twice",
+           "events_missing", "mismatches", "identical")  # fmt: skip
+    cost = ("ms_per_allocation", "ms_per_learn", "ms_per_learn_over_memory")
+    stored = ("types", "outcomes_committed", "state_bytes", "state_bytes_per_type_mean",
+              "state_bytes_per_type_max")  # fmt: skip
+    backends = [b for b in ("memory", "sqlite", "postgresql") if b in doc]
+    return [
+        Table("Killed and restarted", run, [[figure(doc, (c,)) for c in run]],
+              "every allocation a process printed for an event, against the uninterrupted "
+              "run's; an event printed twice was sized again after a kill"),
+        Table("Cost per event (ms)", ["sizer", *cost],
+              [[label(b), *(figure(doc, (b, c)) if c in doc[b] else label("")
+                            for c in cost)] for b in backends],
+              "allocation: first (and the retry after a kill); learn: the outcome learnt "
+              "and, in a database, committed"),
+        Table("In the database at the end", stored,
+              [[figure(doc, ("stored", c)) for c in stored]]),
+    ]  # fmt: skip

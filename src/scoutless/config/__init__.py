@@ -35,6 +35,7 @@ from scoutless.config.settings import (
     with_password,
 )
 from scoutless.config.sizing import SizingSettings
+from scoutless.config.sizing_state import SizingStateSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "Settings",
     "SettingsFileError",
     "SizingSettings",
+    "SizingStateSettings",
     "SplitSettings",
     "TargetSettings",
     "TrainingSettings",

@@ -29,6 +29,7 @@ from scoutless.config.panda import PandaDefaults, TargetSettings
 from scoutless.config.replay import ReplaySettings
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.sizing import SizingSettings
+from scoutless.config.sizing_state import SizingStateSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class Settings(BaseSettings):
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
     sizing: SizingSettings = SizingSettings()
+    sizing_state: SizingStateSettings = SizingStateSettings()
 
     @model_validator(mode="after")
     def _one_default_policy(self) -> Settings:
