@@ -10,12 +10,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from scoutless.sizing.protocol import MIN_ROWS, task_types
+from scoutless.sizing.lwr import offline_workflow
+from scoutless.sizing.protocol import MIN_ROWS, eligible_types, task_types
 from scoutless.sizing.run import GOAL_BASELINES, baseline_sizers, cold_sizer, run_types, warm_sizer
 
-#: Witt et al.'s low-wastage regression as published with Sizey's code (offline, its own
-#: 30 % sample as history, ``peak_rss`` as the need; seed 1996): GB·h, failures. Not
-#: reimplemented here: a figure to read beside the table, not the same instances.
+#: Witt et al.'s low-wastage regression as Sizey's own code reports it (offline, its own
+#: 30 % sample as history, ``peak_rss`` as the need; seed 1996): GB·h, failures; what
+#: `lwr.offline` reproduces (the online row, ``witt_lwr``, sizes the protocol's instances).
 WITT_LWR_CITED: dict[str, tuple[float, int]] = {
     "chipseq": (198.3, 406), "eager": (425.0, 258), "iwd": (0.49, 123),
     "mag": (333.8, 1072), "methylseq": (4121.0, 95), "rnaseq": (185.9, 188),
@@ -50,9 +51,11 @@ def size_workflow(
     seed: int,
     *,
     cold_histories: Sequence[pd.DataFrame] | None = None,
+    offline_lwr: bool = False,
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
-    one workflow's instance table, with the goal of each scoutless row."""
+    one workflow's instance table, with the goal of each scoutless row; ``offline_lwr``:
+    also Witt's low-wastage regression as published (its own split, ``peak_rss``)."""
     types = task_types(frame, seed, workflow)
     if not types:
         raise SizingError(
@@ -68,4 +71,18 @@ def size_workflow(
     if workflow in WITT_LWR_CITED:
         gbh, fails = WITT_LWR_CITED[workflow]
         out["cited"] = {"witt_lwr": {"wastage_gbh": gbh, "failures": fails, "seed": 1996}}
+    if offline_lwr:
+        out["offline"] = {"witt_lwr": offline_workflow(eligible_types(frame), seed)}
     return out
+
+
+def median_interval(
+    values: Sequence[float], *, level: float = 0.95, draws: int = 10_000, seed: int = 0
+) -> dict[str, float]:
+    """The median of ``values`` (e.g. one ratio per workflow-seed cell) and its percentile
+    bootstrap interval: the cells resampled with replacement ``draws`` times."""
+    v = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    medians = np.median(v[rng.integers(0, len(v), size=(draws, len(v)))], axis=1)
+    lo, hi = np.percentile(medians, [50 * (1 - level), 50 * (1 + level)])
+    return {"median": float(np.median(v)), "low": float(lo), "high": float(hi), "level": level}

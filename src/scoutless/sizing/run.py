@@ -11,6 +11,7 @@ import pandas as pd
 
 from scoutless.sizing import baselines as b
 from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.lwr import LowWastage
 from scoutless.sizing.protocol import (
     GBH,
     Instances,
@@ -26,11 +27,14 @@ from scoutless.sizing.protocol import (
 #: std-under share one list: the as-coded look-ahead), then the rest
 BASELINES: tuple[str, ...] = (
     "witt_lr_std", "tovar", "witt_percentile", "witt_lr_std_under",
-    "witt_lr_std_own", "witt_lr_std_under_own", "users_presets_fair", "jedi", "vpa", "oracle",
+    "witt_lr_std_own", "witt_lr_std_under_own", "users_presets_fair", "jedi", "vpa",
+    "witt_lwr", "oracle",
 )  # fmt: skip
-#: the baselines a goal is measured against (std-under without its look-ahead)
+#: the baselines a goal is measured against: every online baseline the project runs (the
+#: users' presets charged fairly; std-under only without its look-ahead; not the oracle)
 GOAL_BASELINES: tuple[str, ...] = (
-    "users_presets", "witt_percentile", "witt_lr_std", "witt_lr_std_under_own", "tovar",
+    "users_presets_fair", "witt_percentile", "witt_lr_std", "witt_lr_std_own",
+    "witt_lr_std_under_own", "tovar", "jedi", "vpa", "witt_lwr",
 )  # fmt: skip
 
 
@@ -41,7 +45,7 @@ def baseline_sizers() -> list[Sizer]:
         b.WittLR("witt_lr_std", shared), b.Tovar(), b.WittPercentile(),
         b.WittLR("witt_lr_std_under", shared, under=True),
         b.WittLR("witt_lr_std_own", own_std), b.WittLR("witt_lr_std_under_own", own_under, under=True),
-        b.UsersRequest(), b.Jedi(), b.Vpa(), b.Oracle(),
+        b.UsersRequest(), b.Jedi(), b.Vpa(), LowWastage(), b.Oracle(),
     ]  # fmt: skip
 
 
@@ -55,14 +59,21 @@ def users_presets(task: TaskType) -> Tally:
     )  # fmt: skip
 
 
-def run_types(types: Sequence[TaskType], sizers: Sequence[Sizer]) -> dict[str, dict]:
-    """Walk every type with every sizer; per method the workflow's cell and per type's."""
+def run_types(
+    types: Sequence[TaskType],
+    sizers: Sequence[Sizer],
+    attempts: dict[str, list[list[float]]] | None = None,
+) -> dict[str, dict]:
+    """Walk every type with every sizer; per method the workflow's cell and per type's.
+    ``attempts``, when given, gets each method's attempts per instance in the walk's order."""
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     totals = {s.name: Tally() for s in sizers} | {"users_presets": Tally()}
     for task in types:
         cells = {}
         for sizer in sizers:
-            tally = walk(sizer, task)
+            tally = walk(sizer, task, keep_attempts=attempts is not None)
+            if attempts is not None:
+                attempts.setdefault(sizer.name, []).extend(tally.attempts)
             totals[sizer.name].add(tally)
             cells[sizer.name] = tally.summary()
         presets = users_presets(task)
