@@ -66,6 +66,7 @@ class WittLR(_SeenNeeds):
     def begin(self, task: TaskType) -> None:
         super().begin(task)
         self.x = list(map(float, task.history.rchar))
+        self.raws: dict[int, float] = {}
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
     def _offset(self) -> float:
@@ -75,14 +76,15 @@ class WittLR(_SeenNeeds):
         return float(np.std(errs)) if len(errs) else 0.0
 
     def first(self, task: TaskType, i: int) -> float:
-        self.raw = self.intercept + self.slope * float(task.online.rchar[i])
-        return self.raw + self._offset() * self.raw
+        # kept per instance: under the live protocol others are decided before it ends
+        raw = self.raws[i] = self.intercept + self.slope * float(task.online.rchar[i])
+        return raw + self._offset() * raw
 
     def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
         return max(self.needs) if failed < 0 else failed * 2
 
     def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.errors.values.append((need - self.raw) / need)
+        self.errors.values.append((need - self.raws.pop(i)) / need)
         super().learn(task, i, need)
         self.x.append(float(task.online.rchar[i]))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))

@@ -10,9 +10,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.sizing.baselines import ErrorList
+from scoutless.sizing.live import run_live
 from scoutless.sizing.lwr import offline_workflow
-from scoutless.sizing.protocol import MIN_ROWS, eligible_types, task_types
-from scoutless.sizing.run import GOAL_BASELINES, baseline_sizers, cold_sizer, run_types, warm_sizer
+from scoutless.sizing.protocol import MIN_ROWS, Tally, TaskType, eligible_types, task_types
+from scoutless.sizing.run import (
+    GOAL_BASELINES,
+    baseline_sizers,
+    cold_sizer,
+    run_types,
+    users_presets,
+    warm_sizer,
+)  # fmt: skip
 
 #: Witt et al.'s low-wastage regression as Sizey's own code reports it (offline, its own
 #: 30 % sample as history, ``peak_rss`` as the need; seed 1996): GB·h, failures; what
@@ -52,20 +61,28 @@ def size_workflow(
     *,
     cold_histories: Sequence[pd.DataFrame] | None = None,
     offline_lwr: bool = False,
+    protocol: str = "peers",
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
     one workflow's instance table, with the goal of each scoutless row; ``offline_lwr``:
-    also Witt's low-wastage regression as published (its own split, ``peak_rss``)."""
+    also Witt's low-wastage regression as published (its own split, ``peak_rss``);
+    ``protocol``: ``peers`` (one type after another) or ``live`` (`live.py`)."""
     types = task_types(frame, seed, workflow)
     if not types:
         raise SizingError(
             f"{workflow}: nothing to size: no task type has {MIN_ROWS} instances with rss > 0 "
             f"and realtime > 0 ({len(frame)} rows, {frame['process'].nunique()} task types)"
         )
-    sizers = [*baseline_sizers(), warm_sizer(types)]
+    ours = [warm_sizer(types)]
     if cold_histories is not None:
-        sizers.append(cold_sizer(types, cold_histories))
-    out = run_types(types, sizers)
+        ours.append(cold_sizer(types, cold_histories))
+    if protocol == "live":
+        lists = (ErrorList(), ErrorList(), ErrorList())
+        out = with_presets(types, run_live(types, lambda: baseline_sizers(lists), ours))
+    elif protocol == "peers":
+        out = run_types(types, [*baseline_sizers(), *ours])
+    else:
+        raise SizingError(f"unknown protocol {protocol!r}; expected peers or live")
     out["goal"] = {s: goal(out["methods"], s) for s in ("scoutless", "scoutless_cold")
                    if s in out["methods"]}  # fmt: skip
     if workflow in WITT_LWR_CITED:
@@ -73,6 +90,17 @@ def size_workflow(
         out["cited"] = {"witt_lwr": {"wastage_gbh": gbh, "failures": fails, "seed": 1996}}
     if offline_lwr:
         out["offline"] = {"witt_lwr": offline_workflow(eligible_types(frame), seed)}
+    return out
+
+
+def with_presets(types: Sequence[TaskType], out: dict[str, dict]) -> dict[str, dict]:
+    """``out`` with the users' presets' row (per type and in all), as `run_types` books it."""
+    total = Tally()
+    for task in types:
+        cell = users_presets(task)
+        total.add(cell)
+        out["task_types"][task.name]["methods"]["users_presets"] = cell.summary()
+    out["methods"]["users_presets"] = total.summary()
     return out
 
 

@@ -38,9 +38,10 @@ GOAL_BASELINES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def baseline_sizers() -> list[Sizer]:
-    """Fresh baseline sizers for one workflow (state shared across its types, no further)."""
-    shared, own_std, own_under = b.ErrorList(), b.ErrorList(), b.ErrorList()
+def baseline_sizers(lists: tuple[b.ErrorList, ...] | None = None) -> list[Sizer]:
+    """Fresh baseline sizers for one workflow (state shared across its types, no further);
+    ``lists``: the Witt-LR error lists (shared, std's own, std-under's own) to carry on."""
+    shared, own_std, own_under = lists or (b.ErrorList(), b.ErrorList(), b.ErrorList())
     return [
         b.WittLR("witt_lr_std", shared), b.Tovar(), b.WittPercentile(),
         b.WittLR("witt_lr_std_under", shared, under=True),
