@@ -6,16 +6,20 @@ sized as `scoutless size --protocol peers` sizes it: per task type ~30 % history
 accounted (excess × runtime; a failed attempt's whole allocation × runtime). For each
 seed, scoutless's engine and the published baselines (Witt percentile and LR — std and
 std-under as coded, with their shared error list, and each with its own — Tovar, the
-users' presets, JEDI, VPA, the oracle); the goal compares scoutless with the best of the
-goal's baselines (std-under without its look-ahead). ``--cold-seeds``: also size each
-workflow with none of its own history, the other five tables as history (leave one out).
+users' presets, JEDI, VPA, Witt's low-wastage regression, the oracle); the goal compares
+scoutless with the best of every online baseline (std-under without its look-ahead), per
+workflow and seed, and over the workflow-seed cells gives the median ratio with a 95 %
+bootstrap interval. ``--cold-seeds``: also size each workflow with none of its own
+history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as published;
+``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
+grid, each workflow at the setting chosen on the other five (`sizing_constants.py`).
 
 The traces are not in this repository: Sizey's (github.com/dos-group/sizey, ``data/``).
 Cite: J. Bader et al., "Sizey: Memory-Efficient Execution of Scientific Workflow Tasks",
 IEEE CLUSTER 2024.
 
     nice python benchmarks/sizing.py TRACES_DIR [--seeds 1996,2023,42] [--cold-seeds 1996]
-        --out results/sizing.json
+        [--live-seeds …] [--sensitivity-seeds …] [--jobs 2] --out results/sizing.json
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ import numpy as np
 
 from record import add_out, emit, reference_loop_s, write_json
 from scoutless.sizing.instances import workflow_name
+from scoutless.sizing.live import NoClock
 from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workflow
 from scoutless.sources.nextflow import read_nextflow
+from sizing_constants import leave_one_out, sensitivity_cell
 
 #: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
 #: ``_own`` row is std-under re-run with one error list per variant (no look-ahead)
@@ -78,14 +84,26 @@ def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _cell(seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
-    """One workflow at one seed (``FRAMES`` set before the pool forks)."""
+def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
+    """One workflow at one seed (``FRAMES`` set before the pool forks): ``main`` every
+    method under the peers' protocol; ``live`` under the live protocol (or why it could
+    not run); ``sensitivity`` scoutless over the constants' grid."""
     start = time.perf_counter()
-    others = [f for n, f in FRAMES.items() if n != name] if cold else None
-    result = size_workflow(FRAMES[name], name, seed, cold_histories=others, offline_lwr=offline)
-    result.pop("task_types")
-    result["seconds"] = round(time.perf_counter() - start, 1)
-    print(f"seed {seed} {name}: {result['seconds']} s", file=sys.stderr, flush=True)
+    frame = FRAMES[name]
+    if kind == "sensitivity":
+        result: dict[str, Any] = sensitivity_cell(frame, name, seed)
+    elif kind == "live":
+        try:
+            cell = size_workflow(frame, name, seed, protocol="live")
+            result = {"methods": cell["methods"], "goal": cell["goal"]}
+        except NoClock as exc:
+            result = {"error": str(exc)}
+    else:
+        others = [f for n, f in FRAMES.items() if n != name] if cold else None
+        result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline)
+        result.pop("task_types")
+        result["seconds"] = round(time.perf_counter() - start, 1)
+    print(f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     return result
 
 
@@ -121,8 +139,11 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
     if not cells:
         return {"cells": []}
     n = len(cells)
+    live = [w["goal"]["scoutless"]["ratio"] for run in runs.values()
+            for w in (run.get("live") or {}).values() if "goal" in w]  # fmt: skip
     return {
         "cells": cells, "count": n,
+        "live": {"cells": len(live), "median_ratio": median_interval(live)} if live else {},
         "median_ratio": median_interval([c["ratio"] for c in cells]),
         "wastage_met_share": sum(c["wastage_met"] for c in cells) / n,
         "failures_met_share": sum(c["failures_met"] for c in cells) / n,
@@ -130,11 +151,13 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
 
 
 FRAMES: dict[str, Any] = {}
+#: where each kind of cell goes in a seed's run
+KINDS = {"main": "workflows", "live": "live", "sensitivity": "sensitivity"}
 
 
 def _document(frames, seeds, runs, start) -> dict[str, Any]:
     for run in runs.values():
-        run["summary"] = _seed_summary(run["workflows"])
+        run["summary"] = _seed_summary(run["workflows"]) if run["workflows"] else {}
     if "1996" in runs:
         runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
     return {
@@ -143,6 +166,7 @@ def _document(frames, seeds, runs, start) -> dict[str, Any]:
         "complete": all(len(runs.get(str(s), {}).get("workflows", {})) == len(frames) for s in seeds),
         "runs": runs,
         "over_cells": over_cells(runs),
+        "constants": leave_one_out(runs),
         "witt_lwr_cited": {
             k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
         },
@@ -158,6 +182,10 @@ def main() -> None:
     parser.add_argument("--cold-seeds", default="1996", help="seeds also sized cold ('' none)")
     parser.add_argument("--lwr-offline-seeds", default="1996",
                         help="seeds LWR also runs as published, offline ('' none)")  # fmt: skip
+    parser.add_argument("--live-seeds", default="1996,2023,42",
+                        help="seeds also sized under the live protocol ('' none)")  # fmt: skip
+    parser.add_argument("--sensitivity-seeds", default="1996,2023,42",
+                        help="seeds scoutless runs over the constants' grid ('' none)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     args = parser.parse_args()
@@ -171,12 +199,16 @@ def main() -> None:
     offline = {int(s) for s in args.lwr_offline_seeds.split(",") if s}
     seeds = [int(s) for s in args.seeds.split(",")]
     runs: dict[str, Any] = {}
-    jobs = [(s, n, s in cold, s in offline) for s in seeds for n in FRAMES]
+    live = [int(s) for s in args.live_seeds.split(",") if s]
+    sens = [int(s) for s in args.sensitivity_seeds.split(",") if s]
+    jobs = [(kind, s, n, s in cold, s in offline) for kind, ss in
+            (("main", seeds), ("live", live), ("sensitivity", sens)) for s in ss for n in FRAMES]
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
-        futures = {pool.submit(_cell, *job): job for job in jobs}
+        futures = {pool.submit(_cell, *job): job for job in jobs}  # the headline's cells first
         for done in as_completed(futures):
-            seed, name = futures[done][:2]
-            runs.setdefault(str(seed), {"workflows": {}})["workflows"][name] = done.result()
+            kind, seed, name = futures[done][:3]
+            run = runs.setdefault(str(seed), {"workflows": {}})
+            run.setdefault(KINDS[kind], {})[name] = done.result()
             if args.out:  # what finished so far, should the run be cut short
                 write_json(args.out, _document(FRAMES, seeds, _ordered(runs, seeds), start))
     emit(_document(FRAMES, seeds, _ordered(runs, seeds), start), args.out, loop_before)
@@ -184,7 +216,7 @@ def main() -> None:
 
 def _ordered(runs: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
     return {
-        str(s): {"workflows": dict(sorted(runs[str(s)]["workflows"].items()))}
+        str(s): {k: dict(sorted(v.items())) for k, v in runs[str(s)].items()}
         for s in seeds if str(s) in runs
     }  # fmt: skip
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # pandas and the sizing engine are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
 console = LazyConsole()
-PROTOCOLS = ("peers",)
+PROTOCOLS = ("peers", "live")
 #: `scoutless import nextflow --workflow NAME`
 WorkflowOption = Annotated[
     str | None,
@@ -105,6 +105,7 @@ def size(
     from scoutless.cli.errors import UserError
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
+    from scoutless.sizing.live import NoClock
     from scoutless.sizing.report import size_workflow
 
     fmt = checked(fmt)
@@ -119,7 +120,10 @@ def size(
         raise UserError(str(exc)) from exc
     name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
     start = time.perf_counter()
-    result = size_workflow(frame, name, seed, cold_histories=histories)
+    try:
+        result = size_workflow(frame, name, seed, cold_histories=histories, protocol=protocol)
+    except NoClock as exc:
+        raise UserError(f"--protocol live: {exc}") from exc
     doc = {
         "protocol": protocol, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
         "workflows": {name: result},

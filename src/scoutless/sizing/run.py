@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.config import SizingSettings
 from scoutless.sizing import baselines as b
 from scoutless.sizing.engine import Engine, Features
 from scoutless.sizing.lwr import LowWastage
@@ -137,9 +138,10 @@ def _start(engine: Engine, key: Hashable, inst: Instances, borrowed: bool = Fals
     engine.start_type(key, feats, inst.need, inst.runtime, borrowed=borrowed)
 
 
-def warm_sizer(types: Sequence[TaskType]) -> EngineSizer:
-    """The engine knowing every type's history up front (the protocol allows it)."""
-    engine = Engine()
+def warm_sizer(types: Sequence[TaskType], settings: SizingSettings | None = None) -> EngineSizer:
+    """The engine knowing every type's history up front (the protocol allows it);
+    ``settings``: other constants than the configured ones (a sensitivity run)."""
+    engine = Engine(settings)
     for task in types:
         _start(engine, task.name, task.history)
     return EngineSizer(engine)
