@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -35,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from peers_code import compare, prepare, run_peers
 from record import add_out, emit, reference_loop_s, write_json
 from scoutless.sizing.instances import workflow_name
 from scoutless.sizing.live import NoClock
@@ -186,6 +188,12 @@ def main() -> None:
                         help="seeds also sized under the live protocol ('' none)")  # fmt: skip
     parser.add_argument("--sensitivity-seeds", default="1996,2023,42",
                         help="seeds scoutless runs over the constants' grid ('' none)")  # fmt: skip
+    parser.add_argument("--peers-code", type=Path,
+                        help="a checkout of dos-group/sizey: run its baselines as the reference")
+    parser.add_argument("--peers-python", default="python3",
+                        help="the Python --peers-code runs with (pandas < 3, scikit-learn, "
+                        "scipy, statsmodels, matplotlib)")
+    parser.add_argument("--peers-seeds", default="1996", help="seeds --peers-code runs at")
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     args = parser.parse_args()
@@ -211,7 +219,15 @@ def main() -> None:
             run.setdefault(KINDS[kind], {})[name] = done.result()
             if args.out:  # what finished so far, should the run be cut short
                 write_json(args.out, _document(FRAMES, seeds, _ordered(runs, seeds), start))
-    emit(_document(FRAMES, seeds, _ordered(runs, seeds), start), args.out, loop_before)
+    document = _document(FRAMES, seeds, _ordered(runs, seeds), start)
+    if args.peers_code:
+        peers_start = time.perf_counter()
+        work = prepare(args.peers_code, Path(tempfile.mkdtemp()) / "sizey")
+        peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
+        peers = run_peers(work, args.peers_python, sorted(FRAMES), peers_seeds)
+        document["peers_code"] = compare(document["runs"], peers)
+        document["peers_code"]["seconds"] = round(time.perf_counter() - peers_start, 1)
+    emit(document, args.out, loop_before)
 
 
 def _ordered(runs: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
