@@ -100,8 +100,56 @@ def spread_tables(doc: dict[str, Any]) -> list[Table]:
               "Witt-LR std as coded and with its own list, std-under without its look-ahead, "
               "Tovar, JEDI, VPA, Witt's low-wastage regression).", svg=plot),
         Table("The best baseline per workflow and seed", ["workflow", *seeds], best_rows),
-        *lwr_tables(doc),
+        *lwr_tables(doc), *live_tables(doc), *constants_tables(doc), *peers_code_tables(doc),
     ]  # fmt: skip
+
+
+def live_tables(doc: dict[str, Any]) -> list[Table]:
+    """The live protocol beside the peers': scoutless's ratio to the best baseline."""
+    rows = []
+    for seed, run in (doc.get("runs") or {}).items():
+        for wf, cell in (run.get("live") or {}).items():
+            if "goal" not in cell:
+                continue
+            live, peers = ("runs", seed, "live", wf, "goal", "scoutless"), ("runs", seed, "workflows", wf, "goal", "scoutless")
+            rows.append([label(seed), label(wf), figure(doc, (*live, "ratio")),
+                         figure(doc, (*live, "best_baseline")), figure(doc, (*peers, "ratio"))])  # fmt: skip
+    if not rows:
+        return []
+    return [Table("The live protocol beside the peers'", ["seed", "workflow", "live ratio",
+                  "live best baseline", "peers ratio"], rows,
+                  "median over these cells (live): "
+                  + fmt(at(doc, ("over_cells", "live", "median_ratio", "median"))))]  # fmt: skip
+
+
+def constants_tables(doc: dict[str, Any]) -> list[Table]:
+    """The failure penalty and prior weight: the sensitivity table and the leave-one-out choice."""
+    table = at(doc, ("constants", "table")) or {}
+    if not any(v.get("cells") for v in table.values()):
+        return []
+    base = ("constants", "table")
+    rows = [[label(k), *(figure(doc, (*base, k, c)) for c in ("median_ratio", "failures", "cells"))]
+            for k in table]  # fmt: skip
+    chosen = at(doc, ("constants", "chosen")) or {}
+    picks = [[label(wf), figure(doc, ("constants", "chosen", wf, "setting"))] for wf in chosen]
+    return [
+        Table("Sensitivity of scoutless to its constants", ["setting", "median ratio", "failures", "cells"],
+              rows, "ratio: scoutless's wastage ÷ the best baseline's, per workflow-seed cell."),
+        Table("Constants chosen leaving one workflow out", ["workflow", "setting"], picks,
+              f"{at(doc, ('constants', 'rule'))}; median ratio so: "
+              + fmt(at(doc, ("constants", "median_ratio")))),
+    ]  # fmt: skip
+
+
+def peers_code_tables(doc: dict[str, Any]) -> list[Table]:
+    """The baselines against Sizey's own code run on the same traces and seeds."""
+    if not isinstance(doc.get("peers_code"), dict):
+        return []
+    cols = ("tolerance", "max_gap", "worst_cell", "failures_equal", "met", "seconds")
+    return [Table("The baselines against Sizey's own code, run", cols,
+                  [[figure(doc, ("peers_code", c)) for c in cols]],
+                  "Every cell its main.py writes (its model switched off) against this "
+                  "project's: relative gap in GB·h, failures equal.")]  # fmt: skip
 
 
 def lwr_tables(doc: dict[str, Any]) -> list[Table]:
