@@ -63,7 +63,7 @@ def leave_one_out(runs: dict[str, Any]) -> dict[str, Any]:
         chosen[wf] = {"setting": key, "ratios": {s: v for (s, w), v in ratios[key].items() if w == wf}}
     loo = [v for c in chosen.values() for v in c["ratios"].values()]
     return {
-        "rule": "each workflow at the setting with the least geometric-mean ratio on the other five",
+        "rule": "each workflow at the setting with the least geometric-mean ratio on the others",
         "chosen": chosen,
         "median_ratio": float(np.median(loo)) if loo else None,
         "table": {k: {"median_ratio": float(np.median(list(r.values()))) if r else None,
