@@ -47,12 +47,12 @@ def run_live(
     types share lives in them, e.g. an error list), ``shared`` sizers serve every type.
     The cells per method and per type, as `run.run_types` gives them; ``attempts_out``:
     each method's attempts per instance in the order decided."""
+    subs, ends = clock(types)  # before any sizer is fitted: a table without times fails fast
     sizers = [[*per_type(), *shared] for _ in types]
     for task, own in zip(types, sizers, strict=True):
         for sizer in own:
             sizer.begin(task)
     tallies = [{s.name: Tally() for s in own} for own in sizers]
-    subs, ends = clock(types)
     done = 0
     for when, t, i in subs:
         while done < len(ends) and ends[done][0] < when:
