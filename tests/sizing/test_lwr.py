@@ -71,3 +71,11 @@ def test_online_sizer_refits_as_outcomes_come_and_doubles_on_failure() -> None:
     for allocs in tally.attempts:
         assert all(b == 2 * a for a, b in pairwise(allocs))
     assert tally.summary()["wastage_gbh"] < 0.05 * float(np.sum(online.need * online.runtime)) / GB / HOUR
+
+
+def test_an_unknown_input_size_fits_a_constant_above_every_need_seen_mostly() -> None:
+    # no input size (NaN, as before the run): one allocation for all, near the top needs
+    need = np.linspace(1, 2, 30) * GB
+    model = lwr.fit(np.full(30, np.nan), need, np.ones(30) * HOUR)
+    a = model.predict(np.array([np.nan, np.nan]))
+    assert np.isfinite(a).all() and a[0] == a[1] and 1 * GB < a[0] <= 2.1 * GB

@@ -117,14 +117,20 @@ class LwrFit:
     lines: tuple[tuple[float, float], ...]
 
     def predict(self, x: np.ndarray | float) -> np.ndarray:
-        xs = (np.asarray(x, dtype=float) - self.shift[0]) / self.scale[0]
+        xs = (_known(np.asarray(x, dtype=float)) - self.shift[0]) / self.scale[0]
         a = np.mean([np.clip(xs * s + i, MIN_ALLOCATION, None) for s, i in self.lines], axis=0)
         return a * self.scale[1] + self.shift[1]
+
+
+def _known(x: np.ndarray) -> np.ndarray:
+    """An input size not known (NaN: none before the run) as 0: the line is then a constant."""
+    return np.where(np.isfinite(x), x, 0.0)
 
 
 def fit(x: np.ndarray, need: np.ndarray, runtime: np.ndarray) -> LwrFit:
     """The ensemble on a history (input sizes, needs, runtimes), as the reference trains it."""
     x, need, runtime = (np.asarray(v, dtype=float) for v in (x, need, runtime))
+    x = _known(x)
     shift = (float(x.min()), float(need.min()))
     ptp = (float(np.ptp(x)), float(np.ptp(need)))
     scale = tuple(p if p != 0 else 1.0 for p in ptp)
