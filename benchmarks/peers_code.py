@@ -13,8 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+from record import write_json
 
 #: the largest relative gap in GB·h a reproduced cell may have
 TOLERANCE = 1e-9
@@ -99,40 +103,21 @@ def compare(runs: dict[str, Any], peers: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def main() -> None:
-    """Standalone: the peers' code against the cells of an existing ``sizing.py`` JSON."""
-    import argparse
-    import json
-    import tempfile
-    import time
-
-    from record import add_out, emit, reference_loop_s, write_json
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout", type=Path, help="a checkout of dos-group/sizey (its data/ inside)")
-    parser.add_argument("--python", required=True, help="pandas < 3, scikit-learn, scipy, statsmodels")
-    parser.add_argument("--against", type=Path, required=True, help="a sizing.py JSON")
-    parser.add_argument("--workflows", default="iwd,methylseq,rnaseq,eager,chipseq,mag")
-    parser.add_argument("--seeds", default="1996")
-    add_out(parser)
-    args = parser.parse_args()
-    loop_before, start = reference_loop_s(), time.perf_counter()
-    work = prepare(args.checkout, Path(tempfile.mkdtemp()) / "sizey")
-    runs = json.loads(args.against.read_text())["runs"]
+def reference(
+    checkout: Path, python: str, runs: dict[str, Any], workflows: list[str], seeds: list[int],
+    out: Path | None = None,
+) -> dict[str, Any]:
+    """The peers' code on ``workflows`` at ``seeds`` compared with ``runs`` (a sizing
+    JSON's), the comparison rewritten to ``out`` as each workflow ends."""
+    start = time.perf_counter()
+    work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey")
     peers: dict[str, Any] = {}
-    for wf in args.workflows.split(","):  # the JSON rewritten as each workflow ends
-        for seed, flows in run_peers(work, args.python, [wf], _seeds(args.seeds)).items():
+    result: dict[str, Any] = {}
+    for wf in workflows:
+        for seed, flows in run_peers(work, python, [wf], seeds).items():
             peers.setdefault(seed, {}).update(flows)
-        result = compare(runs, peers) | {"against": str(args.against), "workflows": sorted(
-            {w for f in peers.values() for w in f}), "seconds": round(time.perf_counter() - start, 1)}
-        if args.out:
-            write_json(args.out, result)
-    emit(result, args.out, loop_before)
-
-
-def _seeds(text: str) -> list[int]:
-    return [int(s) for s in text.split(",") if s]
-
-
-if __name__ == "__main__":
-    main()
+        done = sorted({w for f in peers.values() for w in f})
+        result = compare(runs, peers) | {"workflows": done, "seconds": round(time.perf_counter() - start, 1)}
+        if out is not None:
+            write_json(out, result)
+    return result

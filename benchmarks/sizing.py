@@ -25,9 +25,9 @@ IEEE CLUSTER 2024.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from peers_code import compare, prepare, run_peers
+from peers_code import reference
 from record import add_out, emit, reference_loop_s, write_json
 from scoutless.sizing.instances import workflow_name
 from scoutless.sizing.live import NoClock
@@ -194,11 +194,20 @@ def main() -> None:
                         help="the Python --peers-code runs with (pandas < 3, scikit-learn, "
                         "scipy, statsmodels, matplotlib)")
     parser.add_argument("--peers-seeds", default="1996", help="seeds --peers-code runs at")
+    parser.add_argument("--peers-against", type=Path,
+                        help="with --peers-code: compare with this sizing JSON's cells, size nothing")
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
     start = time.perf_counter()
+    peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
+    if args.peers_code and args.peers_against:  # the reference alone, against a run already made
+        runs = json.loads(args.peers_against.read_text())["runs"]
+        flows = sorted({wf for r in runs.values() for wf in r["workflows"]})
+        result = reference(args.peers_code, args.peers_python, runs, flows, peers_seeds, args.out)
+        emit(result | {"against": str(args.peers_against)}, args.out, loop_before)
+        return
     paths = sorted(args.traces.glob("trace_*.csv"))
     if not paths:
         parser.error(f"{args.traces}: no trace_*.csv")
@@ -221,12 +230,9 @@ def main() -> None:
                 write_json(args.out, _document(FRAMES, seeds, _ordered(runs, seeds), start))
     document = _document(FRAMES, seeds, _ordered(runs, seeds), start)
     if args.peers_code:
-        peers_start = time.perf_counter()
-        work = prepare(args.peers_code, Path(tempfile.mkdtemp()) / "sizey")
-        peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
-        peers = run_peers(work, args.peers_python, sorted(FRAMES), peers_seeds)
-        document["peers_code"] = compare(document["runs"], peers)
-        document["peers_code"]["seconds"] = round(time.perf_counter() - peers_start, 1)
+        document["peers_code"] = reference(
+            args.peers_code, args.peers_python, document["runs"], sorted(FRAMES), peers_seeds
+        )
     emit(document, args.out, loop_before)
 
 
