@@ -27,7 +27,7 @@ import numpy as np
 
 from record import add_out, emit, reference_loop_s
 from scoutless.bundle import load_bundle
-from scoutless.config import get_settings
+from scoutless.config import Settings, get_settings
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_history
@@ -102,7 +102,7 @@ def _rehearse(url: str, bundle, n: int, folder: Path, settings) -> dict:  # type
     written = write_rehearsal(kept[0], url, target, settings, bins=bundle.bins)
     engine = make_engine(target)
     collect_impact(engine)
-    report = impact_report(engine, every="30D")
+    report = impact_report(engine, every="30D", settings=settings.rollout)
     engine.dispose()
     arms = document["strategies"]["canary"]["arms"]
     gap, compared = _largest_gap(arms, report.per_arm)
@@ -164,8 +164,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         train_url = _history(folder / "train.sqlite", args.train_tasks, seed=5)
-        table, _ = build_table_from_db(make_engine(train_url))
-        train_bundle(table, folder / "bundle", models=("xgb",), trials=0, progress=False, n_jobs=2)
+        table, _ = build_table_from_db(make_engine(train_url), settings=Settings())
+        train_bundle(table, folder / "bundle", models=("xgb",), trials=0, progress=False, n_jobs=2, settings=Settings())
         bundle = load_bundle(folder / "bundle")
         url = _history(folder / "replay.sqlite", large, seed=9)
         runs = {}

@@ -33,6 +33,7 @@ import numpy as np
 from sqlalchemy import text
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_chunk, generate_history
 from scoutless.panda.broker import parse_broker_url
@@ -49,9 +50,9 @@ def train_bundle_on(db: str, folder: Path) -> Path:
 
     engine = make_engine(db)
     generate_history(engine, 1000, seed=5, progress=False)
-    table, _ = build_table_from_db(engine)
+    table, _ = build_table_from_db(engine, settings=Settings())
     engine.dispose()
-    return train_bundle(table, folder / "bundle", models=("xgb",), progress=False, n_jobs=1)
+    return train_bundle(table, folder / "bundle", models=("xgb",), progress=False, n_jobs=1, settings=Settings())
 
 
 def start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:

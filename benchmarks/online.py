@@ -1,17 +1,18 @@
-"""The online sizing engine's cost at scale: time per job, resident memory and the state
-each task type holds, as outcomes accumulate.
+"""The online sizer's cost at scale: time per job, resident memory and the state each
+task type holds, as outcomes accumulate.
 
 A synthetic stream of jobs over tasks and task types (each task of one type; a type's need
 a line in its input size plus noise, log scale; a few tasks' inputs larger than their
-type's) is sized by `scoutless.sizing.engine.Engine` through its public API, as a caller
-does it: ``allocate``, then ``observe_kill`` and ``retry`` while the allocation is below
-the need, then ``observe``. One core, one process. At each checkpoint (a share of the
-stream) the JSON records the seconds per job and per outcome over the segment since the
-last one (decision + update, amortised), the process's resident memory, and the bytes the
-engine's per-type state holds (a deep size of its containers) against the outcomes the
-types have learnt — state growth per outcome and per type.
+type's) is sized by `scoutless.sizing.online.OnlineSizer` through its protocol, as a
+caller does it: ``first``, then ``learn`` of a censored `Outcome` and ``retry`` while the
+allocation is below the need, then ``learn`` of the need. One core, one process. At each
+checkpoint (a share of the stream) the JSON records the seconds per job and per outcome
+over the segment since the last one (decision + update, amortised), the process's
+resident memory, and the bytes the sizer's per-type state holds (a deep size of its
+containers) against the outcomes the types hold — flat once a type reaches the cap
+(``--max-outcomes``, default `SizingSettings.max_outcomes_per_type`).
 
-    nice python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 \\
+    nice python benchmarks/online.py --jobs 1000000 --tasks 10000 --types 100 \\
         --out results/online.json
 """
 
@@ -29,7 +30,10 @@ import numpy as np
 import psutil
 
 from record import add_out, emit, reference_loop_s
-from scoutless.sizing.engine import Engine, Features
+from scoutless.config import SizingSettings
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
+from scoutless.sizing.protocol import Outcome
 
 #: checkpoints: the shares of the stream at which cost and state are recorded
 CHECKPOINTS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -78,20 +82,21 @@ def make_stream(jobs: int, tasks: int, types: int, seed: int) -> Stream:
     return Stream(kind, input_size, cpus, request, need, runtime)
 
 
-def size_job(engine: Engine, stream: Stream, j: int) -> int:
-    """One job through the engine as a caller drives it; the outcomes it produced."""
+def size_job(sizer: OnlineSizer, stream: Stream, j: int) -> int:
+    """One job through the sizer as a caller drives it; the outcomes it produced."""
     key = int(stream.types[j])
-    f = Features(float(stream.input_size[j]), float(stream.cpus[j]), float(stream.request[j]))
+    f = Release(input_size=float(stream.input_size[j]), cores=float(stream.cpus[j]),
+                request=float(stream.request[j]))
     need, runtime = float(stream.need[j]), float(stream.runtime[j])
-    alloc = engine.allocate(key, f)
+    alloc = sizer.first(key, f)
     if not np.isfinite(alloc):
         alloc = f.request
     outcomes = 1
     while alloc < need and outcomes < MAX_ATTEMPTS:
-        engine.observe_kill(key, f, alloc, runtime * KILL_RUNTIME_SHARE)
-        alloc = engine.retry(key, f, alloc)
+        sizer.learn(key, f, Outcome(alloc, runtime * KILL_RUNTIME_SHARE, censored=True))
+        alloc = sizer.retry(key, f, alloc)
         outcomes += 1
-    engine.observe(key, f, need, runtime)
+    sizer.learn(key, f, Outcome(need, runtime))
     return outcomes
 
 
@@ -112,14 +117,16 @@ def deep_bytes(obj: Any, seen: set[int] | None = None) -> int:
         size += sum(deep_bytes(v, seen) for v in obj)
     elif is_dataclass(obj) and not isinstance(obj, type):
         size += sum(deep_bytes(getattr(obj, f.name), seen) for f in fields(obj))
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        size += deep_bytes(vars(obj), seen)
     return size
 
 
-def state_record(engine: Engine) -> dict[str, Any]:
+def state_record(sizer: OnlineSizer) -> dict[str, Any]:
     """Bytes of per-type state (all types, per type: median and largest) against the
     outcomes each type holds."""
-    per_type = {k: deep_bytes(s) for k, s in engine.types.items()}
-    outcomes = {k: len(s.censored) for k, s in engine.types.items()}
+    per_type = {k: deep_bytes(s) for k, s in sizer.types.items()}
+    outcomes = {k: len(s.rows) for k, s in sizer.types.items()}
     total = sum(per_type.values())
     held = sum(outcomes.values())
     largest = max(per_type, key=per_type.get)
@@ -134,16 +141,18 @@ def state_record(engine: Engine) -> dict[str, Any]:
     }
 
 
-def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
-    """The stream through one engine; a record per checkpoint."""
-    engine, proc = Engine(), psutil.Process()
+def run(
+    stream: Stream, checkpoints: tuple[float, ...], settings: SizingSettings
+) -> list[dict[str, Any]]:
+    """The stream through one sizer; a record per checkpoint."""
+    sizer, proc = OnlineSizer(settings), psutil.Process()
     n = len(stream.need)
     marks = sorted({max(1, round(share * n)) for share in checkpoints})
     records, done, outcomes, cpu_total = [], 0, 0, 0.0
     for mark in marks:
         seg_outcomes, start = 0, time.process_time()
         for j in range(done, mark):
-            seg_outcomes += size_job(engine, stream, j)
+            seg_outcomes += size_job(sizer, stream, j)
         seconds = time.process_time() - start
         cpu_total += seconds
         jobs, done, outcomes = mark - done, mark, outcomes + seg_outcomes
@@ -153,7 +162,7 @@ def run(stream: Stream, checkpoints: tuple[float, ...]) -> list[dict[str, Any]]:
             "segment_ms_per_outcome": 1e3 * seconds / seg_outcomes,
             "cumulative_ms_per_job": 1e3 * cpu_total / done,
             "rss_mb": proc.memory_info().rss / 2**20,
-            **state_record(engine),
+            **state_record(sizer),
         })  # fmt: skip
         print(f"{done} jobs: {records[-1]['segment_ms_per_job']:.2f} ms/job", file=sys.stderr)
     return records
@@ -187,21 +196,26 @@ def commit() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=100_000, help="jobs in the stream")
+    parser.add_argument("--jobs", type=int, default=1_000_000, help="jobs in the stream")
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--types", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    default_cap = SizingSettings().max_outcomes_per_type
+    parser.add_argument("--max-outcomes", type=int, default=default_cap,
+                        help="outcomes a type holds at most (0: every outcome)")  # fmt: skip
     add_out(parser)
     args = parser.parse_args(argv)
     loop_before = reference_loop_s()
     measured = commit()  # before the run: what was imported, not what changed since
     stream = make_stream(args.jobs, args.tasks, args.types, args.seed)
     rss_before = psutil.Process().memory_info().rss / 2**20
-    records = run(stream, CHECKPOINTS)
+    settings = SizingSettings(max_outcomes_per_type=args.max_outcomes or None)
+    records = run(stream, CHECKPOINTS, settings)
     last = records[-1]
     result = {
         "commit": measured,
-        "engine": "scoutless.sizing.engine.Engine (memory only)",
+        "sizer": "scoutless.sizing.online.OnlineSizer (memory only)",
+        "max_outcomes_per_type": settings.max_outcomes_per_type,
         "jobs": args.jobs, "tasks": args.tasks, "types": args.types, "seed": args.seed,
         "outcomes": last["outcomes"],
         "ms_per_job": last["cumulative_ms_per_job"],

@@ -1,8 +1,10 @@
 """One decision everywhere: for a demo's test tasks, the allocation the service answers (by
 id and posted as task parameters), the one ``taskparams`` writes, the one the listener
 publishes and the one the replay's ``predicted`` strategy allocates, compared value for
-value under the cost policy, with the default settings and with a settings file that
-prices each resource type (``allocation.resource_prices``) and caps each target's kills.
+value under the cost policy, with the default settings (the rooms at the loads the
+demo's bundle learnt, room_loads.json) and with a settings file that prices each resource
+type (``allocation.resource_prices``), caps each target's kills and sets the rooms' loads
+(``allocation.room_loads``).
 
     python benchmarks/parity.py --workdir W --tasks 1000 --out results/parity.json
                                                    # W: a `scoutless demo` folder
@@ -42,6 +44,7 @@ MESSAGE_KEYS = ("ramCount", "ramUnit", "cpuTime", "cpuTimeUnit")
 PRICED_TOML = """
 [allocation]
 kill_probability_by_target = { memory = 0.1, cputime = 0.15 }
+room_loads = { single = { himem = 0.7, long_queue = 0.6 }, multi = { himem = 0.5 } }
 
 [allocation.resource_prices.SCORE]
 memory_gb_hour = 2.0
@@ -110,12 +113,13 @@ def served(workdir: Path, settings: Settings, params: dict[int, dict]) -> dict[s
     app = create_app(workdir / "bundle", db_url=db_url, settings=settings, log_predictions=False)
     by_id, posted = {}, {}
     with TestClient(app, client=("127.0.0.1", 50000), base_url="http://127.0.0.1") as client:
+        room_loads = client.get("/v1/model").json()["room_loads"]
         for task_id, posted_task in params.items():
             r = client.get(f"/v1/tasks/{task_id}/prediction", params={"policy": POLICY})
             by_id[task_id] = r.json()["tasks"][0]["targets"]
             r = client.post("/v1/predict", json={"taskparams": [posted_task], "policy": POLICY})
             posted[task_id] = _values(r.json()["tasks"][0]["targets"])
-    return {"by_id": by_id, "posted": posted}
+    return {"by_id": by_id, "posted": posted, "room_loads": room_loads}
 
 
 def written(workdir: Path, settings: Settings, params: dict[int, dict]) -> dict[int, tuple]:
@@ -189,7 +193,8 @@ def compare(workdir: Path, settings: Settings, ids: list[int], scratch: Path) ->
         "taskparams": written(workdir, settings, params),
         "replay_predicted": replayed(workdir, settings, ids),
     }
-    out: dict[str, Any] = {"tasks": len(ids), "answers": by_id}
+    out: dict[str, Any] = {"tasks": len(ids), "answers": by_id,
+                           "room_loads": service["room_loads"]}  # fmt: skip
     for name, answers in sources.items():
         out[name] = {"compared": len(answers),
                      "mismatches": sorted(i for i, v in answers.items() if by_id[i] != v)}  # fmt: skip

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from record import add_out, emit, reference_loop_s
-from scoutless.config import RolloutSettings
+from scoutless.config import RolloutSettings, Settings
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import create_schema, make_engine, read_history
 from scoutless.history.synthetic import generate_chunk
@@ -56,14 +56,14 @@ def _predict(engine, bundle: Path, ids: list[int], alpha: float):  # type: ignor
     features = history.features()
     rows = [dict(r, jeditaskid=int(t)) for t, r in features.iterrows()]
     with ThreadPoolExecutor(2) as pool:
-        pipeline = Pipeline(load_bundle(bundle), None, pool)
+        pipeline = Pipeline(load_bundle(bundle), None, pool, settings=Settings())
         result = pipeline.run(rows, policy="value", alpha=alpha)
     created = history.tasks.set_index("jeditaskid")["creationdate"]
     for row in result.log_rows:
         row["created_at"] = created[row["jeditaskid"]]
         row["id"] = row["jeditaskid"]
     log = long_form(result.log_rows)
-    values = compute_task_targets(history.jobs, history.tasks)
+    values = compute_task_targets(history.jobs, history.tasks, settings=Settings())
     actuals = values.reset_index().melt(id_vars=values.index.name or "index", var_name="target")
     actuals = actuals.rename(columns={values.index.name or "index": "jeditaskid"}).dropna()
     actuals["class_id"] = 0
@@ -99,9 +99,9 @@ def main() -> None:
             create_schema(engine)
             synthetic_truth.create(engine, checkfirst=True)
             write_frames(engine, _frames(frames, keep.to_numpy()))
-        table, _ = build_table_from_db(before)
+        table, _ = build_table_from_db(before, settings=Settings())
         bundle = train_bundle(
-            table, Path(tmp) / "bundle", models=("xgb",), progress=False, n_jobs=2
+            table, Path(tmp) / "bundle", models=("xgb",), progress=False, n_jobs=2, settings=Settings()
         )
         ids = frames.tasks.loc[(created >= DRIFT).to_numpy(), "jeditaskid"].astype(int).tolist()
         log, actuals = _predict(after, bundle, ids, args.alpha)

@@ -31,10 +31,12 @@ XGBoost bundle trained on its training rows, or the one in ``--bundles DIR/<trac
 per strategy the wasted core-hours, memory slack and first-attempt success against the
 users' requests (the replay's ``selective_vs_request`` check, and the same rows for every
 strategy), the kills and the priced total; it is written into ``--out`` under ``replay``,
-keeping the walk-forward figures already there.
+keeping the walk-forward figures already there. ``--no-bundle`` replays without a model:
+the request, the online sizing engine and the oracle only (the online strategy's memory
+bounds: at most the requests' slack and 1.5 × the oracle's).
 
     nice python benchmarks/real_traces.py --replay [--traces LANL-CM5,LPC-EGEE,CTC-SP2,SDSC-SP2]
-        [--bundles DIR] --out results/real_traces.json
+        [--bundles DIR | --no-bundle] --out results/real_traces.json
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import numpy as np
 import torch
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.load import load_trace
 from scoutless.training.walk_forward import walk_forward
@@ -133,9 +136,12 @@ REPLAY_FIGURES = (
 )  # fmt: skip
 
 
-def replay_trace_figures(name: str, work: Path, bundles: Path | None) -> dict[str, Any]:
-    """One SWF trace imported, a bundle trained on its training rows (or ``bundles/name``),
-    its test rows replayed: each strategy's figures and its checks against the request."""
+def replay_trace_figures(
+    name: str, work: Path, bundles: Path | None, *, model: bool = True
+) -> dict[str, Any]:
+    """One SWF trace imported, a bundle trained on its training rows (or ``bundles/name``;
+    none without ``model``), its test rows replayed: each strategy's figures and its
+    checks against the request."""
     from scoutless.bundle import load_bundle
     from scoutless.config import get_settings
     from scoutless.replay.checks import TRACE_METRICS, at_least_as_good
@@ -143,14 +149,15 @@ def replay_trace_figures(name: str, work: Path, bundles: Path | None) -> dict[st
     from scoutless.training.run import train_bundle
 
     fmt, files = TRACES[name]
-    table = to_training_table(load_trace(fmt, files))
+    table = to_training_table(load_trace(fmt, files, settings=Settings()), settings=Settings())
     table_path = table.save(work / f"{name}.parquet")
     bundle = bundles / name if bundles is not None else None
-    if bundle is None or not bundle.exists():
+    if model and (bundle is None or not bundle.exists()):
         bundle = train_bundle(table, work / f"bundle-{name}", models=("xgb",), progress=False,
-                              split=table.default_split, n_jobs=1)  # fmt: skip
+                              split=table.default_split, n_jobs=1, settings=Settings())  # fmt: skip
     start = time.perf_counter()
-    doc = replay_trace(table_path, load_bundle(bundle), work / name, get_settings())
+    predictor = load_bundle(bundle) if model else None
+    doc = replay_trace(table_path, predictor, work / name, get_settings())
     strategies = doc["strategies"]
     keys = (*REPLAY_FIGURES, "priced_components", "request_kept", "sizing")
     figures = {s: {k: e[k] for k in keys if k in e} for s, e in strategies.items()}
@@ -159,7 +166,12 @@ def replay_trace_figures(name: str, work: Path, bundles: Path | None) -> dict[st
         for s in strategies
         if s != "request"
     }
+    slack = {s: e["memory_slack_gb_hours"] for s, e in strategies.items()}
+    ratios = {"vs_request": slack["online"] / slack["request"] if slack["request"] else None,
+              "vs_oracle": slack["online"] / slack["oracle"] if slack["oracle"] else None}  # fmt: skip
+    bounds = {**ratios, "met": slack["online"] <= min(slack["request"], 1.5 * slack["oracle"])}
     return {
+        "online_memory_bounds": bounds,
         "test_jobs": doc["workload"]["jobs"],
         "seconds": round(time.perf_counter() - start, 1),
         "kill_caps": doc["kill_caps"],
@@ -176,7 +188,8 @@ def replay_main(args: argparse.Namespace, loop_before: float) -> None:
     replayed = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names or REPLAY_TRACES:
-            replayed[name] = replay_trace_figures(name, Path(tmp), args.bundles)
+            replayed[name] = replay_trace_figures(name, Path(tmp), args.bundles,
+                                                  model=not args.no_bundle)  # fmt: skip
             met = {s: c["all_met"] for s, c in replayed[name]["vs_request"].items()}
             print(f"{name}: {replayed[name]['seconds']} s, vs request {met}", file=sys.stderr)
     kept = json.loads(args.out.read_text()) if args.out is not None and args.out.exists() else {}
@@ -199,6 +212,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="42")
     parser.add_argument("--replay", action="store_true", help="replay --trace on the SWF traces")
     parser.add_argument("--bundles", type=Path, help="--replay: trained bundles, DIR/<trace>")
+    parser.add_argument("--no-bundle", action="store_true",
+                        help="--replay: request, online and oracle only (no model)")  # fmt: skip
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
@@ -214,7 +229,7 @@ def main() -> None:
     for name in args.traces.split(","):
         fmt, files = TRACES[name]
         start = time.perf_counter()
-        table = to_training_table(load_trace(fmt, files))
+        table = to_training_table(load_trace(fmt, files, settings=Settings()), settings=Settings())
         runs = [
             walk_forward(
                 table,
@@ -225,6 +240,7 @@ def main() -> None:
                 seed=seed,
                 train_options={"n_jobs": 1, "max_epochs": args.max_epochs},
                 retrain_every=args.retrain_every,
+                settings=Settings(),
             )
             for seed in seeds
         ]

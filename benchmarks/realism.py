@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.history.synthetic import generate_chunk
 from scoutless.history.synthetic.realism import TaskJobs, real_task_jobs, realism_report
 
@@ -30,10 +31,10 @@ def main() -> None:
     paths = sorted(args.real.glob("job_records_*.csv"))
     if not paths:
         raise SystemExit(f"no job_records_*.csv under {args.real}")
-    real = realism_report(real_task_jobs(paths), per_task=True)
+    real = realism_report(real_task_jobs(paths), per_task=True, settings=Settings())
     began = time.perf_counter()
     frames = generate_chunk(args.tasks, seed=args.seed)
-    synthetic = realism_report(TaskJobs(frames.jobs, frames.tasks), per_task=False)
+    synthetic = realism_report(TaskJobs(frames.jobs, frames.tasks), per_task=False, settings=Settings())
     synthetic["generated"] = {
         "tasks": args.tasks,
         "job_rows": len(frames.jobs),

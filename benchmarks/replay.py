@@ -33,6 +33,7 @@ after, the date, the command), so a figure can be read against its machine.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import time
 from pathlib import Path
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from record import add_out, emit, reference_loop_s
+from replay_earlier import merge_report
 from replay_sizes import recheck, sizes_report
 from scoutless.cli.data import synthetic_values
 from scoutless.config import STRATEGY_NAMES, Settings, get_settings
@@ -163,6 +165,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--recheck", type=Path,
                         help="a --sizes result: its checks computed again from its runs, "
                              "rewritten in place (no replay)")  # fmt: skip
+    parser.add_argument("--merge", type=Path, nargs="+",
+                        help="--sizes results merged into one (replay_earlier.py), no replay")
+    parser.add_argument("--earlier", action="append", default=[],
+                        help="--merge: LABEL=PATH, an earlier --sizes result shown beside it")
+    parser.add_argument("--describe", action="append", default=[],
+                        help="--merge: LABEL=TEXT, what that earlier decision was")
+    parser.add_argument("--note", default="", help="--merge: the machine record's note")
     add_out(parser)
     return parser.parse_args()
 
@@ -171,6 +180,13 @@ def main() -> None:
     args = parse()
     if args.recheck is not None:
         recheck(args.recheck)
+        return
+    if args.merge:
+        report = merge_report(args.merge, args.earlier, args.describe, args.note)
+        text = json.dumps(report, indent=1, default=float)
+        if args.out:
+            args.out.write_text(text + "\n")
+        print(text)
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     loop_before = reference_loop_s()

@@ -249,7 +249,7 @@ def run_endtoend(args: argparse.Namespace) -> dict:
         started = time.perf_counter()
         fitter = DistributedFitter(client, nproc_per_node=args.ranks)
         train_bundle(table, args.work / "bundle", progress=False, fit_model=fitter,
-                     max_epochs=args.max_epochs)  # fmt: skip
+                     max_epochs=args.max_epochs, settings=Settings())  # fmt: skip
         timings["train_s"] = round(time.perf_counter() - started, 1)
     return {**timings, "client_peak_rss_mb": peak_rss_mb()}
 

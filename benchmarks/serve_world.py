@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scoutless.config import Settings
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import load_bins
@@ -85,12 +86,12 @@ def history_world(folder: Path, n_tasks: int) -> tuple[Path, str, list[int], lis
     engine = make_engine(url)
     try:
         history = read_history(engine)
-        table, _ = build_training_table(history, with_history=True)
+        table, _ = build_training_table(history, with_history=True, settings=Settings())
         bundle = train_bundle(table, folder / "history_bundle", progress=False, max_epochs=3,
-                              n_jobs=1)  # fmt: skip
-        values = compute_task_targets(history.jobs, history.tasks)
+                              n_jobs=1, settings=Settings())  # fmt: skip
+        values = compute_task_targets(history.jobs, history.tasks, settings=Settings())
         done = task_history_frame(history.tasks, history.jobs, values)
-        update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+        update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), Settings().history)
         ids = np.random.default_rng(5).permutation(history.tasks["jeditaskid"].to_numpy())
         known, moved = [int(i) for i in ids[:500]], [int(i) for i in ids[500:1000]]
         tasks = metadata.tables["jedi_tasks"]
@@ -116,7 +117,7 @@ def served_world(folder: Path, bundle: Path | None, db_url: str | None) -> tuple
         from scoutless.training import train_bundle
 
         bundle = train_bundle(
-            demo_table(), folder / "bundle", progress=False, max_epochs=3, n_jobs=1
+            demo_table(), folder / "bundle", progress=False, max_epochs=3, n_jobs=1, settings=Settings()
         )
     return bundle, db_url or small_history(folder)
 

@@ -4,7 +4,7 @@ Each ``trace_*.csv`` in TRACES_DIR is imported as `scoutless import nextflow` do
 sized as `scoutless size --protocol peers` sizes it: per task type ~30 % history and
 70 % online (``train_test_split(test_size=0.7, random_state=seed)``), every attempt
 accounted (excess × runtime; a failed attempt's whole allocation × runtime). For each
-seed, scoutless's engine and the published baselines (Witt percentile and LR — std and
+seed, scoutless's online sizer and the published baselines (Witt percentile and LR — std and
 std-under as coded, with their shared error list, and each with its own — Tovar, the
 users' presets, JEDI, VPA, Witt's low-wastage regression, the oracle); the goal compares
 scoutless with the best of every online baseline (std-under without its look-ahead), per
@@ -14,12 +14,21 @@ history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as 
 ``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
 grid, each workflow at the setting chosen on the other five (`sizing_constants.py`).
 
+``--resource walltime`` sizes run time instead (need ``realtime``, the request the trace's
+``time``; wastage in core-hours: cores × (limit − run time) at the walltime-slack price
+plus the killed attempts' core-hours), with the unit-agnostic baselines: the percentile,
+the Witt-LR regressions, the users' requests. ``--features``: the input size the
+regressions and the online sizer see — ``peers-rchar`` (default here: the peers' protocol, the
+bytes read during the run, as their table was made) or ``submission`` (what is known at
+release: nothing in these traces).
+
 The traces are not in this repository: Sizey's (github.com/dos-group/sizey, ``data/``).
 Cite: J. Bader et al., "Sizey: Memory-Efficient Execution of Scientific Workflow Tasks",
 IEEE CLUSTER 2024.
 
     nice python benchmarks/sizing.py TRACES_DIR [--seeds 1996,2023,42] [--cold-seeds 1996]
         [--live-seeds …] [--sensitivity-seeds …] [--jobs 2] --out results/sizing.json
+    nice python benchmarks/sizing.py TRACES_DIR --resource walltime --out results/sizing_walltime.json
 """
 
 from __future__ import annotations
@@ -38,9 +47,12 @@ import numpy as np
 
 from peers_code import reference
 from record import add_out, emit, reference_loop_s, write_json
-from scoutless.sizing.instances import workflow_name
+from scoutless.config import Settings
+from scoutless.sizing.instances import FEATURES, workflow_name
 from scoutless.sizing.live import NoClock
 from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workflow
+from scoutless.sizing.resources import RESOURCES
+from scoutless.sizing.resources import resource as sized_resource
 from scoutless.sources.nextflow import read_nextflow
 from sizing_constants import leave_one_out, sensitivity_cell
 
@@ -65,6 +77,8 @@ ISSUE_TABLE: dict[str, dict[str, tuple[float, int]]] = {
 SEEDS = "1996,2023,42,7,12345,0,1,2,3,4"
 #: the largest relative gap to the table a reproduction may have (rounding aside)
 REPRODUCTION_GAP = 0.02
+#: the goal's ratio to the best baseline's wastage
+GOAL_RATIO = 0.6
 
 
 def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
@@ -91,18 +105,20 @@ def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[st
     method under the peers' protocol; ``live`` under the live protocol (or why it could
     not run); ``sensitivity`` scoutless over the constants' grid."""
     start = time.perf_counter()
-    frame = FRAMES[name]
+    frame, settings = FRAMES[name], Settings()
+    how = {"settings": settings, "features": RUN["features"],
+           "resource": sized_resource(RUN["resource"], settings)}  # fmt: skip
     if kind == "sensitivity":
-        result: dict[str, Any] = sensitivity_cell(frame, name, seed)
+        result: dict[str, Any] = sensitivity_cell(frame, name, seed, **how)
     elif kind == "live":
         try:
-            cell = size_workflow(frame, name, seed, protocol="live")
+            cell = size_workflow(frame, name, seed, protocol="live", **how)
             result = {"methods": cell["methods"], "goal": cell["goal"]}
         except NoClock as exc:
             result = {"error": str(exc)}
     else:
         others = [f for n, f in FRAMES.items() if n != name] if cold else None
-        result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline)
+        result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline, **how)
         result.pop("task_types")
         result["seconds"] = round(time.perf_counter() - start, 1)
     print(f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
@@ -113,7 +129,11 @@ def _seed_summary(workflows: dict[str, Any]) -> dict[str, Any]:
     ratios = [w["goal"]["scoutless"]["ratio"] for w in workflows.values()]
     summary = {
         "median_ratio": float(np.median(ratios)),
-        "median_met": bool(np.median(ratios) <= 0.6),
+        "median_met": bool(np.median(ratios) <= GOAL_RATIO),
+        "workflows_goal_met": sum(
+            w["goal"]["scoutless"]["ratio"] <= GOAL_RATIO and w["goal"]["scoutless"]["failures_met"]
+            for w in workflows.values()
+        ),
         "workflows_met": sum(
             w["goal"]["scoutless"]["wastage_met"] and w["goal"]["scoutless"]["failures_met"]
             for w in workflows.values()
@@ -153,6 +173,8 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
 
 
 FRAMES: dict[str, Any] = {}
+#: the resource and features option every cell is sized with (set before the pool forks)
+RUN: dict[str, str] = {"resource": "memory", "features": "peers-rchar"}
 #: where each kind of cell goes in a seed's run
 KINDS = {"main": "workflows", "live": "live", "sensitivity": "sensitivity"}
 
@@ -160,28 +182,33 @@ KINDS = {"main": "workflows", "live": "live", "sensitivity": "sensitivity"}
 def _document(frames, seeds, runs, start) -> dict[str, Any]:
     for run in runs.values():
         run["summary"] = _seed_summary(run["workflows"]) if run["workflows"] else {}
-    if "1996" in runs:
+    if "1996" in runs and RUN == {"resource": "memory", "features": "peers-rchar"}:
         runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
     return {
+        "resource": RUN["resource"],
+        "features": RUN["features"],
         "traces": {n: len(f) for n, f in frames.items()},
         "seeds": seeds,
         "complete": all(len(runs.get(str(s), {}).get("workflows", {})) == len(frames) for s in seeds),
         "runs": runs,
         "over_cells": over_cells(runs),
-        "constants": leave_one_out(runs),
+        "constants": leave_one_out(runs, sized_resource(RUN["resource"], Settings()).unit),
         "witt_lwr_cited": {
             k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
-        },
+        } if RUN["resource"] == "memory" else {},
         "seconds": round(time.perf_counter() - start, 1),
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
     parser.add_argument("--seeds", default=SEEDS)
-    parser.add_argument("--cold-seeds", default="1996", help="seeds also sized cold ('' none)")
+    parser.add_argument("--cold-seeds", help="seeds also sized cold ('' none; memory: 1996)")
+    parser.add_argument("--workflows", help="only these workflows (default: every trace_*.csv)")
+    parser.add_argument("--resource", choices=RESOURCES, default="memory")
+    parser.add_argument("--features", choices=tuple(FEATURES), default="peers-rchar")
     parser.add_argument("--lwr-offline-seeds", default="1996",
                         help="seeds LWR also runs as published, offline ('' none)")  # fmt: skip
     parser.add_argument("--live-seeds", default="1996,2023,42",
@@ -198,6 +225,11 @@ def main() -> None:
                         help="with --peers-code: compare with this sizing JSON's cells, size nothing")
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     loop_before = reference_loop_s()
     start = time.perf_counter()
@@ -209,10 +241,16 @@ def main() -> None:
         emit(result | {"against": str(args.peers_against)}, args.out, loop_before)
         return
     paths = sorted(args.traces.glob("trace_*.csv"))
+    if args.workflows:
+        paths = [p for p in paths if workflow_name(p) in args.workflows.split(",")]
     if not paths:
         parser.error(f"{args.traces}: no trace_*.csv")
-    FRAMES.update({workflow_name(p): read_nextflow([p]).frame for p in paths})
-    cold = {int(s) for s in args.cold_seeds.split(",") if s}
+    sizing = Settings().sizing
+    FRAMES.update({workflow_name(p): read_nextflow([p], settings=sizing).frame for p in paths})
+    RUN.update(resource=args.resource, features=args.features)
+    cold_seeds = args.cold_seeds if args.cold_seeds is not None else (
+        "1996" if args.resource == "memory" else "")  # fmt: skip
+    cold = {int(s) for s in cold_seeds.split(",") if s}
     offline = {int(s) for s in args.lwr_offline_seeds.split(",") if s}
     seeds = [int(s) for s in args.seeds.split(",")]
     runs: dict[str, Any] = {}

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.config import Settings
 from scoutless.sizing.protocol import task_types
+from scoutless.sizing.resources import MEMORY, Resource
 from scoutless.sizing.run import run_types, warm_sizer
 
 #: the failure penalties and prior weights tried (the configured ones among them)
@@ -28,21 +29,27 @@ def grid() -> dict[str, tuple[float, float]]:
     return {setting_name(p, w): (p, w) for p in PENALTIES for w in PRIOR_WEIGHTS}
 
 
-def sensitivity_cell(frame: pd.DataFrame, name: str, seed: int) -> dict[str, Any]:
-    """scoutless's wastage (GB·h) and failures on one workflow at one seed per setting."""
-    types = task_types(frame, seed, name)
-    base = get_settings().sizing
+def sensitivity_cell(
+    frame: pd.DataFrame, name: str, seed: int, *, settings: Settings,
+    resource: Resource = MEMORY, features: str = "peers-rchar",
+) -> dict[str, Any]:  # fmt: skip
+    """scoutless's wastage (the resource's unit) and failures on one workflow at one seed
+    per setting, the other constants ``settings``'."""
+    types = task_types(frame, seed, name, resource, features)
+    waste = f"wastage_{resource.unit}"
     out = {}
     for key, (penalty, prior) in grid().items():
-        settings = base.model_copy(update={"failure_penalty": penalty, "prior_weight": prior})
-        cell = run_types(types, [warm_sizer(types, settings)])["methods"]["scoutless"]
-        out[key] = {"wastage_gbh": cell["wastage_gbh"], "failures": cell["failures"]}
+        update = {"failure_penalty": penalty, "prior_weight": prior}
+        sized = warm_sizer(types, settings.sizing.model_copy(update=update), resource)
+        cell = run_types(types, [sized], resource)["methods"]["scoutless"]
+        out[key] = {waste: cell[waste], "failures": cell["failures"]}
     return out
 
 
-def leave_one_out(runs: dict[str, Any]) -> dict[str, Any]:
+def leave_one_out(runs: dict[str, Any], unit: str = "gbh") -> dict[str, Any]:
     """Per workflow the setting chosen on the other workflows and its ratios there; the
-    sensitivity table (per setting: the median ratio and the failures in all)."""
+    sensitivity table (per setting: the median ratio and the failures in all); ``unit``:
+    the sized resource's (`Resource.unit`)."""
     ratios: dict[str, dict[tuple[str, str], float]] = {k: {} for k in grid()}
     fails: dict[str, int] = dict.fromkeys(grid(), 0)
     for seed, run in runs.items():
@@ -50,9 +57,9 @@ def leave_one_out(runs: dict[str, Any]) -> dict[str, Any]:
             main = run["workflows"].get(wf)
             if main is None:
                 continue
-            best = main["goal"]["scoutless"]["baseline_wastage_gbh"]
+            best = main["goal"]["scoutless"][f"baseline_wastage_{unit}"]
             for key, cell in cells.items():
-                ratios[key][(seed, wf)] = cell["wastage_gbh"] / best if best > 0 else np.inf
+                ratios[key][(seed, wf)] = cell[f"wastage_{unit}"] / best if best > 0 else np.inf
                 fails[key] += cell["failures"]
     flows = sorted({wf for r in ratios.values() for _, wf in r})
     chosen = {}

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scoutless.config import Settings
 from serve_world import chunks, request_rows
 
 #: group sizes measured in process, for the cost at the groups the service formed
@@ -33,7 +34,7 @@ def pipeline_cpu_ms(bundle: Path, reps: int = 200) -> dict[str, float]:
 
     policy = get_settings().allocation.default_policy
     # the service's own loader: with the trees' compiled walk, as the server runs them
-    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
+    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1), settings=Settings())
     rows = request_rows(1)
 
     def per_call(call, n: int, rounds: int = 3) -> float:  # type: ignore[no-untyped-def]
@@ -139,7 +140,7 @@ def remaining_cpu_ms(bundle: Path, db_url: str, log_url: str, ids: list[int],
     from scoutless.service.serving import load_bundle_default
 
     settings = get_settings()
-    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1))
+    pipeline = Pipeline(load_bundle_default(bundle), None, ThreadPoolExecutor(1), settings=Settings())
     log = PredictionLog(log_url, synchronous=settings.service.log_synchronous)
     rows = request_rows(1)
     out: dict[str, float] = {}

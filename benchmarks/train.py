@@ -29,6 +29,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from record import add_out, emit, reference_loop_s
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.evaluation.policies_eval import evaluate_policies
 from scoutless.history.table import TrainingTable
 from scoutless.models.families import FAMILY_NAMES
@@ -51,7 +52,7 @@ def synthetic_table(n_tasks: int, workdir: Path, seed: int) -> Path:
     db.unlink(missing_ok=True)
     engine = make_engine(f"sqlite:///{db}")
     generate_history(engine, n_tasks, seed=seed, progress=False)
-    table, _ = build_table_from_db(engine, read_truth=synthetic_truth)
+    table, _ = build_table_from_db(engine, read_truth=synthetic_truth, settings=Settings())
     table.save(path)
     engine.dispose()
     db.unlink(missing_ok=True)
@@ -167,6 +168,7 @@ def run(table_path: Path, args: argparse.Namespace, table: TrainingTable | None 
         max_epochs=args.max_epochs,
         n_jobs=args.threads,
         dnn_variants=args.dnn_variants.split(","),
+        settings=Settings(),
     )
     total = time.perf_counter() - start
     predictor = load_bundle(out)

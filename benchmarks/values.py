@@ -28,6 +28,7 @@ from record import add_out, emit, reference_loop_s
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.evaluation.allocations import bayes_at_under, true_distribution
 from scoutless.history.table import TrainingTable
 from scoutless.targets.spec import value_col
@@ -96,7 +97,8 @@ def demo_figures(demo: Path, alpha: float, refit: bool, threads: int) -> dict[st
     test = table.split(training["split"])[1]
     features = test[[f.name for f in bundle.feature_specs]]
     encoded = bundle.encoder.transform(features)
-    prep = prepare_rows(table, training["split"], training["seed"]) if refit else None
+    settings = Settings()
+    prep = prepare_rows(table, training["split"], training["seed"], settings.splits) if refit else None
     # the demo's size: the tasks it generated (its table keeps those with finished jobs)
     tasks = int(bundle.manifest["table_info"].get("n_tasks_in_history", len(table.frame)))
     goal = goal_for(tasks)
@@ -111,8 +113,9 @@ def demo_figures(demo: Path, alpha: float, refit: bool, threads: int) -> dict[st
             )
         }  # fmt: skip
         if prep is not None:
-            data = target_data(table, prep, target)
-            model, scores = fit_value_head(table, data, n_jobs=threads, seed=training["seed"])
+            data = target_data(table, prep, target, settings.splits)
+            model, scores = fit_value_head(table, data, n_jobs=threads, seed=training["seed"],
+                                           settings=settings.training)  # fmt: skip
             entry["refit"] = figures(
                 model.predict_dist(prep.encoder.transform(features)), ConformalLevels(scores),
                 test, target, alpha,

@@ -17,7 +17,13 @@ from docsgen.views.models import (
 )
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
-from docsgen.views.sizing import online_tables, sizing_tables
+from docsgen.views.sizing import (
+    atlas_jobs_tables,
+    online_restart_tables,
+    online_tables,
+    sizing_cap_tables,
+    sizing_tables,
+)
 
 BENCHMARKS: list[Benchmark] = [
     Benchmark(
@@ -134,16 +140,54 @@ BENCHMARKS: list[Benchmark] = [
         sizing_tables,
     ),
     Benchmark(
+        "atlas_jobs",
+        "Real ATLAS jobs sized job by job",
+        "Six ATLAS tasks' job records in pandaid order, each job's memory sized by "
+        "scoutless's online sizer (no prior: the task's first recorded minramcount is the "
+        "request; a job's outcome known only once the next 100 jobs were released; a kill "
+        "retried from the conditional distribution), by the minramcount JEDI recorded "
+        "(then JEDI's ladder) and by JEDI's ladder alone; a job dies where maxPSS > factor "
+        "× its allocation. Then the same tasks under the peers' protocol against the jedi "
+        "baseline.",
+        "python benchmarks/atlas_jobs.py --out results/atlas_jobs.json",
+        atlas_jobs_tables,
+    ),
+    Benchmark(
         "online",
-        "The online sizing engine's cost at scale",
-        "A synthetic stream of jobs over tasks and task types sized by the engine through "
-        "its public API (allocate; each kill learnt as a censored bound and retried; the "
-        "outcome learnt): CPU time per job, decision and update together, on one core; the "
-        "process's resident memory; and the bytes of each type's state as its outcomes "
-        "accumulate. The commit measured is in the JSON.",
-        "python benchmarks/online.py --jobs 100000 --tasks 10000 --types 100 "
+        "The online sizer's cost at scale",
+        "A synthetic stream of jobs over tasks and task types sized by the online sizer "
+        "through its protocol (first; each kill learnt as a censored outcome and retried; "
+        "the outcome learnt), each type holding at most `max_outcomes_per_type` outcomes: "
+        "CPU time per job, decision and update together, on one core; the process's "
+        "resident memory; and the bytes of each type's state as its outcomes accumulate. "
+        "The commit measured is in the JSON.",
+        "python benchmarks/online.py --jobs 1000000 --tasks 10000 --types 100 "
         "--out results/online.json",
         online_tables,
+    ),
+    Benchmark(
+        "sizing_cap",
+        "What bounding a type's state costs in wastage",
+        "scoutless's online sizer on Sizey's six nf-core traces under the peers' protocol "
+        "(the `scoutless` row of the sizing benchmark) with every outcome kept, with the "
+        "default cap on outcomes per type and with a cap of 128 that binds on every large "
+        "type: wastage and failures per workflow and seed, and each cap's wastage over the "
+        "uncapped one's (goal: the default within 2 %, 128 within 5 %).",
+        "python benchmarks/sizing_cap.py TRACES_DIR --seeds 1996,2023,42 "
+        "--out results/sizing_cap.json",
+        sizing_cap_tables,
+    ),
+    Benchmark(
+        "online_restart",
+        "The online sizer's state across restarts",
+        "A recorded stream of outcomes learnt through the persistent sizer on SQLite, its "
+        "process SIGKILLed at random points and restarted from the database each time, "
+        "against an uninterrupted run: every allocation must be identical. Beside it, what "
+        "keeping the state in the database costs per learn and per allocation, against the "
+        "in-memory sizer (and PostgreSQL where `--pg` names one).",
+        "python benchmarks/online_restart.py --outcomes 100000 --types 100 --kills 10 "
+        "--out results/online_restart.json",
+        online_restart_tables,
     ),
     Benchmark(
         "generate",
@@ -212,8 +256,19 @@ BENCHMARKS: list[Benchmark] = [
         "For 1,000 test tasks of a demo, the allocation the service answers by id and "
         "posted as task parameters, the one `taskparams` writes, the one the listener "
         "publishes and the one the replay's predicted strategy allocates, compared value for "
-        "value under the cost policy, with the default settings and with a settings file "
-        "that prices each resource type and caps each target's kills (goal: 0 mismatches).",
+        "value under the cost policy, with the default settings (the rooms at the loads the "
+        "bundle learnt) and with a settings file that prices each resource type, caps each "
+        "target's kills and sets the rooms' loads (goal: 0 mismatches).",
         "python benchmarks/parity.py --workdir W --tasks 1000 --out results/parity.json",
+    ),
+    Benchmark(
+        "decision_speed",
+        "The decision's speed, paired",
+        "Two checkouts on one machine, in interleaved runs (A B, B A, …) on the same small "
+        "demo: the service's CPU per request (one task by id, one posted, under the cost "
+        "policy) and the replay's time through every strategy; per pair the ratio after ÷ "
+        "before, its median and its spread over the pairs (goal: 1 within the spread).",
+        "python benchmarks/decision_speed.py --before B --after . --tasks 2000 --rounds 4 "
+        "--out results/decision_speed.json",
     ),
 ]

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scoutless.config import Settings
 from scoutless.features.spec import FeatureSpec
 from scoutless.history.table import TrainingTable
 from scoutless.targets.bins import TargetBins, fit_bins
@@ -82,7 +83,7 @@ def small_bundle(small_table, tmp_path_factory):
     from scoutless.training import train_bundle
 
     out = tmp_path_factory.mktemp("bundles") / "small"
-    return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1)
+    return train_bundle(small_table, out, max_epochs=4, progress=False, n_jobs=1, settings=Settings())
 
 
 #: the shared demo's size: small enough for CI (~15 s), large enough for test tasks (80 at

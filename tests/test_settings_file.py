@@ -32,10 +32,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch):
     for name in [k for k in os.environ if k.startswith("SCOUTLESS_")]:
         monkeypatch.delenv(name)
     monkeypatch.delenv(CONFIG_ENV, raising=False)
-    get_settings.cache_clear()
     yield
     os.environ.pop(CONFIG_ENV, None)  # `--config` sets it itself, outside monkeypatch's undo
-    get_settings.cache_clear()
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -120,11 +120,31 @@ def _replay_sizes(doc: dict[str, Any]) -> list[Table]:
     return tables
 
 
+def _earlier(doc: dict[str, Any]) -> list[Table]:
+    """``replay.py --merge --earlier``: per size and strategy, each figure as earlier
+    decisions measured it on the same demos and as now, with what each earlier one was."""
+    earlier = doc.get("earlier") or {}
+    labels = list(earlier.get("decisions", {}))
+    if not labels:
+        return []
+    rows = []
+    for size, by_label in earlier.get("sizes", {}).items():
+        for name in doc["sizes"][size].get("ranking", []):
+            for key in ("priced_total_core_hours", "memory_kills", "walltime_kills"):
+                rows.append([label(size), label(name), label(key),
+                             *(figure(doc, ("earlier", "sizes", size, lab, name, key))
+                               if lab in by_label else label("") for lab in labels),
+                             figure(doc, ("sizes", size, "strategies", name, key))])  # fmt: skip
+    note = "; ".join(f"{lab}: {text}" for lab, text in earlier["decisions"].items())
+    return [Table("Against earlier decisions (means over the seeds)",
+                  ["size", "strategy", "figure", *labels, "now"], rows, note)]  # fmt: skip
+
+
 def replay_tables(doc: dict[str, Any]) -> list[Table]:
     """The strategies side by side (one row per metric), then every other figure of the run;
     a ``--sizes`` run: per size its strategies and checks (:func:`_replay_sizes`)."""
     if "sizes" in doc and "runs" in doc:
-        return _replay_sizes(doc)
+        return [*_replay_sizes(doc), *_earlier(doc)]
     base = strategies_at(doc)
     if base is None:
         return []

@@ -14,6 +14,9 @@ Layout::
                                          task kind, learnt from a history's jobs
                                          (allocation/spread_table.py); without it a decision
                                          prices every job at its task's value
+    BUNDLE/room_loads.json               optional: each width's HIMEM and long-queue load,
+                                         learnt likewise (allocation/room_loads.py); without
+                                         it a decision prices those rooms at load 0
 
 A bundle is written into a hidden sibling folder, fsynced, and swapped into place in one
 atomic step at the end (``atomic.atomic_folder``), so an interrupted run — an exception, a
@@ -32,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.room_loads import RoomLoads
 from scoutless.allocation.spread_table import SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.atomic import atomic_folder
@@ -53,6 +57,7 @@ MANIFEST = MANIFEST_FILE
 ENCODER = "encoder.json"
 REFERENCE = "reference.parquet"
 JOB_SPREADS = "job_spreads.json"
+ROOM_LOADS = "room_loads.json"
 FORMAT_VERSION = 1
 #: the kind of conformal score a bundle's value calibration holds (allocation.values)
 VALUE_SCORE = "standardised-residual"
@@ -177,6 +182,8 @@ class Predictor:
         self.library_warning: str | None = version_mismatch(manifest.get("libraries"))
         #: the jobs' spread per task kind the decision prices (None: the bundle has none)
         self.job_spreads: SpreadTable | None = read_job_spreads(path)
+        #: the room loads its training history showed (None: the bundle has none)
+        self.room_loads: RoomLoads | None = read_room_loads(path)
 
     def __repr__(self) -> str:
         return f"Predictor(version={self.version!r}, targets={self.targets}, path={self.path})"
@@ -329,6 +336,19 @@ def write_job_spreads(path: Path, table: SpreadTable) -> None:
     from scoutless.atomic import atomic_write_text
 
     atomic_write_text(path / JOB_SPREADS, json.dumps(table.to_dict()))
+
+
+def read_room_loads(path: Path) -> RoomLoads | None:
+    """The bundle's room loads (None where it holds none: an older bundle's)."""
+    file = path / ROOM_LOADS
+    return RoomLoads.from_dict(json.loads(file.read_text())) if file.is_file() else None
+
+
+def write_room_loads(path: Path, loads: RoomLoads) -> None:
+    """Store ``loads`` in the bundle at ``path`` (learnt from a history's jobs)."""
+    from scoutless.atomic import atomic_write_text
+
+    atomic_write_text(path / ROOM_LOADS, json.dumps(loads.to_dict()))
 
 
 def load_bundle(path: str | Path) -> Predictor:

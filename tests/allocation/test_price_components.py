@@ -30,3 +30,30 @@ def test_the_realised_components_are_every_priced_one_in_the_tables_order():
     assert parts["kills"].tolist() == [3.0] * n  # an hour wasted + 2 × an hour's job
     assert parts["long_queue"].tolist() == [3.0] * n  # 2 × 1.5 congestion × an hour
     assert parts["memory_slack"].tolist() == [2.0 / 1024.0] * n  # MB·s → GB-hours
+
+
+#: where a price may be read: the components' definition, its compiled twin (held to it
+#: component by component, tests/allocation/test_cost_kernels.py) and the settings
+PRICED_IN = {"allocation/costs.py", "allocation/compiled_costs.py", "allocation/cost_kernels.py",
+             "allocation/jit_costs.py"}  # fmt: skip
+
+
+def test_a_price_is_read_only_where_the_components_are_defined():
+    """Adding a price component touches allocation/costs.py alone (docs/architecture.md,
+    "Adding a price component"): a component priced anywhere else fails here."""
+    import re
+    from pathlib import Path
+
+    import scoutless
+
+    fields = "|".join(sorted(set(PRICE_OF.values())))
+    read = re.compile(rf"\.({fields})\b")
+    root = Path(scoutless.__file__).parent
+    elsewhere = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path.relative_to(root).as_posix() not in PRICED_IN and path.parts[-2] != "config"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if read.search(line)
+    ]
+    assert not elsewhere, f"prices read outside allocation/costs.py: {elsewhere}"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from scoutless.cli.main import app
 from scoutless.client import _predict_body, _task_params
-from scoutless.config import AllocationSettings, Settings, get_settings
+from scoutless.config import AllocationSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,6 @@ def test_every_entry_point_reads_the_one_alpha(monkeypatch) -> None:
 
 def test_taskparams_refuses_alpha_with_a_policy_that_ignores_it(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SCOUTLESS_ALLOCATION__DEFAULT_POLICY", raising=False)
-    get_settings.cache_clear()
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"taskName": "t", "processingType": "simul"}))
     for extra in ([], ["--policy", "argmax"]):
@@ -51,7 +50,6 @@ def test_taskparams_refuses_alpha_with_a_policy_that_ignores_it(tmp_path, monkey
                                           "--alpha", "0.1", *extra])  # fmt: skip
         assert result.exit_code == 2, result.output
         assert "--alpha" in result.output and "alpha=0.1" in result.output
-    get_settings.cache_clear()
 
 
 def test_the_defaults_page_lists_every_entry_point_with_its_default() -> None:

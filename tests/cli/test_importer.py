@@ -6,6 +6,7 @@ from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import HistorySettings, Settings
 from scoutless.features.history import (
     TARGET_STATS,
     TEMPLATE_COLUMN,
@@ -113,7 +114,7 @@ def test_import_fills_the_history_store_with_the_tables_template_history(tmp_pat
     table = TrainingTable.load(out)
     assert feature_name("template", "last", "walltime") in {f.name for f in table.features}
 
-    jobs = load_trace("swf", [src]).frame
+    jobs = load_trace("swf", [src], settings=Settings()).frame
     keys, targets = history_keys(list(jobs.columns)), list(table.bins)
     after = jobs["finished_at"].max() + pd.Timedelta("1h")  # one probe per template
     probes = jobs.drop_duplicates(["user", "requested_processors", "walltime_request"]).assign(
@@ -123,12 +124,15 @@ def test_import_fills_the_history_store_with_the_tables_template_history(tmp_pat
     expected = history_features(
         every, keys=keys, values={t: every[f"{t}_value"].to_numpy(float) for t in targets},
         submit_s=seconds(every["creationdate"]), finished_s=seconds(every["finished_at"]),
+        cfg=HistorySettings(),
     ).iloc[len(jobs):]  # fmt: skip
     probes = with_derived_keys(every.iloc[len(jobs) :], keys)
     with create_engine(db).connect() as conn:
         states = read_states(conn, {("template", v) for v in probes[TEMPLATE_COLUMN].dropna()})
     assert len({key for _, key, _ in states}) > 3  # several templates stored
-    got, _ = features_from_states(states, probes, {"template": TEMPLATE_COLUMN}, targets)
+    got, _ = features_from_states(
+        states, probes, {"template": TEMPLATE_COLUMN}, targets, cfg=HistorySettings()
+    )
     names = [feature_name("template", s, t) for t in targets for s in TARGET_STATS]
     np.testing.assert_allclose(got[names].to_numpy(float), expected[names].to_numpy(float),
                                rtol=1e-9, equal_nan=True)  # fmt: skip

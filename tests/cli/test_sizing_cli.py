@@ -146,3 +146,23 @@ def test_size_live_refuses_a_table_without_times(tmp_path: Path) -> None:
                                  "--out", str(tmp_path / "out")])  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "no submit times" in _flat(result)
+
+
+def test_size_walltime_reads_the_limits_the_import_kept(tmp_path: Path) -> None:
+    frame = synthetic_workflow(seed=2, rows=40).drop(columns="workflow")
+    frame["time"] = "4h"
+    trace = tmp_path / "trace_demo.txt"
+    frame.to_csv(trace, sep="\t", index=False)
+    table = tmp_path / "demo.parquet"
+    assert runner.invoke(app, ["import", "nextflow", str(trace), "--out", str(table)]).exit_code == 0
+    out = tmp_path / "out"
+    args = ["size", "--trace", str(table), "--out", str(out), "--resource", "walltime"]
+    result = runner.invoke(app, [*args, "--features", "peers-rchar"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "sizing.json").read_text())
+    assert doc["resource"] == "walltime" and doc["features"] == "peers-rchar"
+    cells = doc["workflows"]["demo"]["methods"]
+    assert cells["users_presets"]["wastage_core_h"] > cells["scoutless"]["wastage_core_h"] > 0
+    assert "core-h wasted" in _flat(result)
+    refused = runner.invoke(app, [*args[:-1], "cputime"])
+    assert refused.exit_code == 2 and "memory, walltime" in _flat(refused)

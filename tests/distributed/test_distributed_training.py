@@ -12,6 +12,7 @@ import xgboost as xgb
 from fastapi.testclient import TestClient
 
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.distributed.fitting import DistributedFitter
 from scoutless.history.table import TrainingTable
 from scoutless.service.app import create_app
@@ -31,6 +32,7 @@ def distributed_bundle(dask_client, generated_history, tmp_path_factory):
     bundle = train_bundle(
         table, root / "bundle", models=("xgb_native", "dnn"), max_epochs=2, progress=False,
         n_jobs=1, fit_model=fitter,
+        settings=Settings(),
     )  # fmt: skip
     return bundle, root / "ddp" / "dnn-1", table
 

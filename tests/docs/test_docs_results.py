@@ -223,3 +223,22 @@ def test_every_benchmark_script_has_a_results_page_and_writes_its_json() -> None
     for name in scripts:
         source = (ROOT / "benchmarks" / f"{name}.py").read_text()
         assert "add_out(parser)" in source and "emit(" in source, name
+
+
+def test_a_replay_yardstick_shows_where_its_figures_moved_from_earlier_decisions(
+    tmp_path: Path,
+) -> None:
+    figures = {"priced_total_core_hours": 1500.0, "memory_kills": 12, "walltime_kills": 40}
+    doc = {
+        "sizes": {"5000": {"seeds": 1, "ranking": ["hybrid"], "checks": {},
+                           "strategies": {"hybrid": figures},
+                           "spread": {"hybrid": dict.fromkeys(figures, 0.0)}}},
+        "runs": {"5000": {}},
+        "earlier": {"decisions": {"pool_learnt": "the replay's own loads"},
+                    "sizes": {"5000": {"pool_learnt": {"hybrid": {**figures, "memory_kills": 9}}}}},
+        "machine": REPLAY_MACHINE,
+    }  # fmt: skip
+    page = _replay_page(tmp_path, doc)
+    assert "| size | strategy | figure | pool_learnt | now |" in page
+    assert "| 5000 | hybrid | memory_kills | 9 | 12 |" in page
+    assert "pool_learnt: the replay's own loads" in page

@@ -101,6 +101,7 @@ class FakePredictor:
         self.bins = dict(table.bins)
         self.feature_specs = list(table.features)
         self.job_spreads = None
+        self.room_loads = None
         self._table = table
         self._models = models
         self.calls: list[tuple[str, str | None]] = []

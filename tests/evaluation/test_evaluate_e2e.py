@@ -7,6 +7,7 @@ from eval_fakes import make_table
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.training import train_bundle
 
 
@@ -15,7 +16,7 @@ def bundle_and_table(tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e")
     table = make_table(n=2000, seed=3)
     table_path = table.save(folder / "table.parquet")
-    bundle = train_bundle(table, folder / "bundle", models=("xgb",), progress=False, n_jobs=1)
+    bundle = train_bundle(table, folder / "bundle", models=("xgb",), progress=False, n_jobs=1, settings=Settings())
     return bundle, table_path, folder
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import ReplaySettings, Settings
 from scoutless.features.domains import (
     INT64_MAX,
     DomainError,
@@ -19,7 +20,8 @@ from scoutless.features.domains import (
 )
 from scoutless.features.extract import TASKPARAM_FEATURES, TASKPARAM_TO_COLUMN
 
-DOMAINS = list(domains().values())
+TABLE = domains(ReplaySettings())
+DOMAINS = list(TABLE.values())
 
 
 def inside(domain) -> st.SearchStrategy:  # type: ignore[no-untyped-def]
@@ -50,7 +52,7 @@ def test_inside_is_accepted_alone_and_in_columns(data) -> None:  # type: ignore[
     domain = data.draw(st.sampled_from(DOMAINS))
     value = data.draw(inside(domain))
     assert domain.problem(value) is None
-    assert violations({domain.feature: np.array([value, np.nan], dtype=float)}) == []
+    assert violations({domain.feature: np.array([value, np.nan], dtype=float)}, TABLE) == []
 
 
 @settings(max_examples=300, deadline=None)
@@ -63,14 +65,14 @@ def test_outside_is_refused_alone_and_in_columns(data) -> None:  # type: ignore[
     column = np.array([domain.low, float(value)], dtype=float)
     if domain.high == INT64_MAX and float(value) == 2.0**63:
         return  # a float cannot tell 2**63 from int64's largest: the exact int is refused above
-    (found,) = violations({domain.feature: column})
+    (found,) = violations({domain.feature: column}, TABLE)
     assert found.row == 1 and found.domain == domain
 
 
 @pytest.mark.parametrize("value", ["eight", "8", True, False, [8], {"n": 8}])
 def test_text_and_booleans_are_not_numbers(value) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(DomainError) as refused:
-        check_taskparams({"taskName": "x", "coreCount": value})
+        check_taskparams({"taskName": "x", "coreCount": value}, TABLE)
     assert refused.value.field == "coreCount"
     assert "expected an integer from 1 to" in str(refused.value)
 
@@ -83,21 +85,19 @@ def test_text_and_booleans_are_not_numbers(value) -> None:  # type: ignore[no-un
 )  # fmt: skip
 def test_the_reported_values_are_refused(key, value) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(DomainError, match=key):
-        check_taskparams({key: value})
+        check_taskparams({key: value}, TABLE)
 
 
 def test_absent_and_null_fields_are_fine_and_a_list_is_no_task() -> None:
-    check_taskparams({"taskName": "x", "coreCount": None})
+    check_taskparams({"taskName": "x", "coreCount": None}, TABLE)
     with pytest.raises(DomainError, match="JSON object"):
-        check_taskparams([1, 2, 3])
+        check_taskparams([1, 2, 3], TABLE)
 
 
 def test_the_site_sets_the_cores_bound() -> None:
-    from scoutless.config import Settings
-
     narrow = Settings(replay={"max_core_count": 64})
-    assert domains(narrow)["corecount"].high == 64
-    assert domains()["corecount"].high == 1024
+    assert domains(narrow.replay)["corecount"].high == 64
+    assert domains(Settings().replay)["corecount"].high == 1024
 
 
 @settings(max_examples=100, deadline=None)
@@ -109,8 +109,8 @@ def test_a_few_rows_and_many_rows_find_the_same(data) -> None:  # type: ignore[n
     value = st.one_of(st.floats(allow_nan=True), st.integers(-5, 2000).map(float))
     columns = {d.feature: np.array(data.draw(st.lists(value, min_size=3, max_size=3)))
                for d in DOMAINS}  # fmt: skip
-    few = module.violations(columns)
-    many = module.violations({k: np.tile(v, 10) for k, v in columns.items()})
+    few = module.violations(columns, TABLE)
+    many = module.violations({k: np.tile(v, 10) for k, v in columns.items()}, TABLE)
     assert [(v.row, v.domain.feature) for v in many if v.row < 3] == [
         (v.row, v.domain.feature) for v in few
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from scoutless.config import Settings
 from scoutless.features.extract import task_features
 from scoutless.history.synthetic import Frames
 from scoutless.targets.estimators import compute_task_targets
@@ -12,7 +13,7 @@ from scoutless.targets.estimators import compute_task_targets
 
 def targets_of(frames: Frames) -> pd.DataFrame:
     """Targets through the project's one target code (jeditaskid index, tasks' order)."""
-    values = compute_task_targets(frames.jobs, frames.tasks)
+    values = compute_task_targets(frames.jobs, frames.tasks, settings=Settings())
     return values.reindex(frames.tasks["jeditaskid"].to_numpy())
 
 

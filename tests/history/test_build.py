@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from panda_history import load_into, make_history_frames
 
+from scoutless.config import ReplaySettings, Settings
+from scoutless.features.domains import domains
 from scoutless.features.spec import MEASURED_COLUMNS, PANDA_FEATURES
 from scoutless.history.build import build_training_table
 from scoutless.history.panda_db import read_history
@@ -22,7 +24,7 @@ def test_sqlite_roundtrip_builds_one_row_per_task(sqlite_engine, history_frames,
     load_into(sqlite_engine, history_frames)
     history = read_history(sqlite_engine)
     assert len(history.tasks) == 40 and len(history.jobs) == 40 * 15
-    table, report = build_training_table(history)
+    table, report = build_training_table(history, settings=Settings())
     assert len(report) == 0
     frame = table.frame
     assert len(frame) == 40 and frame["jeditaskid"].is_unique
@@ -54,7 +56,7 @@ def test_features_are_known_at_submission_only(history_frames):
         f["jedi_tasks"], f["jedi_taskparams"].set_index("jeditaskid")["taskparams"],
         f["jedi_datasets"], f["jobsarchived4"],
     )  # fmt: skip
-    table, _ = build_training_table(history)
+    table, _ = build_training_table(history, settings=Settings())
     names = set(table.feature_names)
     assert not names & MEASURED_COLUMNS
     # every measured or scout-overwritten column stays out, even though it is in the history
@@ -76,7 +78,7 @@ def test_leaky_feature_list_is_refused(history_frames):
     history = History(
         f["jedi_tasks"], pd.Series(dtype=object), f["jedi_datasets"], f["jobsarchived4"]
     )
-    table, _ = build_training_table(history)
+    table, _ = build_training_table(history, settings=Settings())
     frame = table.frame.assign(ramcount=1.0)
     with pytest.raises(TableError, match="leakage"):
         TrainingTable(frame, [*PANDA_FEATURES, FeatureSpec("ramcount", "numerical")], table.bins)
@@ -103,7 +105,7 @@ def _history_with_bad_rows():
 
 def test_bad_rows_are_reported_with_place_and_reason_and_excluded():
     history, tasks, jobs = _history_with_bad_rows()
-    table, report = build_training_table(history)
+    table, report = build_training_table(history, settings=Settings())
     bad = report.frame()
     job_rows = bad[bad.table == "jobsarchived4"]
     reasons = dict(zip(job_rows["pandaid"].astype(int), job_rows["reason"], strict=True))
@@ -124,14 +126,14 @@ def test_bad_rows_are_reported_with_place_and_reason_and_excluded():
 def test_strict_fails_with_the_places():
     history, tasks, _ = _history_with_bad_rows()
     with pytest.raises(BadRowsError, match=f"task {tasks.loc[3, 'jeditaskid']}"):
-        build_training_table(history, strict=True)
+        build_training_table(history, strict=True, settings=Settings())
 
 
 def test_fetch_task_features_matches_training_features(sqlite_engine, history_frames):
     load_into(sqlite_engine, history_frames)
-    table, _ = build_training_table(read_history(sqlite_engine))
+    table, _ = build_training_table(read_history(sqlite_engine), settings=Settings())
     tid = int(table.frame["jeditaskid"].iloc[7])
-    served = pd.DataFrame([fetch_task_features(sqlite_engine, tid)], index=[tid])
+    served = pd.DataFrame([fetch_task_features(sqlite_engine, tid, domains(ReplaySettings()))], index=[tid])
     trained = table.frame.set_index("jeditaskid").loc[[tid], table.feature_names]
     pd.testing.assert_frame_equal(served, trained, check_dtype=False, check_names=False)
 
@@ -148,7 +150,7 @@ def test_custom_bins_file_and_quantile_mode(history_frames, tmp_path):
     history = History(
         f["jedi_tasks"], pd.Series(dtype=object), f["jedi_datasets"], f["jobsarchived4"]
     )
-    table, _ = build_training_table(history, bins_file=bins_file)
+    table, _ = build_training_table(history, bins_file=bins_file, settings=Settings())
     assert table.bins["memory"].labels == ("small", "large")
     assert table.bins["walltime"].n_classes == 3
     counts = np.bincount(table.frame[class_col("walltime")], minlength=3)
@@ -160,10 +162,10 @@ def test_chunked_build_matches_one_pass(sqlite_engine, history_frames):
     from scoutless.history.build import build_table_from_db
 
     load_into(sqlite_engine, history_frames)
-    whole, _ = build_table_from_db(sqlite_engine)
+    whole, _ = build_table_from_db(sqlite_engine, settings=Settings())
     seen = []
     chunked, _ = build_table_from_db(
-        sqlite_engine, chunk_tasks=7, on_chunk=lambda d, t: seen.append((d, t))
+        sqlite_engine, chunk_tasks=7, on_chunk=lambda d, t: seen.append((d, t)), settings=Settings()
     )
     pd.testing.assert_frame_equal(whole.frame, chunked.frame)
     assert seen[-1] == (40, 40) and len(seen) == 6
@@ -175,12 +177,12 @@ def test_empty_history_says_so(sqlite_engine):
 
     create_schema(sqlite_engine)
     with pytest.raises(BadRowsError, match="no tasks"):
-        build_table_from_db(sqlite_engine)
+        build_table_from_db(sqlite_engine, settings=Settings())
 
 
 def test_task_history_features_use_only_tasks_finished_before(sqlite_engine, history_frames):
     load_into(sqlite_engine, history_frames)
-    table, _ = build_training_table(read_history(sqlite_engine), with_history=True)
+    table, _ = build_training_table(read_history(sqlite_engine), with_history=True, settings=Settings())
     frame = table.frame
     names = set(table.feature_names)
     assert {"user_n_finished", "app_walltime_mean2", "campaign_memory_ewm"} <= names

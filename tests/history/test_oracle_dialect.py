@@ -20,6 +20,7 @@ from sqlalchemy.schema import CreateIndex, CreateSequence, CreateTable
 from sqlalchemy.sql import ClauseElement, visitors
 from sqlalchemy.sql.ddl import DDLElement
 
+from scoutless.config import HistorySettings
 from scoutless.features.history import history_keys
 from scoutless.features.key_state import KeyState
 from scoutless.history import store
@@ -69,7 +70,8 @@ def _store_workload(engine) -> None:  # type: ignore[no-untyped-def]
         "walltime_value": np.linspace(100, 4000, n),
     })  # fmt: skip
     write_legacy(engine, {("user", "old", "walltime"): KeyState()})
-    store.update_store(engine, jobs, keys, ["walltime"])  # migrates the legacy table first
+    # migrates the legacy table first
+    store.update_store(engine, jobs, keys, ["walltime"], HistorySettings())
     with engine.connect() as conn:
         store.read_states(conn, [("user", "a"), ("executable", "x")])
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from panda_history import load_into
 
+from scoutless.config import Settings
 from scoutless.history.build import build_table_from_db
 from scoutless.history.panda_db import make_engine
 from scoutless.history.schema import metadata
@@ -44,8 +45,8 @@ def test_postgres_history_builds_the_same_table_as_sqlite(pg_engine, sqlite_engi
     assert pg_engine.dialect.name == "postgresql"
     load_into(pg_engine, history_frames)
     load_into(sqlite_engine, history_frames)
-    pg_table, pg_report = build_table_from_db(pg_engine)
-    lite_table, _ = build_table_from_db(sqlite_engine)
+    pg_table, pg_report = build_table_from_db(pg_engine, settings=Settings())
+    lite_table, _ = build_table_from_db(sqlite_engine, settings=Settings())
     assert len(pg_report) == 0
     assert len(pg_table.frame) == len(history_frames["jedi_tasks"])
     pd.testing.assert_frame_equal(
@@ -63,7 +64,7 @@ def test_generated_history_through_copy_into_postgres(pg_engine):
     assert stats.n_tasks == 300 and stats.n_jobs > 300 * 5
     from scoutless.cli.data import synthetic_truth
 
-    table, report = build_table_from_db(pg_engine, read_truth=synthetic_truth)
+    table, report = build_table_from_db(pg_engine, read_truth=synthetic_truth, settings=Settings())
     assert len(table.frame) + len({r["jeditaskid"] for r in report.rows}) >= 290
     assert table.frame["memory_bayes_class"].ge(0).all()
     assert set(table.frame["split_random"]) == {"train", "test"}

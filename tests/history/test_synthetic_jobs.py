@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import BigInteger, DateTime, Integer, String
 
-from scoutless.config import WithinTaskSettings, get_settings
+from scoutless.config import Settings, WithinTaskSettings, get_settings
 from scoutless.history.schema import jobsarchived4
 from scoutless.history.synthetic import generate_chunk
 from scoutless.history.synthetic.realism import TaskJobs, scout_ratios
@@ -66,8 +66,8 @@ def test_failed_attempts_keep_panda_error_codes(frames) -> None:
 
 def test_failed_attempts_never_move_the_targets(frames) -> None:
     jobs, tasks = frames.jobs, frames.tasks
-    with_failures = compute_task_targets(jobs, tasks)
-    without = compute_task_targets(jobs[jobs["jobstatus"].eq("finished")], tasks)
+    with_failures = compute_task_targets(jobs, tasks, settings=Settings())
+    without = compute_task_targets(jobs[jobs["jobstatus"].eq("finished")], tasks, settings=Settings())
     pd.testing.assert_frame_equal(with_failures, without)
 
 

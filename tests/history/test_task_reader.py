@@ -13,7 +13,8 @@ from legacy_store import comparable, legacy_table, write_legacy
 from panda_history import load_into
 from sqlalchemy import event, inspect, make_url, text
 
-from scoutless.config import get_settings
+from scoutless.config import HistorySettings, ReplaySettings, Settings
+from scoutless.features.domains import domains
 from scoutless.features.extract import features_of, task_features
 from scoutless.features.key_state import KeyState
 from scoutless.history.build import task_history_frame
@@ -33,6 +34,8 @@ from scoutless.history.task_reader import TASK_HISTORY_KEYS, BadTaskRecord, Task
 from scoutless.targets.estimators import compute_task_targets
 from scoutless.targets.spec import TARGET_NAMES
 
+#: the submission fields' domains under the default site
+DOMAINS = domains(ReplaySettings())
 
 def _same(a: dict, b: dict) -> bool:
     return all(
@@ -55,12 +58,12 @@ def test_one_statement_per_task_and_the_training_features(tmp_path, history_fram
     batch = task_features(tasks, params, history_frames["jedi_datasets"])
     for task_id in tasks["jeditaskid"].head(20):
         before = len([s for s in statements if s.lstrip().upper().startswith("SELECT")])
-        served = reader.features(int(task_id))
+        served = reader.features(int(task_id), DOMAINS)
         after = len([s for s in statements if s.lstrip().upper().startswith("SELECT")])
         assert after - before == 1, statements[-3:]
         assert _same(served, batch.loc[task_id].to_dict()), task_id
     with pytest.raises(TaskNotFound, match="999999"):
-        reader.features(999_999)
+        reader.features(999_999, DOMAINS)
 
 
 def test_task_without_parameters_or_datasets_and_bad_json(tmp_path) -> None:
@@ -76,11 +79,11 @@ def test_task_without_parameters_or_datasets_and_bad_json(tmp_path) -> None:
                                                     {"jeditaskid": 2, **required}]))  # fmt: skip
     write_frame(engine, "jedi_taskparams", pd.DataFrame([{"jeditaskid": 2, "taskparams": "[1]"}]))
     reader = TaskReader(engine)
-    alone = reader.features(1)
+    alone = reader.features(1, DOMAINS)
     assert alone["workqueue_id"] == "5" and math.isnan(alone["requested_ramcount"])
     assert _same(alone, features_of({"workqueue_id": 5.0, "username": "u"}))  # int read as float
     with pytest.raises(BadTaskRecord, match=r"task 2: jedi_taskparams\.taskparams"):
-        reader.features(2)
+        reader.features(2, DOMAINS)
 
 
 def test_a_dropped_connection_is_replaced_once(tmp_path, history_frames) -> None:
@@ -89,12 +92,12 @@ def test_a_dropped_connection_is_replaced_once(tmp_path, history_frames) -> None
     engine = make_engine(url, for_reads=True)
     reader = TaskReader(engine)
     task_id = int(history_frames["jedi_tasks"]["jeditaskid"].iloc[0])
-    expected = reader.features(task_id)
+    expected = reader.features(task_id, DOMAINS)
     engine.dialect.is_disconnect = lambda *args: True  # type: ignore[method-assign]
     raw = engine.raw_connection()
     raw.dbapi_connection.close()  # the server went away under the pooled connection
     raw.close()
-    assert _same(reader.features(task_id), expected)
+    assert _same(reader.features(task_id, DOMAINS), expected)
 
 
 PG_URL = os.environ.get("SCOUTLESS_TEST_PG_URL")
@@ -113,8 +116,8 @@ def test_postgres_reads_the_same_features_as_sqlite(tmp_path, history_frames) ->
         lite_reader = TaskReader(lite)
         for task_id in history_frames["jedi_tasks"]["jeditaskid"].head(10):
             for _ in range(6):  # psycopg prepares the statement from the 5th run on
-                served = pg_reader.features(int(task_id))
-            assert _same(served, lite_reader.features(int(task_id))), task_id
+                served = pg_reader.features(int(task_id), DOMAINS)
+            assert _same(served, lite_reader.features(int(task_id), DOMAINS)), task_id
         pg_reader.engine.dispose()
     finally:
         metadata.drop_all(pg)
@@ -132,17 +135,17 @@ def test_postgres_reads_of_a_session_share_one_connection(history_frames) -> Non
         load_into(pg, history_frames)
         reader = TaskReader(make_engine(PG_URL, for_reads=True))  # type: ignore[arg-type]
         ids = [int(i) for i in history_frames["jedi_tasks"]["jeditaskid"].head(5)]
-        alone = [reader.features(i) for i in ids]
+        alone = [reader.features(i, DOMAINS) for i in ids]
         checkouts: list[object] = []
         event.listen(reader.engine, "checkout", lambda *args: checkouts.append(args[0]))
         with reader.one_connection():
-            together = [reader.features(i) for i in ids]
+            together = [reader.features(i, DOMAINS) for i in ids]
             reader._local.raw.dbapi_connection.close()  # the server went away under it
-            again = reader.features(ids[0])
+            again = reader.features(ids[0], DOMAINS)
         assert len(checkouts) == 2  # one for the group, one to replace the dropped one
         assert all(_same(a, b) for a, b in zip(alone, together, strict=True))
         assert _same(again, alone[0])
-        reader.features(ids[1])  # after the session: its own checkout, as before
+        reader.features(ids[1], DOMAINS)  # after the session: its own checkout, as before
         assert len(checkouts) == 3
         reader.engine.dispose()
     finally:
@@ -165,11 +168,11 @@ def test_postgres_migrates_a_legacy_store_and_joins_the_same_states_as_sqlite(
         load_into(lite, history_frames)
         history = read_history(lite)
         done = task_history_frame(
-            history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks)
+            history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks, settings=Settings())
         )
-        update_store(lite, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+        update_store(lite, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), HistorySettings())
         states: dict = {}
-        apply_jobs(states, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), get_settings().history)
+        apply_jobs(states, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), HistorySettings())
         write_legacy(pg, states)
         pg_reader = TaskReader(make_engine(PG_URL, for_reads=True))  # type: ignore[arg-type]
         assert pg_reader.with_history and not inspect(pg).has_table(LEGACY_TABLE)
@@ -246,7 +249,7 @@ def test_postgres_read_only_reader_on_a_legacy_store_reads_tasks_and_loses_nothi
         assert not reader.with_history and "not migrated" in caplog.text
         task_id = int(history_frames["jedi_tasks"]["jeditaskid"].iloc[0])
         plain = TaskReader(make_engine(PG_URL, for_reads=True), with_history=False)  # type: ignore[arg-type]
-        assert _same(reader.features(task_id), plain.features(task_id))
+        assert _same(reader.features(task_id, DOMAINS), plain.features(task_id, DOMAINS))
         plain.engine.dispose()
         assert inspect(pg).has_table(LEGACY_TABLE)
         reader.engine.dispose()

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from panda_history import load_into
 
+from scoutless.config import HistorySettings, Settings
 from scoutless.history.build import task_history_frame
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import (
@@ -54,9 +55,9 @@ def _with_store(engine, frames: dict) -> None:  # type: ignore[no-untyped-def]
     """The history store of the loaded tasks (the grouped statement joins it too)."""
     history = read_history(engine)
     done = task_history_frame(
-        history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks)
+        history.tasks, history.jobs, compute_task_targets(history.jobs, history.tasks, settings=Settings())
     )
-    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), HistorySettings())
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.features.encoded import EncodedFeatures
 from scoutless.models.value_linear import JointLinear, LinearBase
 from scoutless.models.value_model import ValueModels
@@ -69,7 +70,7 @@ def test_value_models_together_answer_as_each_alone(tmp_path):
     from scoutless.bundle import load_bundle
     from scoutless.training import train_bundle
 
-    train_bundle(demo_table(300), tmp_path / "b", progress=False, max_epochs=1, n_jobs=1)
+    train_bundle(demo_table(300), tmp_path / "b", progress=False, max_epochs=1, n_jobs=1, settings=Settings())
     predictor = load_bundle(tmp_path / "b")
     models = {t: predictor._value_model(t) for t in predictor.targets}
     models[predictor.targets[0]].linear_ = None

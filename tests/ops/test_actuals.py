@@ -5,12 +5,15 @@ import pytest
 from ops_fakes import prediction_rows, small_history
 from sqlalchemy import Engine, text
 
+from scoutless.config import Settings
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.history.store import read_states
 from scoutless.ops.actuals import collect_actuals, join_predictions, read_actuals
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.bins import load_bins
+
+SETTINGS = Settings()
 
 
 @pytest.fixture
@@ -27,7 +30,7 @@ def engine(tmp_path) -> Engine:
 def test_collect_classifies_finished_tasks_with_serving_bins(engine: Engine) -> None:
     bins = load_bins(targets=["memory", "walltime"])
     PredictionLog(engine).write(prediction_rows([1, 2, 3, 4], [0, 1, 3, 2]))
-    result = collect_actuals(engine, bins)
+    result = collect_actuals(engine, bins, settings=SETTINGS)
     assert (result.n_predicted_tasks, result.n_pending, result.n_not_finished) == (4, 4, 1)
     assert result.n_collected == 3
     actuals = read_actuals(engine)
@@ -41,11 +44,11 @@ def test_collect_classifies_finished_tasks_with_serving_bins(engine: Engine) -> 
 def test_collect_is_idempotent(engine: Engine) -> None:
     bins = load_bins(targets=["memory"])
     PredictionLog(engine).write(prediction_rows([1, 2, 3], [0, 1, 3]))
-    collect_actuals(engine, bins)
+    collect_actuals(engine, bins, settings=SETTINGS)
     first = read_actuals(engine).sort_values("jeditaskid").reset_index(drop=True)
-    again = collect_actuals(engine, bins)
+    again = collect_actuals(engine, bins, settings=SETTINGS)
     assert again.n_pending == 0 and again.n_collected == 0
-    collect_actuals(engine, bins, recollect=True)
+    collect_actuals(engine, bins, settings=SETTINGS, recollect=True)
     after = read_actuals(engine).sort_values("jeditaskid").reset_index(drop=True)
     assert len(after) == len(first) == 3
     pd.testing.assert_series_equal(after["class_id"], first["class_id"])
@@ -56,8 +59,8 @@ def test_collect_updates_the_history_store_once(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text("update jedi_tasks set username = 'alice'"))
     PredictionLog(engine).write(prediction_rows([1, 2, 3], [0, 1, 3]))
-    collect_actuals(engine, bins)
-    collect_actuals(engine, bins, recollect=True)  # must not count the tasks twice
+    collect_actuals(engine, bins, settings=SETTINGS)
+    collect_actuals(engine, bins, settings=SETTINGS, recollect=True)  # not counted twice
     with engine.connect() as conn:
         states = read_states(conn, [("user", "alice")])
     activity = sum(s.n for (kind, _, target), s in states.items() if target == "")
@@ -69,7 +72,7 @@ def test_join_keeps_latest_prediction_per_task_and_target(engine: Engine) -> Non
     log = PredictionLog(engine)
     log.write(prediction_rows([1, 2], [3, 3], created_at=pd.Timestamp("2026-01-01")))
     log.write(prediction_rows([1], [0], created_at=pd.Timestamp("2026-01-02")))
-    collect_actuals(engine, load_bins(targets=["memory"]))
+    collect_actuals(engine, load_bins(targets=["memory"]), settings=SETTINGS)
     joined = join_predictions(log.read(), read_actuals(engine)).set_index("jeditaskid")
     assert joined["class_id"].to_dict() == {1: 0, 2: 3}
     assert joined["actual_class"].to_dict() == {1: 0, 2: 2}

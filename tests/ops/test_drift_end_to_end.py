@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from scoutless.bundle import load_bundle
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.history.build import build_training_table
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import create_schema, make_engine, read_history
@@ -84,7 +85,7 @@ def _load(engine, frames: dict) -> list[int]:
 
 
 def _memory_accuracy(predictor, engine, ids: list[int]) -> float:
-    table, _ = build_training_table(read_history(engine, ids), bins=predictor.bins)
+    table, _ = build_training_table(read_history(engine, ids), bins=predictor.bins, settings=Settings())
     proba = predictor.predict_proba(table.X(), targets=["memory"])["memory"]
     return float(np.mean(proba.argmax(axis=1) == table.frame[class_col("memory")].to_numpy()))
 
@@ -123,9 +124,9 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
     new_ids = _load(engine, drift_history(240, DRIFT_START, NOW, 20_000, 2))
 
     # the champion knows the old release only
-    table, _ = build_training_table(read_history(engine, old_ids))
+    table, _ = build_training_table(read_history(engine, old_ids), settings=Settings())
     champion_dir = train_bundle(table, tmp_path / "champion", models=("xgb",), progress=False,
-                                n_jobs=1)  # fmt: skip
+                                n_jobs=1, settings=Settings())  # fmt: skip
     registry = tmp_path / "registry"
     reg.promote(registry, reg.register(registry, champion_dir))
     champion = load_bundle(registry)
@@ -141,7 +142,8 @@ def test_release_drift_alert_retrain_recovers(tmp_path: Path, torch_single_threa
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(),
+        config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=50),
     )  # fmt: skip
     report = monitor_step(ctx)
@@ -199,9 +201,9 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
     old_ids = created.index[created < DRIFT_START].tolist()
     new_ids = created.index[created >= DRIFT_START].tolist()
 
-    table, _ = build_training_table(read_history(engine, old_ids))
+    table, _ = build_training_table(read_history(engine, old_ids), settings=Settings())
     champion_dir = train_bundle(table, tmp_path / "champion", models=("xgb",), progress=False,
-                                n_jobs=1)  # fmt: skip
+                                n_jobs=1, settings=Settings())  # fmt: skip
     registry = tmp_path / "registry"
     reg.promote(registry, reg.register(registry, champion_dir))
     champion = load_bundle(registry)
@@ -222,7 +224,8 @@ def test_generator_release_drift_scenario_recovers(tmp_path: Path, torch_single_
                      threshold=threshold, windows=2, min_samples=n_window,
                      retrain=True)  # fmt: skip
     ctx = MonitorContext(
-        engine=engine, registry=registry, config=AlertConfig(rules=[rule], every="10D"),
+        engine=engine, registry=registry, settings=Settings(),
+        config=AlertConfig(rules=[rule], every="10D"),
         retrain=RetrainOptions(history_days=20, margin=0.01, min_tasks=200),
     )  # fmt: skip
     report = monitor_step(ctx)

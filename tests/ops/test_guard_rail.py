@@ -58,7 +58,7 @@ def test_a_harmful_canary_goes_back_to_shadow_and_says_why(engine, caplog) -> No
     server = HTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        set_rollout(engine, "canary", share=0.5, reason="try")
+        set_rollout(engine, "canary", seed=0, share=0.5, reason="try")
         gauges = GuardGauges()
         config = AlertConfig(webhook_url=f"http://127.0.0.1:{server.server_port}/hook")
         with caplog.at_level("WARNING"):
@@ -84,13 +84,13 @@ def test_a_harmful_canary_goes_back_to_shadow_and_says_why(engine, caplog) -> No
 
 
 def test_no_harm_few_tasks_or_no_canary_leave_the_rollout_alone(engine) -> None:  # type: ignore[no-untyped-def]
-    set_rollout(engine, "canary", share=0.5)
+    set_rollout(engine, "canary", seed=0, share=0.5)
     held = check_guard_rail(engine, _report(40, 0.9, 0.9), settings=SETTINGS)
     assert not held.tripped and "person's decision" in held.message
     waiting = check_guard_rail(engine, _report(10, 0.5, 0.9), settings=SETTINGS)
     assert not waiting.tripped and "waiting" in waiting.message
     assert read_rollout(engine).mode == "canary"  # never promoted, never rolled back
-    set_rollout(engine, "full")
+    set_rollout(engine, "full", seed=0)
     assert not check_guard_rail(engine, _report(40, 0.5, 0.9), settings=SETTINGS).tripped
 
 

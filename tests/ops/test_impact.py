@@ -16,11 +16,14 @@ from typer.testing import CliRunner
 
 from scoutless.cli.impact_tables import WINDOW_FIGURES
 from scoutless.cli.main import app
+from scoutless.config import RolloutSettings
 from scoutless.history.schema import jedi_tasks, jobsarchived4, metadata
 from scoutless.ops.impact import FIGURES, arm_difference, impact_report, task_figures
 from scoutless.ops.impact_store import ImpactError, collect_impact
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.ops.report import excludes_zero
+
+SETTINGS = RolloutSettings()
 
 T0 = datetime(2026, 3, 2, 8, 0, 0)
 H = timedelta(hours=1)
@@ -83,7 +86,7 @@ def history(tmp_path):  # type: ignore[no-untyped-def]
 def test_per_arm_figures_equal_the_hand_computed_ones(history) -> None:  # type: ignore[no-untyped-def]
     done = collect_impact(history)
     assert (done.n_read, done.n_final, done.n_jobs) == (4, 4, len(JOBS))
-    report = impact_report(history)
+    report = impact_report(history, settings=SETTINGS)
     got = report.per_arm.set_index(["arm", "figure"])["value"]
     # canary: 4 first attempts (11, 13, 21, 22), 3 finished; one walltime kill; one retry
     assert got["canary", "first_attempt_success"] == pytest.approx(3 / 4)
@@ -113,11 +116,11 @@ def test_per_arm_figures_equal_the_hand_computed_ones(history) -> None:  # type:
 
 def test_the_collection_survives_the_purge_and_is_idempotent(history) -> None:  # type: ignore[no-untyped-def]
     collect_impact(history)
-    before = impact_report(history).per_arm
+    before = impact_report(history, settings=SETTINGS).per_arm
     with history.begin() as conn:  # PanDA's retention: jobsarchived4 is emptied
         conn.execute(text("DELETE FROM jobsarchived4"))
     assert collect_impact(history).n_read == 0  # final tasks are not read again
-    pd.testing.assert_frame_equal(impact_report(history).per_arm, before)
+    pd.testing.assert_frame_equal(impact_report(history, settings=SETTINGS).per_arm, before)
 
 
 def test_a_running_task_is_read_again_until_final(history) -> None:  # type: ignore[no-untyped-def]
@@ -199,7 +202,7 @@ def test_task_figures_skip_tasks_without_the_figure() -> None:
     tasks = pd.DataFrame([{**_task(9, status="running")}])
     tasks["final"] = False
     jobs = pd.DataFrame([{**_job(91, 9, 0.1, 1.0, scout=True), "is_scout": True}])
-    figures = task_figures(tasks, jobs)
+    figures = task_figures(tasks, jobs, settings=SETTINGS)
     assert figures.loc[9, "completion_h_den"] == 0  # not final
     assert figures.loc[9, "first_prod_job_h_den"] == 0  # only a scout so far
 
@@ -210,13 +213,13 @@ def test_promotion_to_full_shows_the_evidence_and_gauges_hold_the_figures(histor
 
     collect_impact(history)
     gauges = ImpactGauges()
-    gauges.update(impact_report(history))
+    gauges.update(impact_report(history, settings=SETTINGS))
     value = gauges.figure.labels("first_attempt_success", "canary")._value.get()
     assert value == pytest.approx(0.75)
     assert gauges.difference.labels("first_prod_job_h", "value")._value.get() == pytest.approx(
         -2.25
     )
-    set_rollout(history, "canary", share=0.5)
+    set_rollout(history, "canary", seed=0, share=0.5)
     args = ["rollout", "set", "full", "--reason", "held", "--db", str(history.url)]
     result = CliRunner().invoke(app, args)  # a handful of tasks: not enough evidence
     assert result.exit_code == 2 and "refused: not enough evidence" in result.output
@@ -273,7 +276,7 @@ def test_the_impact_page_fits_its_window_names_units_marks_and_gives_a_verdict(
     assert "<td class=\"t\">first-attempt success</td><td class=\"t\">↑ better</td>" in html
     assert "NaN" not in html and ">-0<" not in html and ">nan<" not in html
     marked = html.count('class="excludes-zero"')
-    report = impact_report(history, every="14D")
+    report = impact_report(history, every="14D", settings=SETTINGS)
     assert marked == sum(excludes_zero(d) for d in report.differences if np.isfinite(d.value))
     assert report.per_window["window_start"].nunique() <= 40
     layout = browser_layout(page)

@@ -11,6 +11,7 @@ import pytest
 from ops_fakes import prediction_rows, small_history
 from test_retrain import _registry_with_champion, _table, fake_loader, fake_trainer
 
+from scoutless.config import RolloutSettings, Settings
 from scoutless.history.db_write import write_frame
 from scoutless.history.panda_db import create_schema, make_engine
 from scoutless.ops import retrain as rt
@@ -67,7 +68,8 @@ def test_step_collects_alerts_and_retrains(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(rt, "build_recent_table", lambda *a, **k: _table())
     rule = AlertRule(name="acc", metric="accuracy", op="<", threshold=0.6, windows=2,
                      min_samples=10, retrain=True)  # fmt: skip
-    ctx = MonitorContext(engine=engine, registry=root, config=AlertConfig(rules=[rule]),
+    ctx = MonitorContext(engine=engine, registry=root, settings=Settings(),
+                         config=AlertConfig(rules=[rule]),
                          lookback=None, loader=fake_loader, trainer=fake_trainer)  # fmt: skip
     report = monitor_step(ctx)
     assert report.collected.n_collected == 40
@@ -94,9 +96,10 @@ def test_step_with_impact_collects_it_and_applies_the_guard_rail(tmp_path: Path)
         write_frame(engine, name, frame)
     root = _registry_with_champion(tmp_path, {"reco": 1, "simul": 1})
     PredictionLog(engine).write(prediction_rows(ids, [1] * 10, version="old"))
-    set_rollout(engine, "canary", share=0.5)
-    watch = ImpactWatch()
-    ctx = MonitorContext(engine=engine, registry=root, lookback=None, loader=fake_loader,
+    set_rollout(engine, "canary", seed=0, share=0.5)
+    watch = ImpactWatch(RolloutSettings())
+    ctx = MonitorContext(engine=engine, registry=root, settings=Settings(), lookback=None,
+                         loader=fake_loader,
                          retrain=None, impact=watch)  # fmt: skip
     report = monitor_step(ctx)
     tasks, jobs = read_impact(engine)

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from ops_fakes import ScriptedPredictor
 
+from scoutless.config import Settings
 from scoutless.features.spec import FeatureSpec
 from scoutless.history.table import TrainingTable
 from scoutless.ops import registry as reg
@@ -65,7 +66,8 @@ def recent_table(monkeypatch: pytest.MonkeyPatch) -> TrainingTable:
 
 
 def _retrain(root: Path, **kwargs) -> rt.RetrainResult:
-    return rt.retrain(None, root, trainer=fake_trainer, loader=fake_loader, **kwargs)  # type: ignore[arg-type]
+    return rt.retrain(None, root, trainer=fake_trainer, loader=fake_loader, settings=Settings(),
+                      **kwargs)  # type: ignore[arg-type]
 
 
 def test_better_challenger_is_promoted(tmp_path: Path, recent_table) -> None:
@@ -104,7 +106,8 @@ def test_crash_mid_retrain_leaves_previous_champion(
     if fail_at == "promote":
         monkeypatch.setattr(reg, "atomic_write_text", boom)  # the promotion write
     with pytest.raises(RuntimeError, match=f"crash in {fail_at}"):
-        rt.retrain(None, root, trainer=trainer, loader=fake_loader)  # type: ignore[arg-type]
+        rt.retrain(None, root, trainer=trainer, loader=fake_loader,  # type: ignore[arg-type]
+                   settings=Settings())
     assert reg.resolve_champion(root).name == "old"
     leftovers = [p.name for p in (root / "versions").iterdir() if p.name.startswith(".")]
     assert leftovers == []

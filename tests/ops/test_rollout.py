@@ -87,11 +87,11 @@ def test_state_row_is_re_read_append_only_and_survives_a_new_engine(db: str) -> 
     set_rollout(engine, "canary", share=0.25, seed=9, scope={"processingtype": ["simul"]},
                 reason="first canary", changed_by="tester")  # fmt: skip
     with pytest.raises(RolloutError):
-        set_rollout(engine, "canary", share=2.0)
+        set_rollout(engine, "canary", seed=0, share=2.0)
     again = read_rollout(create_engine(db))  # another process, after a restart
     assert (again.mode, again.share, again.seed) == ("canary", 0.25, 9)
     assert again.scope == {"processingtype": ["simul"]} and again.reason == "first canary"
-    set_rollout(engine, "shadow", reason="kill switch")
+    set_rollout(engine, "shadow", seed=0, reason="kill switch")
     assert read_rollout(engine).mode == "shadow" == peek_mode(engine)
 
 

@@ -51,7 +51,7 @@ def _harm(p_canary: float = 0.6):  # type: ignore[no-untyped-def]
 def test_no_row_and_no_table_mean_shadow(db: str) -> None:
     engine = make_engine(db)
     assert read_rollout(engine).mode == "shadow"  # no table
-    set_rollout(engine, "canary", share=0.5, reason="try")
+    set_rollout(engine, "canary", seed=0, share=0.5, reason="try")
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE scoutless_rollout"))
     assert read_rollout(engine).mode == "shadow"  # dropped: not full
@@ -63,15 +63,15 @@ def test_no_row_and_no_table_mean_shadow(db: str) -> None:
 def test_every_change_is_a_compare_and_swap_on_the_version(db: str) -> None:
     engine = make_engine(db)
     seen = read_rollout(engine)
-    first = set_rollout(engine, "canary", share=0.1, reason="a", expected_version=seen.version)
+    first = set_rollout(engine, "canary", seed=0, share=0.1, reason="a", expected_version=seen.version)
     with pytest.raises(RolloutConflict, match="changed since version 0") as late:
-        set_rollout(engine, "shadow", reason="b", expected_version=seen.version)
+        set_rollout(engine, "shadow", seed=0, reason="b", expected_version=seen.version)
     assert late.value.current.version == first.version
     # a reading older than the last row with a gap before it (ids need not be dense)
     with engine.begin() as conn:
         conn.execute(rollout_table.insert(), {**_row(), "id": first.version + 5})
     with pytest.raises(RolloutConflict):
-        set_rollout(engine, "shadow", reason="c", expected_version=first.version)
+        set_rollout(engine, "shadow", seed=0, reason="c", expected_version=first.version)
     assert [s.reason for s in history(engine)] == ["a", "later"]
 
 
@@ -86,12 +86,12 @@ def test_the_guard_rail_racing_an_operator_leaves_the_newer_decision(db, monkeyp
     """An operator's new canary written between the rail's read and its write used to be
     overridden by shadow on the old canary's evidence."""
     engine = make_engine(db)
-    old = set_rollout(engine, "canary", share=0.5, reason="first canary")
+    old = set_rollout(engine, "canary", seed=0, share=0.5, reason="first canary")
     judge = guard_rail.judge
 
     def operator_acts_meanwhile(report, s):  # type: ignore[no-untyped-def]
         verdict = judge(report, s)
-        set_rollout(engine, "canary", share=0.05, scope={"gshare": ["Test"]},
+        set_rollout(engine, "canary", seed=0, share=0.05, scope={"gshare": ["Test"]},
                     reason="smaller canary", changed_by="os:alice")  # fmt: skip
         return verdict
 
@@ -151,8 +151,9 @@ def test_set_full_goes_through_with_evidence_and_not_against_it(db, monkeypatch)
     from scoutless.ops import impact
 
     engine = make_engine(db)
-    set_rollout(engine, "canary", share=0.5, reason="try")
-    monkeypatch.setattr(guard_rail, "get_settings", lambda: type("S", (), {"rollout": SETTINGS}))
+    set_rollout(engine, "canary", seed=0, share=0.5, reason="try")
+    for name, value in (("GUARD_MIN_TASKS", 30), ("GUARD_MARGIN", 0.02), ("BOOTSTRAP", 200)):
+        monkeypatch.setenv(f"SCOUTLESS_ROLLOUT__{name}", str(value))  # SETTINGS, read by the CLI
     monkeypatch.setattr(impact, "impact_report", lambda *a, **k: _harm(0.6))
     harm = CliRunner().invoke(app, ["rollout", "set", "full", "--db", db])
     assert harm.exit_code == 2 and "says harm" in harm.output
@@ -177,13 +178,13 @@ def test_set_if_version_writes_only_over_the_version_seen(db: str) -> None:
 def test_the_expected_version_must_equal_the_last_one(db: str) -> None:
     """A version ahead of the last row (1000 at version 1) was taken and written as 1001."""
     engine = make_engine(db)
-    first = set_rollout(engine, "canary", share=0.1, reason="a", expected_version=0)
+    first = set_rollout(engine, "canary", seed=0, share=0.1, reason="a", expected_version=0)
     with pytest.raises(RolloutConflict, match="no version 1000 yet: version 1 is canary"):
-        set_rollout(engine, "shadow", reason="ahead", expected_version=1000)
+        set_rollout(engine, "shadow", seed=0, reason="ahead", expected_version=1000)
     with pytest.raises(RolloutConflict, match="changed since version 0 was read"):
-        set_rollout(engine, "shadow", reason="behind", expected_version=0)
+        set_rollout(engine, "shadow", seed=0, reason="behind", expected_version=0)
     assert [s.version for s in history(engine)] == [first.version]
-    assert set_rollout(engine, "shadow", reason="b", expected_version=1).version == 2
+    assert set_rollout(engine, "shadow", seed=0, reason="b", expected_version=1).version == 2
 
 
 @pytest.mark.parametrize(("given", "words"), [("1000", "no version 1000 yet"),

@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine
 from scoutless.history.synthetic import generate_chunk
 
@@ -61,7 +62,7 @@ def panda_bundle(panda_table, tmp_path_factory) -> Path:  # type: ignore[no-unty
 
     out = tmp_path_factory.mktemp("panda-bundle") / "bundle"
     table = TrainingTable.load(panda_table)
-    return train_bundle(table, out, models=("xgb",), progress=False, n_jobs=1)
+    return train_bundle(table, out, models=("xgb",), progress=False, n_jobs=1, settings=Settings())
 
 
 @pytest.fixture(scope="session")
@@ -98,7 +99,7 @@ def world(panda_db, panda_bundle, broker, tmp_path_factory) -> Iterator[World]: 
     from scoutless.ops.rollout import set_rollout
 
     # these modules test the path where eligible tasks skip their scouts: full, said so
-    set_rollout(engine, "full", reason="e2e tests: eligible tasks skip", changed_by="tests")
+    set_rollout(engine, "full", seed=0, reason="e2e tests: eligible tasks skip", changed_by="tests")
     frames = generate_chunk(1000, first_task_id=500_000 + 10_000 * next(_WORLDS), seed=7)
     jedi = JediStandIn(engine, frames, broker, status_q)
     agent, plugin_log = start_agent(tmp, db=panda_db, broker=broker, prediction_q=prediction_q)

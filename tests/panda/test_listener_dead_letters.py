@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
-from scoutless.config import ListenerSettings
+from scoutless.config import ListenerSettings, Settings
 from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 from scoutless.jedi.messages import TaskStatus
 from scoutless.panda import dead_letters, listener, prediction
@@ -74,7 +74,7 @@ def make_listener(panda_db, panda_bundle):  # type: ignore[no-untyped-def]
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE IF EXISTS scoutless_dead_letters"))
     pool = ThreadPoolExecutor(2)
-    pipeline = Pipeline(load_bundle(panda_bundle), None, pool)
+    pipeline = Pipeline(load_bundle(panda_bundle), None, pool, settings=Settings())
 
     def make() -> tuple[listener.TaskListener, FakeBroker, int]:
         # a model version of its own: the outbox would take the good task for a duplicate

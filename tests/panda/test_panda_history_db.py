@@ -76,7 +76,7 @@ def test_taskparams_cli_and_client_fill_the_same_parameters(panda_bundle, tmp_pa
     src, out = tmp_path / "task.json", tmp_path / "filled.json"
     src.write_text(json.dumps(TASK))
     db = f"sqlite:///{tmp_path / 'rollout.sqlite'}"  # the client knows no rollout: full
-    set_rollout(make_engine(db), "full", reason="compare with the client", changed_by="tests")
+    set_rollout(make_engine(db), "full", seed=0, reason="compare with the client", changed_by="tests")
     args = [
         "taskparams",
         str(src),
@@ -129,11 +129,11 @@ def test_taskparams_follows_the_rollout_with_the_task_name_as_key(panda_bundle, 
     default = CliRunner().invoke(app, base)
     assert default.exit_code == 0 and "arm shadow" in default.output  # no row: shadow
     assert "skipScout" not in json.loads(out.read_text())
-    set_rollout(engine, "full", reason="eligibility")
+    set_rollout(engine, "full", seed=0, reason="eligibility")
     full = CliRunner().invoke(app, base)
     assert full.exit_code == 0, full.output
     eligible = json.loads(out.read_text()).get("skipScout") is True
-    set_rollout(engine, "shadow", reason="watch")
+    set_rollout(engine, "shadow", seed=0, reason="watch")
     shadow = CliRunner().invoke(app, base)
     assert shadow.exit_code == 0 and "arm shadow" in shadow.output
     assert "skipScout" not in json.loads(out.read_text())

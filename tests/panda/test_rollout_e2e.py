@@ -35,7 +35,8 @@ ELIGIBLE_ARMS = ("canary", "control")
 def rollout(world: World) -> Iterator:  # type: ignore[type-arg]
     engine = make_engine(world.db)
     yield engine
-    set_rollout(engine, "full", reason="test teardown")  # other modules' world sets full too
+    # other modules' world sets full too
+    set_rollout(engine, "full", seed=0, reason="test teardown")
     engine.dispose()
 
 

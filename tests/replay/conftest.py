@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from scoutless.config import Settings
+
 
 @pytest.fixture(scope="session")
 def small(tmp_path_factory):
@@ -18,8 +20,8 @@ def small(tmp_path_factory):
     url = f"sqlite:///{folder / 'history.sqlite'}"
     engine = make_engine(url)
     generate_history(engine, 300, seed=3, progress=False)
-    table, _ = build_table_from_db(engine)
+    table, _ = build_table_from_db(engine, settings=Settings())
     engine.dispose()
     table.save(folder / "table.parquet")
-    train_bundle(table, folder / "bundle", models=("xgb",), trials=0, seed=3, progress=False)
+    train_bundle(table, folder / "bundle", models=("xgb",), trials=0, seed=3, progress=False, settings=Settings())
     return folder, url

@@ -116,6 +116,7 @@ class ValuePredictor:
         self.targets = list(dists)
         self.feature_specs = [SimpleNamespace(name=n) for n in features]
         self.job_spreads = None
+        self.room_loads = None
         self.dists, self.keys, self.unknown, self.levels = dists, list(keys), unknown, levels or {}
 
     def _rows(self, rows: pd.DataFrame) -> np.ndarray:

@@ -73,13 +73,13 @@ def test_the_arms_are_the_listeners_and_the_canary_skips_its_scouts(rehearsed) -
 
 
 def test_monitor_impact_reads_back_the_replays_per_arm_figures(rehearsed) -> None:  # type: ignore[no-untyped-def]
-    document, rehearsal, _, target, written = rehearsed
+    document, rehearsal, settings, target, written = rehearsed
     log = rehearsal.result.attempt_log
     assert (written.tasks, written.jobs) == (rehearsal.work.n_tasks, len(log.unit))
     engine = make_engine(target)
     done = collect_impact(engine)
     assert done.n_read == rehearsal.work.n_tasks
-    report = impact_report(engine, every="7D")
+    report = impact_report(engine, every="7D", settings=settings.rollout)
     got = report.per_arm.set_index(["arm", "figure"])
     compared = 0
     for arm, entry in document["strategies"]["canary"]["arms"].items():

@@ -149,7 +149,7 @@ def test_a_swf_trace_replays_its_test_jobs_with_the_request_as_incumbent(tmp_pat
     assert set(request) >= SCHEMA and request["n_jobs"] == document["workload"]["jobs"] > 0
     assert document["config"]["incumbent"] == "request"
     assert list(document["strategies"]) == ["request", "online", "oracle"]  # no bundle
-    online = document["strategies"]["online"]  # the sizing engine, reported with its counts
+    online = document["strategies"]["online"]  # the online sizer, reported with its counts
     assert online["n_jobs"] == request["n_jobs"] and online["sizing"]["sized"] > 0
     oracle = document["strategies"]["oracle"]
     assert oracle["memory_kills"] == oracle["walltime_kills"] == 0

@@ -8,7 +8,6 @@ from scoutless.replay import rules
 
 TYPES = [("SCORE", 2000.0, False), ("MCORE", 2000.0, True),
          ("SCORE_HIMEM", 3000.0, False), ("MCORE_HIMEM", 3000.0, True)]  # fmt: skip
-LADDER = [1000, 2000, 3000, 4000, 6000, 8000]
 
 
 def test_a_job_at_1_9_times_its_allocation_survives_k2_and_dies_at_k1():
@@ -23,19 +22,6 @@ def test_a_job_at_1_9_times_its_allocation_survives_k2_and_dies_at_k1():
 def test_allocation_is_base_plus_cores_times_the_larger_of_request_and_slot():
     assert rules.allocation_mb(1500, 2000, cores=8, base_mb=500) == 500 + 8 * 2000
     assert rules.allocation_mb(5000, 3000, cores=2, base_mb=0) == 10000
-
-
-def test_the_retry_ladder_climbs_one_step_and_stops_at_the_top():
-    assert rules.next_ram_step(900, LADDER) == 1000
-    assert rules.next_ram_step(1000, LADDER) == 2000  # the *next* step above the current
-    assert rules.next_ram_step(2500, LADDER) == 3000
-    assert rules.next_ram_step(4000, LADDER) == 6000
-    assert rules.next_ram_step(8000, LADDER) is None
-
-
-def test_the_task_is_raised_only_above_30_percent():
-    assert not rules.task_needs_raise(3, 10, 0.3)
-    assert rules.task_needs_raise(4, 10, 0.3)
 
 
 def test_the_avalanche_comes_at_the_5th_finished_scout_or_when_all_are_resolved():

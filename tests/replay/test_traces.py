@@ -8,6 +8,7 @@ from replay_helpers import ValuePredictor, settings_with
 from scipy.stats import norm
 
 from scoutless.allocation.values import ValueDistribution
+from scoutless.config import Settings
 from scoutless.replay.runner import run_plans
 from scoutless.replay.traces import TRACE_STRATEGIES, trace_plans, trace_workload
 
@@ -95,7 +96,7 @@ def _drifting(n_history: int = 12, n_before: int = 8, n_after: int = 24) -> tupl
     return frame(need[:n_history], 0), frame(need[n_history:], n_history)
 
 
-def test_online_sizes_with_the_engine_learning_each_outcome_kills_censored():
+def test_online_sizes_with_the_sizer_learning_each_outcome_kills_censored():
     from dataclasses import replace
 
     settings = settings_with(queue_maxtime_s=72 * H, memory_kill_factor=1.0)
@@ -108,7 +109,7 @@ def test_online_sizes_with_the_engine_learning_each_outcome_kills_censored():
     first = log.alloc_mb[log.attempt == 1][np.argsort(log.unit[log.attempt == 1])]
     # sized from the history, far below the users' 32 GB, fitting the jobs before the drift
     assert np.all(first[:8] < 2 * need[:8]) and result.first_ok[:8].mean() >= 0.75
-    # the drift kills; each kill is learnt as a censored bound and retried by the engine
+    # the drift kills; each kill is learnt as a censored bound and retried by the sizer
     kills = int(result.memory_kills.sum())
     assert kills > 0 and not result.failed.any()
     sizing = result.sizing
@@ -185,7 +186,7 @@ def test_a_swf_traces_kill_cap_is_the_incumbents_own_kill_share(tmp_path):
     runs = [1200 + 7 * (i % 10) for i in range(100)]
     runs[3] = runs[17] = 4000
     _swf(tmp_path / "log.swf", runs, 3600)
-    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"]), test_fraction=0.2)
+    table = to_training_table(load_trace("swf", [tmp_path / "log.swf"], settings=Settings()), test_fraction=0.2, settings=Settings())
     history = trace_history(table)
     over = int((history["walltime_value"] > 3600).sum())
     settings = settings_with()
@@ -216,24 +217,25 @@ def test_a_cap_below_the_grids_resolution_is_kept_on_the_distribution():
 
 def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     from scoutless.replay.traces import MB, kill_price
-    from scoutless.sizing.engine import Engine, Features
+    from scoutless.sizing.features import Release
+    from scoutless.sizing.online import OnlineSizer
 
     settings = settings_with()
     price = kill_price(settings)
-    narrow, wide = price(Features(cpus=1)), price(Features(cpus=64))
+    narrow, wide = price(Release(cores=1)), price(Release(cores=64))
     p = settings.allocation.prices
     assert narrow.holds == wide.holds == 0.0
     # per core: a kill loses each core's run, a fit's excess is each core's memory slack
     assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB
     rng = np.random.default_rng(1)
     needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 8 GB of slack per core
-    engine = Engine(settings.sizing, failure_price=price)
-    engine.start_type("t", [Features()] * 40, needs, np.ones(40))
+    sizer = OnlineSizer(settings.sizing, failure_price=price)
+    sizer.start_type("t", [Release()] * 40, needs, np.ones(40))
     # both sides of the price scale with the cores: the same headroom per core
     assert p == settings.allocation.prices_for("MCORE")  # one price for both widths
     assert wide.fixed == narrow.fixed
-    assert engine.allocate("t", Features(cpus=64)) == engine.allocate("t", Features(cpus=1))
-    assert engine.allocate("t", Features(cpus=1)) > np.median(needs)
-    capped = Engine(settings.sizing, failure_price=price, max_kill_probability=0.01)
-    capped.start_type("t", [Features()] * 40, needs, np.ones(40))
-    assert capped.allocate("t", Features(cpus=1)) >= np.quantile(needs, 0.97)
+    assert sizer.first("t", Release(cores=64)) == sizer.first("t", Release(cores=1))
+    assert sizer.first("t", Release(cores=1)) > np.median(needs)
+    capped = OnlineSizer(settings.sizing, failure_price=price, max_kill_probability=0.01)
+    capped.start_type("t", [Release()] * 40, needs, np.ones(40))
+    assert capped.first("t", Release(cores=1)) >= np.quantile(needs, 0.97)

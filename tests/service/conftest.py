@@ -20,12 +20,8 @@ def class_policy_by_default(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     answer them: these tests, about the API's shape and the service's machinery, default to
     ``argmax`` (in process and in the servers they start). The shipped default is tested on a
     real bundle (``test_answer_coherence.py``)."""
-    from scoutless.config import get_settings
-
     monkeypatch.setenv("SCOUTLESS_ALLOCATION__DEFAULT_POLICY", "argmax")
-    get_settings.cache_clear()
     yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture

@@ -69,6 +69,7 @@ class FakePredictor:
         self.bins = load_bins(targets=self.targets)
         self.feature_specs = list(PANDA_FEATURES)
         self.job_spreads = None
+        self.room_loads = None
         self.manifest = {"version": version, "targets": self.targets, "fake": True}
         self.encoder = _fitted_encoder()
 

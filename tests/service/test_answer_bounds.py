@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoutless.allocation.bounds import AnswerBounds
-from scoutless.config import get_settings
+from scoutless.config import Settings
 from scoutless.features.domains import domains
 from scoutless.service.app import create_app
 from scoutless.service.schemas import PolicyName
@@ -39,7 +39,7 @@ def inside(domain) -> st.SearchStrategy:  # type: ignore[no-untyped-def]
     return st.floats(domain.low, domain.high)
 
 
-NUMBERS = st.fixed_dictionaries({}, optional={d.key: inside(d) for d in domains().values()})
+NUMBERS = st.fixed_dictionaries({}, optional={d.key: inside(d) for d in domains(Settings().replay).values()})
 
 
 def _check(answer: dict, bounds: AnswerBounds) -> None:
@@ -59,7 +59,7 @@ def test_any_task_inside_the_domains_gets_answers_the_site_can_allocate(demo, nu
     client, params = demo
     r = client.post("/v1/predict", json={"taskparams": [{**params, **numbers}], "policy": policy})
     assert r.status_code == 200, r.text
-    _check(r.json()["tasks"][0], AnswerBounds.of(get_settings()))
+    _check(r.json()["tasks"][0], AnswerBounds.of(Settings()))
 
 
 def test_the_reported_extremes_inside_the_domain_are_bounded_and_flagged(demo) -> None:  # type: ignore[no-untyped-def]
@@ -69,7 +69,7 @@ def test_the_reported_extremes_inside_the_domain_are_bounded_and_flagged(demo) -
         r = client.post("/v1/predict", json={"taskparams": [wide], "policy": policy})
         assert r.status_code == 200, r.text
         task = r.json()["tasks"][0]
-        _check(task, AnswerBounds.of(get_settings()))
+        _check(task, AnswerBounds.of(Settings()))
         (flag,) = [f for f in task["flags"] if f["kind"] == "outside_training"]
         assert flag["features"]["corecount"] == 1024.0
         assert "nevents_per_job" in flag["features"]
@@ -77,7 +77,7 @@ def test_the_reported_extremes_inside_the_domain_are_bounded_and_flagged(demo) -
 
 def test_the_answer_shows_the_alpha_it_was_chosen_at(demo) -> None:  # type: ignore[no-untyped-def]
     client, params = demo
-    default = get_settings().service.default_alpha
+    default = Settings().service.default_alpha
 
     def alphas(**body: object) -> dict[str, float | None]:
         r = client.post("/v1/predict", json={"taskparams": [params], **body})

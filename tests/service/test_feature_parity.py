@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from service_fakes import FakePredictor
 from sqlalchemy import select, update
 
+from scoutless.config import Settings
 from scoutless.features.encoded import EncodedFeatures
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.history.build import build_table_from_db
@@ -67,7 +68,7 @@ def history(tmp_path_factory) -> tuple[str, TrainingTable]:
     engine = make_engine(url)
     generate_history(engine, N_TASKS, seed=13, progress=False)
     _null_workqueue(engine)
-    table, _ = build_table_from_db(engine, chunk_tasks=100)  # chunks read NULL ints as floats
+    table, _ = build_table_from_db(engine, chunk_tasks=100, settings=Settings())  # chunks read NULL ints as floats
     engine.dispose()
     path = table.save(folder / "table.parquet")  # what `data build` writes, train reads
     return url, TrainingTable.load(path)

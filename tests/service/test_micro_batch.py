@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scoutless.config import Settings
 from scoutless.fast_paths import current
 from scoutless.service.app import create_app
 from scoutless.service.micro_batch import LoopBatcher
@@ -172,7 +173,7 @@ def test_a_lone_request_waits_one_turn_only(real_pipeline) -> None:
 def real_pipeline(demo_workdir):
     from service_fakes import task
 
-    holder = ModelHolder(demo_workdir / "bundle", targets=None, executor=ThreadPoolExecutor(2))
+    holder = ModelHolder(demo_workdir / "bundle", targets=None, executor=ThreadPoolExecutor(2), settings=Settings())
     holder.load()
     assert holder.current is not None
     rows = [task(processingtype=p) for p in ("evgen", "simul", "reco")]

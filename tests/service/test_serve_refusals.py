@@ -81,19 +81,13 @@ def test_listening_off_loopback_without_tokens_is_refused(tmp_path, no_server) -
 def test_passwords_are_masked_and_tokens_open_other_addresses(tmp_path, monkeypatch) -> None:
     import uvicorn
 
-    from scoutless.config import get_settings
-
     started: list[dict] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: started.append(kw))
     monkeypatch.setenv("SCOUTLESS_SERVICE__TOKENS", "jedi predict 0123456789abcdef0123")
-    get_settings.cache_clear()
-    try:
-        result = CliRunner().invoke(app, [
-            "serve", "--bundle", str(_bundle(tmp_path)), "--host", "0.0.0.0",
-            "--db", "postgresql+psycopg://scout:S3cr3tPw@127.0.0.1:1/panda",
-        ])  # fmt: skip
-    finally:
-        get_settings.cache_clear()
+    result = CliRunner().invoke(app, [
+        "serve", "--bundle", str(_bundle(tmp_path)), "--host", "0.0.0.0",
+        "--db", "postgresql+psycopg://scout:S3cr3tPw@127.0.0.1:1/panda",
+    ])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert started and started[0]["host"] == "0.0.0.0"
     assert "S3cr3tPw" not in result.output and "***" in result.output

@@ -7,6 +7,7 @@ import os
 
 from service_fakes import task
 
+from scoutless.config import Settings
 from scoutless.ops.prediction_log import PredictionLog
 from scoutless.targets.bins import load_bins
 
@@ -159,7 +160,7 @@ def test_a_few_tasks_get_the_same_decisions_as_a_batch() -> None:
 
     rng = np.random.default_rng(3)
     with ThreadPoolExecutor(2) as pool:
-        pipeline = Pipeline(FakePredictor(), None, pool)
+        pipeline = Pipeline(FakePredictor(), None, pool, settings=Settings())
         proba = {
             t: rng.dirichlet(np.ones(b.n_classes) * 0.3, size=current().rows + 1)
             for t, b in pipeline.predictor.bins.items()

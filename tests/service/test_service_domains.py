@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_fakes import store_task, task
 
+from scoutless.config import ReplaySettings
 from scoutless.features.domains import domains
 
-DOMAINS = list(domains().values())
+DOMAINS = list(domains(ReplaySettings()).values())
 #: the client fixture is per test; hypothesis's examples share it (nothing they change)
 SHARED = settings(max_examples=60, deadline=None,
                   suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip

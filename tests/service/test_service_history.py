@@ -16,6 +16,7 @@ from sqlalchemy import inspect, select
 from sqlalchemy.exc import OperationalError
 
 from scoutless.bundle import load_bundle
+from scoutless.config import HistorySettings, Settings
 from scoutless.features.extract import (
     FEATURE_NAMES,
     TASKPARAM_TO_COLUMN,
@@ -62,13 +63,13 @@ def world(tmp_path_factory):
     engine = make_engine(url)
     panda_history.load_into(engine, panda_history.make_history_frames())
     history = read_history(engine)
-    table, _ = build_training_table(history, with_history=True)
-    bundle = train_bundle(table, tmp / "bundle", models=("xgb",), progress=False, n_jobs=1)
+    table, _ = build_training_table(history, with_history=True, settings=Settings())
+    bundle = train_bundle(table, tmp / "bundle", models=("xgb",), progress=False, n_jobs=1, settings=Settings())
     latest = table.frame.sort_values("creationdate").iloc[-1]
-    values = compute_task_targets(history.jobs, history.tasks)
+    values = compute_task_targets(history.jobs, history.tasks, settings=Settings())
     done = task_history_frame(history.tasks, history.jobs, values)
     done = done[done["finished_at"] < latest["creationdate"]]
-    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES))
+    update_store(engine, done, TASK_HISTORY_KEYS, list(TARGET_NAMES), HistorySettings())
     new_task = history.tasks.iloc[[0]].assign(
         jeditaskid=99999, username="nobody", transpath="New_tf.py", campaign="MC99"
     )
@@ -83,7 +84,9 @@ def test_service_history_features_equal_training_features(world):
     assert layout is not None and set(layout.kinds) == {"user", "app", "campaign"}
     reader = TaskReader(make_engine(url))
     assert reader.with_history
-    features, found = task_history(reader.inputs(latest)[0], layout, TASK_HISTORY_KEYS)
+    features, found = task_history(
+        reader.inputs(latest)[0], layout, TASK_HISTORY_KEYS, HistorySettings()
+    )
     row = table.frame.set_index("jeditaskid").loc[latest]
     assert found
     np.testing.assert_allclose(
@@ -111,7 +114,9 @@ def test_a_legacy_store_is_migrated_by_the_service_and_read(world, tmp_path, wit
     reader = TaskReader(make_engine(f"sqlite:///{copy}", for_reads=True))
     assert reader.with_history and not inspect(engine).has_table(LEGACY_TABLE)
     layout = layout_of(table.feature_names, list(table.bins))
-    features, found = task_history(reader.inputs(latest)[0], layout, TASK_HISTORY_KEYS)
+    features, found = task_history(
+        reader.inputs(latest)[0], layout, TASK_HISTORY_KEYS, HistorySettings()
+    )
     row = table.frame.set_index("jeditaskid").loc[latest]
     errors = () if with_errors else ("_last2_err", "_request_err")
     kept = [n for n in layout.names if not n.endswith(errors)]
@@ -304,7 +309,7 @@ def test_listener_predicts_with_the_store_history_too(world, tmp_path):
     shutil.copy(url.removeprefix("sqlite:///"), copy)  # the listener adds its own tables
     engine = make_engine(f"sqlite:///{copy}")
     with ThreadPoolExecutor(2) as pool:
-        pipeline = Pipeline(load_bundle(bundle), None, pool)
+        pipeline = Pipeline(load_bundle(bundle), None, pool, settings=Settings())
         listener = TaskListener(pipeline, engine, None, ListenerSettings())  # type: ignore[arg-type]
         messages = listener.predictor.predict([latest, 99999], Batch())
     assert set(messages) == {latest, 99999}

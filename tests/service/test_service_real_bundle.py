@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from service_fakes import panda_history, task
 from service_procs import free_port
 
+from scoutless.config import Settings
 from scoutless.features.spec import PANDA_FEATURES
 from scoutless.history.table import TrainingTable
 from scoutless.ops.prediction_log import PredictionLog
@@ -49,7 +50,7 @@ def real_bundle(tmp_path_factory) -> Path:
     training = pytest.importorskip("scoutless.training")
     out = tmp_path_factory.mktemp("service-bundle") / "bundle"
     return training.train_bundle(
-        _tiny_table(), out, models=("xgb",), progress=False, max_epochs=2, n_jobs=1
+        _tiny_table(), out, models=("xgb",), progress=False, max_epochs=2, n_jobs=1, settings=Settings()
     )
 
 

@@ -7,7 +7,9 @@ import numpy as np
 from scoutless.allocation.quantiles import sample_quantiles as weighted_quantiles
 from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import censored_weights, plan
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
+from scoutless.sizing.protocol import Outcome
 
 NEEDS = np.array([1.0, 2.0, 4.0])
 PROBS = np.array([0.4, 0.4, 0.2])
@@ -72,17 +74,17 @@ def test_censored_training_recovers_the_uncensored_quantiles() -> None:
 
 def test_the_engine_learns_kills_as_lower_bounds() -> None:
     need, limit, killed = _killed_sample(n=1000)
-    f = Features()
+    f = Release()
     quick = SizingSettings(shadow_choice=False)  # one candidate (the mean) is all this needs
-    with_kills, without = Engine(quick), Engine(quick)
+    with_kills, without = OnlineSizer(quick), OnlineSizer(quick)
     for eng in (with_kills, without):
         eng.start_type("t", [f] * 20, need[:20] * 1e9, np.ones(20))
     for n_i, l_i, k_i in zip(need[20:], limit[20:], killed[20:], strict=True):
         if k_i:
-            with_kills.observe_kill("t", f, l_i * 1e9, 1.0)
+            with_kills.learn("t", f, Outcome(l_i * 1e9, 1.0, censored=True))
         else:
-            with_kills.observe("t", f, n_i * 1e9, 1.0)
-            without.observe("t", f, n_i * 1e9, 1.0)
+            with_kills.learn("t", f, Outcome(n_i * 1e9, 1.0))
+            without.learn("t", f, Outcome(n_i * 1e9, 1.0))
     levels = np.array([0.5, 0.75])  # (the 0.9 quantile rests on few uncensored needs)
     truth = np.quantile(need, levels) * 1e9
     q = {}
@@ -91,3 +93,37 @@ def test_the_engine_learns_kills_as_lower_bounds() -> None:
         q[name] = weighted_quantiles(values, weights, levels)
     assert np.all(q["dropped"] < 0.85 * truth)
     np.testing.assert_allclose(q["kills"], truth, rtol=0.06)
+
+
+def _plan_in_numpy(c, tail, ecum, holds, failure_cost, max_fail_probability) -> int:
+    """The recursion as numpy runs it: the definition the machine code is checked against."""
+    m = len(c)
+    cost = np.zeros(m + 1)
+    best = 0
+    for k in range(m - 1, -1, -1):
+        q = np.arange(k + 1, m + 1)
+        held = c[q - 1] * (tail[k] - (1.0 - holds) * tail[q])
+        total = held - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
+        if k == 0 and max_fail_probability is not None:
+            total = np.where(tail[q] <= max_fail_probability * tail[0] + 1e-12, total, np.inf)
+        j = int(np.argmin(total))
+        cost[k], best = total[j], q[j]
+    return best
+
+
+def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
+    from scoutless.sizing.plan_kernel import best_allocation
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        m = int(rng.integers(1, 60))
+        c = np.sort(rng.lognormal(0.0, 1.0, m))
+        mass = rng.random(m) * (rng.random(m) < 0.8)
+        part = mass * c * rng.uniform(0.5, 1.0, m)
+        tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))
+        ecum = np.concatenate(([0.0], np.cumsum(part)))
+        holds, fixed = float(rng.choice([0.0, 1.0, 0.5])), float(rng.exponential(1.0))
+        cap = None if trial % 3 else float(rng.uniform(0.0, 0.5))
+        expected = _plan_in_numpy(c, tail, ecum, holds, fixed, cap)
+        got = best_allocation(c, tail, ecum, holds, fixed, np.nan if cap is None else cap)
+        assert got == expected

@@ -27,17 +27,17 @@ class Recorder:
         self.log.append(("first", task.name, i))
         return float(task.online.need[i])
 
-    def retry(self, task, i, failed, attempt):
+    def retry(self, task, i, failed):
         raise AssertionError("the need fits at once")
 
-    def learn(self, task, i, need):
+    def learn(self, task, i, outcome):
         self.log.append(("learn", task.name, i))
 
 
 def _type(name: str, submit: list[float], complete: list[float] | None) -> TaskType:
     n = len(submit)
     online = Instances(
-        need=np.full(n, GB), runtime=np.full(n, HOUR), rchar=np.ones(n), cpus=np.ones(n),
+        need=np.full(n, GB), runtime=np.full(n, HOUR), input_size=np.ones(n), cpus=np.ones(n),
         request=np.full(n, 2 * GB), peak=np.full(n, GB), submit=np.asarray(submit, float),
         complete=None if complete is None else np.asarray(complete, float),
     )  # fmt: skip

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from nf_synthetic import synthetic_workflow
+from scoutless.config import Settings
 from scoutless.sizing import lwr
 from scoutless.sizing.baselines import ErrorList
 from scoutless.sizing.live import run_live
@@ -20,6 +21,7 @@ from scoutless.sizing.run import baseline_sizers, run_types, warm_sizer
 
 #: the method whose look-ahead the reference code has (reported, never in the goal)
 AS_CODED_LOOK_AHEAD = "witt_lr_std_under"
+SETTINGS = Settings()
 
 
 def _scaled(types: list[TaskType], t: int, k: int) -> list[TaskType]:
@@ -35,7 +37,8 @@ def _scaled(types: list[TaskType], t: int, k: int) -> list[TaskType]:
 
 def _decisions(types: list[TaskType]) -> dict[str, list[list[float]]]:
     attempts: dict[str, list[list[float]]] = {}
-    run_types(types, [*baseline_sizers(), warm_sizer(types)], attempts)
+    sizers = [*baseline_sizers(SETTINGS), warm_sizer(types, SETTINGS.sizing)]
+    run_types(types, sizers, attempts=attempts)
     return attempts
 
 
@@ -47,7 +50,7 @@ def _small_lwr(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_peers_protocol_decides_nothing_from_later_outcomes() -> None:
-    types = task_types(synthetic_workflow(seed=3, rows=36), 1996, "demo")[:2]
+    types = task_types(synthetic_workflow(seed=3, rows=36), 1996, "demo", features="peers-rchar")[:2]
     t, k = 1, 6
     before = sum(len(x.online) for x in types[:t]) + k  # decisions that precede the probe
     base, probed = _decisions(types), _decisions(_scaled(types, t, k))
@@ -62,7 +65,8 @@ def test_the_peers_protocol_decides_nothing_from_later_outcomes() -> None:
 def _live(types: list[TaskType]) -> dict[str, list[list[float]]]:
     attempts: dict[str, list[list[float]]] = {}
     lists = (ErrorList(), ErrorList(), ErrorList())
-    run_live(types, lambda: baseline_sizers(lists), [warm_sizer(types)], attempts)
+    ours = [warm_sizer(types, SETTINGS.sizing)]
+    run_live(types, lambda: baseline_sizers(SETTINGS, lists=lists), ours, attempts)
     return attempts
 
 
@@ -70,7 +74,7 @@ def test_the_live_protocol_decides_nothing_from_later_outcomes() -> None:
     frame = synthetic_workflow(seed=4, rows=36)
     frame["submit"] = np.random.default_rng(5).uniform(0, 2e7, len(frame)).round()
     frame["complete"] = frame["submit"] + frame["realtime"]
-    types = task_types(frame, 1996, "demo")[:2]
+    types = task_types(frame, 1996, "demo", features="peers-rchar")[:2]
     subs = np.sort(np.concatenate([t.online.submit for t in types]))
     before = len(subs) // 2
     cut = subs[before]  # the probe: this submission and every later one, ×10

@@ -60,7 +60,7 @@ def test_quantile_line_recovers_a_median_line() -> None:
 
 def test_online_sizer_refits_as_outcomes_come_and_doubles_on_failure() -> None:
     x = np.linspace(1, 10, 40) * GB
-    inst = Instances(need=1 * GB + x, runtime=np.full(40, HOUR), rchar=x, cpus=np.ones(40),
+    inst = Instances(need=1 * GB + x, runtime=np.full(40, HOUR), input_size=x, cpus=np.ones(40),
                      request=np.full(40, 64 * GB), peak=1 * GB + x)  # fmt: skip
     every4 = np.arange(0, 40, 4)
     hist, online = inst.take(every4), inst.take(np.setdiff1d(np.arange(40), every4))

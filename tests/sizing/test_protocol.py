@@ -25,19 +25,21 @@ class Scripted:
         self.learnt = []
 
     def first(self, task, i):
+        self.attempt = 1
         return self.script[i][0]
 
-    def retry(self, task, i, failed, attempt):
-        return self.script[i][attempt]
+    def retry(self, task, i, failed):
+        self.attempt += 1
+        return self.script[i][self.attempt - 1]
 
-    def learn(self, task, i, need):
-        self.learnt.append(need)
+    def learn(self, task, i, outcome):
+        self.learnt.append(outcome.need)
 
 
 def _task(need, runtime) -> TaskType:
     n = len(need)
     online = Instances(
-        need=np.asarray(need) * GB, runtime=np.asarray(runtime) * HOUR, rchar=np.ones(n),
+        need=np.asarray(need) * GB, runtime=np.asarray(runtime) * HOUR, input_size=np.ones(n),
         cpus=np.ones(n), request=np.full(n, 8 * GB), peak=np.asarray(need) * GB,
     )  # fmt: skip
     return TaskType("wf", "t", Instances.concat([]), online)
@@ -78,17 +80,17 @@ def test_the_split_is_sklearns_order_for_the_peers_arrays() -> None:
     hist, online = peers_split(inst, seed=1996)
     x = pd.DataFrame({"x": np.arange(n)})
     _, x_test, _, y_test = train_test_split(x, np.arange(n) + 0.0, test_size=0.7, random_state=1996)
-    assert list(online.rchar - 2) == list(x_test["x"]) and list(online.need) == list(y_test)
+    assert list(online.input_size - 2) == list(x_test["x"]) and list(online.need) == list(y_test)
     assert len(hist) + len(online) == n
 
 
 def test_tovars_first_allocation_by_hand() -> None:
     # needs 1, 1, 1, 10 GB for equal times: a = 10 costs 10·t̄; a = 1 costs 1·t̄ + 10·t̄/4
     history = Instances(
-        need=np.array([1, 1, 1, 10.0]) * GB, runtime=np.ones(4), rchar=np.ones(4),
+        need=np.array([1, 1, 1, 10.0]) * GB, runtime=np.ones(4), input_size=np.ones(4),
         cpus=np.ones(4), request=np.ones(4), peak=np.ones(4),
     )  # fmt: skip
     tovar = Tovar()
     tovar.begin(TaskType("wf", "t", history, history))
     assert tovar.first(None, 0) == 1 * GB
-    assert tovar.retry(None, 0, 1 * GB, 1) == 10 * GB and tovar.retry(None, 0, 10 * GB, 2) == 128e9
+    assert tovar.retry(None, 0, 1 * GB) == 10 * GB and tovar.retry(None, 0, 10 * GB) == 128e9

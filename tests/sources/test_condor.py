@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.features.spec import MEASURED_COLUMNS
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
@@ -57,7 +58,7 @@ def test_af_table(traces):
 
 def test_all_three_forms_together_make_a_table(traces):
     ads, _ = read_condor([traces / LONG, traces / LONG2, traces / TABLE])
-    table = to_training_table(condor_jobs(ads))
+    table = to_training_table(condor_jobs(ads), settings=Settings())
     assert table.source == "condor" and set(table.bins) == {"memory", "cputime", "walltime"}
     names = set(table.feature_names)
     assert not names & MEASURED_COLUMNS and not names & CONDOR_MEASURED

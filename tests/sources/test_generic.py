@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
 from scoutless.sources.generic import generic_jobs, parse_csv_text, read_table
@@ -38,13 +39,13 @@ def lanl_csv(traces, tmp_path):
 
 def test_csv_with_mapping(lanl_csv):
     path, _jobs = lanl_csv
-    trace = load_trace("table", [path], mapping=MAPPING)
+    trace = load_trace("table", [path], mapping=MAPPING, settings=Settings())
     frame = trace.frame.set_index("jeditaskid")
     assert len(frame) == 60
     assert frame.loc[1, "walltime_value"] == 3691 and frame.loc[1, "walltime_request"] == 3600
     assert frame.loc[1, "memory_value"] == pytest.approx(6676 / 1024)
     assert frame.loc[1, "creationdate"].timestamp() == 781275672
-    table = to_training_table(trace)
+    table = to_training_table(trace, settings=Settings())
     assert table.source == "table" and "walltime_last2_class" in table.frame.columns
     assert table.bins["walltime"].unit == "s"
 
@@ -53,8 +54,8 @@ def test_parquet_gives_the_same_rows(lanl_csv, tmp_path):
     path, jobs = lanl_csv
     parquet = tmp_path / "lanl.parquet"
     jobs.to_parquet(parquet)
-    a = load_trace("table", [path], mapping=MAPPING).frame
-    b = load_trace("table", [parquet], mapping=MAPPING).frame
+    a = load_trace("table", [path], mapping=MAPPING, settings=Settings()).frame
+    b = load_trace("table", [parquet], mapping=MAPPING, settings=Settings()).frame
     cols = ["jeditaskid", "walltime_value", "memory_value", "creationdate"]
     pd.testing.assert_frame_equal(a[cols], b[cols], check_dtype=False)
 
@@ -68,7 +69,7 @@ def test_mapping_errors_name_what_is_wrong(lanl_csv):
     with pytest.raises(TraceParseError, match="'nope'"):
         generic_jobs(frame, bad)
     with pytest.raises(TraceParseError, match="mapping"):
-        load_trace("table", [path])
+        load_trace("table", [path], settings=Settings())
 
 
 def test_bad_cells_and_rows_carry_line_numbers(lanl_csv):

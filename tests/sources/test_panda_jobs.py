@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.features.spec import MEASURED_COLUMNS
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
@@ -30,7 +31,7 @@ def test_task_id_comes_from_the_file_name(traces):
 def test_targets_are_pandas_own_formulas_per_job(traces):
     rows, bad = read_panda_jobs(traces / SMALL)
     assert len(rows) == 40 and bad == []
-    jobs = panda_jobs(rows).frame.set_index("jeditaskid")
+    jobs = panda_jobs(rows, settings=Settings()).frame.set_index("jeditaskid")
     # first row: pandaid 3848970521, 8 cores, maxpss 6272371 kB, wall 2943 s, 100000 events
     first = jobs.loc[3848970521]
     assert first["memory_value"] == pytest.approx(math.ceil(6272371 / 8) * 1.10 / 1024)
@@ -46,14 +47,14 @@ def test_targets_are_pandas_own_formulas_per_job(traces):
 
 def test_scout_estimate_is_one_value_per_task(traces):
     rows, _ = read_panda_jobs([traces / SMALL, traces / WITH_STATUS])
-    frame = panda_jobs(rows).frame
+    frame = panda_jobs(rows, settings=Settings()).frame
     per_task = frame.groupby("task")["memory_scout_value"].nunique()
     assert (per_task == 1).all() and len(per_task) == 2
 
 
 def test_features_are_known_before_the_job_runs(traces):
     rows, _ = read_panda_jobs(traces / SMALL)
-    jobs = panda_jobs(rows)
+    jobs = panda_jobs(rows, settings=Settings())
     names = {f.name for f in jobs.features}
     assert not names & MEASURED_COLUMNS
     assert not names & {"maxpss", "wall_time", "cpuconsumptiontime", "hs06sec", "cpu_eff"}
@@ -61,7 +62,7 @@ def test_features_are_known_before_the_job_runs(traces):
 
 def test_split_is_the_last_jobs_of_each_task(traces):
     rows, _ = read_panda_jobs([traces / SMALL, traces / WITH_STATUS])
-    table = to_training_table(panda_jobs(rows))
+    table = to_training_table(panda_jobs(rows, settings=Settings()), settings=Settings())
     assert table.source == "panda-jobs"
     for _task, part in table.frame.groupby("task"):
         train = part[part["split_time"] == "train"]["jeditaskid"]
@@ -104,5 +105,5 @@ def test_parser_parses_or_raises_its_own_error(rows):
     except TraceParseError:
         return
     if len(frame):
-        panda_jobs(frame)  # normalising never crashes on what parsed
+        panda_jobs(frame, settings=Settings())  # normalising never crashes on what parsed
     assert isinstance(frame, pd.DataFrame) and np.all(frame["jeditaskid_of_task"] == 7)

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.features.spec import MEASURED_COLUMNS
 from scoutless.sources.assemble import to_training_table
 from scoutless.sources.common import TraceParseError
@@ -73,7 +74,7 @@ def test_features_exclude_measurements(traces):
 
 def test_small_dump_becomes_a_table(traces, sacct_txt_columns):
     records, _ = read_sacct(traces / "slurm/sacct.head60.txt", columns=sacct_txt_columns)
-    table = to_training_table(sacct_jobs(records))
+    table = to_training_table(sacct_jobs(records), settings=Settings())
     assert table.source == "sacct" and "walltime" in table.bins
     assert "walltime_last2_class" in table.frame.columns
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoutless.config import Settings
 from scoutless.features.spec import MEASURED_COLUMNS
 from scoutless.history.table import TrainingTable
 from scoutless.sources.assemble import to_training_table
@@ -80,7 +81,7 @@ def test_no_measured_field_is_a_feature(traces):
 
 
 def test_training_table_time_split_and_train_only_bins(traces):
-    table = to_training_table(swf_jobs(read_swf(traces / LANL)))
+    table = to_training_table(swf_jobs(read_swf(traces / LANL)), settings=Settings())
     assert isinstance(table, TrainingTable) and table.source == "swf"
     train, test = table.split("time")
     assert len(test) == 9 and train["creationdate"].max() <= test["creationdate"].min()
@@ -88,13 +89,13 @@ def test_training_table_time_split_and_train_only_bins(traces):
     jobs = swf_jobs(read_swf(traces / LANL))
     late = jobs.frame["creationdate"] > train["creationdate"].max()
     jobs.frame.loc[late, "walltime_value"] *= 1000
-    assert to_training_table(jobs).bins["walltime"].edges == table.bins["walltime"].edges
+    assert to_training_table(jobs, settings=Settings()).bins["walltime"].edges == table.bins["walltime"].edges
     for t in ("walltime", "cputime"):
         assert {f"{t}_user_request_class", f"{t}_last2_class"} <= set(table.frame.columns)
 
 
 def test_saved_table_round_trips(traces, tmp_path):
-    table = to_training_table(swf_jobs(read_swf(traces / SDSC)))
+    table = to_training_table(swf_jobs(read_swf(traces / SDSC)), settings=Settings())
     loaded = TrainingTable.load(table.save(tmp_path / "t.parquet"))
     assert loaded.source == "swf" and loaded.feature_names == table.feature_names
     assert "Copyright" in loaded.info["header"]

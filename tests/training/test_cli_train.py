@@ -51,3 +51,17 @@ def test_train_refuses_unknown_dnn_variants(tmp_path):
     )
     assert result.exit_code != 0 and "deep" in " ".join(result.output.split())
     assert not (tmp_path / "b").exists()
+
+
+def test_train_with_the_history_carries_its_jobs_spread_and_room_loads(demo_workdir, tmp_path):
+    from scoutless.bundle import load_bundle
+
+    out = tmp_path / "bundle"
+    result = CliRunner().invoke(app, [
+        "train", "--table", str(demo_workdir / "table.parquet"), "--out", str(out),
+        "--models", "xgb", "--threads", "1", "--db", f"sqlite:///{demo_workdir / 'history.sqlite'}",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    trained = load_bundle(out)
+    assert trained.job_spreads is not None and trained.room_loads is not None
+    assert trained.room_loads.to_dict() == load_bundle(demo_workdir / "bundle").room_loads.to_dict()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.training import train_bundle
 from scoutless.training.lanes import MAX_AUTO_LANES, plan_lanes, run_in_lanes
 
@@ -65,7 +66,7 @@ def test_side_by_side_training_is_reproducible_and_matches_one_at_a_time(small_t
     runs = {}
     for name, lanes in (("a", 2), ("b", 2), ("seq", 1)):
         path = train_bundle(small_table, tmp_path / name, models=["xgb", "dnn"], max_epochs=3,
-                            progress=False, n_jobs=lanes, parallel_fits=lanes)  # fmt: skip
+                            progress=False, n_jobs=lanes, parallel_fits=lanes, settings=Settings())  # fmt: skip
         manifest = json.loads((path / "manifest.json").read_text())
         assert manifest["training"]["parallel_fits"] == lanes
         assert manifest["training"]["threads_per_fit"] == 1

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.history.table import TrainingTable
 from scoutless.models.dnn_model import DNNModel
 from scoutless.models.xgb import XGBLabelModel
@@ -64,6 +65,7 @@ def test_search_runs_grid_and_random_trials(small_table, tmp_path):
         max_epochs=2,
         progress=False,
         n_jobs=1,
+        settings=Settings(),
     )
     hyper = json.loads((out / "manifest.json").read_text())["hyperparameters"]["io"]
     assert len(hyper["xgb"]["grid_search"]) == 2
@@ -73,7 +75,7 @@ def test_search_runs_grid_and_random_trials(small_table, tmp_path):
 
 def test_failed_training_leaves_no_bundle_and_keeps_the_old_one(small_table, tmp_path, monkeypatch):
     out = tmp_path / "bundle"
-    train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1)
+    train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1, settings=Settings())
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     def boom(self, *args, **kwargs):
@@ -81,24 +83,24 @@ def test_failed_training_leaves_no_bundle_and_keeps_the_old_one(small_table, tmp
 
     monkeypatch.setattr(DNNModel, "fit", boom)
     with pytest.raises(RuntimeError, match="interrupted"):
-        train_bundle(small_table, out, models=["xgb", "dnn"], progress=False, n_jobs=1)
+        train_bundle(small_table, out, models=["xgb", "dnn"], progress=False, n_jobs=1, settings=Settings())
     monkeypatch.undo()
     monkeypatch.setattr(XGBLabelModel, "save", boom)  # fails while the bundle is written
     with pytest.raises(RuntimeError, match="interrupted"):
-        train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1)
+        train_bundle(small_table, out, models=["xgb"], progress=False, n_jobs=1, settings=Settings())
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no temporary left
     with pytest.raises(RuntimeError, match="interrupted"):
-        train_bundle(small_table, tmp_path / "fresh", models=["xgb"], progress=False, n_jobs=1)
+        train_bundle(small_table, tmp_path / "fresh", models=["xgb"], progress=False, n_jobs=1, settings=Settings())
     assert not (tmp_path / "fresh").exists()
 
 
 def test_bad_options_are_refused(small_table, tmp_path):
     with pytest.raises(TrainingError, match="unknown"):
-        train_bundle(small_table, tmp_path / "b", models=["lgbm"])
+        train_bundle(small_table, tmp_path / "b", models=["lgbm"], settings=Settings())
     with pytest.raises(TrainingError, match="trials"):
-        train_bundle(small_table, tmp_path / "b", trials=-1)
+        train_bundle(small_table, tmp_path / "b", trials=-1, settings=Settings())
     assert (
         training.choose_champion(
             {"a": {"accuracy": 0.8, "macro_f1": 0.5}, "b": {"accuracy": 0.7, "macro_f1": 0.7}}
@@ -109,7 +111,7 @@ def test_bad_options_are_refused(small_table, tmp_path):
 
 def test_explicit_xgb_grid_runs_without_trials(small_table, tmp_path):
     out = train_bundle(small_table, tmp_path / "b", models=["xgb_native"], progress=False,
-                       xgb_grid={"max_depth": [2]}, n_jobs=1)  # fmt: skip
+                       xgb_grid={"max_depth": [2]}, n_jobs=1, settings=Settings())  # fmt: skip
     hyper = json.loads((out / "manifest.json").read_text())["hyperparameters"]["memory"]
     assert hyper["xgb_native"]["grid_search"][0]["params"] == {"max_depth": 2}
     assert hyper["xgb_native"]["max_depth"] == 2
@@ -145,7 +147,7 @@ def test_xgboost_is_refitted_on_the_latest_rows_on_a_time_split_only(
     table = TrainingTable(frame, small_table.features, small_table.bins, small_table.source,
                           dict(small_table.info))  # fmt: skip
     out = train_bundle(table, tmp_path / "time", models=("xgb",), split="time",
-                       progress=False, n_jobs=1)  # fmt: skip
+                       progress=False, n_jobs=1, settings=Settings())  # fmt: skip
     timed = json.loads((out / "manifest.json").read_text())
     parts = timed["training"]["parts"]
     train = table.split("time")[0]

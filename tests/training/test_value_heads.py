@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.config import TrainingSettings
 from scoutless.features.encoded import EncodedFeatures
 from scoutless.training.fitting import TargetData
 from scoutless.training.value_heads import fit_value_head
@@ -32,26 +32,21 @@ def _data(n: int = 240) -> tuple[SimpleNamespace, TargetData]:
     return SimpleNamespace(frame=pd.DataFrame({"memory_value": values})), data
 
 
-def _fit_with(monkeypatch, name: str, value: str):
-    """The value head fitted on the small data with one setting from the environment."""
+def _fit_with(**training):  # type: ignore[no-untyped-def]
+    """The value head fitted on the small data under these training settings."""
     table, data = _data()
-    monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        return fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
-    finally:
-        monkeypatch.delenv(name)
-        get_settings.cache_clear()
+    settings = TrainingSettings(**training)
+    return fit_value_head(table, data, n_jobs=1, seed=0, settings=settings)  # type: ignore[arg-type]
 
 
-def test_the_value_head_takes_its_folds_from_the_settings(monkeypatch):
-    model, scores = _fit_with(monkeypatch, "SCOUTLESS_TRAINING__VALUE_FOLDS", "3")
+def test_the_value_head_takes_its_folds_from_the_settings():
+    model, scores = _fit_with(value_folds=3)
     assert len(model.fold_rounds_) == 3
     assert len(scores) == 60 and np.all(np.diff(scores) >= 0)  # the calibration rows, sorted
 
 
-def test_the_ridge_start_can_be_switched_off_in_the_settings(monkeypatch):
-    model, _ = _fit_with(monkeypatch, "SCOUTLESS_TRAINING__VALUE_LINEAR", "false")
+def test_the_ridge_start_can_be_switched_off_in_the_settings():
+    model, _ = _fit_with(value_linear=False)
     assert model.linear_ is None and not model.linear
 
 
@@ -70,7 +65,7 @@ def test_on_a_time_split_the_value_heads_folds_are_blocks_of_time(monkeypatch):
     table, data = _data()
     time = np.random.default_rng(1).permutation(180).astype(float)
     timed = TargetData(**{**vars(data), "fit_order": time[:120], "val_order": time[120:]})
-    fit_value_head(table, timed, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    fit_value_head(table, timed, n_jobs=1, seed=0, settings=TrainingSettings())  # type: ignore[arg-type]
     assert np.all(np.diff(made[-1][np.argsort(time)]) >= 0)
-    fit_value_head(table, data, n_jobs=1, seed=0)  # type: ignore[arg-type]
+    fit_value_head(table, data, n_jobs=1, seed=0, settings=TrainingSettings())  # type: ignore[arg-type]
     assert np.any(np.diff(made[-1]) < 0)

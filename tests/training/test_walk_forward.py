@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
+from scoutless.config import Settings
 from scoutless.features.history import seconds
 from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, to_training_table
@@ -44,7 +45,7 @@ def bursty_trace(n: int = 800, seed: int = 0) -> TraceJobs:
 
 @pytest.fixture(scope="module")
 def table():
-    return to_training_table(bursty_trace(), n_quantiles=3)
+    return to_training_table(bursty_trace(), n_quantiles=3, settings=Settings())
 
 
 def test_parse_period():
@@ -91,13 +92,13 @@ def test_retraining_within_a_period_scores_the_same_rows_on_fresher_training(tab
 
 
 def test_walk_forward_reports_served_and_baselines_and_the_cli_writes_json(table, tmp_path):
-    result = walk_forward(table, "14d", models=("xgb",), max_periods=2, train_options={"n_jobs": 1})
+    result = walk_forward(table, "14d", models=("xgb",), max_periods=2, train_options={"n_jobs": 1}, settings=Settings())
     overall = result["overall"]["walltime"]
     assert {"xgb", "served", "last2", "user_request"} <= set(overall)
     n = sum(e["walltime"]["served"]["n"] for e in result["periods"] if "walltime" in e)
     assert overall["served"]["n"] == n
     weekly = walk_forward(table, "14d", models=("xgb",), max_periods=2, retrain_every="7d",
-                          train_options={"n_jobs": 1})  # fmt: skip
+                          train_options={"n_jobs": 1}, settings=Settings())  # fmt: skip
     assert weekly["overall"]["walltime"]["served"]["n"] == n
     assert weekly["retrain_every"] == "7d" and len(weekly["periods"][-1]["rows_train"]) >= 2
     path = tmp_path / "table.parquet"
@@ -121,7 +122,7 @@ def test_the_bundle_serves_exactly_what_training_guarded(table, tmp_path):
     from scoutless.models.guard import ServingGuard, baseline_feature_columns
     from scoutless.training import train_bundle
 
-    path = train_bundle(table, tmp_path / "b", models=["xgb"], split="time", progress=False)
+    path = train_bundle(table, tmp_path / "b", models=["xgb"], split="time", progress=False, settings=Settings())
     predictor = load_bundle(path)
     record = predictor.manifest["guard"]["walltime"]
     assert record["validation"]["robust_selection"]["quantile"] > 0
@@ -146,8 +147,8 @@ def test_walk_forward_runs_on_a_trace_without_users_or_requests(missing):
     frame = trace.frame.copy()
     frame[missing] = None if missing == "user" else np.nan
     features = [f for f in trace.features if f.name != missing]
-    table = to_training_table(TraceJobs(frame, features, trace.units, "test"), n_quantiles=3)
-    result = walk_forward(table, "14d", models=("xgb",), max_periods=1, train_options={"n_jobs": 1})
+    table = to_training_table(TraceJobs(frame, features, trace.units, "test"), n_quantiles=3, settings=Settings())
+    result = walk_forward(table, "14d", models=("xgb",), max_periods=1, train_options={"n_jobs": 1}, settings=Settings())
     overall = result["overall"]["walltime"]
     assert overall["served"]["n"] == overall["xgb"]["n"] > 0
     assert 0 <= overall["served"]["macro_f1"] <= 1

@@ -70,16 +70,3 @@ class AnswerBounds:
         high = self.limit(target)
         return high if value != value else min(max(float(value), self.least(target)), high)
 
-
-#: the settings the bounds below were made from, and those bounds
-_MADE: tuple[Settings, AnswerBounds] | None = None
-
-
-def answer_bounds(settings: Settings) -> AnswerBounds:
-    """The bounds under ``settings``, made once per settings object (``get_settings`` keeps
-    one): a served request reads them for every target."""
-    global _MADE
-    made = _MADE
-    if made is None or made[0] is not settings:
-        made = _MADE = (settings, AnswerBounds.of(settings))
-    return made[1]

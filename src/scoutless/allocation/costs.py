@@ -261,6 +261,19 @@ def scout_wait_cost(job: JobContext, prices: Prices) -> np.ndarray:
     return np.full(len(job), prices.scout_delay_hour * prices.scout_wait_s / 3600.0)
 
 
+def memory_kill_in_gb_hours(prices: Prices) -> float:
+    """A memory kill of one core-hour (its run and the retry's ``kill_overhead``) in
+    GB-hours of memory slack: the exchange rate an engine that sizes memory alone prices a
+    kill at (``replay/traces.py``'s online strategy)."""
+    return (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
+
+
+def walltime_prices(prices: Prices) -> tuple[float, float]:
+    """A walltime's prices for a sizer that sizes it alone (``sizing/resources.py``): the
+    slack per core-hour of limit above the run, and a kill's restart overhead (× the run)."""
+    return prices.walltime_slack_core_hour, prices.kill_overhead
+
+
 def realised_components(
     done: Any, price: Mapping[str, np.ndarray], congested: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:

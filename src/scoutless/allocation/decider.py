@@ -3,7 +3,8 @@
 :class:`SiteDecision` is built once from the settings (the site's rules, the prices of each
 width's standard resource type, the kill caps, the grid, what the site can allocate at
 all) and what a history taught (the spread of a task's jobs around its value, per task
-kind: a bundle carries it, :mod:`.spread_table`). The service, the listener and
+kind: a bundle carries it, :mod:`.spread_table`; the load on each width's HIMEM and long-queue
+caps, :mod:`.room_loads`, likewise, or the settings where the operator knows it). The service, the listener and
 ``taskparams`` (through the service's pipeline) and the replay's strategies call the same
 object: the replay feeds it the model (``predicted``, ``hybrid``, ``selective``) or the
 generator's truth (``bayes``); so what the replay measures is what the service answers.
@@ -32,6 +33,7 @@ from scoutless.allocation.allocate import (
 from scoutless.allocation.bounds import AnswerBounds
 from scoutless.allocation.context import JobContext, Numbers, job_context
 from scoutless.allocation.costs import COSTS
+from scoutless.allocation.room_loads import RoomLoads
 from scoutless.allocation.site import SiteRules
 from scoutless.allocation.spread_table import SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
@@ -60,17 +62,28 @@ class SiteDecision:
     bounds: AnswerBounds
     #: the jobs' spread per task kind (None: every job needs its task's value)
     spreads: SpreadTable | None = None
+    #: the room loads ``rules`` were built at, and where they come from
+    room_loads: RoomLoads = dataclasses.field(default_factory=RoomLoads.none)
 
     @classmethod
-    def of(cls, settings: Settings, spreads: SpreadTable | None = None) -> SiteDecision:
+    def of(
+        cls,
+        settings: Settings,
+        spreads: SpreadTable | None = None,
+        room_loads: RoomLoads | None = None,
+    ) -> SiteDecision:
         """The decision under ``settings``: the rules with the memory grace the site
-        guarantees (:meth:`SiteRules.deciding`), each width's standard type's prices."""
+        guarantees (:meth:`SiteRules.deciding`) at each width's room loads
+        (``allocation.room_loads``, else ``room_loads``: a bundle's, else 0), each width's
+        standard type's prices."""
         rules = SiteRules.of(settings.replay).deciding(settings.allocation)
+        loads = RoomLoads.chosen(settings.allocation, room_loads)
         names = standard_types(settings.replay.resource_types)
         return cls(
             allocation=settings.allocation, panda=settings.panda,
             prices={w: settings.allocation.prices_for(names.get(w)) for w in WIDTHS},
-            rules={w: rules for w in WIDTHS}, bounds=AnswerBounds.of(settings), spreads=spreads,
+            rules={w: loads.rules(rules, w) for w in WIDTHS}, bounds=AnswerBounds.of(settings),
+            spreads=spreads, room_loads=loads,
         )  # fmt: skip
 
     def with_rules(self, rules: Mapping[bool, SiteRules]) -> SiteDecision:

@@ -53,5 +53,19 @@ def _sorting_quantiles(values: np.ndarray, weights: np.ndarray, bounds: np.ndarr
 def sample_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """(l,) :func:`weighted_quantiles` of one sample ``values`` (p,) with non-negative
     ``weights`` (p,) of any positive total: the inverse of its weighted empirical
-    distribution at ``levels`` (no interpolation)."""
-    return weighted_quantiles(values[None, :], weights / weights.sum(), levels)[0]
+    distribution at ``levels`` (no interpolation). One row: each level's column found by
+    bisecting the cumulative weights (the count of those below it, as the broadcast
+    comparison of many rows counts them)."""
+    w = weights / weights.sum()
+    if rows_in_order(values[None, :]):
+        return ranked_quantiles(values, w, levels)
+    order = np.argsort(values, kind="stable")
+    return ranked_quantiles(values[order], w[order], levels)
+
+
+def ranked_quantiles(ranked: np.ndarray, probabilities: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """(l,) :func:`sample_quantiles` of a sample already in ascending order (ties in the
+    order a stable sort leaves them) with ``probabilities`` summing to 1 in that order."""
+    bounds = np.asarray(levels, dtype=float) - 1e-12
+    at = np.searchsorted(np.cumsum(probabilities), bounds, side="left")
+    return ranked[np.minimum(at, len(ranked) - 1)]

@@ -62,6 +62,7 @@ def generate(
             scenario=scenario,
             drift_start=drift_start,
             first_task_id=first_task_id,
+            within=get_settings().within_task,
             progress=True,
         )
     except DatabaseUnavailable as exc:
@@ -149,7 +150,8 @@ def build(
             return
         from rich.progress import Progress  # here: `data --help` stays light
 
-        engine = make_engine(url, read_only=True)  # a URL that is not one: said before drawing
+        settings = get_settings()
+        engine = make_engine(url, read_only=True, schema=settings.db_schema)  # a URL that is not one: said first
         with Progress(console=console, transient=True) as progress:
             bar = progress.add_task("reading history and computing targets", total=None)
             table, report = build_table_from_db(
@@ -157,6 +159,7 @@ def build(
                 bins,
                 strict,
                 since,
+                settings=settings,
                 on_chunk=lambda done, total: progress.update(bar, completed=done, total=total),
                 with_history=history,
                 read_truth=synthetic_truth,

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.models.families import FAMILY_NAMES
 
 console = LazyConsole()
@@ -28,7 +28,7 @@ def _step(n: int, total: int, text: str) -> None:
     console.rule(f"[bold]{n}/{total}[/] {text}")
 
 
-def _generate_history(db_path: Path, tasks: int, seed: int) -> Any:
+def _generate_history(db_path: Path, tasks: int, seed: int, within: Any) -> Any:
     """Generate into a temporary SQLite file and rename it into place when complete."""
     from scoutless.history.panda_db import make_engine
     from scoutless.history.synthetic import generate_history
@@ -36,7 +36,9 @@ def _generate_history(db_path: Path, tasks: int, seed: int) -> Any:
     tmp_db = db_path.parent / f".history.{os.getpid()}.sqlite"
     try:
         engine = make_engine(f"sqlite:///{tmp_db.resolve()}")
-        stats = generate_history(engine, tasks, seed=seed, progress=True)
+        stats = generate_history(
+            engine, tasks, seed=seed, within=within, progress=True
+        )
         engine.dispose()  # checkpoints the WAL into the file
         for stale in (Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
             stale.unlink(missing_ok=True)  # a crashed run's WAL must not meet the new file
@@ -68,18 +70,19 @@ def demo(
     from scoutless.training import train_bundle
 
     started = time.perf_counter()
+    settings = get_settings()
     workdir.mkdir(parents=True, exist_ok=True)
     db_path = workdir / "history.sqlite"
     table_path = workdir / "table.parquet"
     bundle_path = workdir / "bundle"
 
     _step(1, STEPS, f"generate {tasks:,} synthetic PanDA tasks → {db_path}")
-    stats = _generate_history(db_path, tasks, seed)
+    stats = _generate_history(db_path, tasks, seed, settings.within_task)
     console.print(f"{stats.n_tasks:,} tasks, {stats.n_jobs:,} jobs in {stats.seconds:.0f} s")
 
     _step(2, STEPS, f"build the training table → {table_path}")
     engine = make_engine(f"sqlite:///{db_path.resolve()}", create_dirs=False)
-    table, report = build_table_from_db(engine, read_truth=synthetic_truth)
+    table, report = build_table_from_db(engine, settings=settings, read_truth=synthetic_truth)
     table.save(table_path)
     if len(report):
         bad = report.save(workdir / "bad_rows.csv")
@@ -88,14 +91,10 @@ def demo(
 
     _step(3, STEPS, f"train {models} → {bundle_path}")
     train_bundle(
-        table,
-        bundle_path,
-        models=tuple(m.strip() for m in models.split(",") if m.strip()),
-        trials=0,
-        seed=seed,
-        max_epochs=max_epochs,
-    )
-    _carry_spreads(db_path, table, bundle_path, seed)
+        table, bundle_path, models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        trials=0, seed=seed, max_epochs=max_epochs, settings=settings,
+    )  # fmt: skip
+    _carry_history(db_path, table, bundle_path, seed, settings)
     _step(4, STEPS, f"evaluate against the baselines → {workdir}")
     predictor = load_bundle(bundle_path)
     # report.html is drawn once, in step 5, with the replay section in it
@@ -105,21 +104,18 @@ def demo(
     if allocations is not None:
         console.print(allocations)
 
-    _replay(db_path, predictor, table, metrics, workdir, seed)
+    _replay(db_path, predictor, table, metrics, workdir, seed, settings)
     _done(workdir, bundle_path, db_path, (time.perf_counter() - started) / 60)
 
 
-def _carry_spreads(db_path: Path, table: Any, bundle_path: Path, seed: int) -> None:
-    """The bundle carries the spread of a task's jobs around its value, learnt from its
-    training tasks' jobs, so the service prices what the replay prices."""
-    from scoutless.bundle import write_job_spreads
-    from scoutless.config import get_settings
-    from scoutless.replay.history import learnt_spreads
+def _carry_history(db_path: Path, table: Any, bundle_path: Path, seed: int, settings: Any) -> None:
+    """The bundle carries what its decision learns from its training tasks' jobs (the
+    jobs' spread, the room loads), so the service prices what the replay prices."""
+    from scoutless.replay.history import carry_history
 
     train, _ = table.split(table.default_split)
     url = f"sqlite:///{db_path.resolve()}"
-    spreads = learnt_spreads(url, get_settings(), train["jeditaskid"].to_numpy(), seed=seed)
-    write_job_spreads(bundle_path, spreads)
+    carry_history(url, settings, train["jeditaskid"].to_numpy(), bundle_path, seed=seed)
 
 
 def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:
@@ -140,12 +136,12 @@ def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> No
 
 
 def _replay(
-    db_path: Path, predictor: Any, table: Any, metrics: dict, workdir: Path, seed: int
-) -> None:
+    db_path: Path, predictor: Any, table: Any, metrics: dict, workdir: Path, seed: int,
+    settings: Any,
+) -> None:  # fmt: skip
     """Step 5: replay.json of the table's test tasks (the bundle never trained on them),
     printed, and the report rewritten with its replay section."""
     from scoutless.cli.data import synthetic_values
-    from scoutless.config import get_settings
     from scoutless.evaluation.report import write_report
     from scoutless.replay.report import replay_section
     from scoutless.replay.runner import replay_history
@@ -155,7 +151,7 @@ def _replay(
     _, test = table.split(table.default_split)
     with console.status("replaying") as status:
         document = replay_history(
-            f"sqlite:///{db_path.resolve()}", predictor, workdir, get_settings(),
+            f"sqlite:///{db_path.resolve()}", predictor, workdir, settings,
             seed=seed, only=test["jeditaskid"].to_numpy(), read_truth=synthetic_values,
             on_step=status.update,
         )  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from scoutless.cli.errors import UserError
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 
 WalkForwardOpt = Annotated[
     str | None,
@@ -149,7 +149,8 @@ def _walk_forward(
                 bar.update(task, total=n, completed=i, description=f"period {label}")
 
             result = run_walk_forward(
-                training_table, period, models=names, max_periods=max_periods,
+                training_table, period, settings=get_settings(), models=names,
+                max_periods=max_periods,
                 max_train=max_train, on_period=on_period, retrain_every=retrain_every,
             )  # fmt: skip
             bar.update(task, completed=len(result["periods"]))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from scoutless.cli.errors import UserError
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.sizing import WorkflowOption
 from scoutless.sources.formats import FORMATS
 
@@ -43,13 +43,15 @@ def _summary(table: TrainingTable, out: Path) -> Table:
     return view
 
 
-def _update_store(history_db: str, jobs: Any, table: TrainingTable) -> None:
+def _update_store(history_db: str, jobs: Any, table: TrainingTable, cfg: Any) -> None:
     from scoutless.features.history import history_keys
     from scoutless.history.panda_db import make_engine
     from scoutless.history.store import update_store
 
     columns = list(jobs.frame.columns)
-    n_keys = update_store(make_engine(history_db), jobs.frame, history_keys(columns), list(table.bins))
+    n_keys = update_store(
+        make_engine(history_db), jobs.frame, history_keys(columns), list(table.bins), cfg
+    )
     console.print(f"history store: {n_keys} key rows updated")
 
 
@@ -101,17 +103,19 @@ def import_trace(
     from scoutless.sources.load import load_trace
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
+    settings = get_settings()
     try:
         with Progress(*columns, console=console, transient=True) as progress:
             step = progress.add_task(f"reading {len(files)} {fmt} file(s)")
-            jobs = load_trace(fmt, files, skip_bad=skip_bad, mapping=mapping)
+            jobs = load_trace(fmt, files, settings=settings, skip_bad=skip_bad, mapping=mapping)
             progress.update(step, description="baselines, bins, splits")
-            table = to_training_table(jobs, n_quantiles=quantiles, history_features=history)
+            table = to_training_table(jobs, settings=settings, n_quantiles=quantiles,
+                                      history_features=history)  # fmt: skip
             progress.update(step, description=f"writing {out}")
             table.save(out)
             if history_db:
                 progress.update(step, description="updating the history store")
-                _update_store(history_db, jobs, table)
+                _update_store(history_db, jobs, table, settings.history)
     except (TraceParseError, ValueError) as exc:
         from scoutless.cli.errors import trace_error
 

@@ -50,8 +50,7 @@ if TYPE_CHECKING:
 
 
 def get_settings() -> Settings:
-    """``scoutless.config.get_settings()``, with ``config`` imported on the first call (the
-    same cached settings: ``config.get_settings.cache_clear()`` applies here too); the
+    """``scoutless.config.get_settings()``, with ``config`` imported on the first call; the
     command's small-request thresholds are set from them (:mod:`scoutless.fast_paths`)."""
     from scoutless.config import get_settings as settings
     from scoutless.fast_paths import FastPaths, configure

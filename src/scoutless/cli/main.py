@@ -107,7 +107,6 @@ def _use_config(value: Path | None) -> Path | None:
         from scoutless.config import CONFIG_ENV, SettingsFileError, get_settings
 
         os.environ[CONFIG_ENV] = str(value.resolve())
-        get_settings.cache_clear()
         try:  # read once here, so that a wrong key or value stops the command in one line
             get_settings()
         except SettingsFileError as exc:

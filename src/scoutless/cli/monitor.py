@@ -38,8 +38,9 @@ ConfigOpt = Annotated[
 def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
     from scoutless.history.panda_db import existing_database, make_engine  # `--help` stays light
 
-    engine = existing_database(db or get_settings().resolved_db_url())  # read: never created
-    return engine, make_engine(log_db) if log_db else engine
+    settings = get_settings()
+    engine = existing_database(db or settings.resolved_db_url(), schema=settings.db_schema)
+    return engine, make_engine(log_db, schema=settings.db_schema) if log_db else engine
 
 
 def _load_champion(registry: Path) -> Any:
@@ -84,7 +85,10 @@ def collect(
     engine, ops_engine = _engines(db, log_db)
     predictor = _load_champion(registry)
     with console.status("collecting actuals"):
-        result = collect_actuals(engine, predictor.bins, recollect=recollect, log_engine=ops_engine)
+        result = collect_actuals(
+            engine, predictor.bins, settings=get_settings(), recollect=recollect,
+            log_engine=ops_engine,
+        )  # fmt: skip
     table = Table(title="actuals collected")
     table.add_column("figure")
     table.add_column("tasks", justify="right")
@@ -136,7 +140,9 @@ def report(
         from scoutless.ops.impact import ImpactError, impact_report
 
         try:  # the rollout's impact where it has been collected (monitor impact)
-            impact = impact_report(ops_engine, every=every, since=since)
+            rollout = get_settings().rollout
+            report = impact_report(ops_engine, every=every, since=since, settings=rollout)
+            impact = (report, rollout)
         except ImpactError:
             impact = None
         path = render_report(snapshot, predictor.bins, html, alerts=alerts, impact=impact)
@@ -177,11 +183,12 @@ def impact(
         said.print(f"collected {done.n_read} tasks ({done.n_final} final), "
                    f"{done.n_jobs} jobs, of {done.n_predicted} predicted")  # fmt: skip
     since = datetime.now(UTC) - timedelta(days=days)
+    rollout = get_settings().rollout
     try:
-        result = impact_report(ops_engine, every=every, since=since)
+        result = impact_report(ops_engine, every=every, since=since, settings=rollout)
     except ValueError as exc:  # --every that pandas cannot read (ImpactError is one too)
         raise UserError(f"{exc}") from exc
-    verdict = None if guard else impact_verdict(result)
+    verdict = None if guard else impact_verdict(result, rollout)
     give_impact(fmt, console, result, verdict)
     if verdict is not None:
         said.print(f"[bold]{verdict}[/bold] (--guard applies it)")
@@ -190,7 +197,7 @@ def impact(
     if html is not None:
         from scoutless.ops.report import render_impact
 
-        said.print(f"HTML report: {render_impact(result, html, every=every)}")
+        said.print(f"HTML report: {render_impact(result, html, settings=rollout, every=every)}")
 
 
 def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
@@ -201,7 +208,9 @@ def _guard(ops_engine: Any, result: Any, config: Path | None) -> None:
         alert_config = load_alert_config(config)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    verdict = check_guard_rail(ops_engine, result, config=alert_config)
+    verdict = check_guard_rail(
+        ops_engine, result, config=alert_config, settings=get_settings().rollout
+    )
     style = "[bold red]" if verdict.tripped else ""
     console.print(
         f"{style}guard rail: {verdict.message}"
@@ -233,18 +242,21 @@ def promise(
         alert_config = load_alert_config(config)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    collect_actuals(engine, _load_champion(registry).bins, log_engine=ops_engine)
+    settings = get_settings()
+    collect_actuals(
+        engine, _load_champion(registry).bins, settings=settings, log_engine=ops_engine
+    )
     now = datetime.now(UTC)
     predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
     rows = kept.judged(predictions, read_actuals(ops_engine))
-    table = kept.promise_by_window(rows, every)
+    table = kept.promise_by_window(rows, every, settings.rollout)
     shown = table[(table["group"] == "all") | table["breached"].astype(bool)]
     _print_frame(shown, "under-allocation against alpha (all, and breaching groups)")
     fired = fire(ops_engine, kept.promise_alerts(table), alert_config)
     if fired and refit_days is not None:
         since = (now - timedelta(days=refit_days)).replace(tzinfo=None)
         alpha = float(rows["alpha"].astype(float).median())
-        s = get_settings().rollout
+        s = settings.rollout
         recal = kept.refit(rows, since, alpha, min_n=s.promise_min_tasks)
         path = kept.register_calibration(registry, recal)
         console.print(f"calibration {recal.version} registered ({path}): {recal.factors}")
@@ -292,16 +304,20 @@ def run(
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr="127.0.0.1", registry=gauges.registry)
+    settings = get_settings()
     ctx = MonitorContext(
         engine=engine,
         registry=registry,
+        settings=settings,
         config=alert_config,
         log_engine=ops_engine,
         retrain=RetrainOptions(history_days=history_days, margin=margin)
         if retrain_on_alert
         else None,
         gauges=gauges,
-        impact=ImpactWatch(gauges.registry, alert_config.every) if impact else None,
+        impact=ImpactWatch(settings.rollout, gauges.registry, alert_config.every)
+        if impact
+        else None,
     )
     if once:
         monitor_step(ctx)
@@ -346,7 +362,7 @@ def retrain(
         result = run_retrain(
             engine, registry, since=_parse_date(since), margin=margin,
             models=tuple(m.strip() for m in models.split(",") if m.strip()),
-            max_epochs=max_epochs,
+            max_epochs=max_epochs, settings=get_settings(),
             on_step=lambda msg: progress.update(task, description=msg),
             trainer=functools.partial(train_bundle, fit_model=fit_model),
         )  # fmt: skip

@@ -40,13 +40,12 @@ def _refuse_unused_alpha(policy: str, alpha: float | None) -> None:
 
 
 def _pipeline(  # type: ignore[no-untyped-def]
-    bundle: Path, executor: ThreadPoolExecutor, settings: Settings | None = None
+    bundle: Path, executor: ThreadPoolExecutor, settings: Settings
 ):
     from scoutless.ops.registry import resolve_champion
     from scoutless.service.pipeline import Pipeline
     from scoutless.service.serving import load_bundle_default
 
-    settings = settings or get_settings()
     predictor = load_bundle_default(resolve_champion(bundle))
     return Pipeline(predictor, None, executor, safe_recall=settings.service.default_safe_recall,
                     settings=settings)  # fmt: skip
@@ -81,15 +80,16 @@ def listen(
     )
     given = {"broker": broker, "subscribe": subscribe, "publish": publish, "policy": policy,
              "alpha": alpha, "max_age_s": max_age, "health_port": health_port}  # fmt: skip
-    s = get_settings().listener.model_copy(update={k: v for k, v in given.items() if v is not None})
+    settings = get_settings()
+    s = settings.listener.model_copy(update={k: v for k, v in given.items() if v is not None})
     _refuse_unused_alpha(s.policy, alpha)
-    url = db or get_settings().resolved_db_url()
+    url = db or settings.resolved_db_url()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     with ThreadPoolExecutor(4, thread_name_prefix="target") as executor:
-        pipeline = _pipeline(bundle, executor)
-        engine = existing_database(url)
+        pipeline = _pipeline(bundle, executor, settings)
+        engine = existing_database(url, schema=settings.db_schema)
         stomp = StompBroker(s.broker, s.subscribe, username=s.username, passcode=s.passcode,
                             prefetch=s.prefetch, heartbeat_ms=s.heartbeat_ms, vhost=s.vhost,
                             tls=tls_files(s))  # fmt: skip
@@ -153,10 +153,10 @@ def _calibration(bundle: Path):  # type: ignore[no-untyped-def]
     return (lambda: current_calibration(bundle)) if is_registry(bundle) else None
 
 
-def _read_taskparams(file: Path) -> dict[str, Any]:
+def _read_taskparams(file: Path, site: Any) -> dict[str, Any]:
     """The file's task parameters, every field within its domain, or one clear error
     before any model or service is asked."""
-    from scoutless.features.domains import DomainError, check_taskparams
+    from scoutless.features.domains import DomainError, check_taskparams, domains
 
     try:
         params = json.loads(file.read_text())
@@ -166,7 +166,7 @@ def _read_taskparams(file: Path) -> dict[str, Any]:
         raise UserError(f"{file}: expected a JSON object of task parameters, "
                         f"not a {type(params).__name__}")  # fmt: skip
     try:
-        check_taskparams(params)
+        check_taskparams(params, domains(site))
     except DomainError as exc:
         raise UserError(f"{file}: {exc}") from exc
     return params
@@ -194,8 +194,9 @@ def taskparams(
 
     if (bundle is None) == (service is None):
         raise UserError("give exactly one of --bundle or --service")
-    params = _read_taskparams(file)
-    s = get_settings().listener
+    settings = get_settings()
+    params = _read_taskparams(file, settings.replay)
+    s = settings.listener
     policy = policy or s.policy
     _refuse_unused_alpha(policy, alpha)
     if service is not None:
@@ -209,10 +210,10 @@ def taskparams(
         from scoutless.service.request_input import InputError, InputErrors
 
         try:
-            targets, version = _predict_locally(params, bundle, policy, alpha)  # type: ignore[arg-type]
+            targets, version = _predict_locally(params, bundle, policy, alpha, settings)  # type: ignore[arg-type]
         except (InputError, InputErrors) as exc:  # named by field within the file
             raise UserError(message(exc, source=str(file))) from exc
-    filled = _fill(params, targets, version, policy, db)
+    filled = _fill(params, targets, version, policy, db, settings)
     text = json.dumps(filled, indent=2) + "\n"
     if out is None:
         typer.echo(text, nl=False)
@@ -224,8 +225,7 @@ def taskparams(
 
 
 def _predict_locally(
-    params: dict[str, Any], bundle: Path, policy: str, alpha: float,
-    settings: Settings | None = None,
+    params: dict[str, Any], bundle: Path, policy: str, alpha: float, settings: Settings,
 ) -> tuple[dict[str, Any], str]:  # fmt: skip
     """The targets ``taskparams --bundle`` fills in, and the bundle's version."""
     from concurrent.futures import ThreadPoolExecutor
@@ -243,8 +243,9 @@ def predict_with(
 
 
 def _fill(
-    params: dict[str, Any], task: dict[str, Any], version: str, policy: str, db: str | None
-) -> dict[str, Any]:
+    params: dict[str, Any], task: dict[str, Any], version: str, policy: str, db: str | None,
+    settings: Settings,
+) -> dict[str, Any]:  # fmt: skip
     """The filled parameters, skipScout as the rollout decides for this task (its name is
     the stable key before submission), the arm and its reason on stderr."""
     from scoutless.allocation.arms import assign, task_key
@@ -253,10 +254,11 @@ def _fill(
     from scoutless.jedi.messages import eligible_to_skip, fill_taskparams
     from scoutless.ops.rollout import default_state, read_rollout
 
-    skip = get_settings().listener.skip_scout_policies
-    url = db or get_settings().db_url
+    skip = settings.listener.skip_scout_policies
+    url = db or settings.db_url
     # no database named: the configured default mode (nothing to read)
-    state = read_rollout(existing_database(url)) if url else default_state()
+    engine = existing_database(url, schema=settings.db_schema) if url else None
+    state = read_rollout(engine) if engine is not None else default_state()
     key = task_key(params.get("jediTaskID"), params.get("taskName"))
     features = features_from_taskparams(parse_taskparams(params))
     arm = assign(state, key, eligible_to_skip(task, policy, skip), features)

@@ -1,6 +1,6 @@
 """``scoutless replay``: the same history through every strategy (scouts, predicted, hybrid,
 selective, bayes, oracle; a ``canary`` on request), or an imported trace through request,
-predicted, selective, online (the sizing engine) and oracle (docs/how-to/replay.md);
+predicted, selective, online (the online sizer) and oracle (docs/how-to/replay.md);
 ``--write-history`` writes the replayed canary as PanDA's records for ``monitor impact``
 (docs/how-to/rollout.md)."""
 

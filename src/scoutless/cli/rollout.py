@@ -22,8 +22,11 @@ def _engine(db: str | None, *, writes: bool = False) -> Any:
     reading never creates one (a mistyped path is said as such)."""
     from scoutless.history.panda_db import existing_database, make_engine
 
-    url = db or get_settings().resolved_db_url()
-    return make_engine(url, create_dirs=False) if writes else existing_database(url)
+    settings = get_settings()
+    url, schema = db or settings.resolved_db_url(), settings.db_schema
+    if writes:
+        return make_engine(url, create_dirs=False, schema=schema)
+    return existing_database(url, schema=schema)
 
 
 def parse_scope(items: list[str]) -> dict[str, list[str]]:
@@ -75,7 +78,8 @@ def set_mode(
     if mode == "full":
         reason = _full_reason(engine, before.mode, reason, force)
     state = set_rollout(
-        engine, mode, share=share, seed=seed, scope=parse_scope(scope or []),
+        engine, mode, share=share, seed=get_settings().rollout.seed if seed is None else seed,
+        scope=parse_scope(scope or []),
         reason=reason, changed_by=os_identity(),
         expected_version=before.version if if_version is None else if_version,
     )  # fmt: skip
@@ -98,7 +102,7 @@ def _full_reason(engine: Any, current: str, reason: str, force: bool) -> str:
 
     if current == "canary":
         _show_evidence(engine)  # promotion is a person's decision: with the evidence
-    evidence = promotion_evidence(engine)
+    evidence = promotion_evidence(engine, get_settings().rollout)
     if evidence.tripped:
         console.print(escape(evidence.message))
         return reason
@@ -154,7 +158,7 @@ def _show_evidence(engine: Any) -> None:
     from scoutless.ops.impact import ImpactError, impact_report
 
     try:
-        report = impact_report(engine)
+        report = impact_report(engine, settings=get_settings().rollout)
     except ImpactError as exc:
         console.print(f"[yellow]no impact evidence: {exc}[/yellow]")
         return

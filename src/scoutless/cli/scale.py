@@ -39,7 +39,7 @@ def cluster(scheduler: str, console: Console) -> Iterator[Client]:
     try:
         spec = parse_scheduler(scheduler)
         assert spec is not None
-        with connect(spec) as client:
+        with connect(spec, get_settings().distributed) as client:
             yield client
     except SchedulerError as exc:
         raise UserError(str(exc)) from exc

@@ -6,20 +6,25 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.output import FormatOption, checked, give, notes
 
 if TYPE_CHECKING:
+    import pandas as pd
     from rich.table import Table
 
-# pandas and the sizing engine are imported by the functions that run, so that
+# pandas and the online sizer are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
 console = LazyConsole()
 PROTOCOLS = ("peers", "live")
+FEATURES_HELP = (
+    "input size: submission (known at release) | peers-rchar (bytes read during the run, "
+    "as the peers' regressions take it)"
+)
 #: `scoutless import nextflow --workflow NAME`
 WorkflowOption = Annotated[
     str | None,
@@ -34,7 +39,7 @@ def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad
     from scoutless.sources.nextflow import read_nextflow
 
     try:
-        trace = read_nextflow(files, workflow, skip_bad=skip_bad)
+        trace = read_nextflow(files, workflow, skip_bad=skip_bad, settings=get_settings().sizing)
     except TraceParseError as exc:
         raise trace_error(exc, skip_bad) from exc
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -54,16 +59,22 @@ def import_nextflow(files: list[Path], workflow: str | None, out: Path, skip_bad
     )
 
 
-def _table(name: str, result: dict) -> Table:
+#: a results key's unit suffix as a reader reads it
+UNITS = {"gbh": "GB·h", "core_h": "core-h"}
+
+
+def _table(name: str, result: dict, unit: str = "gbh") -> Table:
     from rich.table import Table
 
-    view = Table(title=f"{name}: online instances sized (GB·h wasted / failures)")
-    for col in ("method", "wastage GB·h", "over", "under", "failures", "MAQ", "instances"):
+    shown = UNITS[unit]
+    view = Table(title=f"{name}: online instances sized ({shown} wasted / failures)")
+    for col in ("method", f"wastage {shown}", "over", "under", "failures", "MAQ", "instances"):
         view.add_column(col, justify="left" if col == "method" else "right")
-    for method, cell in sorted(result["methods"].items(), key=lambda kv: kv[1]["wastage_gbh"]):
+    methods = sorted(result["methods"].items(), key=lambda kv: kv[1][f"wastage_{unit}"])
+    for method, cell in methods:
         view.add_row(
-            method, f"{cell['wastage_gbh']:,.2f}", f"{cell['over_gbh']:,.2f}",
-            f"{cell['under_gbh']:,.2f}", str(cell["failures"]), f"{cell['maq']:.3f}",
+            method, f"{cell[f'wastage_{unit}']:,.2f}", f"{cell[f'over_{unit}']:,.2f}",
+            f"{cell[f'under_{unit}']:,.2f}", str(cell["failures"]), f"{cell['maq']:.3f}",
             str(cell["instances"]),
         )  # fmt: skip
     return view
@@ -82,6 +93,31 @@ def _goal_line(method: str, g: dict, failures: int) -> str:
             f"({'met' if g['failures_met'] else 'missed'})")  # fmt: skip
 
 
+def _check_options(**given: str) -> None:
+    """Each named option's value among its choices. Raises UserError naming them."""
+    from scoutless.cli.errors import UserError
+    from scoutless.sizing.instances import FEATURES
+    from scoutless.sizing.resources import RESOURCES
+
+    choices = {"protocol": PROTOCOLS, "resource": RESOURCES, "features": tuple(FEATURES)}
+    for option, value in given.items():
+        if value not in choices[option]:
+            raise UserError(f"unknown {option} {value!r}; expected one of "
+                            f"{', '.join(choices[option])}")  # fmt: skip
+
+
+def _sized(frame: pd.DataFrame, name: str, seed: int, **how: Any) -> dict:
+    """`size_workflow` on ``frame``, a table the live protocol cannot size a UserError."""
+    from scoutless.cli.errors import UserError
+    from scoutless.sizing.live import NoClock
+    from scoutless.sizing.report import size_workflow
+
+    try:
+        return size_workflow(frame, name, seed, **how)
+    except NoClock as exc:
+        raise UserError(f"--protocol live: {exc}") from exc
+
+
 def size(
     trace: Annotated[Path, typer.Option("--trace", help="instance table (import nextflow)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for sizing.json")],
@@ -95,6 +131,8 @@ def size(
         list[Path] | None,
         typer.Option("--history", help="other workflows' instance tables (--cold)"),
     ] = None,
+    resource: Annotated[str, typer.Option(help="memory | walltime")] = "memory",
+    features: Annotated[str, typer.Option(help=FEATURES_HELP)] = "submission",
     fmt: FormatOption = "table",
 ) -> None:
     """Size a workflow's instances online (scoutless and the published baselines).
@@ -105,12 +143,10 @@ def size(
     from scoutless.cli.errors import UserError
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
-    from scoutless.sizing.live import NoClock
-    from scoutless.sizing.report import size_workflow
+    from scoutless.sizing.resources import resource as resource_named
 
     fmt = checked(fmt)
-    if protocol not in PROTOCOLS:
-        raise UserError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    _check_options(protocol=protocol, resource=resource, features=features)
     if cold and not history:
         raise UserError("--cold needs --history TABLE (other workflows' instance tables)")
     try:
@@ -120,20 +156,21 @@ def size(
         raise UserError(str(exc)) from exc
     name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
     start = time.perf_counter()
-    try:
-        result = size_workflow(frame, name, seed, cold_histories=histories, protocol=protocol)
-    except NoClock as exc:
-        raise UserError(f"--protocol live: {exc}") from exc
+    settings = get_settings()
+    sized = resource_named(resource, settings)
+    result = _sized(frame, name, seed, settings=settings, cold_histories=histories,
+                    resource=sized, features=features, protocol=protocol)  # fmt: skip
     doc = {
-        "protocol": protocol, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
-        "workflows": {name: result},
+        "protocol": protocol, "resource": resource, "features": features, "seed": seed,
+        "seconds": round(time.perf_counter() - start, 1), "workflows": {name: result},
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "sizing.json", json.dumps(jsonable(doc), indent=1))
     import pandas as pd
 
     cells = pd.DataFrame([{"method": m, **c} for m, c in result["methods"].items()])
-    give(fmt, lambda: console.print(_table(name, result)), {"methods": cells}, document=doc)
+    give(fmt, lambda: console.print(_table(name, result, sized.unit)), {"methods": cells},
+         document=doc)  # fmt: skip
     said = notes(fmt, console)
     for method, g in result["goal"].items():
         said.print(_goal_line(method, g, result["methods"][method]["failures"]))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from scoutless.cli import scale
 from scoutless.cli.errors import UserError
-from scoutless.cli.lazy import LazyConsole
+from scoutless.cli.lazy import LazyConsole, get_settings, masked_url
 from scoutless.models.families import FAMILY_NAMES
 
 if TYPE_CHECKING:
@@ -72,6 +72,33 @@ def metrics_table(manifest: dict) -> Table:
     return table
 
 
+def _carry_history(table: Any, bundle: Path, db: str | None, split: str | None, seed: int) -> None:
+    """The jobs' spread and room loads of the table's training tasks, from the history's
+    jobs (``replay.history.carry_history``); a history that cannot be read leaves the
+    bundle without them (its decision then prices every job at its task's value and the
+    rooms at load 0), said in one line."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from scoutless.config.settings import BadDatabaseUrl
+    from scoutless.history.panda_db import DatabaseUnavailable
+    from scoutless.replay.history import carry_history
+    from scoutless.replay.workload import WorkloadError
+
+    train, _ = table.split(split or table.default_split)
+    if "jeditaskid" not in train:
+        console.print("[yellow]no jobs' spread or room loads in the bundle[/] (the table "
+                      "names no tasks); it decides at room load 0")  # fmt: skip
+        return
+    url = db or get_settings().resolved_db_url()
+    try:
+        carry_history(url, get_settings(), train["jeditaskid"].to_numpy(), bundle, seed=seed)
+    except (BadDatabaseUrl, DatabaseUnavailable, WorkloadError, OSError, SQLAlchemyError) as exc:
+        console.print(
+            f"[yellow]no jobs' spread or room loads in the bundle[/] (the history "
+            f"{masked_url(url)} cannot be read: {exc}); it decides at room load 0"
+        )
+
+
 XgbGridOption = Annotated[
     str | None,
     typer.Option(
@@ -84,6 +111,18 @@ DnnVariantsOption = Annotated[
     typer.Option(
         help="DNN variants tried per target, the best on validation kept (reference, "
         "ordinal, ordinal_tempered, ple, onecycle); default: reference,ordinal,ordinal_tempered"
+    ),
+]
+
+
+#: the history a table was built from: the bundle learns its jobs' spread and room loads
+HistoryDbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="the history the table was built from (SQLAlchemy URL; default: the work "
+        "dir's SQLite file): the bundle learns its training tasks' jobs' spread and room "
+        "loads from it",
     ),
 ]
 
@@ -107,6 +146,7 @@ def train(
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads for training")] = None,
     dnn_variants: DnnVariantsOption = None,
     scheduler: scale.SchedulerOption = None,
+    db: HistoryDbOption = None,
 ) -> None:
     """Train XGBoost baselines and the DNN per target; write a versioned bundle."""
     from scoutless.history.table import TableError, TrainingTable
@@ -132,9 +172,11 @@ def train(
                 n_jobs=threads,
                 dnn_variants=variants,
                 fit_model=fit_model,
+                settings=get_settings(),
             )
     except (FileNotFoundError, TableError, TrainingError) as exc:
         raise UserError(str(exc)) from exc
+    _carry_history(training_table, path, db, split, seed)
     manifest = json.loads((path / "manifest.json").read_text())
     console.print(metrics_table(manifest))
     console.print(f"[green]bundle[/] {manifest['version']} → {path}")

@@ -24,6 +24,7 @@ from scoutless.config.replay import (
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.settings import (
     CONFIG_ENV,
+    PANDA_SCHEMA,
     BadDatabaseUrl,
     Settings,
     SettingsFileError,
@@ -34,11 +35,13 @@ from scoutless.config.settings import (
     with_password,
 )
 from scoutless.config.sizing import SizingSettings
+from scoutless.config.sizing_state import SizingStateSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
 
 __all__ = [
     "CONFIG_ENV",
     "EXTRA_STRATEGY_NAMES",
+    "PANDA_SCHEMA",
     "REPLAY_POLICIES",
     "STRATEGY_NAMES",
     "AllocationSettings",
@@ -57,6 +60,7 @@ __all__ = [
     "Settings",
     "SettingsFileError",
     "SizingSettings",
+    "SizingStateSettings",
     "SplitSettings",
     "TargetSettings",
     "TrainingSettings",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scoutless.policy_names import PolicyName
@@ -66,6 +68,10 @@ class Prices(BaseModel):
     )
 
 
+#: per width (single, multi), each capped room's (himem, long_queue) mean busy share
+RoomLoadsSetting = dict[Literal["single", "multi"], dict[Literal["himem", "long_queue"], float]]
+
+
 class AllocationSettings(BaseModel):
     """The value and cost-aware allocations (``scoutless.allocation``)."""
 
@@ -116,6 +122,13 @@ class AllocationSettings(BaseModel):
     job_spread_points: int = Field(
         8, ge=1, le=64, description="factors of a task's jobs around its value priced per task"
     )
+    room_loads: RoomLoadsSetting | None = Field(
+        None,
+        description="per width (single, multi) the mean busy share of its HIMEM and long-queue "
+        "caps the decision prices those rooms at (congestion 1 / (1 - load)), where the site's "
+        "load is known; unset: the loads the bundle learnt from its training history "
+        "(room_loads.json), or 0 for a bundle without them",
+    )
     scout_unseen: list[str] = Field(
         default_factory=lambda: ["processingtype", "transpath"],
         description="categorical features whose unseen value makes `selective` scout a task "
@@ -132,6 +145,17 @@ class AllocationSettings(BaseModel):
                 err = exc.errors()[0]
                 key = ".".join(str(p) for p in err["loc"])
                 raise ValueError(f"{rtype}.{key}: {err['msg']}") from None
+        return value
+
+    @field_validator("room_loads")
+    @classmethod
+    def _loads_in_range(
+        cls, value: dict[str, dict[str, float]] | None
+    ) -> dict[str, dict[str, float]] | None:
+        for width, rooms in (value or {}).items():
+            for room, load in rooms.items():
+                if not 0 <= load < 1:
+                    raise ValueError(f"{width}.{room}: a load must be in [0, 1), got {load}")
         return value
 
     @field_validator("kill_probability_by_target")

@@ -146,7 +146,21 @@ class ReplaySettings(BaseModel):
         default_factory=lambda: [1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0]
     )
     task_raise_share: float = Field(
-        0.3, ge=0, le=1, description="task ramCount raised once more than this share needed it"
+        0.3,
+        ge=0,
+        le=1,
+        description="the task's ramCount raised instead of a killed job's files once more "
+        "than this share of its input files were raised above it",
+    )
+    memory_retry_action: Literal["increase_memory", "increase_memory_xtimes"] = Field(
+        "increase_memory",
+        description="the retrial rule's action for a memory kill (panda-server retryModule): "
+        "the ladder, or xtimes with retry_ram_split_rule's RX/RY/RZ",
+    )
+    retry_ram_split_rule: str = Field(
+        "",
+        description="the tasks' RX=…,RY=…,RZ=… split rules increase_memory_xtimes reads "
+        "(RY scales the job's ramCount by RY / the task's; RZ caps it, MB a job)",
     )
     default_ram_mb_per_core: float = Field(
         2000.0, gt=0, description="allocation when the task requests no ramCount"
@@ -168,7 +182,7 @@ class ReplaySettings(BaseModel):
     trace_type_columns: list[str] = Field(
         ["executable", "user"],
         description="a trace's columns whose values make a job's task type (the online "
-        "strategy's sizing engine learns per type)",
+        "strategy's online sizer learns per type)",
     )
     trace_incumbent_cap: bool = Field(
         True,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from scoutless.config.panda import PandaDefaults, TargetSettings
 from scoutless.config.replay import ReplaySettings
 from scoutless.config.service import InferenceSettings, ServiceSettings
 from scoutless.config.sizing import SizingSettings
+from scoutless.config.sizing_state import SizingStateSettings
 from scoutless.config.training import SplitSettings, TrainingSettings, WithinTaskSettings
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 #: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
 CONFIG_ENV = "SCOUTLESS_CONFIG"
+
+
+#: PanDA's PostgreSQL schema (``Settings.db_schema``'s default)
+PANDA_SCHEMA = "doma_panda"
 
 
 class Settings(BaseSettings):
@@ -50,7 +54,7 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL of the PanDA-compatible history; default: SQLite in workdir",
     )
     db_schema: str | None = Field(
-        "doma_panda",
+        PANDA_SCHEMA,
         description="PostgreSQL schema of PanDA's tables, searched first (search_path "
         "'<schema>,public'); PostgreSQL skips it where it does not exist. None: server default",
     )
@@ -76,6 +80,7 @@ class Settings(BaseSettings):
     allocation: AllocationSettings = AllocationSettings()
     rollout: RolloutSettings = RolloutSettings()
     sizing: SizingSettings = SizingSettings()
+    sizing_state: SizingStateSettings = SizingStateSettings()
 
     @model_validator(mode="after")
     def _one_default_policy(self) -> Settings:
@@ -163,8 +168,12 @@ def masked_url(text: str) -> str:
         return text
 
 
-@lru_cache(maxsize=1)
 def get_settings() -> Settings:
+    """The settings as the environment and the file give them now. Only a composition root
+    calls this (a command, the app factory, a worker process, a benchmark's main; listed in
+    tests/test_settings_roots.py): it reads them once where its process starts and passes
+    them, or the section a callee needs, down as arguments. Nothing caches them, so a test
+    sets the environment or passes a ``Settings`` and clears nothing."""
     return Settings()
 
 

@@ -63,8 +63,21 @@ class SizingSettings(BaseModel):
         description="outcomes of its own after which a type sized cold forgets the "
         "instances borrowed from other workflows",
     )
+    max_outcomes_per_type: int | None = Field(
+        2048,
+        ge=16,
+        description="outcomes a task type's state holds at most, the oldest dropped first "
+        "(None: every outcome; state and time per outcome then grow with the type)",
+    )
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"
+    )
+    walltime_retry_growth: float = Field(
+        2.0,
+        ge=1,
+        description="a walltime retry is at least the killed limit × this: a kill costs the "
+        "cores' whole run (1/slack price of an excess), and the distribution above a limit "
+        "the engine just saw fail is what it knows least (1: the engine's retry alone)",
     )
     fields: list[str] = Field(
         default_factory=lambda: [

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scoutless.config import get_settings
+from scoutless.config import DistributedSettings
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -59,13 +59,12 @@ def parse_scheduler(text: str | None) -> SchedulerSpec | None:
 
 
 @contextlib.contextmanager
-def connect(spec: SchedulerSpec) -> Iterator[Client]:
+def connect(spec: SchedulerSpec, settings: DistributedSettings) -> Iterator[Client]:
     """A client on the cluster ``spec`` names; a local cluster lives as long as the block."""
     from distributed import Client, LocalCluster
 
     # shuffles log a warning per run at WARNING level: routine here, not news
     logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)
-    settings = get_settings().distributed
     if spec.address is not None:
         try:
             client = Client(spec.address, timeout=settings.connect_timeout_s)

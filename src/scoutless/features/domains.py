@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.config import ReplaySettings, Settings, get_settings
+from scoutless.config import ReplaySettings
 from scoutless.fast_paths import current
 
 #: the largest value of PanDA's NUMBER(11)/BIGINT columns and of the log's BigInteger
@@ -136,51 +136,43 @@ def _table(site: ReplaySettings) -> dict[str, Domain]:
     return {row[0]: Domain(*row) for row in rows}
 
 
-#: the settings the table below was made from, and that table
-_MADE: tuple[Settings, dict[str, Domain]] | None = None
+def domains(site: ReplaySettings) -> dict[str, Domain]:
+    """Every numeric submission field's domain under the site's limits, by feature name
+    (made by whoever checks tasks, once: the serving pipeline keeps its table)."""
+    return _table(site)
 
 
-def domains(settings: Settings | None = None) -> dict[str, Domain]:
-    """Every numeric submission field's domain, by feature name (made once per settings
-    object: ``get_settings`` keeps one)."""
-    global _MADE
-    settings = settings or get_settings()
-    made = _MADE
-    if made is None or made[0] is not settings:
-        made = _MADE = (settings, _table(settings.replay))
-    return made[1]
-
-
-def by_key(settings: Settings | None = None) -> dict[str, Domain]:
+def by_key(table: Mapping[str, Domain]) -> dict[str, Domain]:
     """The domains by task-parameter key (``coreCount`` …)."""
-    return {d.key: d for d in domains(settings).values()}
+    return {d.key: d for d in table.values()}
 
 
-def taskparam_type_problems(params: Mapping[str, Any]) -> list[tuple[str, str]]:
+def taskparam_type_problems(
+    params: Mapping[str, Any], table: Mapping[str, Domain]
+) -> list[tuple[str, str]]:
     """(key, why) of each domain field of task parameters whose value is not a number."""
     out = []
-    for key, domain in by_key().items():
+    for key, domain in by_key(table).items():
         value = params.get(key)
         if value is not None and (problem := domain.type_problem(value)):
             out.append((key, problem))
     return out
 
 
-def check_taskparams(params: Any) -> None:
+def check_taskparams(params: Any, table: Mapping[str, Domain]) -> None:
     """Raise :class:`DomainError` naming the first field of a task-parameter JSON outside
     its domain (a whole task checked at once: the command line's door)."""
     if not isinstance(params, Mapping):
         raise DomainError("taskparams", f"expected a JSON object, got {_quoted(params)}")
-    for key, domain in by_key().items():
+    for key, domain in by_key(table).items():
         if (problem := domain.problem(params.get(key))) is not None:
             raise DomainError(key, problem)
 
 
-def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain] | None = None
+def violations(numbers: Mapping[str, np.ndarray], table: Mapping[str, Domain]
                ) -> list[Violation]:  # fmt: skip
     """Every value of typed feature columns (``InspectedFeatures.numbers``, NaN: absent)
     outside its domain, by row: one comparison of the domain columns with their bounds."""
-    table = domains() if table is None else table
     present = [d for name, d in table.items() if name in numbers]
     if not present:
         return []

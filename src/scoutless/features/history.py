@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from scoutless.config import HistorySettings, get_settings
+from scoutless.config import HistorySettings
 from scoutless.fast_paths import current
 from scoutless.features.encoders import signed_log1p
 from scoutless.features.normalise import category_text
@@ -246,10 +246,9 @@ def _events(codes: np.ndarray, finished_s: np.ndarray, values: np.ndarray) -> np
 
 
 def target_history(
-    key: HistoryInput, values: np.ndarray, cfg: HistorySettings | None = None
+    key: HistoryInput, values: np.ndarray, cfg: HistorySettings
 ) -> pd.DataFrame:
     """TARGET_STATS per job for one key and one target's values (NaN: no history)."""
-    cfg = cfg or get_settings().history
     codes = _codes(key.groups)
     values = np.asarray(values, dtype=float)
     done = _events(codes, key.finished_s, values)
@@ -300,14 +299,13 @@ def history_features(
     submit_s: np.ndarray,
     finished_s: np.ndarray,
     requests: Mapping[str, np.ndarray] | None = None,
-    cfg: HistorySettings | None = None,
+    cfg: HistorySettings,
 ) -> pd.DataFrame:
     """All history features of ``frame``'s jobs, columns as :func:`history_specs` lists.
 
     ``keys``: key name -> column of ``frame``; ``values``: target -> value per job;
     ``requests``: target -> the user's request per job (same unit), where the trace has one.
     """
-    cfg = cfg or get_settings().history
     requests = requests or {}
     frame = with_derived_keys(frame, keys)
     columns: dict[str, np.ndarray] = {}
@@ -333,7 +331,8 @@ def frame_history(
     frame: pd.DataFrame,
     targets: Sequence[str],
     requests: Mapping[str, np.ndarray] | None = None,
-    cfg: HistorySettings | None = None,
+    *,
+    cfg: HistorySettings,
 ) -> tuple[pd.DataFrame, list[FeatureSpec]]:
     """History features of a frame of jobs or tasks (``creationdate``, ``finished_at``,
     ``{t}_value``, key columns) over the keys it has, and their specs."""

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import HistorySettings, Settings
 from scoutless.features.history import frame_history
 from scoutless.features.spec import PANDA_FEATURES, FeatureSpec
 from scoutless.history.panda_db import History, read_history, require_history, task_ids
@@ -155,10 +155,12 @@ def task_history_frame(
     return frame.reset_index()
 
 
-def add_task_history(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+def add_task_history(
+    frame: pd.DataFrame, cfg: HistorySettings
+) -> tuple[pd.DataFrame, list[FeatureSpec]]:
     """Per user / transformation / campaign: the history features of earlier finished tasks
     (:mod:`scoutless.features.history`, the same component traces and the service use)."""
-    history, specs = frame_history(frame, list(TARGET_NAMES))
+    history, specs = frame_history(frame, list(TARGET_NAMES), cfg=cfg)
     return pd.concat([frame, history], axis=1), specs
 
 
@@ -231,7 +233,7 @@ def finish_table(
     ``with_history`` adds the per-user/transformation/campaign task-history features."""
     features = list(PANDA_FEATURES)
     if with_history:
-        frame, specs = add_task_history(frame)
+        frame, specs = add_task_history(frame, settings.history)
         features += specs
     splits, bins = fit_splits_and_bins(frame, settings=settings, bins_file=bins_file, bins=bins)
     frame = label_rows(frame, bins, truth).assign(**splits)
@@ -254,7 +256,7 @@ def build_training_table(
     *,
     bins_file: Path | None = None,
     strict: bool = False,
-    settings: Settings | None = None,
+    settings: Settings,
     truth: LatentTruth | None = None,
     bins: dict[str, TargetBins] | None = None,
     with_history: bool = False,
@@ -264,7 +266,6 @@ def build_training_table(
     ``bins`` (e.g. a serving bundle's) takes precedence over ``bins_file``; ``truth`` (from
     the synthetic generator) adds the Bayes-optimal classes.
     """
-    settings = settings or get_settings()
     report = BadRowReport()
     frame = task_rows(history, report, settings)
     if strict and len(report):
@@ -283,7 +284,7 @@ def build_table_from_db(
     strict: bool = False,
     since: datetime | None = None,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     bins: dict[str, TargetBins] | None = None,
     chunk_tasks: int = 100_000,
     on_chunk: Callable[[int, int], None] | None = None,
@@ -295,7 +296,6 @@ def build_table_from_db(
     ``read_truth`` adds the Bayes-optimal classes of a synthetic history (its latent truth,
     chunk by chunk). ``on_chunk(tasks_done, tasks_total)`` reports progress.
     """
-    settings = settings or get_settings()
     require_history(engine)  # names what a missing or older history lacks, before reading
     ids = task_ids(engine, since=since)
     if not ids:

@@ -21,7 +21,7 @@ import pandas as pd
 from sqlalchemy import Engine, create_engine, event, inspect, select
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
-from scoutless.config import get_settings, parse_db_url
+from scoutless.config import PANDA_SCHEMA, parse_db_url
 from scoutless.features.extract import task_features
 from scoutless.history.schema import (
     ALLOCATION_COLUMNS,
@@ -170,7 +170,7 @@ def make_engine(
     *,
     create_dirs: bool = True,
     for_reads: bool = False,
-    schema: str | None = None,
+    schema: str | None = PANDA_SCHEMA,
     read_only: bool = False,
     create: bool = True,
 ) -> Engine:
@@ -191,10 +191,11 @@ def make_engine(
     Other engines on a database server ping a pooled connection before use once it has
     been idle ``PING_IDLE_S`` (:func:`ping_when_idle`).
 
-    On PostgreSQL every connection searches ``schema`` (default ``Settings.db_schema``,
-    PanDA's ``doma_panda``) before ``public``: Core statements and raw SQL (``COPY``) then
-    find PanDA's tables without naming a schema, and a database without that schema works
-    too (PostgreSQL skips missing schemas in the search path)."""
+    On PostgreSQL every connection searches ``schema`` (PanDA's ``doma_panda``; a process
+    passes its ``Settings.db_schema``; None: the server's default) before ``public``: Core
+    statements and raw SQL (``COPY``) then find PanDA's tables without naming a schema,
+    and a database without that schema works too (PostgreSQL skips missing schemas in the
+    search path)."""
     options: dict[str, Any] = {}
     if for_reads:  # autocommit: no transaction to open, nothing to roll back on return
         options = {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
@@ -207,10 +208,8 @@ def make_engine(
         if not (create and not read_only):
             options["creator"] = functools.partial(_open_existing, parsed.database)
         return _sqlite_engine(url, read_only, options)
-    if parsed.get_backend_name() == "postgresql":
-        schema = schema if schema is not None else get_settings().db_schema
-        if schema:
-            options["connect_args"] = {"options": f"-csearch_path={schema},public"}
+    if parsed.get_backend_name() == "postgresql" and schema:
+        options["connect_args"] = {"options": f"-csearch_path={schema},public"}
     try:
         engine = create_engine(url, **options)
     except ModuleNotFoundError as exc:

@@ -38,7 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.config import HistorySettings, get_settings
+from scoutless.config import HistorySettings
 from scoutless.features.history import seconds, with_derived_keys
 from scoutless.features.key_state import KeyState
 from scoutless.features.running_stats import EW_EMPTY
@@ -237,11 +237,10 @@ def update_store(
     jobs: pd.DataFrame,
     keys: Mapping[str, str],
     targets: Sequence[str],
-    cfg: HistorySettings | None = None,
+    cfg: HistorySettings,
 ) -> int:
     """Apply newly finished (and submitted) jobs to their keys' rows in one transaction;
     returns the key rows written."""
-    cfg = cfg or get_settings().history
     create_history_table(engine)
     jobs = with_derived_keys(jobs, keys)
     pairs = {(k, v) for k, c in keys.items() for v in _key_values(jobs, c) if v is not None}

@@ -20,7 +20,7 @@ from sqlalchemy import (
     literal_column,
 )
 
-from scoutless.config import HistorySettings, get_settings
+from scoutless.config import HistorySettings
 from scoutless.features.history import (
     HistoryLayout,
     feature_name,
@@ -60,11 +60,12 @@ def features_from_states(
     keys: Mapping[str, str],
     targets: Sequence[str],
     with_request: Sequence[str] = (),
-    cfg: HistorySettings | None = None,
+    *,
+    cfg: HistorySettings,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """History features per record (columns as :func:`history_specs` lists) and, per
     record, whether any key of it had a finished job in the store."""
-    columns, found = state_features(states, records, keys, targets, with_request, cfg)
+    columns, found = state_features(states, records, keys, targets, with_request, cfg=cfg)
     return pd.DataFrame(columns, index=records.index), found
 
 
@@ -74,11 +75,11 @@ def state_features(
     keys: Mapping[str, str],
     targets: Sequence[str],
     with_request: Sequence[str] = (),
-    cfg: HistorySettings | None = None,
+    *,
+    cfg: HistorySettings,
 ) -> tuple[dict[str, list[float]], np.ndarray]:
     """:func:`features_from_states` on columns (name -> values: ``creationdate``, the key
     columns, ``{t}_request`` where known), as plain lists: no frame for a few tasks."""
-    cfg = cfg or get_settings().history
     records = with_derived_keys(records, keys)
     submit = seconds(records["creationdate"])
     out: dict[str, list[float]] = {}
@@ -149,7 +150,7 @@ def states_from_row(row: Mapping[str, Any], keys: Mapping[str, str]) -> dict[Sta
 
 
 def task_history(
-    task: Mapping[str, Any], layout: HistoryLayout, keys: Mapping[str, str]
+    task: Mapping[str, Any], layout: HistoryLayout, keys: Mapping[str, str], cfg: HistorySettings
 ) -> tuple[dict[str, float], bool]:
     """One task's history features from its joined row, and whether any key had history.
 
@@ -157,7 +158,7 @@ def task_history(
     kinds = layout_keys(layout, keys)
     states = states_from_row(task, kinds)
     record = {**{c: task.get(c) for c in kinds.values()}, "creationdate": task.get(SUBMITTED)}
-    features, found = records_history(states, [record], layout, keys)
+    features, found = records_history(states, [record], layout, keys, cfg)
     return features[0], found[0]
 
 
@@ -183,6 +184,7 @@ def records_history(
     records: Sequence[Mapping[str, Any]],
     layout: HistoryLayout,
     keys: Mapping[str, str],
+    cfg: HistorySettings,
 ) -> tuple[list[dict[str, float]], list[bool]]:
     """History features of records (key columns and ``creationdate``, the submit time: now
     where None) from the store's states, and per record whether any key had history.
@@ -192,7 +194,9 @@ def records_history(
     now = datetime.now(UTC)
     columns: dict[str, list[Any]] = {c: [r.get(c) for r in records] for c in kinds.values()}
     columns["creationdate"] = [r.get("creationdate") or now for r in records]
-    features, found = state_features(states, columns, kinds, layout.targets, layout.with_request)
+    features, found = state_features(
+        states, columns, kinds, layout.targets, layout.with_request, cfg=cfg
+    )
     names, nan = layout.names, [float("nan")] * len(records)
     if len(records) == 1:  # the served task: no transposition
         return [{n: float(features.get(n, nan)[0]) for n in names}], found.tolist()

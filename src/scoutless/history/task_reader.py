@@ -26,7 +26,8 @@ from typing import Any
 from sqlalchemy import ARRAY, BigInteger, Engine, Select, any_, bindparam, cast, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from scoutless.features.domains import domains
+from scoutless.config import HistorySettings
+from scoutless.features.domains import Domain
 from scoutless.features.extract import (
     DATASET_COLUMNS_READ,
     TASK_COLUMNS_READ,
@@ -67,10 +68,12 @@ class BadTaskRecord(ValueError):
     or whose numbers lie outside their fields' domains (``features.domains``)."""
 
 
-def domain_checked(jeditaskid: int, features: dict[str, Any]) -> dict[str, Any]:
+def domain_checked(
+    jeditaskid: int, features: dict[str, Any], table: Mapping[str, Domain]
+) -> dict[str, Any]:
     """A stored task's features, refused where a number is no task a site could run (2**62
     cores): such a task is never answered or published. One task: plain Python."""
-    for name, domain in domains().items():
+    for name, domain in table.items():
         if (why := domain.problem(features.get(name))) is not None:
             raise BadTaskRecord(f"task {jeditaskid}: {domain.source}: {why}")
     return features
@@ -326,7 +329,7 @@ class TaskReader:
             raise DatabaseUnavailable(f"cannot read the history store: {exc}") from exc
 
     def history(
-        self, records: Sequence[Mapping[str, Any]], layout: HistoryLayout
+        self, records: Sequence[Mapping[str, Any]], layout: HistoryLayout, cfg: HistorySettings
     ) -> tuple[list[dict[str, float]], list[bool]]:
         """History features of posted tasks, as the task path computes them: one store read
         for the whole batch. ``records`` are feature dicts (the key features are named as
@@ -340,20 +343,21 @@ class TaskReader:
             for r in records
         ]
         states = self.states(key_pairs(keyed, kinds))
-        return records_history(states, keyed, layout, TASK_HISTORY_KEYS)
+        return records_history(states, keyed, layout, TASK_HISTORY_KEYS, cfg)
 
     def history_lookup(
-        self, layout: HistoryLayout | None
+        self, layout: HistoryLayout | None, cfg: HistorySettings
     ) -> Callable[[Sequence[Mapping[str, Any]]], tuple[list[dict[str, float]], list[bool]]] | None:
         """:meth:`history` for ``layout`` (None: the bundle uses no history or the database
         has no store); the service's POST path and the listener fill tasks with it."""
         if layout is None or not self.with_history:
             return None
-        return functools.partial(self.history, layout=layout)
+        return functools.partial(self.history, layout=layout, cfg=cfg)
 
-    def features(self, jeditaskid: int) -> dict[str, Any]:
-        """One task's submission-time features, exactly as training computes them."""
-        return domain_checked(jeditaskid, features_of(*self.inputs(jeditaskid)))
+    def features(self, jeditaskid: int, table: Mapping[str, Domain]) -> dict[str, Any]:
+        """One task's submission-time features, exactly as training computes them, checked
+        against ``table`` (``features.domains``)."""
+        return domain_checked(jeditaskid, features_of(*self.inputs(jeditaskid)), table)
 
 
 def outcome_of(read: Callable[..., TaskInputs], *args: Any) -> TaskInputs | Exception:
@@ -364,6 +368,8 @@ def outcome_of(read: Callable[..., TaskInputs], *args: Any) -> TaskInputs | Exce
         return exc
 
 
-def fetch_task_features(engine: Engine, jeditaskid: int) -> dict[str, Any]:
+def fetch_task_features(
+    engine: Engine, jeditaskid: int, table: Mapping[str, Domain]
+) -> dict[str, Any]:
     """One task's features (a one-off read; a service keeps one :class:`TaskReader`)."""
-    return TaskReader(engine).features(jeditaskid)
+    return TaskReader(engine).features(jeditaskid, table)

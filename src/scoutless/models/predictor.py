@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from scoutless.allocation.room_loads import RoomLoads
 from scoutless.allocation.spread_table import SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.features.encoded import EncodedFeatures, InspectedFeatures
@@ -30,6 +31,8 @@ class PredictorLike(Protocol):
     feature_specs: Sequence[FeatureSpec]
     #: the jobs' spread per task kind a decision prices (None: every job at its task's value)
     job_spreads: SpreadTable | None
+    #: the room loads a decision prices HIMEM and the long queue at (None: load 0)
+    room_loads: RoomLoads | None
 
     def models(self, target: str) -> list[str]: ...
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
     select,
 )
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.features.history import history_keys
 from scoutless.history.build import task_history_frame
 from scoutless.history.panda_db import read_history
@@ -149,7 +149,7 @@ def collect_actuals(
     engine: Engine,
     bins: dict[str, TargetBins],
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     recollect: bool = False,
     log_engine: Engine | None = None,
     update_history: bool = True,
@@ -161,7 +161,6 @@ def collect_actuals(
     Newly collected tasks also update the history-feature store in ``engine``
     (``update_history``; never on a recollect, which would count them twice).
     """
-    settings = settings or get_settings()
     log = PredictionLog(log_engine or engine)
     predicted = log.task_ids()
     done: set[int] = set()
@@ -182,7 +181,8 @@ def collect_actuals(
     n_stored = store_actuals(log_engine or engine, rows)
     if update_history and not recollect and len(values):
         finished_tasks = task_history_frame(tasks, jobs, values)
-        update_store(engine, finished_tasks, history_keys(list(tasks.columns)), list(bins))
+        keys = history_keys(list(tasks.columns))
+        update_store(engine, finished_tasks, keys, list(bins), settings.history)
     n_with_target = rows["jeditaskid"].nunique() if n_stored else 0
     return CollectResult(
         n_predicted_tasks=len(predicted),

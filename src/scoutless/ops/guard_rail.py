@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine
 
-from scoutless.config import RolloutSettings, get_settings
+from scoutless.config import RolloutSettings
 from scoutless.ops.alerts import Alert, AlertConfig, fire
 from scoutless.ops.impact import FIGURES, HIGHER_IS_BETTER, Difference, ImpactReport
 from scoutless.ops.rollout import RolloutConflict, read_rollout, set_rollout
@@ -83,10 +83,10 @@ class GuardGauges:
 
 def check_guard_rail(
     engine: Engine, report: ImpactReport, *, config: AlertConfig | None = None,
-    settings: RolloutSettings | None = None, gauges: GuardGauges | None = None,
+    settings: RolloutSettings, gauges: GuardGauges | None = None,
 ) -> Verdict:  # fmt: skip
     """Apply the rule to a canary in force; trip: back to shadow, alert, webhook, metric."""
-    s = settings or get_settings().rollout
+    s = settings
     state = read_rollout(engine)
     if state.mode != "canary":
         return Verdict(False, f"rollout is {state.mode}: nothing to guard")
@@ -95,7 +95,7 @@ def check_guard_rail(
         return verdict
     d = verdict.difference
     try:
-        set_rollout(engine, "shadow", reason=f"guard rail: {verdict.message}",
+        set_rollout(engine, "shadow", seed=state.seed, reason=f"guard rail: {verdict.message}",
                     changed_by="guard-rail", expected_version=state.version)  # fmt: skip
     except RolloutConflict as exc:
         newer = exc.current
@@ -120,13 +120,13 @@ def check_guard_rail(
     return verdict
 
 
-def promotion_evidence(engine: Engine, settings: RolloutSettings | None = None) -> Verdict:
+def promotion_evidence(engine: Engine, settings: RolloutSettings) -> Verdict:
     """Whether the impact evidence of the last ``evidence_days`` lets the rollout go to
     full: the guard figure measured on ``guard_min_tasks`` tasks per arm, and no harm.
     ``tripped`` is True when the evidence holds (a person may promote)."""
     from scoutless.ops.impact import ImpactError, impact_report
 
-    s = settings or get_settings().rollout
+    s = settings
     since = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=s.evidence_days)
     try:
         report = impact_report(engine, since=since, settings=s)
@@ -145,14 +145,17 @@ def promotion_evidence(engine: Engine, settings: RolloutSettings | None = None) 
 
 class ImpactWatch:
     """What the monitor loop keeps between steps for the impact: its gauges (on the loop's
-    registry) and the window."""
+    registry), the window and the rollout's settings (the figures' bootstrap, the rule)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, every: str = "1D") -> None:
+    def __init__(
+        self, settings: RolloutSettings, registry: CollectorRegistry | None = None,
+        every: str = "1D",
+    ) -> None:  # fmt: skip
         from scoutless.ops.impact import ImpactGauges
 
         self.impact = ImpactGauges(registry)
         self.guard = GuardGauges(self.impact.registry)
-        self.every = every
+        self.every, self.settings = every, settings
 
     def step(self, engine: Engine, ops_engine: Engine, config: AlertConfig) -> Verdict:
         """Collect newly finished jobs, recompute the figures, apply the guard rail."""
@@ -161,10 +164,12 @@ class ImpactWatch:
 
         collect_impact(engine, ops_engine)
         try:
-            report = impact_report(ops_engine, every=self.every)
+            report = impact_report(ops_engine, every=self.every, settings=self.settings)
         except ImpactError as exc:
             return Verdict(False, str(exc))
         self.impact.update(report)
-        verdict = check_guard_rail(ops_engine, report, config=config, gauges=self.guard)
+        verdict = check_guard_rail(
+            ops_engine, report, config=config, settings=self.settings, gauges=self.guard
+        )
         logger.info("guard rail: %s", verdict.message)
         return verdict

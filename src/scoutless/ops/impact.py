@@ -35,7 +35,7 @@ import pandas as pd
 from prometheus_client import CollectorRegistry, Gauge
 from sqlalchemy import Engine
 
-from scoutless.config import RolloutSettings, get_settings
+from scoutless.config import RolloutSettings
 from scoutless.ops.figure_labels import FIGURE_LABELS
 from scoutless.ops.impact_store import ImpactError, read_impact
 from scoutless.ops.monitoring import window_start
@@ -119,12 +119,12 @@ def _job_parts(jobs: pd.DataFrame, s: RolloutSettings) -> pd.DataFrame:
 
 def task_figures(
     tasks: pd.DataFrame, jobs: pd.DataFrame, predicted: pd.DataFrame | None = None,
-    settings: RolloutSettings | None = None,
+    *, settings: RolloutSettings,
 ) -> pd.DataFrame:  # fmt: skip
     """One row per task: ``<figure>_num`` and ``<figure>_den`` for every figure.
 
     ``predicted``: per task id, the logged ``memory`` and ``walltime`` values (optional)."""
-    s = settings or get_settings().rollout
+    s = settings
     parts = _job_parts(jobs, s)
     g = parts.groupby("jeditaskid")
     sums = g[["first", "first_ok", "rows", "memory_kill", "walltime_kill", "wasted",
@@ -265,11 +265,11 @@ def _long(figures: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def build_report(
-    figures: pd.DataFrame, arms: pd.DataFrame, every: str, settings: RolloutSettings | None = None,
+    figures: pd.DataFrame, arms: pd.DataFrame, every: str, settings: RolloutSettings,
     compare: tuple[str, str] = ("canary", "control"),
 ) -> ImpactReport:  # fmt: skip
     """``arms``: per task id, ``arm`` and ``created_at`` (its prediction's time)."""
-    s = settings or get_settings().rollout
+    s = settings
     frame = figures.join(arms[["arm", "created_at"]], how="inner")
     frame["arm"] = frame["arm"].fillna("unrecorded")
     frame["window_start"] = window_start(frame["created_at"], every)
@@ -300,8 +300,8 @@ def logged_arms(
 
 
 def impact_report(
-    log_engine: Engine, *, every: str = "1D", since: datetime | None = None,
-    settings: RolloutSettings | None = None,
+    log_engine: Engine, *, settings: RolloutSettings, every: str = "1D",
+    since: datetime | None = None,
 ) -> ImpactReport:  # fmt: skip
     """The report from the collected tables (``collect_impact`` first)."""
     tasks, jobs = read_impact(log_engine)
@@ -309,7 +309,7 @@ def impact_report(
         raise ImpactError("no collected tasks yet: no task of the prediction log is in the history"
                           " (`monitor impact` collects them, unless --no-collect)")
     arms, values = logged_arms(log_engine, since)
-    figures = task_figures(tasks, jobs, values, settings)
+    figures = task_figures(tasks, jobs, values, settings=settings)
     return build_report(figures, arms, every, settings)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.ops.actuals import CollectResult, collect_actuals, read_actuals
 from scoutless.ops.alerts import Alert, AlertConfig, evaluate_rules, fire
 from scoutless.ops.guard_rail import ImpactWatch, Verdict
@@ -49,12 +49,12 @@ class MonitorContext:
 
     engine: Engine
     registry: Path
+    settings: Settings
     config: AlertConfig = field(default_factory=AlertConfig)
     log_engine: Engine | None = None
     retrain: RetrainOptions | None = field(default_factory=RetrainOptions)
     lookback: timedelta | None = timedelta(days=30)
     gauges: MonitorGauges | None = None
-    settings: Settings | None = None
     loader: Loader | None = None
     trainer: Callable[..., Path] | None = None
     #: set: each step also collects the rollout's impact and applies the guard rail
@@ -99,7 +99,7 @@ def champion_snapshot(ctx: MonitorContext, predictor: Any) -> MonitorSnapshot:
 
 
 def monitor_step(ctx: MonitorContext) -> StepReport:
-    settings = ctx.settings or get_settings()
+    settings = ctx.settings
     champion_path = resolve_champion(ctx.registry)
     predictor = _load(ctx, champion_path)
     collected = collect_actuals(

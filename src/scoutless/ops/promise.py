@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.atomic import atomic_write_text
-from scoutless.config import RolloutSettings, get_settings
+from scoutless.config import RolloutSettings
 from scoutless.ops.actuals import join_predictions
 from scoutless.ops.alerts import Alert
 from scoutless.ops.monitoring import logged_features, window_start
@@ -77,10 +77,10 @@ def _rows(frame: pd.DataFrame, group: str, z: float, min_n: int) -> list[dict[st
 
 
 def promise_by_window(
-    judged_rows: pd.DataFrame, every: str, settings: RolloutSettings | None = None
+    judged_rows: pd.DataFrame, every: str, settings: RolloutSettings
 ) -> pd.DataFrame:
     """Per window, target and group: n, under-allocations, their rate, α, the bound, breach."""
-    s = settings or get_settings().rollout
+    s = settings
     if judged_rows.empty:
         return pd.DataFrame(columns=PROMISE_COLUMNS)
     frame = judged_rows.assign(window_start=window_start(judged_rows["created_at"], every))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from jinja2 import Environment, select_autoescape
 
-from scoutless.config import get_settings
+from scoutless.config import RolloutSettings
 from scoutless.ops.figure_labels import MONITOR_LABELS, figure_label
 from scoutless.ops.guard_rail import judge
 from scoutless.ops.monitoring import MonitorSnapshot
@@ -162,11 +162,11 @@ def render_report(
     *,
     alerts: pd.DataFrame | None = None,
     title: str = "scoutless monitoring",
-    impact: Any = None,
+    impact: tuple[Any, RolloutSettings] | None = None,
 ) -> Path:
     """Write the page to ``out`` and return its path (``impact``: the rollout's
-    ``ImpactReport``, whose sections follow)."""
-    sections = _sections(snapshot, bins) + (impact_sections(impact) if impact else [])
+    ``ImpactReport`` and the settings that judge it, whose sections follow)."""
+    sections = _sections(snapshot, bins) + (impact_sections(*impact) if impact else [])
     alert_rows = [] if alerts is None or alerts.empty else alerts.to_dict("records")
     return _write_page(
         out, title=title, every=snapshot.every, n_predictions=snapshot.n_predictions,
@@ -274,21 +274,21 @@ def _figure_plot(wide: pd.DataFrame, figure: str) -> str | None:
     return _png(fig, tight=False)
 
 
-def impact_verdict(report: Any) -> str:
+def impact_verdict(report: Any, settings: RolloutSettings) -> str:
     """One line: what the guard rail does with this report (nothing is changed here)."""
-    verdict = judge(report, get_settings().rollout)
+    verdict = judge(report, settings)
     action = "would move the rollout back to shadow" if verdict.tripped else "would do nothing"
     return f"guard rail {action}: {verdict.message}"
 
 
-def impact_sections(report: Any) -> list[dict[str, Any]]:
+def impact_sections(report: Any, settings: RolloutSettings) -> list[dict[str, Any]]:
     """The verdict; per figure its value per arm over the windows; the per-arm table; the
     differences, the rows whose interval excludes zero marked."""
     wide = report.per_window.pivot_table(
         index=["window_start", "arm"], columns="figure", values="value"
     ).reset_index()
     sections = [{"title": "verdict", "image": None,
-                 "table": f'<p class="verdict">{escape(impact_verdict(report))}</p>'}]  # fmt: skip
+                 "table": f'<p class="verdict">{escape(impact_verdict(report, settings))}</p>'}]  # fmt: skip
     sections.append({"title": "impact per arm (all windows)", "image": None,
                      "table": _per_arm_table(report)})  # fmt: skip
     sections.append({"title": "canary − control (bootstrap interval over tasks)", "image": None,
@@ -303,10 +303,11 @@ def impact_sections(report: Any) -> list[dict[str, Any]]:
 
 
 def render_impact(
-    report: Any, out: str | Path, *, every: str = "1D", title: str = "scoutless rollout impact"
-) -> Path:
+    report: Any, out: str | Path, *, settings: RolloutSettings, every: str = "1D",
+    title: str = "scoutless rollout impact",
+) -> Path:  # fmt: skip
     """The impact's own page."""
     return _write_page(
         out, title=title, every=every, n_predictions=report.n_tasks, n_joined=report.n_tasks,
-        alerts=[], sections=impact_sections(report),
+        alerts=[], sections=impact_sections(report, settings),
     )  # fmt: skip

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.evaluation.metrics import classification_metrics
 from scoutless.history.panda_db import read_history
 from scoutless.history.table import TrainingTable
@@ -166,14 +166,13 @@ def retrain(
     max_epochs: int | None = None,
     split: str = "time",
     min_tasks: int = 20,
-    settings: Settings | None = None,
+    settings: Settings,
     progress: bool = False,
     trainer: Trainer | None = None,
     loader: Loader | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> RetrainResult:
     """Train a challenger on recent history; promote it if it wins by ``margin``."""
-    settings = settings or get_settings()
     trainer = trainer or _default_trainer()
     loader = loader or _default_loader()
     step = on_step or (lambda _msg: None)
@@ -191,7 +190,7 @@ def retrain(
 
         step(f"training challenger on {len(train_rows)} tasks")
         options = {"models": tuple(models), "trials": trials, "seed": seed, "split": split,
-                   "progress": progress, "max_epochs": max_epochs}  # fmt: skip
+                   "progress": progress, "max_epochs": max_epochs, "settings": settings}  # fmt: skip
         challenger_id = _register_challenger(path, trainer, table, options)
 
         step(f"scoring on {len(holdout)} held-out recent tasks")

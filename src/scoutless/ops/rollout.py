@@ -48,7 +48,6 @@ from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from scoutless.allocation.arms import SKIPPING_ARMS, RolloutError, RolloutState, check_state
-from scoutless.config import get_settings
 from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.ops.prediction_log import utcnow
 
@@ -101,10 +100,9 @@ class RolloutConflict(RolloutError):
 
 
 def default_state() -> RolloutState:
-    """The state before any decision (no row, or no table): shadow, nothing skips."""
-    return RolloutState(
-        "shadow", None, get_settings().rollout.seed, reason="no rollout decision yet: shadow"
-    )
+    """The state before any decision (no row, or no table): shadow, nothing skips (a
+    shadow draws no arms, so it holds no seed of its own)."""
+    return RolloutState("shadow", None, reason="no rollout decision yet: shadow")
 
 
 def plain_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -179,13 +177,15 @@ def set_rollout(
     mode: str,
     *,
     share: float | None = None,
-    seed: int | None = None,
+    seed: int,
     scope: Mapping[str, list[str]] | None = None,
     reason: str = "",
     changed_by: str | None = None,
     expected_version: int | None = None,
 ) -> RolloutState:
     """Append a change (validated first: a bad one writes nothing) and return it.
+
+    ``seed``: the canary's assignment seed (the command line's default is ``rollout.seed``).
 
     ``changed_by``: the authenticated identity making the change; None: this process's
     operating-system account (:func:`os_identity`).
@@ -197,7 +197,7 @@ def set_rollout(
     check_state(mode, share, scope)
     row = {
         "mode": mode, "share": share,
-        "seed": get_settings().rollout.seed if seed is None else int(seed),
+        "seed": int(seed),
         "scope": json.dumps(scope, sort_keys=True) if scope else None,
         "reason": plain_text(reason), "changed_by": plain_text(changed_by or os_identity(), 64),
         "changed_at": utcnow(),

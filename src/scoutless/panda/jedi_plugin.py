@@ -25,6 +25,7 @@ from typing import Any
 from pandacommon.pandalogger import logger_utils
 from pandacommon.pandamsgbkr.msg_processor import SimpleMsgProcPluginBase
 
+from scoutless.config import PANDA_SCHEMA
 from scoutless.history.panda_db import DatabaseUnavailable, make_engine
 from scoutless.jedi.messages import MalformedMessage, parse_scout_prediction
 from scoutless.panda.apply import Outcome, apply_prediction
@@ -41,7 +42,7 @@ class ScoutPredictionProcessor(SimpleMsgProcPluginBase):
         if not params.get("db_url"):
             raise ValueError("ScoutPredictionProcessor: params.db_url is required")
         self.engine = make_engine(
-            params["db_url"], create_dirs=False, schema=params.get("db_schema")
+            params["db_url"], create_dirs=False, schema=params.get("db_schema", PANDA_SCHEMA)
         )
 
     def terminate(self) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from scoutless.allocation.arms import MODES, SCOPE_KEYS, Assignment, RolloutState, assign
 from scoutless.config import ListenerSettings
-from scoutless.features.domains import domains, violations
+from scoutless.features.domains import violations
 from scoutless.history.panda_db import read_history
 from scoutless.history.task_reader import TaskReader
 from scoutless.jedi.messages import (
@@ -85,7 +85,9 @@ class TaskPredictor:
         create_rollout_table(engine)
         self.rollout: RolloutState | None = None
         # history features from the store, as GET /v1/tasks/{id}/prediction computes them
-        self._history = TaskReader(engine).history_lookup(pipeline.history)
+        self._history = TaskReader(engine).history_lookup(
+            pipeline.history, pipeline.history_settings
+        )
 
     def current_rollout(self) -> RolloutState:
         """The rollout row, re-read for every batch: a switch (a person, the guard rail)
@@ -159,7 +161,7 @@ class TaskPredictor:
         """The tasks whose numbers are inside their fields' domains (``features.domains``);
         the others are dead letters at once, with the task and the column: no prediction
         is published for them (JEDI runs their scouts), and retrying cannot mend them."""
-        table = domains()
+        table = self.pipeline.domains
         numbers = {c: features[c].to_numpy(dtype=float) for c in features if c in table}
         refused: dict[int, str] = {}
         for v in violations(numbers, table):

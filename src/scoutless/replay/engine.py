@@ -20,8 +20,10 @@ import heapq
 import math
 
 from scoutless.replay import rules
+from scoutless.replay.ladder import job_min_ram_count, memory_retry
 from scoutless.replay.result import BROKEN, EXHAUSTED, RUNNING, SCOUTING, ReplayResult
 from scoutless.replay.state import ReplayState
+from scoutless.sizing.protocol import Outcome
 
 SUBMIT, END, TICK = 0, 1, 2
 
@@ -66,11 +68,9 @@ class Replay(ReplayState):
             self.queued_at[j] = self.now
             t = self.unit_task[j]
             if self.plan.sizer is not None and self.attempts[j] == 0 and self.job_ram[j] is None:
-                sized = self.plan.sizer.first(j)
+                sized = self.plan.sizer.first(t, j)
                 self.job_ram[j] = sized if sized == sized else None  # NaN: the task's
-            ram = self.job_ram[j]
-            if ram is None:
-                ram = self.task_ram[t]
+            ram = self.ram_of(j, t)
             long = False
             if self.short is not None:
                 limit = self.limit_of(j)
@@ -99,9 +99,7 @@ class Replay(ReplayState):
 
     def start(self, j: int, slot_mb_per_core: float, on_long: bool = False) -> None:
         t = self.unit_task[j]
-        ram = self.job_ram[j]
-        if ram is None:
-            ram = self.task_ram[t]
+        ram = self.ram_of(j, t)
         alloc = rules.allocation_mb(ram, slot_mb_per_core, self.cores[j], self.base_ram[t])
         wall = self.wall[j]
         # never above the maxtime of the queue it runs on (JobSplitter caps at siteSpec.maxtime)
@@ -138,7 +136,8 @@ class Replay(ReplayState):
         if self.plan.sizer is not None and outcome != rules.WALLTIME_KILL:
             killed = outcome == rules.MEMORY_KILL
             bound = self.cfg.memory_kill_factor * alloc  # a kill: the need lies above it
-            self.plan.sizer.learn(j, bound if killed else self.need[j], runtime, killed)
+            need = bound if killed else self.need[j]
+            self.plan.sizer.learn(t, j, Outcome(need, runtime, killed))
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
@@ -185,23 +184,31 @@ class Replay(ReplayState):
         else:
             self.release([j])
 
+    def ram_of(self, j: int, t: int) -> float:
+        """The unit's ramCount: its own (the task's where it has none), at least its input
+        files' (``InputChunk.getMaxRamCount``)."""
+        ram = self.job_ram[j]
+        if ram is None:
+            ram = self.task_ram[t]
+        file_ram = self.files.unit_ram[j]
+        return ram if ram >= file_ram else file_ram
+
     def increase_memory(self, j: int, t: int, failed_mb: float) -> None:
-        current = self.job_ram[j]
-        if current is None:
-            current = self.task_ram[t]
+        current = self.ram_of(j, t)
         if self.plan.sizer is not None:  # its conditional retry; past its knowledge, the ladder
-            sized = self.plan.sizer.retry(j, failed_mb)
+            sized = self.plan.sizer.retry(t, j, failed_mb)
             if sized == sized and sized > current:
                 self.job_ram[j] = sized
                 return
-        step = rules.next_ram_step(current, self.cfg.ram_ladder_mb_per_core)
-        if step is None:
-            return
-        if self.job_ram[j] is None:
-            self.increased[t] += 1
-        self.job_ram[j] = step
-        if rules.task_needs_raise(self.increased[t], self.w.n_units[t], self.cfg.task_raise_share):
-            self.task_ram[t] = max(self.task_ram[t], step)
+        cfg = self.cfg
+        cores, base = self.cores[j], self.base_ram[t]
+        raised = memory_retry(
+            self.files, j, t, job_min_ram_count(current, 0.0, cores, base), cores, base,
+            self.task_ram[t], cfg.memory_retry_action, self.retry_ram,
+            cfg.ram_ladder_mb_per_core, cfg.task_raise_share,
+        )  # fmt: skip
+        if raised.task_ram is not None:
+            self.task_ram[t] = max(self.task_ram[t], raised.task_ram)
 
     def resolve(self, t: int) -> None:
         self.resolved[t] += 1

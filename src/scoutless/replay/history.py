@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.spread_table import SpreadTable
 from scoutless.config import Settings
 from scoutless.history.panda_db import make_engine, read_history, task_ids
 from scoutless.replay.workload import Workload, WorkloadError, build_workload
@@ -14,7 +15,7 @@ from scoutless.replay.workload import Workload, WorkloadError, build_workload
 REPLAY_JOB_COLUMNS = (
     "pandaid", "jeditaskid", "jobstatus", "specialhandling", "corecount", "actualcorecount",
     "maxpss", "starttime", "endtime", "nevents", "inputfilebytes", "outputfilebytes", "hs06",
-    "assignedpriority",
+    "assignedpriority", "ninputdatafiles",
 )  # fmt: skip
 
 
@@ -28,7 +29,7 @@ def workload_from_db(
 ) -> tuple[Workload, pd.DataFrame]:
     """Workload and submission features of the history's tasks (``only`` those ids; a seeded
     sample of ``n_tasks``)."""
-    engine = make_engine(url, read_only=True)
+    engine = make_engine(url, read_only=True, schema=settings.db_schema)
     try:
         ids = np.asarray(task_ids(engine), dtype=np.int64)
         if only is not None:
@@ -44,13 +45,18 @@ def workload_from_db(
     return work, history.features()
 
 
-def learnt_spreads(
-    url: str, settings: Settings, ids: np.ndarray, *, max_tasks: int = 5_000, seed: int = 42
-) -> SpreadTable:
-    """The jobs' spread per task kind learnt from the jobs of the tasks ``ids`` (a bundle's
-    training tasks; a seeded sample of ``max_tasks`` of them): what a bundle carries so
-    that the service prices the spread the replay would learn (``bundle.write_job_spreads``)."""
+def carry_history(
+    url: str, settings: Settings, ids: np.ndarray, bundle: Path, *, max_tasks: int = 5_000,
+    seed: int = 42,
+) -> None:
+    """Write into ``bundle`` what its decision learns from the jobs of the tasks ``ids``
+    (its training tasks; a seeded sample of ``max_tasks`` of them), which a training table
+    does not hold: the jobs' spread per task kind and each width's room loads, so that
+    the service prices what the replay would learn."""
+    from scoutless.bundle import write_job_spreads, write_room_loads
+    from scoutless.replay.site_rules import learnt_room_loads
     from scoutless.replay.submission import spread_table
 
     work, _ = workload_from_db(url, settings, n_tasks=max_tasks, seed=seed, only=ids)
-    return spread_table(work, settings)
+    write_job_spreads(bundle, spread_table(work, settings))
+    write_room_loads(bundle, learnt_room_loads(work, settings))

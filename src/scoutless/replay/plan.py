@@ -9,22 +9,15 @@ from typing import Protocol
 
 import numpy as np
 
+from scoutless.sizing.protocol import Sizer
 
-class UnitSizer(Protocol):
-    """A strategy that sizes each unit's memory online (the traces' ``online``): asked when
-    the unit is released, told every outcome as it ends on the replay's clock."""
 
-    def first(self, unit: int) -> float:
-        """The first attempt's ramCount (MB/core); NaN: the plan's."""
-        ...
-
-    def retry(self, unit: int, failed_mb: float) -> float:
-        """The ramCount after a memory kill above ``failed_mb`` (MB); NaN: PanDA's ladder."""
-        ...
-
-    def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
-        """An attempt's outcome: its need (MB), or a lower bound on it when ``censored``."""
-        ...
+class UnitSizer(Sizer[int, int], Protocol):
+    """A strategy that sizes each unit's memory online (the traces' ``online``), in the
+    `Sizer` protocol's verbs keyed by the replay's task, an instance known by its unit:
+    ``first`` when the unit is released (its ramCount, MB/core; NaN: the plan's),
+    ``retry`` after a memory kill above ``failed`` MB (NaN: PanDA's ladder), ``learn``
+    each outcome as it ends on the replay's clock (need in MB, runtime in s)."""
 
     def summary(self) -> dict[str, float]:
         """What replay.json reports of it."""

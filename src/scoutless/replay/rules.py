@@ -1,16 +1,16 @@
 """PanDA's execution, failure and retry rules as small pure functions (no state, no I/O).
 
 Sources (panda-server): ``CoreUtils.getJobMaxWalltime`` (a job's walltime from the task's
-cpuTime), ``retryModule`` + ``increaseRamLimitJobJEDI`` (the memory ladder and the >30 %
-task raise), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
+cpuTime), ``task_complex_module`` (the early avalanche at totFinished ≥ totJobs·5/10) and
 ``setScoutJobData_JEDI`` (exhausted when the scouts' ramCount jumps over 4 GB/core);
 ``ResourceSpec.match_job`` (a job's resource type); pandajedi ``AtlasProdJobBroker``
-(which queues a job's walltime fits).
+(which queues a job's walltime fits). The memory retry (``retryModule`` →
+``increaseRamLimitJobJEDI``: the ladder per input file, the >30 % task raise) is
+:mod:`scoutless.replay.ladder`.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 
@@ -115,17 +115,6 @@ def job_max_walltime(
     if cpu_efficiency > 0:
         wall /= cpu_efficiency / 100.0
     return min(wall + base_walltime_s, queue_maxtime_s)
-
-
-def next_ram_step(ram_mb_per_core: float, ladder: Sequence[float]) -> float | None:
-    """``increase_memory``: the first ladder step above the job's ramCount; None at the top."""
-    i = bisect.bisect_right(ladder, ram_mb_per_core)
-    return float(ladder[i]) if i < len(ladder) else None
-
-
-def task_needs_raise(n_increased: int, n_jobs: int, share: float) -> bool:
-    """The whole task is raised once more than ``share`` of its jobs needed an increase."""
-    return n_jobs > 0 and n_increased / n_jobs > share
 
 
 def avalanche_due(n_finished: int, n_scouts: int, n_resolved: int, min_share: float) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 from scoutless.allocation.allocate import Allocation
 from scoutless.allocation.context import JobContext
 from scoutless.allocation.costs import walltime_limit_s
+from scoutless.allocation.room_loads import ROOM_FIELDS, RoomLoads
 from scoutless.allocation.site import SiteRules
 from scoutless.config import ReplaySettings, Settings
 from scoutless.replay.pool import LONG, pool_cores, standard_types
@@ -42,6 +43,17 @@ def decision_rules(work: Workload, settings: Settings) -> dict[bool, SiteRules]:
         multicore: dataclasses.replace(rules, **fields)
         for multicore, fields in site_load(work, settings.replay, rules).items()
     }
+
+
+def learnt_room_loads(work: Workload, settings: Settings) -> RoomLoads:
+    """Per width, the load the workload's jobs put on its HIMEM and long-queue caps where
+    each goes where its own need sends it (:func:`decision_rules`): what a bundle carries
+    from its training history (``bundle.write_room_loads``) so that every caller's decision
+    prices the rooms at the site's load. A floor: a strategy's kills and margins add to it."""
+    return RoomLoads({
+        width: {room: getattr(rules, field) for room, field in ROOM_FIELDS.items()}
+        for width, rules in decision_rules(work, settings).items()
+    })  # fmt: skip
 
 
 def site_load(

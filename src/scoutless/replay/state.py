@@ -14,6 +14,7 @@ import numpy as np
 from scoutless.jedi.priorities import job_priority
 from scoutless.replay import rules
 from scoutless.replay.config import ReplaySettings
+from scoutless.replay.ladder import FileLedger, RetryRam
 from scoutless.replay.plan import StrategyPlan
 from scoutless.replay.pool import SlotPool
 from scoutless.replay.result import RUNNING, SCOUTING
@@ -119,8 +120,10 @@ class ReplayState(TaskTally):
         self.scouts_ok = [0] * n_t
         self.scouts_failed = [0] * n_t
         self.scouts_resolved = [0] * n_t
-        self.increased = [0] * n_t
         self.task_version = [0] * n_t  # +1 at each change of cpuTime (the limits)
+        # the input files' ramCounts of each task, as JEDI's memory retry raises them
+        self.files = FileLedger(self.unit_task, self.w.files_per_unit().tolist(), n_t)
+        self.retry_ram = RetryRam.from_split_rule(self.cfg.retry_ram_split_rule)
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
         self._tally_state(n_t)

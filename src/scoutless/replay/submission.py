@@ -11,8 +11,8 @@
 
 The model's allocations are the service's: one :class:`SiteDecision`, fed the bundle's
 distributions, the job context of each task's submission features (PanDA's defaults where
-unset, the walltime median) and the jobs' spread the bundle carries, under the site's own
-rules (no load the replay's history would tell). The truth's decision knows what the
+unset, the walltime median) and the jobs' spread and room loads the bundle carries (learnt
+from its training history, not from the replayed one). The truth's decision knows what the
 history shows: each task's jobs (their median cores, events, corePower), the spread of
 its jobs and the load on the caps, settled against its own choices.
 """
@@ -223,13 +223,13 @@ def model_submission(
     choose_scouts: bool = False,
 ) -> Submission:
     """What the bundle allocates (and, with ``choose_scouts``, which tasks to scout): the
-    service's decision (:class:`SiteDecision` with the bundle's jobs' spread) from what
-    the service knows at submission, the tasks' features."""
+    service's decision (:class:`SiteDecision` with the bundle's jobs' spread and room
+    loads) from what the service knows at submission, the tasks' features."""
     rows = feature_rows(predictor, features, work.task_ids)
     if policy not in VALUE_POLICIES and not choose_scouts:
         return Submission.of(class_values(predictor, rows, ALLOCATED_TARGETS, policy=policy,
                                           alpha=alpha))  # fmt: skip
-    decision = SiteDecision.of(settings, predictor.job_spreads)
+    decision = SiteDecision.of(settings, predictor.job_spreads, predictor.room_loads)
     inspected = predictor.inspect(rows)
     dists, levels = value_distributions(predictor, inspected.encoded)
     job = decision.job(inspected.numbers, len(rows), dists)

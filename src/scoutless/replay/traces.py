@@ -13,13 +13,17 @@ Strategies:
   the model's distribution is lower than the cost-aware value's and its calibrated kill
   probability within the cap, the cost-aware value elsewhere (a trace has no scouts: the
   request is the alternative to a prediction);
-- **online**: the sizing engine (``scoutless.sizing.engine``, the one ``scoutless size`` and
+- **online**: the online sizer (``scoutless.sizing.online``, the one ``scoutless size`` and
   the sizing benchmark run) sizes each job's memory per core when it is released, in submission
   order, per task type (``replay.trace_type_columns``: SWF's executable and user by
   default); the table's training rows are each type's history; every outcome is learnt as
   the job ends on the replay's clock (a memory kill as a censored lower bound: kill factor ×
-  allocation), and a kill's retry is the engine's choice on the need's distribution above
-  that bound (PanDA's ladder only where the engine has nothing). Memory only: its walltime
+  allocation), and a kill's retry is the sizer's choice on the need's distribution above
+  that bound (PanDA's ladder only where the sizer has nothing). A first attempt never
+  asks more than the incumbent (the user's request, else PanDA's default) while that has
+  held for every outcome of its type (no need above it, no kill at it): what the user
+  knows of the job bounds what a thin or borrowed history's tail would add; a type whose
+  request once fell short is sized by the online sizer alone. Memory only: its walltime
   is the user's request, as for ``request``;
 - **oracle**: the job's own measured memory and walltime: perfect foresight.
 
@@ -47,6 +51,7 @@ import pandas as pd
 
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.context import JobContext
+from scoutless.allocation.costs import memory_kill_in_gb_hours
 from scoutless.config import Settings
 from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.plan import StrategyPlan
@@ -63,7 +68,9 @@ from scoutless.replay.trace_decision import (
 )
 from scoutless.replay.workload import JobFrame, Workload, WorkloadError
 from scoutless.sizing.distribution import FailurePrice
-from scoutless.sizing.engine import Engine, Features
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
+from scoutless.sizing.protocol import Outcome
 from scoutless.sources.assemble import request_col
 from scoutless.targets.spec import value_col
 
@@ -190,7 +197,7 @@ def trace_plans(
     work: Workload | None = None,
     history: pd.DataFrame | None = None,
 ) -> tuple[list[StrategyPlan], dict[str, Any]]:
-    """The request incumbent, the oracle, online (the sizing engine; ``history``: the rows
+    """The request incumbent, the oracle, online (the online sizer; ``history``: the rows
     it starts from) and, with a bundle, predicted and selective; and how often selective
     kept the request, per target."""
     cfg = settings.replay
@@ -234,28 +241,27 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
-def kill_price(settings: Settings) -> Callable[[Features], FailurePrice]:
-    """A memory kill in the replay's terms, for the sizing engine sizing memory per core:
+def kill_price(settings: Settings) -> Callable[[Release], FailurePrice]:
+    """A memory kill in the replay's terms, for the online sizer sizing memory per core:
     each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
     core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
     limit's share of it), in bytes per core of memory slack at ``memory_gb_hour`` (what an
-    allocation that fits costs the engine, per core: both sides scale with the cores);
+    allocation that fits costs the sizer, per core: both sides scale with the cores);
     the allocation itself is not charged (holds 0): the cores are the loss."""
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
     gb = 1024.0 * MB
 
-    def price(f: Features) -> FailurePrice:
-        prices = by_width.get(f.cpus > 1) or settings.allocation.prices
-        per_core = (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
-        return FailurePrice(fixed=per_core * gb, holds=0.0)
+    def price(f: Release) -> FailurePrice:
+        prices = by_width.get(f.cores > 1) or settings.allocation.prices
+        return FailurePrice(fixed=memory_kill_in_gb_hours(prices) * gb, holds=0.0)
 
     return price
 
 
 class OnlineMemory:
     """The ``online`` strategy's :class:`~scoutless.replay.plan.UnitSizer`: one trace job
-    a unit, its memory sized by the sizing engine in bytes per core — the table's unit
+    a unit, its memory sized by the online sizer in bytes per core — the table's unit
     (a type's jobs may run on 1 or 64 cores: their totals are not one distribution) —
     the replay's per-job MB divided by the job's cores on the way in."""
 
@@ -264,17 +270,22 @@ class OnlineMemory:
         """``cap``: each attempt's kill probability at most this (default the settings')."""
         columns = settings.replay.trace_type_columns
         cap = kill_cap("memory", settings) if cap is None else cap
-        self.engine = Engine(settings.sizing, failure_price=kill_price(settings),
-                             max_kill_probability=cap)  # fmt: skip
+        self.sizer = OnlineSizer(settings.sizing, failure_price=kill_price(settings),
+                                 max_kill_probability=cap)  # fmt: skip
         #: an allocation of need ÷ grace survives where the site guarantees a grace
         self.grace = settings.allocation.guaranteed_memory_grace
         self.keys = type_keys(rows, columns)
         self.cores = work.cores.astype(float).tolist()
         request = numeric_column(rows, request_col("memory")) * MB
-        self.features = [Features(cpus=c, request=r) for c, r in zip(self.cores, request.tolist(),
+        self.default_mb = settings.replay.default_ram_mb_per_core
+        #: MB per core the incumbent gives each job: its request, else the site's default
+        self.incumbent = self._incumbent(request)
+        self.features = [Release(cores=c, request=r) for c, r in zip(self.cores, request.tolist(),
                                                                      strict=True)]  # fmt: skip
         self.counts = {"sized": 0, "unsized": 0, "retries": 0, "learnt": 0, "censored": 0,
-                       "history": 0}  # fmt: skip
+                       "history": 0, "request_capped": 0}  # fmt: skip
+        #: per type: a need above its request seen (the request no longer bounds it)
+        self.request_fell_short: dict[Hashable, bool] = {}
         if history is not None and len(history):
             self._start(history, columns)
 
@@ -288,42 +299,55 @@ class OnlineMemory:
         keys = type_keys(history, columns)
         for key in dict.fromkeys(k for k, good in zip(keys, ok, strict=True) if good):
             at = ok & np.fromiter((k == key for k in keys), bool, len(keys))
-            features = [Features(cpus=c, request=r) for c, r in zip(cores[at], request[at],
+            features = [Release(cores=c, request=r) for c, r in zip(cores[at], request[at],
                                                                    strict=True)]  # fmt: skip
-            self.engine.start_type(key, features, need[at], wall[at])
+            self.sizer.start_type(key, features, need[at], wall[at])
+            short = need[at] > self._incumbent(request[at]) * MB
+            self.request_fell_short[key] = bool(np.any(short))
             self.counts["history"] += int(at.sum())
 
+    def _incumbent(self, request: np.ndarray) -> np.ndarray:
+        """MB per core the request strategy gives: the request (bytes per core), else the
+        site's default, as the plan's ``ram``."""
+        mb = request / MB
+        return np.where(np.isnan(mb) | (mb <= 0), self.default_mb, mb)
+
     def _ram(self, per_core: float) -> float:
-        """The ramCount (MB/core) of a need per core the engine plans for (bytes)."""
+        """The ramCount (MB/core) of a need per core the sizer plans for (bytes)."""
         ok = np.isfinite(per_core) and per_core > 0
         return per_core / self.grace / MB if ok else np.nan
 
     def _bytes_per_core(self, unit: int, job_mb: float) -> float:
-        """A job's memory as the replay tells it (MB per job) in the engine's unit."""
+        """A job's memory as the replay tells it (MB per job) in the sizer's unit."""
         return job_mb * MB / self.cores[unit]
 
-    def first(self, unit: int) -> float:
-        ram = self._ram(self.engine.allocate(self.keys[unit], self.features[unit]))
+    def first(self, task: int, unit: int) -> float:
+        key = self.keys[unit]
+        ram = self._ram(self.sizer.first(key, self.features[unit]))
         self.counts["sized" if ram == ram else "unsized"] += 1
+        request = self.incumbent[unit]
+        if ram > request and not self.request_fell_short.get(key, False):
+            self.counts["request_capped"] += 1
+            return request
         return ram
 
-    def retry(self, unit: int, failed_mb: float) -> float:
+    def retry(self, task: int, unit: int, failed: float) -> float:
         self.counts["retries"] += 1
-        failed = self._bytes_per_core(unit, failed_mb)
-        return self._ram(self.engine.retry(self.keys[unit], self.features[unit], failed))
+        failed = self._bytes_per_core(unit, failed)
+        return self._ram(self.sizer.retry(self.keys[unit], self.features[unit], failed))
 
-    def learn(self, unit: int, need_mb: float, runtime_s: float, censored: bool) -> None:
-        if not need_mb > 0:  # a job without a measured need teaches nothing
+    def learn(self, task: int, unit: int, outcome: Outcome) -> None:
+        if not outcome.need > 0:  # a job without a measured need teaches nothing
             return
-        key, f = self.keys[unit], self.features[unit]
-        need = self._bytes_per_core(unit, need_mb)
-        if censored:
-            self.engine.observe_kill(key, f, need, runtime_s)
-        else:
-            self.engine.observe(key, f, need, runtime_s)
+        key = self.keys[unit]
+        need = self._bytes_per_core(unit, outcome.need)
+        given = self.incumbent[unit] * MB
+        if need > given or (outcome.censored and need >= given):  # it fell short of the need
+            self.request_fell_short[key] = True
+        self.sizer.learn(key, self.features[unit], Outcome(need, outcome.runtime, outcome.censored))
         self.counts["learnt"] += 1
-        self.counts["censored"] += int(censored)
+        self.counts["censored"] += int(outcome.censored)
 
     def summary(self) -> dict[str, float]:
         return {**{k: float(v) for k, v in self.counts.items()},
-                "task_types": float(len(self.engine.types))}  # fmt: skip
+                "task_types": float(len(self.sizer.keys()))}  # fmt: skip

@@ -61,6 +61,14 @@ class Workload:
     frame: JobFrame  # estimator input of every unit; task_id = task index
     task_priority: np.ndarray | None = None  # currentpriority of task t (None: none known)
     unit_priority: np.ndarray | None = None  # assignedpriority of unit j, scouts unboosted
+    input_files: np.ndarray | None = None  # input files unit j read (None: one each)
+
+    def files_per_unit(self) -> np.ndarray:
+        """Input files per unit (``ninputdatafiles``; 1 where the history has none): JEDI's
+        retry counts a task's raised *files*."""
+        if self.input_files is None:
+            return np.ones(self.n_jobs, dtype=np.int64)
+        return np.maximum(np.nan_to_num(self.input_files, nan=1.0), 1.0).astype(np.int64)
 
     def task_priority_or_default(self, default: int) -> np.ndarray:
         """Task priorities, ``default`` (JEDI's: 0) where the history has none."""
@@ -103,6 +111,7 @@ class Workload:
         return Workload(
             task_priority=None if task_priority is None else task_priority[task_index],
             unit_priority=None if unit_priority is None else unit_priority[units],
+            input_files=None if self.input_files is None else self.input_files[units],
             **per_task,
             first_unit=np.concatenate([[0], np.cumsum(n_units)[:-1]]).astype(np.int64),
             n_units=n_units,
@@ -130,6 +139,12 @@ def _task_numbers(tasks: pd.DataFrame, column: str, default: float) -> np.ndarra
         return np.full(len(tasks), default)
     values = pd.to_numeric(tasks[column], errors="coerce").to_numpy(dtype=float)
     return np.where(np.isnan(values), default, values)
+
+
+def _unit_numbers(units: pd.DataFrame, column: str) -> np.ndarray | None:
+    if column not in units.columns:
+        return None
+    return pd.to_numeric(units[column], errors="coerce").to_numpy(dtype=float)
 
 
 def _priorities(
@@ -236,6 +251,7 @@ def build_workload(
         frame=frame,
         task_priority=task_priority,
         unit_priority=unit_priority,
+        input_files=_unit_numbers(units, "ninputdatafiles"),
     )
 
 

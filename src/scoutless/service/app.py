@@ -215,7 +215,10 @@ async def _start_local(
         if bundle is not None:
             await asyncio.to_thread(_sweep_leftovers, bundle)
         await asyncio.to_thread(holder.load)
-    engine = make_engine(history_url, create_dirs=False, for_reads=True, create=False)
+    engine = make_engine(
+        history_url, create_dirs=False, for_reads=True, create=False,
+        schema=state.settings.db_schema,
+    )  # fmt: skip
     local.reader = TaskReader(engine)  # a mistyped SQLite path stays missing: /readyz says so
     if log_url is not None:
         synchronous = state.settings.service.log_synchronous

@@ -120,7 +120,9 @@ class LocalBackend:
     def _store_lookup(self, pipeline: Pipeline) -> HistoryLookup | None:
         """Where posted tasks without history features get them: the store, if the bundle
         uses history and the database has one (as ``GET /v1/tasks/{id}/prediction`` reads)."""
-        return None if self.reader is None else self.reader.history_lookup(pipeline.history)
+        return None if self.reader is None else self.reader.history_lookup(
+            pipeline.history, pipeline.history_settings
+        )
 
     async def task_prediction(
         self, jeditaskid: int, query: TaskQuery, request_id: str, caller: str | None = None
@@ -155,10 +157,13 @@ class LocalBackend:
     ) -> tuple[Prepared, dict]:
         """Features (the training code) and preprocess of a fetched task; timed."""
         fetched = time.perf_counter()
-        record = {**domain_checked(jeditaskid, features_of(*inputs)), "jeditaskid": jeditaskid}
+        checked = domain_checked(jeditaskid, features_of(*inputs), pipeline.domains)
+        record = {**checked, "jeditaskid": jeditaskid}
         found = True
         if pipeline.history is not None:  # the store's rows came with the task's row
-            history, found = task_history(inputs[0], pipeline.history, TASK_HISTORY_KEYS)
+            history, found = task_history(
+                inputs[0], pipeline.history, TASK_HISTORY_KEYS, pipeline.history_settings
+            )
             record.update(history)
         computed = time.perf_counter()
         prepared = pipeline.preprocess([record])
@@ -210,6 +215,9 @@ class LocalBackend:
             # trained under other xgboost/torch/scikit-learn versions (the manifest's
             # ``libraries``): the sentence the load logged, else None
             "library_warning": getattr(served.predictor, "library_warning", None),
+            # the HIMEM and long-queue loads the decision prices (source "none": load 0,
+            # a bundle without room_loads.json and no allocation.room_loads)
+            "room_loads": served.pipeline.site_decision.room_loads.info(),
         }
 
     async def reload(self, source: str | None) -> ReloadResponse:

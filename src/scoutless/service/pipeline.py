@@ -22,8 +22,9 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.fast_paths import current
+from scoutless.features.domains import domains
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.history import HistoryLayout, layout_of
 from scoutless.history.panda_db import DatabaseUnavailable
@@ -64,10 +65,10 @@ class Pipeline(DecisionStage):
         executor: Executor,
         *,
         safe_recall: float = 0.9,
-        settings: Settings | None = None,
+        settings: Settings,
     ) -> None:
-        """``settings``: what the decisions assume of the site (prices, rules, caps),
-        read once here (default: the process's settings)."""
+        """``settings``: what the decisions assume of the site (prices, rules, caps, the
+        submission fields' domains) and how history features are computed, read here."""
         self.predictor = predictor
         self.targets = list(targets) if targets else list(predictor.targets)
         unknown = [t for t in self.targets if t not in predictor.targets]
@@ -81,7 +82,10 @@ class Pipeline(DecisionStage):
         self.feature_names = [s.name for s in predictor.feature_specs]
         #: the history features among the inputs (None: the bundle uses none)
         self.history = layout_of(self.feature_names, predictor.targets)
-        self._decision_state(settings or get_settings())
+        self.history_settings = settings.history
+        #: each numeric submission field's domain under the site's limits
+        self.domains = domains(settings.replay)
+        self._decision_state(settings)
 
     @property
     def version(self) -> str:
@@ -92,9 +96,11 @@ class Pipeline(DecisionStage):
         self, rows: Sequence[Any], *, taskparams: bool = False, history: HistoryLookup | None = None
     ) -> Prepared:
         field_name = "taskparams" if taskparams else "tasks"
-        records, ids, submitted = parse_records(rows, field_name, taskparams)
+        records, ids, submitted = parse_records(rows, field_name, taskparams, self.domains)
         missing = self._fill_history(records, submitted, history)
-        features, flags = inspect_records(self.predictor, records, field_name, missing)
+        features, flags = inspect_records(
+            self.predictor, records, field_name, missing, self.domains
+        )
         features_json = [
             orjson.dumps(row, option=JSON_OPTS).decode()
             for row in features.rows(self.feature_names)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from scoutless.features.domains import domains, taskparam_type_problems, violations
+from scoutless.features.domains import Domain, taskparam_type_problems, violations
 from scoutless.features.encoded import InspectedFeatures
 from scoutless.features.extract import features_from_taskparams, parse_taskparams
 from scoutless.features.training_range import outside_flag
@@ -76,7 +76,7 @@ class Prepared:
 
 
 def parse_records(
-    rows: Sequence[Any], field_name: str, taskparams: bool
+    rows: Sequence[Any], field_name: str, taskparams: bool, table: Mapping[str, Domain]
 ) -> tuple[list[dict[str, Any]], list[int | None], list[pd.Timestamp | None]]:
     """Feature dicts, task ids and submit times (``creationdate``, optional) of the rows."""
     records: list[dict[str, Any]] = []
@@ -89,7 +89,7 @@ def parse_records(
             if taskparams:
                 params = parse_taskparams(row)  # once: the features and the id read it
                 if numbers := [InputError([*loc, key], why, "number_type")
-                               for key, why in taskparam_type_problems(params)]:  # fmt: skip
+                               for key, why in taskparam_type_problems(params, table)]:  # fmt: skip
                     errors += numbers
                     continue
                 record = features_from_taskparams(params)
@@ -99,7 +99,7 @@ def parse_records(
                 raw_id, raw_time = record.pop("jeditaskid", None), record.pop("creationdate", None)
             ids.append(_task_id(raw_id, [*loc, "jeditaskid"]))
             submitted.append(_submit_time(raw_time, [*loc, "creationdate"]))
-            errors += _out_of_bounds(record, loc)
+            errors += _out_of_bounds(record, loc, table)
             records.append(record)
         except InputError as exc:
             errors.append(exc)
@@ -137,12 +137,13 @@ def _task_id(raw: Any, loc: list[str | int]) -> int | None:
     return task_id
 
 
-def _out_of_bounds(record: Mapping[str, Any], loc: list[str | int]) -> list[InputError]:
+def _out_of_bounds(
+    record: Mapping[str, Any], loc: list[str | int], table: Mapping[str, Domain]
+) -> list[InputError]:
     """Features that cannot be stored or compared: a submission field that is not a number
     (``features.domains``), a name over ``NAME_CHARS``, a string longer than PanDA's
     column, an integer outside int64, a list or an object."""
     errors = []
-    table = domains()
     for name, value in record.items():
         domain = table.get(name)
         if domain is not None and (why := domain.type_problem(value)):
@@ -169,6 +170,7 @@ def inspect_records(
     records: list[dict[str, Any]],
     field_name: str,
     history: Sequence[dict[str, Any] | None],
+    table: Mapping[str, Domain],
 ) -> tuple[InspectedFeatures, list[list[dict[str, Any]]]]:
     """The records inspected by the bundle (records, not a frame: it then also refuses
     unknown, misspelt keys) and each task's flags (``history``: its history flag or None).
@@ -180,7 +182,7 @@ def inspect_records(
         features = predictor.inspect(records)
     except ValueError as exc:
         raise schema_errors(exc, records, field_name) from exc
-    found = violations(features.numbers)
+    found = violations(features.numbers, table)
     if found:
         taskparams = field_name == "taskparams"
         raise InputErrors([

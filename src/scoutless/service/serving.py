@@ -73,7 +73,7 @@ class ModelHolder:
         safe_recall: float = 0.9,
         on_swap: Callable[[Served], None] | None = None,
         pointer: Path | None = None,
-        settings: Settings | None = None,
+        settings: Settings,
     ) -> None:
         self.source = source
         self.pointer = pointer

@@ -1,18 +1,21 @@
 """The peers' allocators, as their published code sizes (see docs/how-to/sizing.md):
 Witt et al.'s percentile and linear-regression sizing, Tovar et al.'s first allocation
 minimising expected waste, PanDA JEDI's scouts' P75 × margin with its retry ladder,
-Kubernetes VPA, the users' requests and the oracle. Each is a small `Sizer`; the walk in
-`protocol.py` does the accounting for all of them."""
+Kubernetes VPA, the users' requests and the oracle. Each is a small `PeerSizer`; the walk in
+`protocol.py` does the accounting for all of them. The percentile, the regressions, the
+users' requests and the oracle know no unit (they size walltime as they size memory);
+Tovar's node, JEDI's ladder and VPA's step are memory's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoutless.config import get_settings
+from scoutless.config import TargetSettings
 from scoutless.sizing.models import line_fit
-from scoutless.sizing.protocol import TaskType
+from scoutless.sizing.protocol import Outcome, TaskType
 
 #: Tovar's retry when the failed allocation was already the largest seen (a 128 GB node)
 TOVAR_NODE_BYTES = 128e9
@@ -27,8 +30,8 @@ class _SeenNeeds:
     def begin(self, task: TaskType) -> None:
         self.needs = list(map(float, task.history.need))
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.needs.append(need)
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.needs.append(outcome.need)
 
 
 class WittPercentile(_SeenNeeds):
@@ -39,7 +42,7 @@ class WittPercentile(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(np.percentile(self.needs, 95))
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return failed * 2
 
 
@@ -53,7 +56,8 @@ class ErrorList:
 
 class WittLR(_SeenNeeds):
     """Witt et al.'s feedback regression: raw = linear regression of need on input size
-    (the peers fit it on MinMax-scaled values, which gives the same line),
+    (the peers fit it on MinMax-scaled values, which gives the same line; an unknown
+    input size counts as 0, so without any the line is the mean need),
     refit on all history after every instance; allocation raw × (1 + offset), offset the
     std (ddof 0) of the earlier relative errors (``under``: of the positive ones only);
     a failure doubles, or takes the largest need seen when the allocation was negative."""
@@ -65,7 +69,7 @@ class WittLR(_SeenNeeds):
 
     def begin(self, task: TaskType) -> None:
         super().begin(task)
-        self.x = list(map(float, task.history.rchar))
+        self.x = list(map(_known, task.history.input_size))
         self.raws: dict[int, float] = {}
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
@@ -77,17 +81,22 @@ class WittLR(_SeenNeeds):
 
     def first(self, task: TaskType, i: int) -> float:
         # kept per instance: under the live protocol others are decided before it ends
-        raw = self.raws[i] = self.intercept + self.slope * float(task.online.rchar[i])
+        raw = self.raws[i] = self.intercept + self.slope * _known(task.online.input_size[i])
         return raw + self._offset() * raw
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return max(self.needs) if failed < 0 else failed * 2
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.errors.values.append((need - self.raws.pop(i)) / need)
-        super().learn(task, i, need)
-        self.x.append(float(task.online.rchar[i]))
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.errors.values.append((outcome.need - self.raws.pop(i)) / outcome.need)
+        super().learn(task, i, outcome)
+        self.x.append(_known(task.online.input_size[i]))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
+
+
+def _known(x: float) -> float:
+    """An input size as the regression takes it: 0 when unknown."""
+    return float(x) if np.isfinite(x) else 0.0
 
 
 class Tovar:
@@ -111,13 +120,13 @@ class Tovar:
         expected = values * mean_time + values[0] * above
         return float(values[int(np.argmin(expected))])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         largest = max(self.values)
         return largest if failed < largest else TOVAR_NODE_BYTES
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        self.values.append(float(np.ceil(need)))
-        self.times.append(float(np.ceil(task.online.runtime[i])))
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        self.values.append(float(np.ceil(outcome.need)))
+        self.times.append(float(np.ceil(outcome.runtime)))
 
 
 class UsersRequest(_SeenNeeds):
@@ -129,7 +138,7 @@ class UsersRequest(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(task.online.request[i])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         largest = max(self.needs)
         return largest if failed < largest else failed * 2
 
@@ -140,8 +149,14 @@ class Jedi(_SeenNeeds):
 
     name = "jedi"
 
+    def __init__(self, targets: TargetSettings, ladder_mb_per_core: Sequence[float]) -> None:
+        """``targets``: PanDA's memory percentile and margin; ``ladder_mb_per_core``: its
+        retry ladder (``Settings.replay.ram_ladder_mb_per_core``)."""
+        self.targets = targets
+        self.ladder = [mb * MIB for mb in ladder_mb_per_core]
+
     def first(self, task: TaskType, i: int) -> float:
-        targets = get_settings().targets
+        targets = self.targets
         cpus = float(task.online.cpus[i])
         per_core = np.asarray(self.needs) / self._cores
         p = float(np.percentile(per_core, targets.memory_percentile))
@@ -151,14 +166,13 @@ class Jedi(_SeenNeeds):
         super().begin(task)
         self._cores = list(map(float, task.history.cpus))
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
-        super().learn(task, i, need)
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
+        super().learn(task, i, outcome)
         self._cores.append(float(task.online.cpus[i]))
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         cpus = float(task.online.cpus[i])
-        ladder = [mb * MIB for mb in get_settings().replay.ram_ladder_mb_per_core]
-        higher = [step for step in ladder if step > failed / cpus]
+        higher = [step for step in self.ladder if step > failed / cpus]
         return higher[0] * cpus if higher else failed * 2
 
 
@@ -170,7 +184,7 @@ class Vpa(_SeenNeeds):
     def first(self, task: TaskType, i: int) -> float:
         return float(np.percentile(self.needs, 90)) * 1.15
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return max(failed * 1.2, failed + 100 * MIB)
 
 
@@ -185,8 +199,8 @@ class Oracle:
     def first(self, task: TaskType, i: int) -> float:
         return float(task.online.need[i])
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return float(task.online.need[i])
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
         pass

@@ -15,7 +15,7 @@ from functools import cache
 import numpy as np
 from scipy.stats import norm
 
-from scoutless.allocation.quantiles import sample_quantiles
+from scoutless.allocation.quantiles import ranked_quantiles, sample_quantiles
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,13 @@ class FailurePrice:
 
     fixed: float = 0.0
     holds: float = 1.0
+    #: added to ``fixed``: this many times the need's median (a retry's overhead is the
+    #: job's own run again, whatever the attempt that failed)
+    per_median: float = 0.0
+
+    def plus(self, fixed: float) -> FailurePrice:
+        """The price with ``fixed`` added to its fixed part (``per_median`` resolved)."""
+        return FailurePrice(self.fixed + fixed, self.holds)
 
 
 def censored_weights(
@@ -41,18 +48,19 @@ def censored_weights(
     if not censored.any():
         return w
     order = np.lexsort((censored, values))
+    cens, w_in_order = censored[order], w[order]
     # an observed (uncensored) value lies above position pos
-    observed_above = np.concatenate((np.cumsum(~censored[order][::-1])[::-1][1:], [0])) > 0
+    observed_above = np.concatenate((np.cumsum(~cens[::-1])[::-1][1:], [0])) > 0
+    moves = cens & observed_above  # its weight goes to the values above it
+    # the weight still at risk at each position, subtracted in order as a loop would
+    remaining = np.subtract.accumulate(np.concatenate(([float(w.sum())], w_in_order)))[:-1]
+    share = np.zeros(len(values))
+    split = moves & (remaining > w_in_order)
+    share[split] = w_in_order[split] / (remaining[split] - w_in_order[split])
+    # how much each remaining unit of weight is scaled up, multiplied in order
+    carry = np.multiply.accumulate(np.where(moves, 1.0 + share, 1.0))
     out = np.zeros(len(values))
-    carry = 1.0  # how much each remaining unit of weight is scaled up
-    remaining = float(w.sum())
-    for pos, idx in enumerate(order):
-        if censored[idx] and observed_above[pos]:
-            share = w[idx] / (remaining - w[idx]) if remaining > w[idx] else 0.0
-            carry *= 1.0 + share
-        else:
-            out[idx] = w[idx] * carry
-        remaining -= w[idx]
+    out[order] = np.where(moves, 0.0, w_in_order * carry)
     return out
 
 
@@ -64,6 +72,14 @@ def _kernel_nodes(nodes: int) -> np.ndarray:
     return points
 
 
+@cache
+def _grid_levels(grid: int) -> np.ndarray:
+    """The levels of a plan's ``grid`` candidates, 0 to 1 (read-only: shared)."""
+    levels = np.linspace(0.0, 1.0, grid)
+    levels.setflags(write=False)
+    return levels
+
+
 def smooth(values: np.ndarray, weights: np.ndarray, bandwidth: float, nodes: int) -> tuple:
     """Values spread by a Gaussian kernel of ``bandwidth`` (in the values' own scale) at
     ``nodes`` equal-mass nodes; weights split evenly."""
@@ -72,6 +88,31 @@ def smooth(values: np.ndarray, weights: np.ndarray, bandwidth: float, nodes: int
     offsets = _kernel_nodes(nodes) * bandwidth
     spread = (values[:, None] + offsets[None, :]).ravel()
     return spread, np.repeat(weights / nodes, nodes)
+
+
+def median(values: np.ndarray) -> float:
+    """``np.median`` of finite values (the same partition and mean of the middle two),
+    without its wrapper's cost: it runs several times an outcome."""
+    n = len(values)
+    half = n // 2
+    if n % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return float((part[half - 1] + part[half]) / 2)
+
+
+def ranked_median(ranked: np.ndarray) -> float:
+    """``np.median`` of values already in ascending order."""
+    half = len(ranked) // 2
+    if len(ranked) % 2:
+        return float(ranked[half])
+    return float((ranked[half - 1] + ranked[half]) / 2)
+
+
+def rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A sample's stable ascending order and its values in it (`plan`'s ``ranking``)."""
+    order = np.argsort(values, kind="stable")
+    return order, values[order]
 
 
 def bandwidth(values: np.ndarray, weights: np.ndarray) -> float:
@@ -95,6 +136,7 @@ def plan(
     failure_cost: float = 0.0,
     holds: float = 1.0,
     max_fail_probability: float | None = None,
+    ranking: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> float | None:
     """The allocation minimising expected cost for a need distributed as the weighted
     ``values``, given that the need exceeds ``above``; None when no value does.
@@ -107,27 +149,29 @@ def plan(
     ``holds`` scales the c_q a failure costs (0: only ``failure_cost``);
     ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
     a constraint on this attempt, not a price; the largest value always meets it).
+    ``ranking``: the values' stable ascending order and the values in it (`rank`), for a
+    caller that plans on one sample again and again: the same plan without a sort a call.
     """
     keep = values > above
     v, w = values[keep], weights[keep]
     if not len(v) or w.sum() <= 0:
         return None
-    c = np.unique(sample_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
+    if ranking is None:
+        c = np.unique(sample_quantiles(v, w, _grid_levels(grid)))
+    else:
+        order, ranked = ranking
+        start = int(np.searchsorted(ranked, above, side="right"))  # the values above
+        probabilities = (weights / w.sum())[order[start:]]
+        c = np.unique(ranked_quantiles(ranked[start:], probabilities, _grid_levels(grid)))
     c[-1] = v.max()
     bins = np.searchsorted(c, v, side="left")
     mass = np.bincount(bins, weights=w, minlength=len(c))
     part = np.bincount(bins, weights=w * v, minlength=len(c))
     tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))  # P(need > c_k), k=0..m
     ecum = np.concatenate(([0.0], np.cumsum(part)))  # E[need; need ≤ c_k], k=0..m
-    m = len(c)
-    cost = np.zeros(m + 1)  # J(k), k = 0 (the condition) .. m (c_m: nothing above)
-    best = 0
-    for k in range(m - 1, -1, -1):
-        q = np.arange(k + 1, m + 1)
-        held = c[q - 1] * (tail[k] - (1.0 - holds) * tail[q])
-        total = held - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
-        if k == 0 and max_fail_probability is not None:
-            total = np.where(tail[q] <= max_fail_probability * tail[0] + 1e-12, total, np.inf)
-        j = int(np.argmin(total))
-        cost[k], best = total[j], q[j]
+    from scoutless.sizing.plan_kernel import best_allocation  # numba: loaded when first used
+
+    cap = np.nan if max_fail_probability is None else float(max_fail_probability)
+    best = best_allocation(c, tail, ecum, float(holds), float(failure_cost), cap)
     return float(c[best - 1])
+

@@ -1,5 +1,6 @@
 """The raw instance table: one row per attempt of a task instance, what `scoutless import
-nextflow` writes and what the sizing protocol reads. Units: bytes and milliseconds."""
+nextflow` writes and what the sizing protocol reads. Units: bytes and milliseconds
+(``submit`` and ``complete``: milliseconds since the epoch; ``time``: the walltime limit)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,28 @@ import pandas as pd
 
 #: the instance table's columns, in order (``attempt`` counts from 1)
 INSTANCE_COLUMNS: tuple[str, ...] = (
-    "workflow", "process", "cpus", "rchar", "rss", "peak_rss", "memory", "realtime",
-    "status", "exit", "attempt", "censors",
+    "workflow", "process", "cpus", "rchar", "rss", "peak_rss", "memory", "time", "realtime",
+    "submit", "complete", "status", "exit", "attempt", "censors",
 )  # fmt: skip
 #: what a failed attempt's ``censors`` column may say ("" for an attempt that completed)
 CENSORS: tuple[str, ...] = ("memory", "walltime", "unknown")
 #: numeric columns, coerced on reading (a bad value becomes NaN and is dropped where needed)
 NUMERIC_COLUMNS: tuple[str, ...] = (
-    "cpus", "rchar", "rss", "peak_rss", "memory", "realtime", "exit", "attempt",
+    "cpus", "rchar", "rss", "peak_rss", "memory", "time", "realtime", "submit", "complete",
+    "exit", "attempt",
 )  # fmt: skip
+#: the protocol's features options: where an instance's input size comes from —
+#: ``submission``, what is known at release (an ``input_size`` column; a Nextflow trace
+#: has none), or ``peers-rchar``, the bytes read during the run (the peers' regressions')
+FEATURES: dict[str, str] = {"submission": "input_size", "peers-rchar": "rchar"}
+
+
+def input_size_column(features: str) -> str:
+    """The instance table's column an instance's input size is read from under the
+    ``features`` option. Raises ValueError naming the options."""
+    if features not in FEATURES:
+        raise ValueError(f"unknown features {features!r}; expected one of {', '.join(FEATURES)}")
+    return FEATURES[features]
 
 
 def read_instances(path: str | Path) -> pd.DataFrame:

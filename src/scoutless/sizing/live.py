@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from scoutless.sizing.protocol import Sizer, Tally, TaskType, attempts, charge
+from scoutless.sizing.protocol import Outcome, PeerSizer, Tally, TaskType, attempts, charge
+from scoutless.sizing.resources import MEMORY, Resource
 
 
 class NoClock(ValueError):
@@ -39,14 +40,15 @@ def clock(types: Sequence[TaskType]) -> tuple[list[tuple[float, int, int]], list
 
 def run_live(
     types: Sequence[TaskType],
-    per_type: Callable[[], Sequence[Sizer]],
-    shared: Sequence[Sizer] = (),
+    per_type: Callable[[], Sequence[PeerSizer]],
+    shared: Sequence[PeerSizer] = (),
     attempts_out: dict[str, list[list[float]]] | None = None,
+    resource: Resource = MEMORY,
 ) -> dict[str, dict]:
     """Size ``types`` live: ``per_type()`` gives each type its own sizers (state that other
     types share lives in them, e.g. an error list), ``shared`` sizers serve every type.
     The cells per method and per type, as `run.run_types` gives them; ``attempts_out``:
-    each method's attempts per instance in the order decided."""
+    each method's attempts per instance in the order decided; costs at ``resource``'s prices."""
     subs, ends = clock(types)  # before any sizer is fitted: a table without times fails fast
     sizers = [[*per_type(), *shared] for _ in types]
     for task, own in zip(types, sizers, strict=True):
@@ -57,25 +59,30 @@ def run_live(
     for when, t, i in subs:
         while done < len(ends) and ends[done][0] < when:
             _, u, j = ends[done]
+            done_on = types[u].online
+            outcome = Outcome(float(done_on.need[j]), float(done_on.runtime[j]))
             for sizer in sizers[u]:
-                sizer.learn(types[u], j, float(types[u].online.need[j]))
+                sizer.learn(types[u], j, outcome)
             done += 1
         on = types[t].online
         for sizer in sizers[t]:
             allocs = attempts(sizer, types[t], i)
-            tallies[t][sizer.name].add(charge(float(on.need[i]), float(on.runtime[i]), allocs))
+            cost = charge(float(on.need[i]), float(on.runtime[i]), allocs, resource, float(on.cpus[i]))
+            tallies[t][sizer.name].add(cost)
             if attempts_out is not None:
                 attempts_out.setdefault(sizer.name, []).append(allocs)
-    return _cells(types, tallies)
+    return _cells(types, tallies, resource)
 
 
-def _cells(types: Sequence[TaskType], tallies: list[dict[str, Tally]]) -> dict[str, dict]:
+def _cells(
+    types: Sequence[TaskType], tallies: list[dict[str, Tally]], resource: Resource
+) -> dict[str, dict]:
     totals: dict[str, Tally] = {}
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     for task, own in zip(types, tallies, strict=True):
         for name, tally in own.items():
             totals.setdefault(name, Tally()).add(tally)
-        cells = {name: tally.summary() for name, tally in own.items()}
+        cells = {name: tally.summary(resource) for name, tally in own.items()}
         out["task_types"][task.name] = {"instances": len(task.online), "methods": cells}
-    out["methods"] = {name: t.summary() for name, t in totals.items()}
+    out["methods"] = {name: t.summary(resource) for name, t in totals.items()}
     return out

@@ -12,9 +12,11 @@ written out here so the project needs no statsmodels. The reference code's quirk
 predictor that barely varies (range ≤ 5 % of its mean) starts from the *predictor's*
 quantiles as intercepts.
 
-`LowWastage` is the method in the online protocol (the need ``rss``, refitted whenever the
-needs seen have grown by `REFIT_GROWTH`); `offline` runs it as published (its own 30 %
-sample by ``DataFrame.sample(frac=0.3, random_state=seed)``, the need ``peak_rss``)."""
+`LowWastage` is the method in the online protocol (the need ``rss``, x the input size the
+features option gives, refitted whenever the needs seen have grown by `REFIT_GROWTH`);
+`offline` runs it as published (its own 30 % sample by ``DataFrame.sample(frac=0.3,
+random_state=seed)``, the need ``peak_rss``, x the peers' ``rchar``: instances read with
+the ``peers-rchar`` features option)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import scipy.optimize as spo
 from scipy.stats import iqr, norm
 from scipy.stats import t as student_t
 
-from scoutless.sizing.protocol import Instances, Tally, TaskType, charge
+from scoutless.sizing.protocol import Instances, Outcome, Tally, TaskType, charge
 
 #: the ten models' subsample share, the optimiser's steps, the floor (scaled units)
 SUBSAMPLE, MODELS, COBYLA_STEPS, MIN_ALLOCATION = 0.7, 10, 200, 0.01
@@ -151,7 +153,7 @@ class LowWastage:
 
     def begin(self, task: TaskType) -> None:
         h = task.history
-        self.x, self.need, self.time = list(h.rchar), list(h.need), list(h.runtime)
+        self.x, self.need, self.time = list(h.input_size), list(h.need), list(h.runtime)
         self._refit()
 
     def _refit(self) -> None:
@@ -159,15 +161,15 @@ class LowWastage:
         self.fitted = len(self.need)
 
     def first(self, task: TaskType, i: int) -> float:
-        return float(self.model.predict(float(task.online.rchar[i])))
+        return float(self.model.predict(float(task.online.input_size[i])))
 
-    def retry(self, task: TaskType, i: int, failed: float, attempt: int) -> float:
+    def retry(self, task: TaskType, i: int, failed: float) -> float:
         return failed * 2
 
-    def learn(self, task: TaskType, i: int, need: float) -> None:
+    def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
         on = task.online
-        self.x.append(float(on.rchar[i]))
-        self.need.append(need)
+        self.x.append(float(on.input_size[i]))
+        self.need.append(outcome.need)
         self.time.append(float(on.runtime[i]))
         if len(self.need) >= self.fitted * REFIT_GROWTH:
             self._refit()
@@ -175,12 +177,13 @@ class LowWastage:
 
 def offline(inst: Instances, seed: int) -> Tally:
     """As published: fitted once on ``sample(frac=0.3, random_state=seed)`` of the type's
-    eligible rows with ``peak_rss`` as the need, evaluated on the rest in table order."""
+    eligible rows with ``peak_rss`` as the need and the input size as x (the peers'
+    ``rchar`` when read with ``peers-rchar``), evaluated on the rest in table order."""
     train = pandas_sample(len(inst), 0.3, seed)
     rest = np.setdiff1d(np.arange(len(inst)), train)
-    model = fit(inst.rchar[train], inst.peak[train], inst.runtime[train])
+    model = fit(inst.input_size[train], inst.peak[train], inst.runtime[train])
     total = Tally()
-    for j, a in zip(rest, model.predict(inst.rchar[rest]), strict=True):
+    for j, a in zip(rest, model.predict(inst.input_size[rest]), strict=True):
         need, runtime = float(inst.peak[j]), float(inst.runtime[j])
         allocs = [float(a)]
         while allocs[-1] < need:

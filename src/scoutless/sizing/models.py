@@ -103,3 +103,5 @@ def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
 
 #: the candidates, in the order a tie is broken
 CANDIDATES: tuple[Location, ...] = (Mean(), Line(), Neighbours(), Affine())
+#: the candidates by name
+BY_NAME: dict[str, Location] = {m.name: m for m in CANDIDATES}

@@ -10,14 +10,24 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from scoutless.config import Settings
 from scoutless.sizing.baselines import ErrorList
 from scoutless.sizing.live import run_live
 from scoutless.sizing.lwr import offline_workflow
-from scoutless.sizing.protocol import MIN_ROWS, Tally, TaskType, eligible_types, task_types
+from scoutless.sizing.protocol import (
+    MIN_ROWS,
+    PeerSizer,
+    Tally,
+    TaskType,
+    eligible_types,
+    task_types,
+)
+from scoutless.sizing.resources import MEMORY, Resource
 from scoutless.sizing.run import (
     GOAL_BASELINES,
     baseline_sizers,
     cold_sizer,
+    has_requests,
     run_types,
     users_presets,
     warm_sizer,
@@ -36,21 +46,19 @@ class SizingError(ValueError):
     """A table the protocol cannot size: says what it needs."""
 
 
-def goal(methods: dict[str, dict], method: str = "scoutless") -> dict:
+def goal(methods: dict[str, dict], method: str = "scoutless", resource: Resource = MEMORY) -> dict:
     """The best goal baseline by wastage, and ``method``'s ratio and whether it beats it
     on both wastage and failures."""
-    cands = {k: methods[k] for k in GOAL_BASELINES if k in methods}
-    best = min(cands, key=lambda k: cands[k]["wastage_gbh"])
-    ours, ref = methods[method], cands[best]
-    if ref["wastage_gbh"] > 0:
-        ratio = ours["wastage_gbh"] / ref["wastage_gbh"]
-    else:  # a baseline that wastes nothing: met only by wasting nothing too
-        ratio = 1.0 if ours["wastage_gbh"] <= 0 else np.inf
+    key = f"wastage_{resource.unit}"
+    cands = {k: methods[k] for k in GOAL_BASELINES[resource.name] if k in methods}
+    best = min(cands, key=lambda k: cands[k][key])
+    ours, ref = methods[method][key], cands[best][key]
+    # a baseline that wastes nothing: met only by wasting nothing too
+    ratio = ours / ref if ref > 0 else (1.0 if ours <= 0 else np.inf)
     return {
-        "method": method, "best_baseline": best, "baseline_wastage_gbh": ref["wastage_gbh"],
-        "baseline_failures": ref["failures"], "ratio": ratio,
-        "wastage_met": ours["wastage_gbh"] <= ref["wastage_gbh"],
-        "failures_met": ours["failures"] <= ref["failures"],
+        "method": method, "best_baseline": best, f"baseline_{key}": ref,
+        "baseline_failures": cands[best]["failures"], "ratio": ratio, "wastage_met": ours <= ref,
+        "failures_met": methods[method]["failures"] <= cands[best]["failures"],
     }  # fmt: skip
 
 
@@ -59,48 +67,68 @@ def size_workflow(
     workflow: str,
     seed: int,
     *,
+    settings: Settings,
     cold_histories: Sequence[pd.DataFrame] | None = None,
+    resource: Resource = MEMORY,
+    features: str = "submission",
     offline_lwr: bool = False,
     protocol: str = "peers",
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
-    one workflow's instance table, with the goal of each scoutless row; ``offline_lwr``:
-    also Witt's low-wastage regression as published (its own split, ``peak_rss``);
+    one workflow's instance table, with the goal of each scoutless row; ``resource`` sized
+    with ``features`` (`sizing.instances.FEATURES`); ``offline_lwr``: also Witt's
+    low-wastage regression as published (its own split, ``peak_rss``, the peers' ``rchar``);
     ``protocol``: ``peers`` (one type after another) or ``live`` (`live.py`)."""
-    types = task_types(frame, seed, workflow)
+    types = task_types(frame, seed, workflow, resource, features)
     if not types:
         raise SizingError(
             f"{workflow}: nothing to size: no task type has {MIN_ROWS} instances with rss > 0 "
             f"and realtime > 0 ({len(frame)} rows, {frame['process'].nunique()} task types)"
         )
-    ours = [warm_sizer(types)]
+    ours = [warm_sizer(types, settings.sizing, resource)]
     if cold_histories is not None:
-        ours.append(cold_sizer(types, cold_histories))
-    if protocol == "live":
-        lists = (ErrorList(), ErrorList(), ErrorList())
-        out = with_presets(types, run_live(types, lambda: baseline_sizers(lists), ours))
-    elif protocol == "peers":
-        out = run_types(types, [*baseline_sizers(), *ours])
-    else:
-        raise SizingError(f"unknown protocol {protocol!r}; expected peers or live")
-    out["goal"] = {s: goal(out["methods"], s) for s in ("scoutless", "scoutless_cold")
+        ours.append(cold_sizer(types, cold_histories, settings.sizing, resource, features))
+    out = _walk(types, ours, protocol, settings, resource)
+    out["goal"] = {s: goal(out["methods"], s, resource) for s in ("scoutless", "scoutless_cold")
                    if s in out["methods"]}  # fmt: skip
-    if workflow in WITT_LWR_CITED:
+    out["resource"], out["features"] = resource.name, features
+    if workflow in WITT_LWR_CITED and resource.name == "memory":
         gbh, fails = WITT_LWR_CITED[workflow]
         out["cited"] = {"witt_lwr": {"wastage_gbh": gbh, "failures": fails, "seed": 1996}}
-    if offline_lwr:
-        out["offline"] = {"witt_lwr": offline_workflow(eligible_types(frame), seed)}
+    if offline_lwr and resource.name == "memory":
+        published = eligible_types(frame, MEMORY, "peers-rchar")
+        out["offline"] = {"witt_lwr": offline_workflow(published, seed)}
     return out
 
 
-def with_presets(types: Sequence[TaskType], out: dict[str, dict]) -> dict[str, dict]:
+def _walk(
+    types: list[TaskType], ours: list[PeerSizer], protocol: str, settings: Settings,
+    resource: Resource,
+) -> dict[str, dict]:  # fmt: skip
+    """Every baseline and ``ours`` on ``types`` under ``protocol``."""
+    requests = has_requests(types)
+    if protocol == "live":
+        lists = (ErrorList(), ErrorList(), ErrorList())
+        out = run_live(
+            types, lambda: baseline_sizers(settings, resource, requests=requests, lists=lists),
+            ours, resource=resource,
+        )  # fmt: skip
+        return with_presets(types, out, resource) if requests else out
+    if protocol == "peers":
+        return run_types(types, [*baseline_sizers(settings, resource, requests=requests), *ours], resource)
+    raise SizingError(f"unknown protocol {protocol!r}; expected peers or live")
+
+
+def with_presets(
+    types: Sequence[TaskType], out: dict[str, dict], resource: Resource = MEMORY
+) -> dict[str, dict]:
     """``out`` with the users' presets' row (per type and in all), as `run_types` books it."""
     total = Tally()
     for task in types:
-        cell = users_presets(task)
+        cell = users_presets(task, resource)
         total.add(cell)
-        out["task_types"][task.name]["methods"]["users_presets"] = cell.summary()
-    out["methods"]["users_presets"] = total.summary()
+        out["task_types"][task.name]["methods"]["users_presets"] = cell.summary(resource)
+    out["methods"]["users_presets"] = total.summary(resource)
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.config import HistorySettings, Settings
 from scoutless.features.history import feature_name, frame_history, history_keys
 from scoutless.features.spec import MEASURED_COLUMNS, FeatureSpec
 from scoutless.history.splits import random_split, time_split
@@ -69,14 +69,16 @@ class TraceJobs:
             raise ValueError(f"{self.source}: unknown targets {unknown}, expected {TARGET_NAMES}")
 
 
-def _add_history(frame: pd.DataFrame, targets: list[str]) -> tuple[pd.DataFrame, list[FeatureSpec]]:
+def _add_history(
+    frame: pd.DataFrame, targets: list[str], cfg: HistorySettings
+) -> tuple[pd.DataFrame, list[FeatureSpec]]:
     """History features of every key (user, application) and the last-2 baseline values."""
     requests = {
         t: user_request(frame[request_col(t)].to_numpy(dtype=float))
         for t in targets
         if request_col(t) in frame
     }
-    history, specs = frame_history(frame, targets, requests)
+    history, specs = frame_history(frame, targets, requests, cfg=cfg)
     if feature_name("user", "n_finished") in history:
         for t in targets:
             history[baseline_value_col(t, "last2")] = with_fallback(
@@ -93,13 +95,12 @@ def _class_category(bins: TargetBins, values: pd.Series) -> pd.Series:
 
 
 def _fit_trace_bins(
-    frame: pd.DataFrame, units: dict[str, str], n_quantiles: int | None
+    frame: pd.DataFrame, units: dict[str, str], n_quantiles: int | None, min_values: int
 ) -> tuple[dict[str, TargetBins], dict[str, str]]:
     """Quantile bins per target over the time split's training rows only (no look-ahead
     into the test period), and the targets dropped with the reason."""
     train = frame["split_time"].eq("train").to_numpy()
     shipped = load_bins(targets=[t for t in units if t in TARGET_NAMES])
-    min_values = get_settings().training.min_train_values
     bins: dict[str, TargetBins] = {}
     dropped: dict[str, str] = {}
     for t, unit in units.items():
@@ -143,6 +144,7 @@ def _add_classes(frame: pd.DataFrame, t: str, b: TargetBins) -> list[FeatureSpec
 def to_training_table(
     jobs: TraceJobs,
     *,
+    settings: Settings,
     n_quantiles: int | None = None,
     history_features: bool = True,
     test_fraction: float | None = None,
@@ -153,7 +155,7 @@ def to_training_table(
     ``n_quantiles`` classes per target (default: as many as the shipped bins have);
     ``test_fraction`` defaults to ``Settings.splits.test_fraction``.
     """
-    test_fraction = test_fraction or get_settings().splits.test_fraction
+    test_fraction = test_fraction or settings.splits.test_fraction
     frame = jobs.frame.copy()
     targets = [t for t in jobs.units if value_col(t) in frame.columns]
     has_value = frame[[value_col(t) for t in targets]].notna().any(axis=1)
@@ -166,10 +168,12 @@ def to_training_table(
     frame["split_time"] = time_split(frame[jobs.order_column].to_numpy(), test_fraction)
     frame["split_random"] = random_split(len(frame), seed=seed, test_fraction=test_fraction)
     if history_features and "finished_at" in frame and history_keys(list(frame.columns)):
-        frame, added = _add_history(frame, targets)
+        frame, added = _add_history(frame, targets, settings.history)
         features += added
 
-    bins, dropped = _fit_trace_bins(frame, jobs.units, n_quantiles)
+    bins, dropped = _fit_trace_bins(
+        frame, jobs.units, n_quantiles, settings.training.min_train_values
+    )
     for t, b in bins.items():
         features += _add_classes(frame, t, b)
     if not bins:

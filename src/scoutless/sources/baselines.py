@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scoutless.config import HistorySettings
 from scoutless.features.history import HistoryInput, activity_history, target_history
 
 
@@ -29,8 +30,9 @@ class UserHistory:
 
 
 def user_history(
-    values: np.ndarray, users: np.ndarray, submit_s: np.ndarray, finished_s: np.ndarray
-) -> UserHistory:
+    values: np.ndarray, users: np.ndarray, submit_s: np.ndarray, finished_s: np.ndarray,
+    cfg: HistorySettings,
+) -> UserHistory:  # fmt: skip
     """Look-ahead-free history of one target value per job (the history component's sweep).
 
     ``submit_s`` and ``finished_s`` are seconds on one clock. Jobs with a NaN value or end
@@ -42,7 +44,7 @@ def user_history(
         np.asarray(submit_s, dtype=float),
         np.asarray(finished_s, dtype=float),
     )
-    stats = target_history(key, np.asarray(values, dtype=float))
+    stats = target_history(key, np.asarray(values, dtype=float), cfg)
     usable = np.isfinite(np.asarray(values, dtype=float))
     count = activity_history(
         HistoryInput(key.groups, key.submit_s, np.where(usable, key.finished_s, np.nan))
@@ -55,10 +57,11 @@ def user_history(
 
 
 def last2(
-    values: np.ndarray, users: np.ndarray, submit_s: np.ndarray, finished_s: np.ndarray
-) -> np.ndarray:
+    values: np.ndarray, users: np.ndarray, submit_s: np.ndarray, finished_s: np.ndarray,
+    cfg: HistorySettings,
+) -> np.ndarray:  # fmt: skip
     """Tsafrir's predictor: mean of the user's last two finished jobs (NaN without history)."""
-    return user_history(values, users, submit_s, finished_s).mean2
+    return user_history(values, users, submit_s, finished_s, cfg).mean2
 
 
 def user_request(requested: np.ndarray) -> np.ndarray:

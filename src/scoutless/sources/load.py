@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from scoutless.config import Settings
 from scoutless.sources.assemble import TraceJobs
 from scoutless.sources.common import TraceParseError
 from scoutless.sources.condor import condor_jobs, read_condor
@@ -22,10 +23,12 @@ def load_trace(
     fmt: str,
     files: Sequence[str | Path],
     *,
+    settings: Settings,
     skip_bad: bool = False,
     mapping: str | Path | dict[str, Any] | None = None,
 ) -> TraceJobs:
-    """Read ``files`` of format ``fmt`` into normalised jobs (bad lines raise unless skipped)."""
+    """Read ``files`` of format ``fmt`` into normalised jobs (bad lines raise unless skipped);
+    ``settings``: PanDA's target definitions (a PanDA job export's values)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown trace format {fmt!r}, expected one of {list(FORMATS)}")
     if not files:
@@ -36,7 +39,7 @@ def load_trace(
     paths = [Path(f) for f in files]
     if fmt == "panda-jobs":
         rows, bad = read_panda_jobs(paths, skip_bad=skip_bad)
-        return panda_jobs(rows, bad)
+        return panda_jobs(rows, bad, settings=settings)
     if fmt == "condor":
         ads, bad = read_condor(paths, skip_bad=skip_bad)
         return condor_jobs(ads, bad)

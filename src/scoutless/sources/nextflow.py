@@ -5,7 +5,10 @@ Nextflow writes it tab-separated, with sizes and durations either raw (bytes and
 milliseconds, ``trace.raw = true``) or human ("1.2 GB", "3m 2s"); converted copies are
 often comma-separated. Only `process`, `realtime` and a memory measure (`rss` or
 `peak_rss`) are required; the other columns of ``Settings.sizing.fields`` are taken when
-present and the missing ones named. A failed attempt is mapped to the resource it
+present and the missing ones named: among them the walltime limit (``time``) and the
+clock (``submit``, ``complete``: milliseconds since the epoch, raw or as Nextflow's
+"2023-01-23 16:08:23.249", read as UTC) that walltime sizing and a protocol in trace time
+need. A failed attempt is mapped to the resource it
 censors where the trace says so — a kill (exit in `oom_exits`) with ``peak_rss`` near the
 request, or a scheduler's OOM code → memory; a run-time limit's code or a ``realtime``
 that reached ``time`` → walltime — and is otherwise a failure of unknown cause, never a
@@ -17,24 +20,36 @@ import csv
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from scoutless.config import SizingSettings, get_settings
+from scoutless.config import SizingSettings
 from scoutless.sizing.instances import INSTANCE_COLUMNS, workflow_name
 from scoutless.sources.common import BadLines, TraceParseError, read_text
 
 #: Nextflow's size units (MemoryUnit: powers of 1024)
 _SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
 _SIZE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<u>[KMGTP]?B)$", re.IGNORECASE)
-_DURATION_UNITS = {"ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "d": 86400e3}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
+#: Nextflow's duration units as its traces (``250ms``, ``1h 2m 3s``) and its configs
+#: (``2 hours``) write them: longest spelling first, so ``ms`` is never ``m`` then ``s``
+_DURATION_UNITS = {
+    "milliseconds": 1.0, "millisecond": 1.0, "millis": 1.0, "milli": 1.0, "ms": 1.0,
+    "minutes": 60e3, "minute": 60e3, "mins": 60e3, "min": 60e3, "m": 60e3,
+    "seconds": 1e3, "second": 1e3, "secs": 1e3, "sec": 1e3, "s": 1e3,
+    "hours": 3600e3, "hour": 3600e3, "h": 3600e3, "days": 86400e3, "day": 86400e3, "d": 86400e3,
+}  # fmt: skip
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(" + "|".join(_DURATION_UNITS) + ")")
 #: columns read as sizes (bytes) and as durations (ms); the rest numeric or text
 SIZE_COLUMNS = frozenset({"rss", "peak_rss", "vmem", "peak_vmem", "memory", "rchar", "wchar",
                           "read_bytes", "write_bytes", "disk"})  # fmt: skip
 DURATION_COLUMNS = frozenset({"realtime", "duration", "time"})
+TIMESTAMP_COLUMNS = frozenset({"submit", "start", "complete"})
+#: taken whenever the trace has them, whatever ``fields`` says, and not named when it has
+#: not (a trace without them still sizes memory): the walltime limit and the clock
+CLOCK_COLUMNS: tuple[str, ...] = ("time", "submit", "complete")
 TEXT_COLUMNS = frozenset({"process", "status", "name", "tag", "hash"})
 MISSING = frozenset({"", "-", "null", "NA"})
 
@@ -64,16 +79,35 @@ def parse_size(text: str) -> float:
 
 
 def parse_duration(text: str) -> float:
-    """Milliseconds in a Nextflow duration: raw ms ("182000") or "3m 2s", "1h 5m", "250ms".
+    """Milliseconds in a Nextflow duration: raw ms ("182000") or "3m 2s", "1h 5m", "250ms",
+    "1d 2h", "2 hours" (any case).
 
     Raises ValueError naming the text otherwise."""
     s, value = _plain(text)
     if value is not None:
         return value
+    s = s.lower()
     parts = _DURATION_PART.findall(s)
     if not parts or _DURATION_PART.sub("", s).strip():
         raise ValueError(f"not a duration: {text!r}")
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def parse_timestamp(text: str) -> float:
+    """Milliseconds since the epoch in a Nextflow timestamp: raw ("1674490103249") or
+    "2023-01-23 16:08:23.249" (ISO 8601; without a zone read as UTC).
+
+    Raises ValueError naming the text otherwise."""
+    s, value = _plain(text)
+    if value is not None:
+        return value
+    try:
+        stamp = datetime.fromisoformat(s)
+    except ValueError:
+        raise ValueError(f"not a timestamp: {text!r}") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return round(stamp.timestamp() * 1000.0, 3)
 
 
 def parse_number(text: str) -> float:
@@ -86,6 +120,8 @@ def _parser(column: str):
         return parse_size
     if column in DURATION_COLUMNS:
         return parse_duration
+    if column in TIMESTAMP_COLUMNS:
+        return parse_timestamp
     return str if column in TEXT_COLUMNS else parse_number
 
 
@@ -164,22 +200,21 @@ def read_nextflow(
     workflow: str | None = None,
     *,
     skip_bad: bool = False,
-    settings: SizingSettings | None = None,
+    settings: SizingSettings,
 ) -> NextflowTrace:
     """Nextflow trace file(s) as one instance table (`INSTANCE_COLUMNS`), in file order.
 
     ``workflow`` names every row (default: each file's stem without ``trace_``). Raises
     TraceParseError naming the file and line of the first malformed row (``skip_bad``:
     skip such rows and list them) or of a header without the required columns."""
-    settings = settings or get_settings().sizing
-    fields = list(dict.fromkeys([*settings.fields, "time"]))
+    fields = list(dict.fromkeys([*settings.fields, *CLOCK_COLUMNS]))
     bad, frames, missing = BadLines(skip=skip_bad), [], []
     for path in paths:
         rows, absent = _rows(read_text(path), str(path), fields, bad)
         frame = pd.DataFrame(rows, columns=[c for c in fields if c not in absent])
         frame["workflow"] = workflow or workflow_name(path)
         frames.append(frame)
-        missing += [c for c in absent if c != "time" and c not in missing]
+        missing += [c for c in absent if c not in CLOCK_COLUMNS and c not in missing]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     for col in INSTANCE_COLUMNS:
         if col not in frame:

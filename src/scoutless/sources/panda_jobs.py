@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, request_col
 from scoutless.sources.common import BadLines, TraceParseError, read_text
@@ -132,10 +132,9 @@ def panda_jobs(
     rows: pd.DataFrame,
     bad_lines: list[TraceParseError] | None = None,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
 ) -> TraceJobs:
     """Normalise export rows into :class:`TraceJobs` (see the module docstring)."""
-    settings = settings or get_settings()
     per_job = settings.model_copy(
         update={"targets": settings.targets.model_copy(update={"min_jobs_per_task": 1})}
     )

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.targets.spec import TARGET_NAMES
 
 # --------------------------------------------------------------------------- job frame
@@ -303,7 +303,7 @@ def compute_task_targets(
     jobs: pd.DataFrame,
     tasks: pd.DataFrame,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     scouts_only: bool = False,
 ) -> pd.DataFrame:
     """Task values of the four targets from measured jobs (index: jeditaskid).
@@ -311,7 +311,6 @@ def compute_task_targets(
     ``scouts_only`` reproduces PanDA's incumbent estimate from the first scouts. Tasks with
     fewer than ``settings.targets.min_jobs_per_task`` finished jobs (1 for scouts) get NaN.
     """
-    settings = settings or get_settings()
     selected = scout_jobs(jobs, settings.targets.n_scouts) if scouts_only else jobs
     selected = finished_jobs(selected)
     frame = job_frame(selected, tasks, settings)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoutless.config import get_settings
+from scoutless.config import HistorySettings
 from scoutless.evaluation.baselines import majority_class
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.models.guard import (
@@ -32,8 +32,9 @@ from scoutless.training.fitting import TargetData
 
 
 def fit_target_guard(
-    data: TargetData, encoder: FeatureEncoder, champion: str, val_proba: np.ndarray
-) -> ServingGuard | None:
+    data: TargetData, encoder: FeatureEncoder, champion: str, val_proba: np.ndarray,
+    settings: HistorySettings,
+) -> ServingGuard | None:  # fmt: skip
     """The served rule of ``champion`` from its validation probabilities as served; None
     without a baseline input or with fewer than ``Settings.history.guard_min_rows``
     validation rows. ``data.val_order`` (None: not time-ordered) splits the rows."""
@@ -43,12 +44,11 @@ def fit_target_guard(
         for name, column in baseline_feature_columns(data.target).items()
         if column in encoder.categorical
     }
-    if not baselines or len(y_val) < get_settings().history.guard_min_rows:
+    if not baselines or len(y_val) < settings.guard_min_rows:
         return None
     val_order = data.val_order
     tune, select = time_halves(val_order, len(y_val))
     prior = np.bincount(y_val[tune], minlength=data.n_classes) / max(int(tune.sum()), 1)
-    settings = get_settings().history
     robust = RobustSelection(
         settings.guard_lower_quantile, settings.guard_blocks, settings.guard_resamples
     )

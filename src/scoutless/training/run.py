@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from scoutless.bundle import BundleContents, save_bundle
-from scoutless.config import get_settings
+from scoutless.config import Settings, SplitSettings
 from scoutless.features.encoded import EncodedFeatures
 from scoutless.features.encoders import FeatureEncoder
 from scoutless.history.splits import assign_parts, forward_parts
@@ -91,10 +91,12 @@ class PreparedRows:
     order: np.ndarray | None = None
 
 
-def _parts(table: TrainingTable, train: pd.DataFrame, split: str, seed: int) -> np.ndarray:
+def _parts(
+    table: TrainingTable, train: pd.DataFrame, split: str, seed: int, splits: SplitSettings
+) -> np.ndarray:
     """A time split keeps time (fit on the earliest rows, validate and calibrate on the
     latest: :func:`forward_parts`); a random split stratifies on the joint class key."""
-    fractions = get_settings().splits.part_fractions()
+    fractions = splits.part_fractions()
     order = _order_column(table)
     if split == "time" and order is not None:
         return forward_parts(train[order].rank(method="first").to_numpy(), fractions, seed)
@@ -109,7 +111,9 @@ def _order_column(table: TrainingTable) -> str | None:
     return column if column in frame and frame[column].notna().all() else None
 
 
-def prepare_rows(table: TrainingTable, split: str, seed: int) -> PreparedRows:
+def prepare_rows(
+    table: TrainingTable, split: str, seed: int, splits: SplitSettings
+) -> PreparedRows:
     """Steps 1-3: the split's train rows, their stratified parts, the fitted encoder."""
     train = table.split(split)[0]  # type: ignore[arg-type]
     # row numbers of the train rows in table.frame (TrainingTable.split keeps non-"test" rows)
@@ -118,18 +122,20 @@ def prepare_rows(table: TrainingTable, split: str, seed: int) -> PreparedRows:
         raise TrainingError(
             f"split {split!r} has {len(train)} train rows; need at least {MIN_TRAIN_ROWS}"
         )
-    parts = _parts(table, train, split, seed)
+    parts = _parts(table, train, split, seed, splits)
     encoder = FeatureEncoder(table.features).fit(train[parts == "fit"])
     column = _order_column(table) if split == "time" else None
     order = None if column is None else table.frame[column].rank(method="first").to_numpy()
     return PreparedRows(train, positions, parts, encoder, encoder.transform(train), order)
 
 
-def target_data(table: TrainingTable, prep: PreparedRows, target: str) -> TargetData:
+def target_data(
+    table: TrainingTable, prep: PreparedRows, target: str, splits: SplitSettings
+) -> TargetData:
     """One target's labelled rows in each part (rows with class -1 left out)."""
     n_classes = table.bins[target].n_classes
     y = prep.train[class_col(target)].to_numpy()
-    parts = get_settings().splits.part_fractions()
+    parts = splits.part_fractions()
     rows = {p: np.flatnonzero((prep.parts == p) & (y >= 0)) for p in parts}
     for p, r in rows.items():
         if len(r) == 0:
@@ -223,11 +229,13 @@ def target_results(fits: dict[str, FamilyFit]) -> TargetResults:
 _FIT_ORDER = {"dnn": 0, "xgb_native": 1}
 
 
-def _reference_sample(prep: PreparedRows, targets: list[str], seed: int) -> pd.DataFrame:
+def _reference_sample(
+    prep: PreparedRows, targets: list[str], seed: int, reference_rows: int
+) -> pd.DataFrame:
     """Fit-part rows (``Settings.training.reference_rows`` at most) with their classes:
     the drift monitor's picture of the training data."""
     fit_rows = prep.train[prep.parts == "fit"]
-    n = min(get_settings().training.reference_rows, len(fit_rows))
+    n = min(reference_rows, len(fit_rows))
     sample = fit_rows.sample(n, random_state=seed)
     reference = prep.encoder.validate(sample).reset_index(drop=True)
     for t in targets:
@@ -241,6 +249,7 @@ def _contents(
     results: dict[str, TargetResults],
     run: dict[str, Any],
     values: dict[str, tuple[LogValueModel, np.ndarray]],
+    reference_rows: int,
 ) -> BundleContents:
     """Steps 5-6: the manifest with metrics and champions, and what save_bundle writes."""
     manifest = base_manifest(table, run)
@@ -255,7 +264,7 @@ def _contents(
         prep.encoder,
         {t: r.models for t, r in results.items()},
         {t: r.calibration_sets for t, r in results.items()},
-        _reference_sample(prep, table.targets, int(run["seed"])),
+        _reference_sample(prep, table.targets, int(run["seed"]), reference_rows),
         value_models={t: model for t, (model, _) in values.items()},
         value_scores={t: scores for t, (_, scores) in values.items()},
     )
@@ -268,6 +277,7 @@ def _fit_targets(
     datas: dict[str, TargetData],
     names: list[str],
     lanes: Lanes,
+    settings: Settings,
 ) -> dict[str, TargetResults]:
     """Step 4 for every target and family, in lanes; then each target's champion guard."""
     fits = [(t, name) for t in datas for name in names]
@@ -281,15 +291,17 @@ def _fit_targets(
     for target, data in datas.items():
         result = target_results({name: by_fit[target, name] for name in names})
         champion = choose_champion(result.validation)
-        result.guard = fit_target_guard(data, prep.encoder, champion, result.guard_proba[champion])
+        result.guard = fit_target_guard(
+            data, prep.encoder, champion, result.guard_proba[champion], settings.history
+        )
         results[target] = result
     return results
 
 
-def _refits_latest(split: str, prep: PreparedRows) -> bool:
+def _refits_latest(split: str, prep: PreparedRows, refit_latest: bool) -> bool:
     """Whether the served XGBoost models are refitted on the latest rows: on a time split
     (rows in submission order), unless ``Settings.training.refit_latest`` is off."""
-    return split == "time" and prep.order is not None and get_settings().training.refit_latest
+    return split == "time" and prep.order is not None and refit_latest
 
 
 def train_bundle(
@@ -308,6 +320,7 @@ def train_bundle(
     dnn_variants: Sequence[str] = DEFAULT_DNN_VARIANTS,
     fit_model: ModelFitter | None = None,
     parallel_fits: int | None = None,
+    settings: Settings,
 ) -> Path:
     """Train every requested family for every target of ``table`` and write a bundle.
 
@@ -324,31 +337,30 @@ def train_bundle(
     names = check_model_names(models)
     if trials < 0:
         raise TrainingError(f"{trials=} must be >= 0")
-    prep = prepare_rows(table, split, seed)
+    prep = prepare_rows(table, split, seed, settings.splits)
     params = dnn_params or DNNParams()
     if max_epochs is not None:
         params = replace(params, max_epochs=max_epochs)
     if parallel_fits is None:
-        parallel_fits = get_settings().training.parallel_fits
-    datas = {t: target_data(table, prep, t) for t in table.targets}
+        parallel_fits = settings.training.parallel_fits
+    datas = {t: target_data(table, prep, t, settings.splits) for t in table.targets}
     # a --scheduler fit spreads itself over its cluster: those run one at a time
     lanes = plan_lanes(n_jobs, len(datas) * len(names), parallel_fits if fit_model is None else 1)
     with training_progress(progress) as bar, torch_threads(lanes.threads):
+        refit = _refits_latest(split, prep, settings.training.refit_latest)
         trainer = FamilyTrainer(encoder=prep.encoder, trials=trials, seed=seed,
                                 n_jobs=lanes.threads, xgb_grid=xgb_grid, dnn_params=params,
                                 progress=bar, dnn_variants=dnn_variants,
                                 fit_model=fit_model or fit_in_process,
-                                refit_latest=_refits_latest(split, prep))  # fmt: skip
-        results = _fit_targets(trainer, table, prep, datas, names, lanes)
-        values = fit_value_heads(table, datas, n_jobs=n_jobs, seed=seed)
-    parts = get_settings().splits.part_fractions()
+                                refit_latest=refit)  # fmt: skip
+        results = _fit_targets(trainer, table, prep, datas, names, lanes, settings)
+        values = fit_value_heads(table, datas, n_jobs=n_jobs, seed=seed, settings=settings.training)
+    parts = settings.splits.part_fractions()
     run = {
-        "split": split,
-        "seed": seed,
-        "trials": trials,
-        "models": names,
+        "split": split, "seed": seed, "trials": trials, "models": names,
         "parts": {p: int((prep.parts == p).sum()) for p in parts},
         "n_train_rows": len(prep.train),
         **{"parallel_fits": lanes.lanes, "threads_per_fit": lanes.threads},
-    }
-    return save_bundle(out, _contents(table, prep, results, run, values))
+    }  # fmt: skip
+    reference_rows = settings.training.reference_rows
+    return save_bundle(out, _contents(table, prep, results, run, values, reference_rows))

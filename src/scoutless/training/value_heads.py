@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from scoutless.allocation.values import ConformalLevels
-from scoutless.config import get_settings
+from scoutless.config import TrainingSettings
 from scoutless.history.table import TrainingTable
 from scoutless.models.value_model import LogValueModel
 from scoutless.targets.spec import value_col
@@ -20,12 +20,12 @@ from scoutless.training.fitting import TargetData
 
 
 def fit_value_head(
-    table: TrainingTable, data: TargetData, *, n_jobs: int | None, seed: int
-) -> tuple[LogValueModel, np.ndarray]:
+    table: TrainingTable, data: TargetData, *, n_jobs: int | None, seed: int,
+    settings: TrainingSettings,
+) -> tuple[LogValueModel, np.ndarray]:  # fmt: skip
     """The target's value model and its calibration rows' sorted scores."""
     values = table.frame[value_col(data.target)].to_numpy(dtype=float)
     part = {p: values[rows] for p, rows in data.rows.items()}
-    settings = get_settings().training
     model = LogValueModel(
         folds=settings.value_folds, linear=settings.value_linear, n_jobs=n_jobs, seed=seed
     ).fit(
@@ -38,7 +38,11 @@ def fit_value_head(
 
 
 def fit_value_heads(
-    table: TrainingTable, datas: dict[str, TargetData], *, n_jobs: int | None, seed: int
-) -> dict[str, tuple[LogValueModel, np.ndarray]]:
+    table: TrainingTable, datas: dict[str, TargetData], *, n_jobs: int | None, seed: int,
+    settings: TrainingSettings,
+) -> dict[str, tuple[LogValueModel, np.ndarray]]:  # fmt: skip
     """:func:`fit_value_head` for every target."""
-    return {t: fit_value_head(table, d, n_jobs=n_jobs, seed=seed) for t, d in datas.items()}
+    return {
+        t: fit_value_head(table, d, n_jobs=n_jobs, seed=seed, settings=settings)
+        for t, d in datas.items()
+    }

@@ -27,6 +27,7 @@ import pandas as pd
 
 from scoutless.atomic import atomic_write_text
 from scoutless.bundle import load_bundle
+from scoutless.config import Settings
 from scoutless.evaluation.baselines import column_baselines, column_predictions, majority_class
 from scoutless.evaluation.metrics import classification_metrics
 from scoutless.features.history import seconds
@@ -192,6 +193,7 @@ def _train_and_predict(
     models: Sequence[str],
     seed: int,
     train_options: dict[str, Any] | None,
+    settings: Settings,
 ) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None:
     """One retraining step: a bundle on the rows known when it takes over, its predictions
     of the step's rows (None, recorded in ``entry``, when training refuses the rows)."""
@@ -200,7 +202,7 @@ def _train_and_predict(
         try:
             bundle = train_bundle(
                 sub, Path(tmp) / "bundle", models=models, split="time",
-                progress=False, seed=seed, **(train_options or {}),
+                progress=False, seed=seed, settings=settings, **(train_options or {}),
             )  # fmt: skip
         except TrainingError as exc:
             entry.setdefault("skipped", []).append(str(exc))
@@ -214,6 +216,7 @@ def walk_forward(
     table: TrainingTable,
     period: str,
     *,
+    settings: Settings,
     models: Sequence[str] = ("xgb",),
     max_periods: int | None = None,
     max_train: int | None = None,
@@ -242,7 +245,8 @@ def walk_forward(
         period_pooled = _Pooled()
         for part in retrain_steps(table, p, retrain_s):
             predicted = _train_and_predict(table, part, max_train, entry, labels, models=models,
-                                           seed=seed, train_options=train_options)  # fmt: skip
+                                           seed=seed, train_options=train_options,
+                                           settings=settings)  # fmt: skip
             for t, (y, preds) in (predicted or {}).items():
                 period_pooled.add(t, y, preds)
         if not period_pooled.y:

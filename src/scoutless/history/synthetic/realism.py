@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.config import Settings, get_settings
+from scoutless.config import Settings
 from scoutless.sources.panda_jobs import read_panda_jobs
 from scoutless.targets.bins import load_bins
 from scoutless.targets.estimators import compute_task_targets, finished_jobs, wall_seconds
@@ -110,9 +110,8 @@ def within_task_shape(data: TaskJobs, min_jobs: int = MIN_JOBS) -> dict:
     }
 
 
-def realism_report(data: TaskJobs, settings: Settings | None = None, *, per_task: bool) -> dict:
+def realism_report(data: TaskJobs, settings: Settings, *, per_task: bool) -> dict:
     """Everything above for one side (real or synthetic); ``per_task`` lists each ratio."""
-    settings = settings or get_settings()
     ratios = scout_ratios(data, settings)
     report: dict = {
         "ratios": {t: summarise(ratios[t]) for t in TARGET_NAMES},

@@ -15,7 +15,7 @@ import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from sqlalchemy import Engine
 
-from scoutless.config import WithinTaskSettings, get_settings
+from scoutless.config import WithinTaskSettings
 from scoutless.history.db_write import bulk_insert
 from scoutless.history.panda_db import create_schema
 from scoutless.history.staging import load_staged, stage_frames
@@ -57,7 +57,7 @@ def _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start, with
     return BlockSpec(
         seed=seed, n_tasks=n_tasks, first_task_id=first_task_id, start=start, days=days,
         drift_start=drift_start if scenario == "release_drift" else None,
-        within=within or get_settings().within_task,
+        within=within or WithinTaskSettings(),
     )  # fmt: skip
 
 
@@ -76,7 +76,8 @@ def iter_chunks(
 ) -> Iterator[Frames]:
     """Frames for consecutive chunks; chunks are whole 1000-task blocks, so the rows do not
     depend on ``chunk_tasks`` (only the seed and the run's parameters). ``within``: the
-    within-task mechanisms (default: ``Settings().within_task``). ``workers`` > 0 builds
+    within-task mechanisms (default: the code's, ``WithinTaskSettings()``; the command
+    line passes the configured ones). ``workers`` > 0 builds
     chunks in that many processes ahead of the consumer (same rows, same order), so
     writing one chunk overlaps building the next."""
     spec = _spec(n_tasks, seed, start, days, first_task_id, scenario, drift_start, within)

@@ -18,7 +18,12 @@ MODEL_EXAMPLE = {
     "features": [{"name": "processingtype", "kind": "categorical"}],
     "manifest": {"version": "v3", "created_at": "2026-11-30T12:00:00Z"},
     "library_warning": None,
-}
+    "room_loads": {
+        "source": "bundle",
+        "loads": {"single": {"himem": 0.49, "long_queue": 0.18},
+                  "multi": {"himem": 0.09, "long_queue": 0.15}},
+    },
+}  # fmt: skip
 
 
 @router.get("/model", openapi_extra=needs("read"), responses=responses(*GUARDED, ok=MODEL_EXAMPLE))

@@ -1,0 +1,143 @@
+"""Real ATLAS jobs sized job by job: scoutless's online sizer against the ``minramcount``
+JEDI recorded and against JEDI's ladder alone, on the six tasks of
+``shared/data/traces/panda/job_records_*.csv`` (the walk: ``atlas_walk.py``).
+
+Per task and kill factor (a job dies where maxPSS > factor × its allocation; 1 is a strict
+limit): memory GB·h wasted (slack of the attempts that fitted + each killed attempt's
+allocation × the time it ran), kills, slack, for the three sides; the goals: at factor 1
+the engine wastes ≤ 0.7× the recorded's with fewer kills; at factor 2 its kills are ≤
+max(the recorded's, 1 % of the jobs). Then the same six tasks under the peers' protocol as
+``scoutless size`` runs it (each task a type of one table: finished jobs with a
+``minramcount``, need = maxPSS, runtime = wall time, request = ``minramcount``, ``rchar``
+= ``inputfilebytes``; seed 1996): scoutless against the ``jedi`` baseline per task.
+
+    nice python benchmarks/atlas_jobs.py --out results/atlas_jobs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from atlas_walk import MB, SIDES, read_task, walk_task
+from record import add_out, emit, reference_loop_s
+from scoutless.sizing.report import size_workflow
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "panda"
+#: the goals (the issue's): engine waste ÷ recorded waste at factor 1; kills at factor 2
+WASTE_RATIO_GOAL = 0.7
+KILL_SHARE_GOAL = 0.01
+
+
+def task_goals(factors: dict[str, dict[str, Any]], jobs: int) -> dict[str, Any]:
+    """The engine against the recorded side at factors 1 and 2 (where walked)."""
+    out: dict[str, Any] = {}
+    strict = factors.get("1")
+    if strict:
+        eng, rec = strict["engine"], strict["recorded"]
+        ratio = eng["wasted_gbh"] / rec["wasted_gbh"] if rec["wasted_gbh"] else float("inf")
+        out["factor_1"] = {
+            "waste_ratio": ratio, "waste_met": bool(ratio <= WASTE_RATIO_GOAL),
+            "kills": eng["kills"], "recorded_kills": rec["kills"],
+            "kills_met": bool(eng["kills"] < rec["kills"]),
+        }  # fmt: skip
+    loose = factors.get("2")
+    if loose:
+        allowed = max(loose["recorded"]["kills"], KILL_SHARE_GOAL * jobs)
+        out["factor_2"] = {
+            "kills": loose["engine"]["kills"], "allowed": allowed,
+            "kills_met": bool(loose["engine"]["kills"] <= allowed),
+            "slack_gbh": loose["engine"]["slack_gbh"],
+            "recorded_slack_gbh": loose["recorded"]["slack_gbh"],
+        }  # fmt: skip
+    return out
+
+
+def walk_tasks(
+    paths: list[Path], factors: list[float], lag: int, done: Callable[[dict], None]
+) -> dict[str, Any]:
+    """Every task, factor and side, the smallest task first; ``done`` is told the tasks
+    walked so far after each (the largest takes most of the run)."""
+    tasks: dict[str, Any] = {}
+    for path in sorted(paths, key=lambda p: p.stat().st_size):
+        jobs = read_task(path)
+        began = time.perf_counter()
+        per_factor = {
+            f"{factor:g}": {side: walk_task(jobs, side, factor, lag=lag).summary() for side in SIDES}
+            for factor in factors
+        }
+        tasks[jobs.task] = {
+            "jobs": len(jobs), "dropped": jobs.dropped, "factors": per_factor,
+            "goals": task_goals(per_factor, len(jobs)),
+            "seconds": round(time.perf_counter() - began, 1),
+        }  # fmt: skip
+        print(f"{jobs.task}: {len(jobs)} jobs, {tasks[jobs.task]['seconds']} s", flush=True)
+        done(tasks)
+    return tasks
+
+
+def instance_table(paths: list[Path]) -> pd.DataFrame:
+    """The six tasks as one instance table (bytes, ms), as the peers' protocol reads it."""
+    parts = []
+    for path in paths:
+        jobs = read_task(path)
+        parts.append(pd.DataFrame({
+            "workflow": "atlas", "process": jobs.task, "cpus": jobs.cores,
+            "rchar": jobs.input_bytes, "rss": jobs.need_mb * MB, "peak_rss": jobs.need_mb * MB,
+            "memory": jobs.recorded_mb * MB, "realtime": jobs.wall_s * 1000.0,
+            "status": "COMPLETED",
+        }))  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
+
+
+def peers(paths: list[Path], seed: int) -> dict[str, Any]:
+    """scoutless against the ``jedi`` baseline per task under the peers' protocol."""
+    result = size_workflow(instance_table(paths), "atlas", seed)
+    per_task = {}
+    for task, cell in result["task_types"].items():
+        ours, jedi = cell["methods"]["scoutless"], cell["methods"]["jedi"]
+        per_task[task] = {
+            "instances": cell["instances"],
+            "scoutless_gbh": ours["wastage_gbh"], "scoutless_failures": ours["failures"],
+            "jedi_gbh": jedi["wastage_gbh"], "jedi_failures": jedi["failures"],
+            "met": bool(ours["wastage_gbh"] <= jedi["wastage_gbh"]
+                        and ours["failures"] <= jedi["failures"]),
+        }  # fmt: skip
+    totals = {m: result["methods"][m] for m in ("scoutless", "jedi")}
+    return {"seed": seed, "tasks": per_task, "totals": totals}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=DATA, help="folder of job_records_*.csv")
+    parser.add_argument("--factors", default="1,2", help="kill factors, comma-separated")
+    parser.add_argument("--lag", type=int, default=100, help="releases before an outcome is known")
+    parser.add_argument("--seed", type=int, default=1996, help="the peers' split")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peers' protocol")
+    add_out(parser)
+    args = parser.parse_args()
+    loop_before = reference_loop_s()
+    paths = sorted(args.data.glob("job_records_*.csv"))
+    if not paths:
+        raise SystemExit(f"no job_records_*.csv under {args.data}")
+    factors = [float(f) for f in args.factors.split(",")]
+    result: dict[str, Any] = {"benchmark": "atlas_jobs", "lag": args.lag, "factors": factors}
+
+    def partial(tasks: dict[str, Any]) -> None:  # a long run leaves what it has measured
+        if args.out is not None:
+            emit({**result, "tasks": tasks, "complete": False}, args.out, loop_before,
+                 default=float)  # fmt: skip
+
+    result["tasks"] = walk_tasks(paths, factors, args.lag, partial)
+    if not args.no_peers:
+        result["peers"] = peers(paths, args.seed)
+    emit({**result, "complete": True}, args.out, loop_before, default=float)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""An instance's need as a weighted sample, from what the online sizer keeps: a location
+model's residuals of a type — runtime-weighted, censored ones re-weighted (Kaplan–Meier),
+compressed to quantiles and smoothed by a Gaussian kernel — mixed with the residual shape
+of the other types (standardised, worth `prior_weight` instances: what a type with ten
+instances cannot know of its own tail it borrows from the types before); for a type never
+seen, the user's request times the other types' need/request ratios."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from scoutless.allocation.quantiles import sample_quantiles
+from scoutless.config import SizingSettings
+from scoutless.sizing.distribution import bandwidth, censored_weights, median, smooth
+from scoutless.sizing.type_history import TypeHistory
+
+#: the least residual spread (log scale) a type is standardised with
+MIN_SCALE = 0.01
+#: a borrowed standardised residual is held within ± this many scales (a type whose
+#: needs sit on a plateau has a tiny scale and outliers hundreds of scales out)
+PRIOR_Z = 8.0
+#: fewer residuals of its own: a type's spread is taken from the other types
+MIN_OWN = 3
+#: points a residual sample is compressed to (weighted quantiles) before smoothing
+SAMPLE_POINTS = 256
+
+Sample = tuple[np.ndarray, np.ndarray]
+
+
+def standardise(resid: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Residuals as (r − median) / scale, with the median and the robust scale (MAD)."""
+    if not len(resid):
+        return resid, 0.0, MIN_SCALE
+    med = median(resid)
+    scale = max(1.4826 * median(np.abs(resid - med)), MIN_SCALE)
+    return (resid - med) / scale, med, scale
+
+
+def compress(values: np.ndarray, weights: np.ndarray, points: int) -> Sample:
+    """A weighted sample as at most ``points`` equal-weight quantiles (same total weight)."""
+    if len(values) <= points:
+        return values, weights
+    levels = (np.arange(points) + 0.5) / points
+    return sample_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
+
+
+def observed_residuals(state: TypeHistory) -> np.ndarray:
+    """A type's finite, uncensored residuals of its chosen model."""
+    r = state.residuals(state.choice)
+    return r[np.isfinite(r) & ~state.censored()]
+
+
+def residual_sample(
+    state: TypeHistory,
+    model: str,
+    prior: np.ndarray,
+    others_scale: float | None,
+    settings: SizingSettings,
+) -> Sample:
+    """Model ``model``'s residuals of a type (log scale) as a smoothed weighted sample with
+    the other types' standardised shape ``prior`` mixed in (see the module's docstring)."""
+    resid = state.residuals(model)
+    known = np.isfinite(resid)
+    resid, cens = resid[known], state.censored()[known]
+    rt = state.column("runtime")[known]
+    use_rt = settings.runtime_weighted and len(rt) and rt.mean() > 0
+    w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
+    _, med, scale = standardise(resid[~cens])
+    if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
+        scale = others_scale
+    resid, w = compress(resid, w, SAMPLE_POINTS)
+    if len(prior) and settings.prior_weight > 0:
+        resid = np.concatenate((resid, med + prior * scale))
+        w = np.concatenate((w, np.full(len(prior), settings.prior_weight / len(prior))))
+    if not len(resid) or w.sum() <= 0:
+        return np.zeros(0), np.zeros(0)
+    return smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)
+
+
+def pooled_prior(others: Iterable[TypeHistory]) -> tuple[np.ndarray, float | None]:
+    """The other types' standardised residuals (each one's chosen model's, clipped and
+    compressed: a type's prior) and the median of their scales (None: no other type has
+    more than `MIN_OWN` pairs)."""
+    parts = [standardise(observed_residuals(s)) for s in others if s.n_pairs() > MIN_OWN]
+    if not parts:
+        return np.zeros(0), None
+    pooled = np.clip(np.concatenate([z for z, _, _ in parts]), -PRIOR_Z, PRIOR_Z)
+    prior = compress(pooled, np.ones(len(pooled)), SAMPLE_POINTS)[0]
+    return prior, float(np.median([sc for _, _, sc in parts]))
+
+
+def request_sample(
+    log_request: float, others: Iterable[TypeHistory], settings: SizingSettings
+) -> Sample:
+    """A type never seen: the user's request times how need related to request in the
+    other types (log need − log request over their uncensored rows); none without a
+    request."""
+    ratios = []
+    for s in others:
+        if s.n_pairs():
+            keep = ~s.censored()
+            ratios.append(s.column("log_need")[keep] - s.column("log_request")[keep])
+    ratios = np.concatenate(ratios) if ratios else np.zeros(0)
+    ratios = ratios[np.isfinite(ratios)]
+    if not np.isfinite(log_request) or not len(ratios):
+        return np.zeros(0), np.zeros(0)
+    vals, w = compress(ratios, np.ones(len(ratios)), SAMPLE_POINTS)
+    vals, w = smooth(vals, w, bandwidth(vals, w), settings.kernel_nodes)
+    return np.exp(log_request + vals), w

@@ -1,0 +1,298 @@
+"""The online sizer: instances of task types allocated in order from what was known before
+each, every outcome learnt as it comes (a row of the type's `TypeHistory`; no model is
+retrained from scratch — each location model is a closed form or a neighbour look-up over
+the type's uncensored rows, evaluated when an instance is sized).
+
+Per task type it keeps the outcomes and, for each location model of `models.CANDIDATES`
+(the mean, a line in the log input size, the nearest neighbours in it, a line in bytes),
+that model's out-of-sample residual of each (`type_history`). A model's need distribution
+for an instance is its location plus its residuals (`need_sample`: runtime-weighted,
+censored ones re-weighted, smoothed, mixed with the other types' shape). The allocation
+and every retry are `distribution.plan`'s: the least expected cost, a retry on the
+distribution conditional on the need exceeding the failed allocation. After each outcome
+every model is charged what its plan would have cost on that instance (× its runtime);
+the type sizes with the cheapest so far (its history's leave-one-out error decides first).
+
+A type with no history (sized cold) starts from instances borrowed from other workflows
+until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request
+times the other types' need/request ratios. The cores are carried with an instance but
+not modelled yet (within a Nextflow process they rarely vary). A type holds at most
+`max_outcomes_per_type` outcomes (the oldest go).
+
+Nothing here knows Nextflow: a task type is a key, an instance its features."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from scoutless.config import SizingSettings
+from scoutless.sizing.distribution import FailurePrice, plan, rank, ranked_median
+from scoutless.sizing.features import Release
+from scoutless.sizing.models import BY_NAME, CANDIDATES
+from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
+from scoutless.sizing.protocol import Outcome
+from scoutless.sizing.type_history import TypeHistory
+
+#: a retry grows the failed allocation by at least this factor
+MIN_STEP = 1.01
+#: the location models' names, in the order a tie is broken
+MODELS: tuple[str, ...] = tuple(m.name for m in CANDIDATES)
+#: attempts a shadow plan is followed for before it is given up
+SHADOW_ATTEMPTS = 16
+
+
+#: what is known of an instance at release (one type for every caller)
+Features = Release
+
+
+def _log(value: float) -> float:
+    return float(np.log(value)) if np.isfinite(value) and value > 0 else np.nan
+
+
+def location(state: TypeHistory, model: str, x: float) -> float:
+    """Where model ``model`` puts a type's log need at log input ``x`` (NaN: no pairs)."""
+    xs, ys = state.pairs()
+    return BY_NAME[model].predict(xs, ys, x) if len(ys) else np.nan
+
+
+class OnlineSizer:
+    """Online sizing over task types (see the module's docstring): the `Sizer` protocol's
+    ``first`` / ``retry`` / ``learn``, a type's history up front (``start_type``), and
+    each type's state as data (``snapshot`` / ``restore``)."""
+
+    def __init__(
+        self,
+        settings: SizingSettings,
+        *,
+        failure_price: Callable[[Features], FailurePrice] | None = None,
+        max_kill_probability: float | None = None,
+    ):
+        """``failure_price``: what a failed attempt of an instance costs (default: the
+        protocol's, the allocation held plus a restart's overhead, `_failure`);
+        ``max_kill_probability``: each attempt's P(need > allocation) at most this (None:
+        no cap, the protocol's)."""
+        self.settings = settings
+        self.failure_price = failure_price
+        self.max_kill_probability = max_kill_probability
+        self.types: dict[Hashable, TypeHistory] = {}
+        #: the instance being sized: (key, features, values, weights, price, ranking)
+        self._current: tuple | None = None
+        self._learnt = 0  # outcomes learnt, all types (each type's `learnt` summed)
+
+    # ------------------------------------------------------------------ state
+    def keys(self) -> list[Hashable]:
+        """The task types the sizer holds state for, in the order first seen."""
+        return list(self.types)
+
+    def snapshot(self, key: Hashable) -> dict[str, Any]:
+        """Type ``key``'s state as JSON-safe data (equal state, equal dict)."""
+        return self.types[key].to_dict()
+
+    def restore(self, key: Hashable, snapshot: dict[str, Any]) -> None:
+        """Type ``key``'s state from a `snapshot`: sizing goes on as it would have."""
+        self._install(key, TypeHistory.from_dict(snapshot))
+        self._current = None
+
+    def _install(self, key: Hashable, state: TypeHistory) -> None:
+        old = self.types.get(key)
+        self._learnt += state.learnt - (old.learnt if old else 0)
+        self.types[key] = state
+
+    def _state(self, key: Hashable) -> TypeHistory:
+        if key not in self.types:
+            self.start_type(key, [], [], [])
+        return self.types[key]
+
+    # ------------------------------------------------------------------ learning
+    def start_type(
+        self,
+        key: Hashable,
+        features: Sequence[Features],
+        needs: Sequence[float],
+        runtimes: Sequence[float],
+        *,
+        borrowed: bool = False,
+    ) -> None:
+        """A type's history (known before its first instance): its rows, leave-one-out
+        residuals of every model, and the model with the least of them (the latest
+        `max_outcomes_per_type` rows). ``borrowed``: instances of the same type in other
+        workflows, used until the type has `own_replaces_borrowed` outcomes of its own."""
+        cap = self.settings.max_outcomes_per_type
+        keep = slice(-cap, None) if cap else slice(None)
+        log_need = np.log(np.asarray(needs, dtype=float))[keep]
+        self._fit(key, {
+            "log_input": np.array([f.log_input() for f in features])[keep],
+            "log_need": log_need,
+            "runtime": np.asarray(runtimes, dtype=float)[keep],
+            "log_request": np.array([_log(f.request) for f in features])[keep],
+        }, prior=None)  # fmt: skip
+        self.types[key].borrowed = len(log_need) if borrowed else 0
+
+    def _fit(self, key: Hashable, rows: dict[str, np.ndarray], prior: tuple | None) -> None:
+        """A type's state from uncensored rows alone: each model's residuals leave-one-out."""
+        state = TypeHistory(MODELS, prior=prior)
+        x, y = rows["log_input"], rows["log_need"]
+        columns = dict(rows, censored=np.zeros(len(y)))
+        for model in CANDIDATES:
+            resid = model.loo(x, y) if len(y) > 1 else np.full(len(y), np.nan)
+            columns[f"resid:{model.name}"] = resid
+        state.rows.extend(columns)
+        state.learnt = len(y)
+        if len(y) > 1:
+            errors = {m: float(np.mean(np.abs(columns[f"resid:{m}"]))) for m in MODELS}
+            state.choice = min(errors, key=errors.get)
+        self._install(key, state)
+
+    def _drop_borrowed(self, key: Hashable, state: TypeHistory) -> None:
+        """Enough outcomes of its own: the type forgets the borrowed instances (its own
+        kills, if any, are forgotten with them: they stay out of the refit rows)."""
+        own = ~state.censored()
+        own[: state.borrowed] = False
+        rows = {n: state.column(n)[own] for n in ("log_input", "log_need", "runtime", "log_request")}
+        self._fit(key, rows, prior=state.prior)
+
+    def learn(self, key: Hashable, features: Features, outcome: Outcome) -> None:
+        """An attempt's outcome: a need that fitted charges every model what its plan
+        would have cost (the cheapest so far sizes the type's next instance); a kill is a
+        censored row (the need lies above its bound)."""
+        state = self._state(key)
+        if not outcome.censored and self.settings.shadow_choice and state.n_pairs() > 1:
+            self._charge_shadow(key, state, features, outcome)
+        x, y = features.log_input(), float(np.log(outcome.need))
+        row = {
+            "log_input": x, "log_need": y, "runtime": float(outcome.runtime),
+            "censored": float(outcome.censored), "log_request": _log(features.request),
+        }  # fmt: skip
+        for model in MODELS:  # NaN: no location yet (a type's first instance, cold)
+            row[f"resid:{model}"] = y - location(state, model, x)
+        state.add(row, self.settings.max_outcomes_per_type)
+        self._learnt += 1
+        own = state.n_pairs() - state.borrowed
+        if state.borrowed and not outcome.censored and own >= self.settings.own_replaces_borrowed:
+            self._drop_borrowed(key, state)
+
+    def _charge_shadow(
+        self, key: Hashable, state: TypeHistory, f: Features, outcome: Outcome
+    ) -> None:
+        weight = float(outcome.runtime) if self.settings.shadow_runtime else 1.0
+        for model in MODELS:
+            state.shadow[model] += self._plan_cost(key, model, f, outcome.need) * weight
+        state.choice = min(state.shadow, key=state.shadow.get)
+
+    def _plan_cost(self, key: Hashable, model: str, f: Features, need: float) -> float:
+        """What sizing this instance with ``model`` would have cost (per unit of runtime:
+        the failed allocations, the excess of the one that fits, the penalties)."""
+        values, weights = self.distribution(key, f, model)
+        ranking = rank(values)
+        price = self._failure(f, ranking[1])
+        cost, failed = 0.0, -np.inf
+        for _ in range(SHADOW_ATTEMPTS):
+            a = self._next(values, weights, failed, key, price, ranking)
+            if a >= need:
+                return cost + a - need
+            cost += price.holds * a + price.fixed
+            failed = a
+        return cost
+
+    # ------------------------------------------------------------------ sizing
+    def distribution(self, key: Hashable, f: Features, model: str | None = None) -> Sample:
+        """An instance's need as a weighted sample (bytes, weights) under ``model``
+        (default: the type's choice)."""
+        state = self._state(key)
+        if not state.n_pairs():
+            others = (s for k, s in self.types.items() if k != key)
+            return request_sample(_log(f.request), others, self.settings)
+        model = model or state.choice
+        vals, w = self._sample(key, state, model)
+        if not len(vals):
+            return np.zeros(0), np.zeros(0)
+        return np.exp(location(state, model, f.log_input()) + vals), w
+
+    def _sample(self, key: Hashable, state: TypeHistory, model: str) -> Sample:
+        """A model's residual sample: the same for every instance of the type, so it is
+        kept until the type learns an outcome or its prior is rebuilt."""
+        prior, others_scale = self._pooled(key, state)
+        version = (state.learnt, state.prior[0])
+        cached = state.samples.get(model)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        sample = residual_sample(state, model, prior, others_scale, self.settings)
+        state.samples[model] = (version, *sample)
+        return sample
+
+    def _pooled(self, key: Hashable, state: TypeHistory) -> tuple[np.ndarray, float | None]:
+        """The type's prior (`need_sample.pooled_prior` of the other types), rebuilt once
+        their outcomes have grown by more than `prior_refresh_share` since (in a walk of
+        one type after another: never stale)."""
+        others_seen = self._learnt - state.learnt
+        share = self.settings.prior_refresh_share
+        if state.prior is not None and others_seen - state.prior[0] <= share * state.prior[0]:
+            return state.prior[1], state.prior[2]
+        prior, scale = pooled_prior(s for k, s in self.types.items() if k != key)
+        state.prior = (others_seen, prior, scale)
+        return prior, scale
+
+    def _failure(self, f: Features, ranked: np.ndarray) -> FailurePrice:
+        """What a failed attempt costs: the caller's price, or the allocation held plus a
+        restart's overhead (`failure_penalty` × the median need, at least the floor);
+        ``ranked``: the need's sample in ascending order."""
+        if self.failure_price is not None:
+            price = self.failure_price(f)
+            if price.per_median and len(ranked):  # a retry's overhead scales with the need
+                return price.plus(price.per_median * ranked_median(ranked))
+            return price
+        if not len(ranked):
+            return FailurePrice(0.0, 1.0)
+        scale = max(ranked_median(ranked), self.settings.penalty_floor_bytes)
+        return FailurePrice(self.settings.failure_penalty * scale, 1.0)
+
+    def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable,
+              price: FailurePrice, ranking: tuple | None = None) -> float:  # fmt: skip
+        """The plan's next attempt above ``failed`` (-inf: the first), ``price`` what a
+        failed attempt costs (one per instance: `_failure`; ``ranking``: `rank`'s)."""
+        best = plan(values, weights, above=failed, grid=self.settings.grid_points,
+                    failure_cost=price.fixed, holds=price.holds,
+                    max_fail_probability=self.max_kill_probability, ranking=ranking)  # fmt: skip
+        if best is not None:
+            return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
+        ys = self._state(key).pairs()[1]
+        seen = float(np.exp(ys.max())) if len(ys) else 0.0
+        if not np.isfinite(failed):
+            return seen if seen > 0 else np.nan
+        if seen > failed:
+            return seen
+        return failed * self._growth(values, failed)
+
+    def _growth(self, values: np.ndarray, failed: float) -> float:
+        """Past everything the distribution holds: an exponential search, the first step
+        the distribution's spread (at least 5 %), each next step's exponent doubled, at most
+        `fallback_growth`; the steps taken so far are read off how far ``failed`` lies past
+        the distribution's top."""
+        spread = max(float(np.std(np.log(values))) if len(values) > 1 else 0.0, 0.05)
+        top = float(values.max()) if len(values) else failed
+        past = np.log(max(failed, top) / top) / spread  # 0, 1, 3, 7 … after 0, 1, 2, 3 steps
+        steps = int(np.floor(np.log2(past + 1.0) + 1e-9))
+        return float(min(np.exp(spread * 2.0**steps), self.settings.fallback_growth))
+
+    def first(self, key: Hashable, features: Features) -> float:
+        """The first attempt's allocation (NaN when the type has nothing to go on)."""
+        values, weights = self.distribution(key, features)
+        ranking = rank(values)
+        price = self._failure(features, ranking[1])
+        self._current = (key, features, values, weights, price, ranking)
+        return self._next(values, weights, -np.inf, key, price, ranking)
+
+    def retry(self, key: Hashable, features: Features, failed: float) -> float:
+        """The next attempt after one failed at ``failed``: the plan on the distribution
+        conditional on need > failed; past everything it knows, the largest need seen
+        when that is larger, else an exponential search (`_growth`)."""
+        if self._current is None or self._current[:2] != (key, features):
+            values, weights = self.distribution(key, features)
+            ranking = rank(values)
+            price = self._failure(features, ranking[1])
+            self._current = (key, features, values, weights, price, ranking)
+        _, _, values, weights, price, ranking = self._current
+        return self._next(values, weights, failed, key, price, ranking)

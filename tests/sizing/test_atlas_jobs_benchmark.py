@@ -1,0 +1,99 @@
+"""The real-ATLAS-jobs benchmark's walk on a hand-made job-records file: the rows it drops,
+the kill rule and its accounting, and the feedback lag (no outcome before the next 100
+jobs were released)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchmark_modules import benchmark_module
+
+LAG = 100
+
+
+def write_records(path: Path, n: int) -> Path:
+    """n usable jobs (need 1000 + k MB, input size k bytes, shuffled pandaids) and three
+    rows to drop: a minramcount of 0, a failed job, one without a maxPSS."""
+    rows = [
+        {"pandaid": 5000 + k, "minramcount": 2700, "maxpss": (1000 + k) * 1024.0,
+         "wall_time": 3600, "actualcorecount": 1, "inputfilebytes": k, "jobstatus": "finished"}
+        for k in range(n)
+    ]  # fmt: skip
+    base = {"minramcount": 2700, "maxpss": 1024.0, "wall_time": 10, "actualcorecount": 1,
+            "inputfilebytes": 0, "jobstatus": "finished"}  # fmt: skip
+    rows += [
+        {**base, "pandaid": 1, "minramcount": 0},
+        {**base, "pandaid": 2, "jobstatus": "failed"},
+        {**base, "pandaid": 3, "maxpss": float("nan")},
+    ]
+    pd.DataFrame(rows[::-1]).to_csv(path, index=False)
+    return path
+
+
+class Recorder:
+    """A stand-in online sizer that records when each outcome reached it."""
+
+    def __init__(self) -> None:
+        self.sized = 0  # first attempts sized so far
+        self.learnt: list[tuple[int, int, bool]] = []  # (jobs sized then, job, censored)
+
+    def first(self, key: str, f) -> float:  # type: ignore[no-untyped-def]
+        self.sized += 1
+        return 1500.0  # MB a core: jobs above it are killed at factor 1
+
+    def knows(self, key: str) -> bool:
+        return True
+
+    def retry(self, key: str, f, failed: float) -> float:  # type: ignore[no-untyped-def]
+        return failed * 2
+
+    def learn(self, key: str, f, outcome) -> None:  # type: ignore[no-untyped-def]
+        self.learnt.append((self.sized, int(f.input_size), outcome.censored))
+
+
+def test_rows_are_dropped_and_counted_and_jobs_ordered_by_pandaid(tmp_path):
+    with benchmark_module("atlas_walk") as walk:
+        jobs = walk.read_task(write_records(tmp_path / "job_records_123.csv", 5))
+    assert jobs.task == "123"
+    assert jobs.dropped == {"minramcount_0": 1, "not_finished": 1, "no_maxpss_or_wall": 1}
+    assert list(jobs.pandaid) == [5000, 5001, 5002, 5003, 5004]
+    assert jobs.need_mb[2] == pytest.approx(1002.0)
+
+
+def test_no_outcome_is_learnt_before_the_next_100_jobs_were_released(tmp_path):
+    with benchmark_module("atlas_walk") as walk:
+        jobs = walk.read_task(write_records(tmp_path / "job_records_1.csv", 700))
+        online = Recorder()
+        tally = walk.walk_task(jobs, "engine", 1.0, lag=LAG, online=online)
+    assert online.learnt, "outcomes are learnt once the lag has passed"
+    for sized, job, _ in online.learnt:
+        # learnt before sizing job `sized`: jobs job+1 … job+100 were all released
+        assert sized - 1 - job >= LAG
+    # job 0's outcome comes just before job 101 is sized, never earlier
+    assert online.learnt[0][:2] == (LAG + 1, 0)
+    # needs 1500 … 1699 MB run above 1500 MB a job: killed once, then fit at 3000 MB
+    assert tally.kills == 199
+    # each killed job's bound is learnt beside its need; the last 100 jobs' never are
+    killed = {job for _, job, censored in online.learnt if censored}
+    assert killed == set(range(501, 700 - LAG - 1))
+
+
+def test_a_recorded_job_killed_climbs_the_ladder_and_is_charged(tmp_path):
+    path = tmp_path / "job_records_7.csv"
+    pd.DataFrame([{"pandaid": 1, "minramcount": 900, "maxpss": 1000 * 1024.0,
+                   "wall_time": 3600, "actualcorecount": 1,
+                   "inputfilebytes": 1}]).to_csv(path, index=False)  # fmt: skip
+    with benchmark_module("atlas_walk") as walk:
+        jobs = walk.read_task(path)
+        tally = walk.walk_task(jobs, "recorded", 1.0)
+        gbh = walk.GBH
+    # killed where its PSS crosses 900 MB (0.9 of the run); the ramCount 900 MB
+    # decompensated is 1000 MB, the ladder's next step 2000, compensated 1800 MB
+    assert tally.kills == 1
+    assert tally.failed_gbh == pytest.approx(900 * 3600 * 0.9 * gbh)
+    assert tally.slack_gbh == pytest.approx((1800 - 1000) * 3600 * gbh)
+    assert math.isclose(tally.summary()["wasted_gbh"], tally.failed_gbh + tally.slack_gbh)
