@@ -55,7 +55,12 @@ def emit(result: dict[str, Any], out: Path | None, loop_before: float, **dumps: 
     text = json.dumps(document, **dumps)
     print(text)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = out.with_name(f".{out.name}.tmp")
-        staging.write_text(json.dumps(document, indent=1, default=dumps.get("default")) + "\n")
-        os.replace(staging, out)  # a reader sees the old file or the new one, never half
+        write_json(out, document, default=dumps.get("default"))
+
+
+def write_json(out: Path, document: dict[str, Any], default: Any = None) -> None:
+    """``document`` to ``out`` atomically: a reader sees the old file or the new one, never half."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.tmp")
+    staging.write_text(json.dumps(document, indent=1, default=default) + "\n")
+    os.replace(staging, out)

@@ -4,17 +4,21 @@ Each ``trace_*.csv`` in TRACES_DIR is imported as `scoutless import nextflow` do
 sized as `scoutless size --protocol peers` sizes it: per task type ~30 % history and
 70 % online (``train_test_split(test_size=0.7, random_state=seed)``), every attempt
 accounted (excess × runtime; a failed attempt's whole allocation × runtime). For each
-seed, scoutless's engine and the published baselines (Witt percentile and LR — std and
+seed, scoutless's online sizer and the published baselines (Witt percentile and LR — std and
 std-under as coded, with their shared error list, and each with its own — Tovar, the
-users' presets, JEDI, VPA, the oracle); the goal compares scoutless with the best of the
-goal's baselines (std-under without its look-ahead). ``--cold-seeds``: also size each
-workflow with none of its own history, the other five tables as history (leave one out).
+users' presets, JEDI, VPA, Witt's low-wastage regression, the oracle); the goal compares
+scoutless with the best of every online baseline (std-under without its look-ahead), per
+workflow and seed, and over the workflow-seed cells gives the median ratio with a 95 %
+bootstrap interval. ``--cold-seeds``: also size each workflow with none of its own
+history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as published;
+``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
+grid, each workflow at the setting chosen on the other five (`sizing_constants.py`).
 
 ``--resource walltime`` sizes run time instead (need ``realtime``, the request the trace's
 ``time``; wastage in core-hours: cores × (limit − run time) at the walltime-slack price
 plus the killed attempts' core-hours), with the unit-agnostic baselines: the percentile,
 the Witt-LR regressions, the users' requests. ``--features``: the input size the
-regressions and the engine see — ``peers-rchar`` (default here: the peers' protocol, the
+regressions and the online sizer see — ``peers-rchar`` (default here: the peers' protocol, the
 bytes read during the run, as their table was made) or ``submission`` (what is known at
 release: nothing in these traces).
 
@@ -23,28 +27,34 @@ Cite: J. Bader et al., "Sizey: Memory-Efficient Execution of Scientific Workflow
 IEEE CLUSTER 2024.
 
     nice python benchmarks/sizing.py TRACES_DIR [--seeds 1996,2023,42] [--cold-seeds 1996]
-        --out results/sizing.json
+        [--live-seeds …] [--sensitivity-seeds …] [--jobs 2] --out results/sizing.json
     nice python benchmarks/sizing.py TRACES_DIR --resource walltime --out results/sizing_walltime.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from record import add_out, emit, reference_loop_s
+from peers_code import reference
+from record import add_out, emit, reference_loop_s, write_json
 from scoutless.config import Settings
 from scoutless.sizing.instances import FEATURES, workflow_name
-from scoutless.sizing.report import WITT_LWR_CITED, size_workflow
-from scoutless.sizing.resources import RESOURCES, Resource
+from scoutless.sizing.live import NoClock
+from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workflow
+from scoutless.sizing.resources import RESOURCES
 from scoutless.sizing.resources import resource as sized_resource
 from scoutless.sources.nextflow import read_nextflow
+from sizing_constants import leave_one_out, sensitivity_cell
 
 #: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
 #: ``_own`` row is std-under re-run with one error list per variant (no look-ahead)
@@ -63,6 +73,8 @@ ISSUE_TABLE: dict[str, dict[str, tuple[float, int]]] = {
                               "iwd": (2.79, 332), "mag": (303.5, 994),
                               "methylseq": (973.5, 143), "rnaseq": (58.4, 83)},
 }  # fmt: skip
+#: the seeds the headline is measured at (the peers' 1996, then nine more)
+SEEDS = "1996,2023,42,7,12345,0,1,2,3,4"
 #: the largest relative gap to the table a reproduction may have (rounding aside)
 REPRODUCTION_GAP = 0.02
 #: the goal's ratio to the best baseline's wastage
@@ -88,20 +100,33 @@ def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _seed(frames: dict, seed: int, cold: bool, sized: Resource, features: str) -> dict[str, Any]:
-    workflows, ratios, cold_met = {}, [], 0
-    for name, frame in frames.items():
-        start = time.perf_counter()
-        others = [f for n, f in frames.items() if n != name] if cold else None
-        result = size_workflow(frame, name, seed, cold_histories=others, resource=sized,
-                               features=features, settings=Settings())  # fmt: skip
+def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
+    """One workflow at one seed (``FRAMES`` set before the pool forks): ``main`` every
+    method under the peers' protocol; ``live`` under the live protocol (or why it could
+    not run); ``sensitivity`` scoutless over the constants' grid."""
+    start = time.perf_counter()
+    frame, settings = FRAMES[name], Settings()
+    how = {"settings": settings, "features": RUN["features"],
+           "resource": sized_resource(RUN["resource"], settings)}  # fmt: skip
+    if kind == "sensitivity":
+        result: dict[str, Any] = sensitivity_cell(frame, name, seed, **how)
+    elif kind == "live":
+        try:
+            cell = size_workflow(frame, name, seed, protocol="live", **how)
+            result = {"methods": cell["methods"], "goal": cell["goal"]}
+        except NoClock as exc:
+            result = {"error": str(exc)}
+    else:
+        others = [f for n, f in FRAMES.items() if n != name] if cold else None
+        result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline, **how)
         result.pop("task_types")
         result["seconds"] = round(time.perf_counter() - start, 1)
-        workflows[name] = result
-        ratios.append(result["goal"]["scoutless"]["ratio"])
-        if cold:
-            cold_met += bool(result["goal"]["scoutless_cold"]["wastage_met"])
-        print(f"seed {seed} {name}: {result['seconds']} s", file=sys.stderr, flush=True)
+    print(f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    return result
+
+
+def _seed_summary(workflows: dict[str, Any]) -> dict[str, Any]:
+    ratios = [w["goal"]["scoutless"]["ratio"] for w in workflows.values()]
     summary = {
         "median_ratio": float(np.median(ratios)),
         "median_met": bool(np.median(ratios) <= GOAL_RATIO),
@@ -113,52 +138,147 @@ def _seed(frames: dict, seed: int, cold: bool, sized: Resource, features: str) -
             w["goal"]["scoutless"]["wastage_met"] and w["goal"]["scoutless"]["failures_met"]
             for w in workflows.values()
         ),
+        "seconds": round(sum(w["seconds"] for w in workflows.values()), 1),
     }
+    cold = [w["goal"]["scoutless_cold"] for w in workflows.values() if "scoutless_cold" in w["goal"]]
     if cold:
-        summary["cold_wastage_met"] = cold_met
-    return {"workflows": workflows, "summary": summary}
+        summary["cold_wastage_met"] = sum(bool(g["wastage_met"]) for g in cold)
+        summary["cold_failures_met"] = sum(bool(g["failures_met"]) for g in cold)
+    return summary
 
 
-def main() -> None:
+def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
+    """Every workflow-seed cell's ratio and best baseline, and over the cells the median
+    ratio with its 95 % bootstrap interval and the share where scoutless is at or below
+    the best baseline's wastage (and failures)."""
+    cells = [
+        {"seed": int(seed), "workflow": wf, "ratio": w["goal"]["scoutless"]["ratio"],
+         "best_baseline": w["goal"]["scoutless"]["best_baseline"],
+         "wastage_met": w["goal"]["scoutless"]["wastage_met"],
+         "failures_met": w["goal"]["scoutless"]["failures_met"]}
+        for seed, run in runs.items() for wf, w in run["workflows"].items()
+    ]  # fmt: skip
+    if not cells:
+        return {"cells": []}
+    n = len(cells)
+    live = [w["goal"]["scoutless"]["ratio"] for run in runs.values()
+            for w in (run.get("live") or {}).values() if "goal" in w]  # fmt: skip
+    return {
+        "cells": cells, "count": n,
+        "live": {"cells": len(live), "median_ratio": median_interval(live)} if live else {},
+        "median_ratio": median_interval([c["ratio"] for c in cells]),
+        "wastage_met_share": sum(c["wastage_met"] for c in cells) / n,
+        "failures_met_share": sum(c["failures_met"] for c in cells) / n,
+    }  # fmt: skip
+
+
+FRAMES: dict[str, Any] = {}
+#: the resource and features option every cell is sized with (set before the pool forks)
+RUN: dict[str, str] = {"resource": "memory", "features": "peers-rchar"}
+#: where each kind of cell goes in a seed's run
+KINDS = {"main": "workflows", "live": "live", "sensitivity": "sensitivity"}
+
+
+def _document(frames, seeds, runs, start) -> dict[str, Any]:
+    for run in runs.values():
+        run["summary"] = _seed_summary(run["workflows"]) if run["workflows"] else {}
+    if "1996" in runs and RUN == {"resource": "memory", "features": "peers-rchar"}:
+        runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
+    return {
+        "resource": RUN["resource"],
+        "features": RUN["features"],
+        "traces": {n: len(f) for n, f in frames.items()},
+        "seeds": seeds,
+        "complete": all(len(runs.get(str(s), {}).get("workflows", {})) == len(frames) for s in seeds),
+        "runs": runs,
+        "over_cells": over_cells(runs),
+        "constants": leave_one_out(runs, sized_resource(RUN["resource"], Settings()).unit),
+        "witt_lwr_cited": {
+            k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
+        } if RUN["resource"] == "memory" else {},
+        "seconds": round(time.perf_counter() - start, 1),
+        "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
-    parser.add_argument("--seeds", default="1996,2023,42")
+    parser.add_argument("--seeds", default=SEEDS)
     parser.add_argument("--cold-seeds", help="seeds also sized cold ('' none; memory: 1996)")
     parser.add_argument("--workflows", help="only these workflows (default: every trace_*.csv)")
     parser.add_argument("--resource", choices=RESOURCES, default="memory")
     parser.add_argument("--features", choices=tuple(FEATURES), default="peers-rchar")
+    parser.add_argument("--lwr-offline-seeds", default="1996",
+                        help="seeds LWR also runs as published, offline ('' none)")  # fmt: skip
+    parser.add_argument("--live-seeds", default="1996,2023,42",
+                        help="seeds also sized under the live protocol ('' none)")  # fmt: skip
+    parser.add_argument("--sensitivity-seeds", default="1996,2023,42",
+                        help="seeds scoutless runs over the constants' grid ('' none)")  # fmt: skip
+    parser.add_argument("--peers-code", type=Path,
+                        help="a checkout of dos-group/sizey: run its baselines as the reference")
+    parser.add_argument("--peers-python", default="python3",
+                        help="the Python --peers-code runs with (pandas < 3, scikit-learn, "
+                        "scipy, statsmodels, matplotlib)")
+    parser.add_argument("--peers-seeds", default="1996", help="seeds --peers-code runs at")
+    parser.add_argument("--peers-against", type=Path,
+                        help="with --peers-code: compare with this sizing JSON's cells, size nothing")
+    parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     loop_before = reference_loop_s()
     start = time.perf_counter()
+    peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
+    if args.peers_code and args.peers_against:  # the reference alone, against a run already made
+        runs = json.loads(args.peers_against.read_text())["runs"]
+        flows = sorted({wf for r in runs.values() for wf in r["workflows"]})
+        result = reference(args.peers_code, args.peers_python, runs, flows, peers_seeds, args.out)
+        emit(result | {"against": str(args.peers_against)}, args.out, loop_before)
+        return
     paths = sorted(args.traces.glob("trace_*.csv"))
     if args.workflows:
         paths = [p for p in paths if workflow_name(p) in args.workflows.split(",")]
     if not paths:
         parser.error(f"{args.traces}: no trace_*.csv")
-    frames = {workflow_name(p): read_nextflow([p], settings=Settings().sizing).frame for p in paths}
+    sizing = Settings().sizing
+    FRAMES.update({workflow_name(p): read_nextflow([p], settings=sizing).frame for p in paths})
+    RUN.update(resource=args.resource, features=args.features)
     cold_seeds = args.cold_seeds if args.cold_seeds is not None else (
         "1996" if args.resource == "memory" else "")  # fmt: skip
     cold = {int(s) for s in cold_seeds.split(",") if s}
+    offline = {int(s) for s in args.lwr_offline_seeds.split(",") if s}
     seeds = [int(s) for s in args.seeds.split(",")]
-    sized = sized_resource(args.resource, Settings())
-    runs = {str(s): _seed(frames, s, s in cold, sized, args.features) for s in seeds}
-    if "1996" in runs and args.resource == "memory" and args.features == "peers-rchar":
-        runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
-    result = {
-        "resource": args.resource,
-        "features": args.features,
-        "traces": {n: len(f) for n, f in frames.items()},
-        "seeds": seeds,
-        "runs": runs,
-        "seconds": round(time.perf_counter() - start, 1),
-        "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-    if args.resource == "memory":
-        result["witt_lwr_cited"] = {
-            k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
-        }
-    emit(result, args.out, loop_before)
+    runs: dict[str, Any] = {}
+    live = [int(s) for s in args.live_seeds.split(",") if s]
+    sens = [int(s) for s in args.sensitivity_seeds.split(",") if s]
+    jobs = [(kind, s, n, s in cold, s in offline) for kind, ss in
+            (("main", seeds), ("live", live), ("sensitivity", sens)) for s in ss for n in FRAMES]
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
+        futures = {pool.submit(_cell, *job): job for job in jobs}  # the headline's cells first
+        for done in as_completed(futures):
+            kind, seed, name = futures[done][:3]
+            run = runs.setdefault(str(seed), {"workflows": {}})
+            run.setdefault(KINDS[kind], {})[name] = done.result()
+            if args.out:  # what finished so far, should the run be cut short
+                write_json(args.out, _document(FRAMES, seeds, _ordered(runs, seeds), start))
+    document = _document(FRAMES, seeds, _ordered(runs, seeds), start)
+    if args.peers_code:
+        document["peers_code"] = reference(
+            args.peers_code, args.peers_python, document["runs"], sorted(FRAMES), peers_seeds
+        )
+    emit(document, args.out, loop_before)
+
+
+def _ordered(runs: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
+    return {
+        str(s): {k: dict(sorted(v.items())) for k, v in runs[str(s)].items()}
+        for s in seeds if str(s) in runs
+    }  # fmt: skip
 
 
 if __name__ == "__main__":

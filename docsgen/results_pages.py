@@ -31,6 +31,8 @@ class Table:
     headers: Sequence[str]
     rows: list[list[Cell]]
     note: str = ""
+    #: a plot of the same figures (inline SVG), shown above the table
+    svg: str = ""
 
 
 @dataclass(frozen=True)

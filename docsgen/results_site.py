@@ -16,6 +16,8 @@ from docsgen.results_views import BENCHMARKS
 
 def render_table(t: Table) -> str:
     head = f"### {t.title}\n\n" if t.title else ""
+    if t.svg:
+        head += f"{t.svg}\n\n"
     note = f"\n{t.note}\n" if t.note else ""
     return head + table(t.headers, [[c.text for c in row] for row in t.rows]) + note
 

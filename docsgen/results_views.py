@@ -131,9 +131,11 @@ BENCHMARKS: list[Benchmark] = [
         "Online sizing against the published allocators",
         "Sizey's six real nf-core traces under the peers' protocol (per task type 30 % "
         "history, 70 % sized online in `train_test_split`'s order; a failed attempt costs "
-        "its whole allocation × runtime and is retried): scoutless's engine against Witt's "
-        "percentile and regression sizing, Tovar's, the users' presets, JEDI and VPA, for "
-        "three seeds; and sized cold, from the other five workflows only.",
+        "its whole allocation × runtime and is retried): scoutless's engine against every "
+        "online baseline — Witt's percentile, regression and low-wastage regression, "
+        "Tovar's, the users' presets, JEDI and VPA — for ten seeds, the median ratio over "
+        "the workflow-seed cells with its bootstrap interval; sized cold, from the other "
+        "five workflows only; under the live protocol; and over the constants' grid.",
         "python benchmarks/sizing.py TRACES_DIR --out results/sizing.json",
         sizing_tables,
     ),

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nf_synthetic import EXAMPLE_TRACE, example_trace, synthetic_workflow
 from scoutless.cli.main import app
+from scoutless.sizing import lwr
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,6 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def _flat(result) -> str:
     """The output without rich's line wrapping."""
     return " ".join(result.output.split())
+
+
+@pytest.fixture(autouse=True)
+def _small_lwr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One small LWR model: its full fit costs seconds, and no test here is about it."""
+    monkeypatch.setattr(lwr, "MODELS", 1)
+    monkeypatch.setattr(lwr, "COBYLA_STEPS", 20)
 
 
 def test_import_then_size_writes_the_issues_json(tmp_path: Path) -> None:
@@ -88,10 +97,10 @@ def test_a_baseline_that_wastes_nothing_is_never_beaten_by_inf() -> None:
     from scoutless.sizing.report import goal
 
     zero = {"wastage_gbh": 0.0, "failures": 0}
-    methods = {"scoutless": {"wastage_gbh": 1.5, "failures": 0}, "users_presets": zero}
+    methods = {"scoutless": {"wastage_gbh": 1.5, "failures": 0}, "users_presets_fair": zero}
     line = _goal_line("scoutless", goal(methods), 0)
     assert "inf" not in line and "(missed)" in line and "(met)" not in line.split(",")[0]
-    assert goal({"scoutless": zero, "users_presets": zero})["ratio"] == 1.0
+    assert goal({"scoutless": zero, "users_presets_fair": zero})["ratio"] == 1.0
 
 
 def test_size_tables_whole_in_a_pipe_and_as_json_or_csv(tmp_path: Path) -> None:
@@ -128,6 +137,15 @@ def test_the_shipped_example_trace_imports_and_sizes(tmp_path: Path) -> None:
     assert "demo: online instances sized" in sized.stdout and "scoutless" in sized.stdout
     doc = json.loads((tmp_path / "s" / "sizing.json").read_text())
     assert doc["workflows"]["demo"]["methods"]["scoutless"]["instances"] == 3 * 56
+
+
+def test_size_live_refuses_a_table_without_times(tmp_path: Path) -> None:
+    table = tmp_path / "demo.csv"
+    synthetic_workflow(seed=2, rows=40).to_csv(table, index=False)
+    result = runner.invoke(app, ["size", "--trace", str(table), "--protocol", "live",
+                                 "--out", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "no submit times" in _flat(result)
 
 
 def test_size_walltime_reads_the_limits_the_import_kept(tmp_path: Path) -> None:

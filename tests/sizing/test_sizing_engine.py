@@ -8,6 +8,7 @@ import pytest
 
 from nf_synthetic import synthetic_workflow
 from scoutless.config import Settings
+from scoutless.sizing import lwr
 from scoutless.sizing.report import size_workflow
 from scoutless.sizing.run import BASELINES, type_key
 
@@ -18,9 +19,12 @@ CELL = {"wastage_gbh", "over_gbh", "under_gbh", "failures", "maq", "instances"}
 def sized() -> dict:
     frame = synthetic_workflow(seed=0, rows=50)
     others = [synthetic_workflow(7, 50, "other")]
-    return size_workflow(
-        frame, "demo", 1996, cold_histories=others, features="peers-rchar", settings=Settings()
-    )
+    with pytest.MonkeyPatch.context() as mp:  # one small LWR model: its fit costs seconds
+        mp.setattr(lwr, "MODELS", 1)
+        mp.setattr(lwr, "COBYLA_STEPS", 20)
+        return size_workflow(
+            frame, "demo", 1996, cold_histories=others, features="peers-rchar", settings=Settings()
+        )
 
 
 def test_the_result_has_the_issues_shape(sized: dict) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,12 +14,13 @@ from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.output import FormatOption, checked, give, notes
 
 if TYPE_CHECKING:
+    import pandas as pd
     from rich.table import Table
 
 # pandas and the online sizer are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
 console = LazyConsole()
-PROTOCOLS = ("peers",)
+PROTOCOLS = ("peers", "live")
 FEATURES_HELP = (
     "input size: submission (known at release) | peers-rchar (bytes read during the run, "
     "as the peers' regressions take it)"
@@ -105,6 +106,18 @@ def _check_options(**given: str) -> None:
                             f"{', '.join(choices[option])}")  # fmt: skip
 
 
+def _sized(frame: pd.DataFrame, name: str, seed: int, **how: Any) -> dict:
+    """`size_workflow` on ``frame``, a table the live protocol cannot size a UserError."""
+    from scoutless.cli.errors import UserError
+    from scoutless.sizing.live import NoClock
+    from scoutless.sizing.report import size_workflow
+
+    try:
+        return size_workflow(frame, name, seed, **how)
+    except NoClock as exc:
+        raise UserError(f"--protocol live: {exc}") from exc
+
+
 def size(
     trace: Annotated[Path, typer.Option("--trace", help="instance table (import nextflow)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for sizing.json")],
@@ -130,7 +143,6 @@ def size(
     from scoutless.cli.errors import UserError
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
     from scoutless.sizing.instances import read_instances, workflow_name
-    from scoutless.sizing.report import size_workflow
     from scoutless.sizing.resources import resource as resource_named
 
     fmt = checked(fmt)
@@ -146,8 +158,8 @@ def size(
     start = time.perf_counter()
     settings = get_settings()
     sized = resource_named(resource, settings)
-    result = size_workflow(frame, name, seed, settings=settings, cold_histories=histories,
-                           resource=sized, features=features)  # fmt: skip
+    result = _sized(frame, name, seed, settings=settings, cold_histories=histories,
+                    resource=sized, features=features, protocol=protocol)  # fmt: skip
     doc = {
         "protocol": protocol, "resource": resource, "features": features, "seed": seed,
         "seconds": round(time.perf_counter() - start, 1), "workflows": {name: result},

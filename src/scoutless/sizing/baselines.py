@@ -70,6 +70,7 @@ class WittLR(_SeenNeeds):
     def begin(self, task: TaskType) -> None:
         super().begin(task)
         self.x = list(map(_known, task.history.input_size))
+        self.raws: dict[int, float] = {}
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))
 
     def _offset(self) -> float:
@@ -79,14 +80,15 @@ class WittLR(_SeenNeeds):
         return float(np.std(errs)) if len(errs) else 0.0
 
     def first(self, task: TaskType, i: int) -> float:
-        self.raw = self.intercept + self.slope * _known(task.online.input_size[i])
-        return self.raw + self._offset() * self.raw
+        # kept per instance: under the live protocol others are decided before it ends
+        raw = self.raws[i] = self.intercept + self.slope * _known(task.online.input_size[i])
+        return raw + self._offset() * raw
 
     def retry(self, task: TaskType, i: int, failed: float) -> float:
         return max(self.needs) if failed < 0 else failed * 2
 
     def learn(self, task: TaskType, i: int, outcome: Outcome) -> None:
-        self.errors.values.append((outcome.need - self.raw) / outcome.need)
+        self.errors.values.append((outcome.need - self.raws.pop(i)) / outcome.need)
         super().learn(task, i, outcome)
         self.x.append(_known(task.online.input_size[i]))
         self.intercept, self.slope = line_fit(np.array(self.x), np.array(self.needs))

@@ -47,19 +47,31 @@ class Instances:
     cpus: np.ndarray
     request: np.ndarray
     peak: np.ndarray
+    #: when each instance was submitted and completed (ms since the epoch; the live
+    #: protocol's clock), None where the table has no times
+    submit: np.ndarray | None = None
+    complete: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.need)
 
     def take(self, idx: np.ndarray) -> Instances:
-        return Instances(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+        return Instances(*(_pick(getattr(self, f), idx) for f in self.__dataclass_fields__))
 
     @staticmethod
     def concat(parts: list[Instances]) -> Instances:
         fields = Instances.__dataclass_fields__
         if not parts:
             return Instances(*(np.zeros(0) for _ in fields))
-        return Instances(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields))
+        return Instances(*(_join([getattr(p, f) for p in parts]) for f in fields))
+
+
+def _pick(values: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
+    return None if values is None else values[idx]
+
+
+def _join(values: list[np.ndarray | None]) -> np.ndarray | None:
+    return None if any(v is None for v in values) else np.concatenate(values)
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,7 @@ def eligible_types(
             need=_column(rows, resource.need), runtime=runtime,
             input_size=_column(rows, input_column), cpus=np.maximum(cpus, 1.0),
             request=_column(rows, resource.request), peak=_column(rows, resource.peak),
+            submit=_column(rows, "submit"), complete=_column(rows, "complete"),
         )))  # fmt: skip
     return out
 
@@ -228,18 +241,28 @@ def walk(
     sizer.begin(task)
     total = Tally()
     for i in range(len(task.online)):
-        need = float(task.online.need[i])
-        allocs = [float(sizer.first(task, i))]
-        while allocs[-1] < need or not np.isfinite(allocs[-1]):
-            if len(allocs) >= MAX_ATTEMPTS or not np.isfinite(allocs[-1]):
-                raise RuntimeError(
-                    f"{sizer.name}: {task.workflow}/{task.name} instance {i}: "
-                    f"{len(allocs)} attempts below the need {need:.4g} (last {allocs[-1]:.4g})"
-                )
-            allocs.append(float(sizer.retry(task, i, allocs[-1])))
-        runtime, cores = float(task.online.runtime[i]), float(task.online.cpus[i])
-        total.add(charge(need, runtime, allocs, resource, cores))
+        need, runtime = float(task.online.need[i]), float(task.online.runtime[i])
+        allocs = attempts(sizer, task, i)
+        total.add(charge(need, runtime, allocs, resource, float(task.online.cpus[i])))
         if keep_attempts:
             total.attempts.append(allocs)
-        sizer.learn(task, i, Outcome(need, float(task.online.runtime[i])))
+        sizer.learn(task, i, Outcome(need, runtime))
     return total
+
+
+def attempts(sizer: PeerSizer, task: TaskType, i: int) -> list[float]:
+    """One online instance's attempts by ``sizer``: the first, then retries until one fits.
+
+    Raises RuntimeError naming the method, type and instance when a retry never reaches
+    the need within `MAX_ATTEMPTS` attempts.
+    """
+    need = float(task.online.need[i])
+    allocs = [float(sizer.first(task, i))]
+    while allocs[-1] < need or not np.isfinite(allocs[-1]):
+        if len(allocs) >= MAX_ATTEMPTS or not np.isfinite(allocs[-1]):
+            raise RuntimeError(
+                f"{sizer.name}: {task.workflow}/{task.name} instance {i}: "
+                f"{len(allocs)} attempts below the need {need:.4g} (last {allocs[-1]:.4g})"
+            )
+        allocs.append(float(sizer.retry(task, i, allocs[-1])))
+    return allocs

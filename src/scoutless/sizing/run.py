@@ -12,6 +12,7 @@ import pandas as pd
 from scoutless.config import Settings, SizingSettings
 from scoutless.sizing import baselines as b
 from scoutless.sizing.features import Release
+from scoutless.sizing.lwr import LowWastage
 from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import (
     Instances,
@@ -29,22 +30,35 @@ from scoutless.sizing.resources import GBH, MEMORY, Resource
 #: std-under share one list: the as-coded look-ahead), then the rest
 BASELINES: tuple[str, ...] = (
     "witt_lr_std", "tovar", "witt_percentile", "witt_lr_std_under",
-    "witt_lr_std_own", "witt_lr_std_under_own", "users_presets_fair", "jedi", "vpa", "oracle",
+    "witt_lr_std_own", "witt_lr_std_under_own", "users_presets_fair", "jedi", "vpa",
+    "witt_lwr", "oracle",
 )  # fmt: skip
-#: the baselines a goal is measured against (std-under without its look-ahead), per resource
+#: the baselines a goal is measured against, per resource: every online baseline the
+#: project runs for it (the users' presets charged fairly; std-under only without its
+#: look-ahead; not the oracle)
 GOAL_BASELINES: dict[str, tuple[str, ...]] = {
-    "memory": ("users_presets", "witt_percentile", "witt_lr_std", "witt_lr_std_under_own", "tovar"),
-    "walltime": ("users_presets", "witt_percentile", "witt_lr_std", "witt_lr_std_under_own"),
+    "memory": (
+        "users_presets_fair", "witt_percentile", "witt_lr_std",
+        "witt_lr_std_own", "witt_lr_std_under_own", "tovar", "jedi", "vpa", "witt_lwr",
+    ),
+    "walltime": (
+        "users_presets_fair", "witt_percentile", "witt_lr_std",
+        "witt_lr_std_own", "witt_lr_std_under_own",
+    ),
 }  # fmt: skip
+#: the Witt-LR error lists a workflow's sizers share (shared, std's own, std-under's own)
+ErrorLists = tuple[b.ErrorList, b.ErrorList, b.ErrorList]
 
 
 def baseline_sizers(
-    settings: Settings, resource: Resource = MEMORY, *, requests: bool = True
-) -> list[PeerSizer]:
+    settings: Settings, resource: Resource = MEMORY, *, requests: bool = True,
+    lists: ErrorLists | None = None,
+) -> list[PeerSizer]:  # fmt: skip
     """Fresh baseline sizers for one workflow (state shared across its types, no further):
-    for walltime the unit-agnostic ones (Tovar's node, JEDI's ladder and VPA's step are
-    memory's); ``requests``: the users' requests are known (else not a method)."""
-    shared, own_std, own_under = b.ErrorList(), b.ErrorList(), b.ErrorList()
+    for walltime the unit-agnostic ones (Tovar's node, JEDI's ladder, VPA's step and the
+    low-wastage regression's doubling are memory's); ``requests``: the users' requests are
+    known (else not a method); ``lists``: the Witt-LR error lists to carry on."""
+    shared, own_std, own_under = lists or (b.ErrorList(), b.ErrorList(), b.ErrorList())
     memory_only = [b.Tovar()] if resource.name == "memory" else []
     sizers = [
         b.WittLR("witt_lr_std", shared), *memory_only, b.WittPercentile(),
@@ -53,7 +67,8 @@ def baseline_sizers(
         b.UsersRequest(),
     ]  # fmt: skip
     if resource.name == "memory":
-        sizers += [b.Jedi(settings.targets, settings.replay.ram_ladder_mb_per_core), b.Vpa()]
+        jedi = b.Jedi(settings.targets, settings.replay.ram_ladder_mb_per_core)
+        sizers += [jedi, b.Vpa(), LowWastage()]
     return [s for s in sizers if requests or s.name != "users_presets_fair"] + [b.Oracle()]
 
 
@@ -75,14 +90,22 @@ def has_requests(types: Sequence[TaskType]) -> bool:
 
 
 def run_types(
-    types: Sequence[TaskType], sizers: Sequence[PeerSizer], resource: Resource = MEMORY
+    types: Sequence[TaskType],
+    sizers: Sequence[PeerSizer],
+    resource: Resource = MEMORY,
+    attempts: dict[str, list[list[float]]] | None = None,
 ) -> dict[str, dict]:
-    """Walk every type with every sizer; per method the workflow's cell and per type's."""
+    """Walk every type with every sizer; per method the workflow's cell and per type's.
+    ``attempts``, when given, gets each method's attempts per instance in the walk's order."""
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     presets = ["users_presets"] if has_requests(types) else []
     totals = {s.name: Tally() for s in sizers} | {p: Tally() for p in presets}
     for task in types:
-        tallies = {sizer.name: walk(sizer, task, resource=resource) for sizer in sizers}
+        keep = attempts is not None
+        tallies = {s.name: walk(s, task, keep_attempts=keep, resource=resource) for s in sizers}
+        for name, tally in tallies.items():
+            if attempts is not None:
+                attempts.setdefault(name, []).extend(tally.attempts)
         tallies |= {p: users_presets(task, resource) for p in presets}
         for name, tally in tallies.items():
             totals[name].add(tally)
@@ -164,7 +187,8 @@ def _start(
 def warm_sizer(
     types: Sequence[TaskType], settings: SizingSettings, resource: Resource = MEMORY
 ) -> PeersOnline:
-    """The online sizer knowing every type's history up front (the protocol allows it)."""
+    """The online sizer knowing every type's history up front (the protocol allows it);
+    ``settings``: the sizing constants (a sensitivity run passes others)."""
     sizer = OnlineSizer(settings, failure_price=resource.failure_price())
     for task in types:
         _start(sizer, task.name, task.history, resource)

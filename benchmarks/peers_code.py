@@ -1,0 +1,123 @@
+"""The peers' own code as the reference, for `sizing.py --peers-code DIR`: Sizey's
+``main.py`` (a checkout of github.com/dos-group/sizey) run on the same traces and seeds in
+its own Python (it needs pandas < 3), its only change a switch that skips Sizey's own
+model (``SIZEY_SKIP_MODEL=1``: its loop over the model's strategies runs over none), and
+every baseline cell it writes compared with this project's: wastage to `TOLERANCE`
+relative, failures equal. Its offline low-wastage regression (``Witt-Ice``) is compared
+beside, not in the verdict: its COBYLA is the SciPy of that Python."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from record import write_json
+
+#: the largest relative gap in GB·h a reproduced cell may have
+TOLERANCE = 1e-9
+#: the loop over Sizey's strategies in ``main.py``, and the switch that empties it
+LOOP = "    for error_strat in ERROR_STRATEGY:"
+SWITCHED = ("    for error_strat in ([] if __import__('os').environ.get('SIZEY_SKIP_MODEL') == '1'"
+            " else ERROR_STRATEGY):")  # fmt: skip
+#: (Method, Offset_Strategy) in the peers' results → this project's method
+METHODS = {
+    ("Witt-LR", "STD"): "witt_lr_std", ("Witt-LR", "STDUNDER"): "witt_lr_std_under",
+    ("Tovar", "Default"): "tovar", ("Witt-Percentile", "Default"): "witt_percentile",
+    ("Workflow-Presets", "Default"): "users_presets", ("Witt-Ice", "Default"): "witt_lwr_offline",
+}  # fmt: skip
+#: the arguments ``main.py`` takes after the trace (alpha, softmax, error metric): they
+#: name its results file only, the baselines ignore them
+ARGS = ("0.0", "False", "smoothed_mape")
+
+
+def prepare(checkout: Path, work: Path) -> Path:
+    """A copy of the checkout with the switch in ``main.py`` and an empty ``results/``.
+
+    Raises ValueError when ``main.py`` lacks the loop the switch replaces."""
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(checkout, work, ignore=shutil.ignore_patterns(".git", "results"))
+    main = (work / "main.py").read_text()
+    if LOOP not in main:
+        raise ValueError(f"{checkout}/main.py: no line {LOOP.strip()!r} to switch")
+    (work / "main.py").write_text(main.replace(LOOP, SWITCHED, 1))
+    (work / "results").mkdir()
+    return work
+
+
+def run_peers(work: Path, python: str, workflows: list[str], seeds: list[int]) -> dict[str, Any]:
+    """Per seed and workflow, each method's GB·h and failures as the peers' code writes them."""
+    env = {**os.environ, "SIZEY_SKIP_MODEL": "1"}
+    out: dict[str, Any] = {}
+    for seed in seeds:
+        for wf in workflows:
+            cmd = [python, "main.py", f"./data/trace_{wf}.csv", *ARGS, str(seed)]
+            subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True)
+            path = work / "results" / f"results_sizey_{wf}_{'_'.join(ARGS)}_{seed}.csv"
+            cells: dict[str, dict[str, float]] = {}
+            with path.open(newline="") as f:
+                for row in csv.DictReader(f):
+                    method = METHODS.get((row["Method"], row["Offset_Strategy"]))
+                    if method is None:
+                        continue
+                    cell = cells.setdefault(method, {"wastage_gbh": 0.0, "failures": 0})
+                    cell["wastage_gbh"] += float(row["Wastage_GBh"])
+                    cell["failures"] += int(float(row["Failures"]))
+            out.setdefault(str(seed), {})[wf] = cells
+            print(f"peers' code seed {seed} {wf}", file=sys.stderr, flush=True)
+    return out
+
+
+def compare(runs: dict[str, Any], peers: dict[str, Any]) -> dict[str, Any]:
+    """Every cell the peers' code wrote against this project's: relative gap, failures."""
+    cells, offline = {}, {}
+    for seed, flows in peers.items():
+        for wf, methods in flows.items():
+            ours_wf = runs.get(seed, {}).get("workflows", {}).get(wf)
+            if ours_wf is None:
+                continue
+            for method, theirs in methods.items():
+                off = method == "witt_lwr_offline"
+                ours = (ours_wf.get("offline", {}).get("witt_lwr") if off
+                        else ours_wf["methods"].get(method))  # fmt: skip
+                if ours is None:
+                    continue
+                gap = abs(ours["wastage_gbh"] - theirs["wastage_gbh"]) / max(abs(theirs["wastage_gbh"]), 1e-300)
+                cell = {"ours": ours["wastage_gbh"], "theirs": theirs["wastage_gbh"], "gap": gap,
+                        "failures": [ours["failures"], theirs["failures"]]}  # fmt: skip
+                (offline if off else cells)[f"{seed}/{wf}/{method}"] = cell
+    worst = max(cells, key=lambda k: cells[k]["gap"]) if cells else None
+    equal = all(c["failures"][0] == c["failures"][1] for c in cells.values())
+    return {
+        "tolerance": TOLERANCE, "cells": cells, "worst_cell": worst,
+        "max_gap": cells[worst]["gap"] if worst else None, "failures_equal": equal,
+        "met": bool(cells) and equal and all(c["gap"] <= TOLERANCE for c in cells.values()),
+        "witt_lwr_offline": offline,
+    }  # fmt: skip
+
+
+def reference(
+    checkout: Path, python: str, runs: dict[str, Any], workflows: list[str], seeds: list[int],
+    out: Path | None = None,
+) -> dict[str, Any]:
+    """The peers' code on ``workflows`` at ``seeds`` compared with ``runs`` (a sizing
+    JSON's), the comparison rewritten to ``out`` as each workflow ends."""
+    start = time.perf_counter()
+    work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey")
+    peers: dict[str, Any] = {}
+    result: dict[str, Any] = {}
+    for wf in workflows:
+        for seed, flows in run_peers(work, python, [wf], seeds).items():
+            peers.setdefault(seed, {}).update(flows)
+        done = sorted({w for f in peers.values() for w in f})
+        result = compare(runs, peers) | {"workflows": done, "seconds": round(time.perf_counter() - start, 1)}
+        if out is not None:
+            write_json(out, result)
+    return result

@@ -1,0 +1,59 @@
+"""The sizing benchmark's measures: the peers' code switched and compared cell by cell,
+and the constants chosen leaving one workflow out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmark_modules import benchmark_module
+
+
+def test_the_peers_main_gets_only_the_switch(tmp_path: Path) -> None:
+    src = tmp_path / "sizey"
+    (src / "results").mkdir(parents=True)
+    (src / "results" / "old.csv").write_text("stale")
+    text = "x = 1\nfor task in t:\n    for error_strat in ERROR_STRATEGY:\n        run()\n"
+    (src / "main.py").write_text(text)
+    with benchmark_module("peers_code") as pc:
+        work = pc.prepare(src, tmp_path / "work")
+        patched = (work / "main.py").read_text()
+        assert patched == text.replace(pc.LOOP, pc.SWITCHED)
+        assert list((work / "results").iterdir()) == []
+        (src / "main.py").write_text("nothing to switch\n")
+        with pytest.raises(ValueError, match="no line"):
+            pc.prepare(src, tmp_path / "again")
+
+
+def test_cells_are_compared_relative_and_failures_exact() -> None:
+    runs = {"1996": {"workflows": {"iwd": {
+        "methods": {"tovar": {"wastage_gbh": 2.0, "failures": 3},
+                    "vpa": {"wastage_gbh": 9.0, "failures": 0}},
+        "offline": {"witt_lwr": {"wastage_gbh": 0.5, "failures": 120}}}}}}  # fmt: skip
+    same = {"1996": {"iwd": {"tovar": {"wastage_gbh": 2.0 * (1 + 1e-12), "failures": 3},
+                             "witt_lwr_offline": {"wastage_gbh": 0.49, "failures": 123}}}}  # fmt: skip
+    with benchmark_module("peers_code") as pc:
+        out = pc.compare(runs, same)
+        assert out["met"] and out["worst_cell"] == "1996/iwd/tovar" and out["max_gap"] < 1e-9
+        assert out["witt_lwr_offline"]["1996/iwd/witt_lwr_offline"]["failures"] == [120, 123]
+        same["1996"]["iwd"]["tovar"]["failures"] = 4
+        assert not pc.compare(runs, same)["met"]
+
+
+def test_each_workflow_takes_the_setting_best_on_the_others() -> None:
+    # two settings; A is best on x and y, B on z: z's figure comes from A (chosen on x, y)
+    ratios = {"x": (0.5, 0.9), "y": (0.6, 0.9), "z": (0.9, 0.4)}
+    with benchmark_module("sizing_constants") as sc:
+        a, b = list(sc.grid())[:2]
+        run = {"workflows": {}, "sensitivity": {}}
+        for wf, (ra, rb) in ratios.items():
+            run["workflows"][wf] = {"goal": {"scoutless": {"baseline_wastage_gbh": 10.0}}}
+            cells = {k: {"wastage_gbh": 10.0, "failures": 1} for k in sc.grid()}
+            cells[a], cells[b] = ({"wastage_gbh": 10 * ra, "failures": 1},
+                                  {"wastage_gbh": 10 * rb, "failures": 2})  # fmt: skip
+            run["sensitivity"][wf] = cells
+        out = sc.leave_one_out({"1": run})
+    assert out["chosen"]["z"]["setting"] == a
+    assert out["chosen"]["z"]["ratios"] == {"1": pytest.approx(0.9)}
+    assert out["table"][b]["failures"] == 6 and out["table"][a]["median_ratio"] == pytest.approx(0.6)
