@@ -26,6 +26,7 @@ import pandas as pd
 
 from atlas_walk import MB, SIDES, read_task, walk_task
 from record import add_out, emit, reference_loop_s
+from scoutless.config import Settings
 from scoutless.sizing.report import size_workflow
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "panda"
@@ -97,7 +98,7 @@ def instance_table(paths: list[Path]) -> pd.DataFrame:
 
 def peers(paths: list[Path], seed: int) -> dict[str, Any]:
     """scoutless against the ``jedi`` baseline per task under the peers' protocol."""
-    result = size_workflow(instance_table(paths), "atlas", seed)
+    result = size_workflow(instance_table(paths), "atlas", seed, settings=Settings())
     per_task = {}
     for task, cell in result["task_types"].items():
         ours, jedi = cell["methods"]["scoutless"], cell["methods"]["jedi"]

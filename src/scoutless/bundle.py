@@ -324,31 +324,35 @@ class Predictor:
         return self._reference.copy()
 
 
+def _read_part(path: Path, name: str, from_dict: Any) -> Any:
+    """A learnt part of the bundle at ``path`` (None where it holds none: an older bundle's)."""
+    file = path / name
+    return from_dict(json.loads(file.read_text())) if file.is_file() else None
+
+
+def _write_part(path: Path, name: str, part: Any) -> None:
+    """Store a part learnt from a history's jobs, which training's table does not hold."""
+    from scoutless.atomic import atomic_write_text
+
+    atomic_write_text(path / name, json.dumps(part.to_dict()))
+
+
 def read_job_spreads(path: Path) -> SpreadTable | None:
-    """The bundle's jobs' spread (None where it holds none: an older bundle's)."""
-    file = path / JOB_SPREADS
-    return SpreadTable.from_dict(json.loads(file.read_text())) if file.is_file() else None
+    """The bundle's jobs' spread (None where it holds none)."""
+    return _read_part(path, JOB_SPREADS, SpreadTable.from_dict)
 
 
 def write_job_spreads(path: Path, table: SpreadTable) -> None:
-    """Store ``table`` in the bundle at ``path`` (learnt from a history's jobs, which
-    training's table does not hold)."""
-    from scoutless.atomic import atomic_write_text
-
-    atomic_write_text(path / JOB_SPREADS, json.dumps(table.to_dict()))
+    _write_part(path, JOB_SPREADS, table)
 
 
 def read_room_loads(path: Path) -> RoomLoads | None:
-    """The bundle's room loads (None where it holds none: an older bundle's)."""
-    file = path / ROOM_LOADS
-    return RoomLoads.from_dict(json.loads(file.read_text())) if file.is_file() else None
+    """The bundle's room loads (None where it holds none)."""
+    return _read_part(path, ROOM_LOADS, RoomLoads.from_dict)
 
 
 def write_room_loads(path: Path, loads: RoomLoads) -> None:
-    """Store ``loads`` in the bundle at ``path`` (learnt from a history's jobs)."""
-    from scoutless.atomic import atomic_write_text
-
-    atomic_write_text(path / ROOM_LOADS, json.dumps(loads.to_dict()))
+    _write_part(path, ROOM_LOADS, loads)
 
 
 def load_bundle(path: str | Path) -> Predictor:

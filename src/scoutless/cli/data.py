@@ -53,7 +53,7 @@ def generate(
     from scoutless.history.synthetic import generate_history
 
     url = _db_url(db)
-    engine = make_engine(url)
+    engine = make_engine(url, schema=get_settings().db_schema)
     try:
         stats = generate_history(
             engine,
@@ -94,7 +94,7 @@ def synthetic_values(url: str, ids: Sequence[int]) -> dict[str, ValueDistributio
     from scoutless.history.synthetic import read_truth
     from scoutless.targets.spec import TARGET_NAMES
 
-    engine = make_engine(url, create_dirs=False)
+    engine = make_engine(url, create_dirs=False, schema=get_settings().db_schema)
     try:
         frame = read_truth(engine, ids=[int(i) for i in ids])
     finally:
@@ -189,10 +189,11 @@ def upgrade(db: DbOption = None) -> None:
 
     url = _db_url(db)
     try:
-        engine = make_engine(url, read_only=True)  # refuses a missing file before writing
+        schema = get_settings().db_schema
+        engine = make_engine(url, read_only=True, schema=schema)  # refuses a missing file first
         require_tables(engine, ["jedi_tasks"])
         engine.dispose()
-        added = upgrade_history(make_engine(url, create_dirs=False))
+        added = upgrade_history(make_engine(url, create_dirs=False, schema=schema))
     except DatabaseUnavailable as exc:
         _refuse(url, exc)
     if added:

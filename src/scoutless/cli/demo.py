@@ -110,12 +110,11 @@ def demo(
 
 def _carry_history(db_path: Path, table: Any, bundle_path: Path, seed: int, settings: Any) -> None:
     """The bundle carries what its decision learns from its training tasks' jobs (the
-    jobs' spread, the room loads), so the service prices what the replay prices."""
-    from scoutless.replay.history import carry_history
+    jobs' spread, the room loads), as `scoutless train --db` has it do."""
+    from scoutless.cli.train import carry_bundle_history
 
-    train, _ = table.split(table.default_split)
     url = f"sqlite:///{db_path.resolve()}"
-    carry_history(url, settings, train["jeditaskid"].to_numpy(), bundle_path, seed=seed)
+    carry_bundle_history(table, bundle_path, url, None, seed, settings)
 
 
 def _done(workdir: Path, bundle_path: Path, db_path: Path, minutes: float) -> None:

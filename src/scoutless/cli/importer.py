@@ -50,7 +50,7 @@ def _update_store(history_db: str, jobs: Any, table: TrainingTable, cfg: Any) ->
 
     columns = list(jobs.frame.columns)
     n_keys = update_store(
-        make_engine(history_db), jobs.frame, history_keys(columns), list(table.bins), cfg
+        make_engine(history_db, schema=get_settings().db_schema), jobs.frame, history_keys(columns), list(table.bins), cfg
     )
     console.print(f"history store: {n_keys} key rows updated")
 

@@ -72,7 +72,9 @@ def metrics_table(manifest: dict) -> Table:
     return table
 
 
-def _carry_history(table: Any, bundle: Path, db: str | None, split: str | None, seed: int) -> None:
+def carry_bundle_history(
+    table: Any, bundle: Path, db: str | None, split: str | None, seed: int, settings: Any
+) -> None:
     """The jobs' spread and room loads of the table's training tasks, from the history's
     jobs (``replay.history.carry_history``); a history that cannot be read leaves the
     bundle without them (its decision then prices every job at its task's value and the
@@ -89,9 +91,9 @@ def _carry_history(table: Any, bundle: Path, db: str | None, split: str | None, 
         console.print("[yellow]no jobs' spread or room loads in the bundle[/] (the table "
                       "names no tasks); it decides at room load 0")  # fmt: skip
         return
-    url = db or get_settings().resolved_db_url()
+    url = db or settings.resolved_db_url()
     try:
-        carry_history(url, get_settings(), train["jeditaskid"].to_numpy(), bundle, seed=seed)
+        carry_history(url, settings, train["jeditaskid"].to_numpy(), bundle, seed=seed)
     except (BadDatabaseUrl, DatabaseUnavailable, WorkloadError, OSError, SQLAlchemyError) as exc:
         console.print(
             f"[yellow]no jobs' spread or room loads in the bundle[/] (the history "
@@ -155,6 +157,7 @@ def train(
     if split not in (None, "random", "time"):
         raise typer.BadParameter(f"--split {split!r}: expected 'random' or 'time'")
     variants = _variants(dnn_variants)
+    settings = get_settings()  # read once: the training and the bundle's history alike
     try:
         names = check_model_names(models.split(","))
         training_table = TrainingTable.load(table)
@@ -172,11 +175,11 @@ def train(
                 n_jobs=threads,
                 dnn_variants=variants,
                 fit_model=fit_model,
-                settings=get_settings(),
+                settings=settings,
             )
     except (FileNotFoundError, TableError, TrainingError) as exc:
         raise UserError(str(exc)) from exc
-    _carry_history(training_table, path, db, split, seed)
+    carry_bundle_history(training_table, path, db, split, seed, settings)
     manifest = json.loads((path / "manifest.json").read_text())
     console.print(metrics_table(manifest))
     console.print(f"[green]bundle[/] {manifest['version']} → {path}")

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from scoutless.allocation.bounds import AnswerBounds
 from scoutless.allocation.decider import SiteDecision
 from scoutless.allocation.policies import Policy, PolicyError, make_policy
 from scoutless.allocation.reconcile import sufficient_probabilities, sufficient_probability
@@ -65,9 +64,9 @@ class DecisionStage:
         the value and cost policies' decision under ``settings``."""
         predictor = self.predictor
         self.policies = PolicyCache(predictor)
-        bounds = AnswerBounds.of(settings)  # what the site can allocate at all
         self.site_decision = SiteDecision.of(settings, predictor.job_spreads,
                                              predictor.room_loads)  # fmt: skip
+        bounds = self.site_decision.bounds  # what the site can allocate at all
         self._views = {t: BinsView.of(t, predictor.bins[t], bounds) for t in self.targets}
         self._edges = {t: np.asarray(predictor.bins[t].edges, dtype=float) for t in self.targets}
         self._inner = {t: edges[1:-1].tolist() for t, edges in self._edges.items()}

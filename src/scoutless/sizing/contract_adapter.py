@@ -65,12 +65,8 @@ class ContractSizer:
 
     def forget(self, key: str) -> None:
         """Drop a type's state (one that holds nothing committed)."""
-        old = self.sizer.types.pop(key, None)
-        if old is not None:
-            self.sizer._learnt -= old.learnt
-        self.sizer._current = None
-        self._ordered = -1
-        self._keep_key_order()
+        self.sizer.forget(key)
+        self._ordered = len(self.sizer.types)  # a sorted dict less one key stays sorted
 
     def _keep_key_order(self) -> None:
         """Sort the types by key when one was added (a known key keeps its place)."""

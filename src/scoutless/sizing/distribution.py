@@ -161,7 +161,7 @@ def plan(
     else:
         order, ranked = ranking
         start = int(np.searchsorted(ranked, above, side="right"))  # the values above
-        probabilities = (weights / w.sum())[order[start:]]
+        probabilities = weights[order[start:]] / w.sum()
         c = np.unique(ranked_quantiles(ranked[start:], probabilities, _grid_levels(grid)))
     c[-1] = v.max()
     bins = np.searchsorted(c, v, side="left")

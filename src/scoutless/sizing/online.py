@@ -96,6 +96,13 @@ class OnlineSizer:
         self._install(key, TypeHistory.from_dict(snapshot))
         self._current = None
 
+    def forget(self, key: Hashable) -> None:
+        """Drop type ``key``'s state (one that holds nothing a caller kept)."""
+        old = self.types.pop(key, None)
+        if old is not None:
+            self._learnt -= old.learnt
+        self._current = None
+
     def _install(self, key: Hashable, state: TypeHistory) -> None:
         old = self.types.get(key)
         self._learnt += state.learnt - (old.learnt if old else 0)

@@ -76,7 +76,7 @@ def users_presets(task: TaskType, resource: Resource = MEMORY) -> Tally:
     """The users' presets as the peers book them: (request − peak) at the resource's slack
     price × the weight, no failures (a request below the peak books a negative excess)."""
     on = task.online
-    w = on.runtime if resource.weight_by == "runtime" else on.cpus
+    w = weights(on, resource)
     return Tally(
         over=float(np.sum(resource.slack_price * (on.request - on.peak) * w)),
         usage=float(np.sum(on.need * w)), instances=len(on),
@@ -100,11 +100,11 @@ def run_types(
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     presets = ["users_presets"] if has_requests(types) else []
     totals = {s.name: Tally() for s in sizers} | {p: Tally() for p in presets}
+    keep = attempts is not None
     for task in types:
-        keep = attempts is not None
         tallies = {s.name: walk(s, task, keep_attempts=keep, resource=resource) for s in sizers}
         for name, tally in tallies.items():
-            if attempts is not None:
+            if keep:
                 attempts.setdefault(name, []).extend(tally.attempts)
         tallies |= {p: users_presets(task, resource) for p in presets}
         for name, tally in tallies.items():
