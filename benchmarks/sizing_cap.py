@@ -68,6 +68,15 @@ def summary(rows: list[dict[str, Any]], default: int, tight: int) -> dict[str, A
     }  # fmt: skip
 
 
+def trace_frames(parser: argparse.ArgumentParser, traces: Path) -> dict[str, Any]:
+    """Each ``trace_*.csv`` in ``traces`` imported as `scoutless import nextflow` does, by
+    workflow; none there is the command line's error."""
+    paths = sorted(traces.glob("trace_*.csv"))
+    if not paths:
+        parser.error(f"{traces}: no trace_*.csv")
+    return {workflow_name(p): read_nextflow([p], settings=SizingSettings()).frame for p in paths}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
@@ -76,10 +85,7 @@ def main() -> None:
     add_out(parser)
     args = parser.parse_args()
     loop_before = reference_loop_s()
-    paths = sorted(args.traces.glob("trace_*.csv"))
-    if not paths:
-        parser.error(f"{args.traces}: no trace_*.csv")
-    frames = {workflow_name(p): read_nextflow([p]).frame for p in paths}
+    frames = trace_frames(parser, args.traces)
     default = SizingSettings().max_outcomes_per_type or 0
     caps = {"uncapped": None, f"cap_{default}": default, f"cap_{args.tight}": args.tight}
     seeds = [int(s) for s in args.seeds.split(",")]

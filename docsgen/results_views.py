@@ -22,6 +22,7 @@ from docsgen.views.sizing import (
     online_restart_tables,
     online_tables,
     sizing_cap_tables,
+    sizing_refresh_tables,
     sizing_tables,
 )
 
@@ -176,6 +177,19 @@ BENCHMARKS: list[Benchmark] = [
         "python benchmarks/sizing_cap.py TRACES_DIR --seeds 1996,2023,42 "
         "--out results/sizing_cap.json",
         sizing_cap_tables,
+    ),
+    Benchmark(
+        "sizing_refresh",
+        "What refreshing a type's samples less often costs",
+        "scoutless's online sizer on Sizey's six nf-core traces under the peers' protocol, "
+        "each type's residual samples rebuilt at every outcome (share 0, the engine before "
+        "this change) and at the default `sample_refresh_share` (rebuilt once the outcomes "
+        "since the anchor reach that share of the type's; between rebuilds new outcomes "
+        "join with the models' residuals as fitted at the anchor): wastage, failures and "
+        "the walk's CPU time (goal: wastage within 2 % on every cell).",
+        "python benchmarks/sizing_refresh.py TRACES_DIR --seeds 1996,2023,42 "
+        "--out results/sizing_refresh.json",
+        sizing_refresh_tables,
     ),
     Benchmark(
         "online_restart",

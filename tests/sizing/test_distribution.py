@@ -127,3 +127,42 @@ def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
         expected = _plan_in_numpy(c, tail, ecum, holds, fixed, cap)
         got = best_allocation(c, tail, ecum, holds, fixed, np.nan if cap is None else cap)
         assert got == expected
+
+
+def _plan_reference(values, weights, above, grid, failure_cost, holds, cap) -> float | None:
+    """`plan` as numpy operations (the sizer's code before its one-pass kernel)."""
+    from scoutless.allocation.quantiles import sample_quantiles
+
+    keep = values > above
+    v, w = values[keep], weights[keep]
+    if not len(v) or w.sum() <= 0:
+        return None
+    c = np.unique(sample_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
+    c[-1] = v.max()
+    bins = np.searchsorted(c, v, side="left")
+    mass = np.bincount(bins, weights=w, minlength=len(c))
+    part = np.bincount(bins, weights=w * v, minlength=len(c))
+    tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))
+    ecum = np.concatenate(([0.0], np.cumsum(part)))
+    return float(c[_plan_in_numpy(c, tail, ecum, holds, failure_cost, cap) - 1])
+
+
+def test_the_one_pass_plan_equals_the_numpy_operations() -> None:
+    """Quantiles, ties, bins and the recursion of `plan_sorted` against numpy's, on
+    weighted samples with ties, conditioned above points inside and past them."""
+    from scoutless.sizing.distribution import plan_sorted
+
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        n = int(rng.integers(1, 400))
+        values = np.round(rng.lognormal(0.0, 0.7, n), int(rng.integers(1, 4)))  # ties
+        weights = rng.random(n) * (rng.random(n) < 0.9)
+        above = -np.inf if trial % 4 == 0 else float(np.quantile(values, rng.random()))
+        grid = int(rng.choice([8, 48, 100]))
+        fixed, holds = float(rng.exponential(0.5)), float(rng.choice([0.0, 1.0]))
+        cap = None if trial % 5 else float(rng.uniform(0.05, 0.5))
+        expected = _plan_reference(values, weights, above, grid, fixed, holds, cap)
+        order = np.argsort(values, kind="stable")
+        got = plan_sorted(values[order], weights[order], above=above, grid=grid,
+                          failure_cost=fixed, holds=holds, max_fail_probability=cap)  # fmt: skip
+        assert got == expected, trial

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from scoutless.config import SizingSettings
 from scoutless.sizing.online import Features, OnlineSizer
@@ -45,8 +46,11 @@ def _started(settings: SizingSettings) -> OnlineSizer:
     return sizer
 
 
-def test_restore_then_continue_sizes_as_the_uninterrupted_sizer() -> None:
-    settings = SizingSettings(max_outcomes_per_type=40)
+@pytest.mark.parametrize("share", [0.0, 0.02, 0.25])
+def test_restore_then_continue_sizes_as_the_uninterrupted_sizer(share: float) -> None:
+    """Whatever the sample schedule: at 0.25 a type's samples lag up to ten outcomes (and
+    its oldest rows wait for the anchor to go), and a restore mid-lag rebuilds them."""
+    settings = SizingSettings(max_outcomes_per_type=40, sample_refresh_share=share)
     stream = _stream(160)
     whole, before = _started(settings), []
     for job in stream[:80]:
@@ -65,7 +69,7 @@ def test_restore_then_continue_sizes_as_the_uninterrupted_sizer() -> None:
 
 
 def test_a_type_holds_at_most_the_cap_outcomes_in_one_index_space() -> None:
-    sizer = OnlineSizer(SizingSettings(max_outcomes_per_type=16))
+    sizer = OnlineSizer(SizingSettings(max_outcomes_per_type=16, sample_refresh_share=0.0))
     for job in _stream(120):
         _size(sizer, *job)
     held = sizer.keys()
@@ -75,6 +79,23 @@ def test_a_type_holds_at_most_the_cap_outcomes_in_one_index_space() -> None:
         assert lengths == {16}  # every outcome column and every model's residual
         assert set(OUTCOME_COLUMNS) < set(snap["columns"])
         assert snap["learnt"] > 16
+
+
+def test_the_oldest_rows_go_when_the_samples_are_rebuilt() -> None:
+    """With a schedule the cap is enforced when the anchor moves: a type holds at most
+    cap + share × cap rows, and exactly the cap right after a move."""
+    cap, share = 40, 0.25
+    sizer = OnlineSizer(SizingSettings(max_outcomes_per_type=cap, sample_refresh_share=share))
+    held, at_moves = [], []
+    for key, f, need, runtime in _stream(400):
+        _size(sizer, key, f, need, runtime)
+        state = sizer.types[key]
+        held.append(len(state.rows))
+        if state.anchor_learnt == state.learnt:
+            at_moves.append(len(state.rows))
+    assert max(held) <= cap + share * cap + 1
+    assert max(held) > cap  # the schedule lets rows wait
+    assert set(at_moves[-10:]) == {cap}
 
 
 def test_equal_state_gives_equal_snapshots() -> None:

@@ -44,6 +44,13 @@ class SizingSettings(BaseModel):
         "their outcomes have grown by more than this share since (0: after every outcome; "
         "a walk of one type after another never sees it stale)",
     )
+    sample_refresh_share: float = Field(
+        0.02,
+        ge=0,
+        description="a type's residual samples are rebuilt (a sort of its rows) once it has "
+        "learnt more than this share of the rows they were built from (0: after every "
+        "outcome; a large type then costs a sort per outcome)",
+    )
     refit_every: int = Field(
         16, ge=1, description="instances between refits of a type's model choice"
     )
@@ -67,7 +74,8 @@ class SizingSettings(BaseModel):
         2048,
         ge=16,
         description="outcomes a task type's state holds at most, the oldest dropped first "
-        "(None: every outcome; state and time per outcome then grow with the type)",
+        "when its samples are rebuilt (between two rebuilds up to sample_refresh_share × "
+        "this more; None: every outcome, state and time per outcome then grow with the type)",
     )
     fallback_growth: float = Field(
         2.0, gt=1, description="a retry past every need the model knows multiplies by this"

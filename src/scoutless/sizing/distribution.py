@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
 
-from scoutless.allocation.quantiles import ranked_quantiles, sample_quantiles
+from scoutless.allocation.quantiles import sample_quantiles
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,6 @@ def ranked_median(ranked: np.ndarray) -> float:
     return float((ranked[half - 1] + ranked[half]) / 2)
 
 
-def rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A sample's stable ascending order and its values in it (`plan`'s ``ranking``)."""
-    order = np.argsort(values, kind="stable")
-    return order, values[order]
-
-
 def bandwidth(values: np.ndarray, weights: np.ndarray) -> float:
     """Silverman's rule on a weighted sample (robust spread, effective size)."""
     if len(values) < 2 or weights.sum() <= 0:
@@ -127,8 +122,15 @@ def bandwidth(values: np.ndarray, weights: np.ndarray) -> float:
     return 0.9 * spread * n_eff ** (-0.2)
 
 
-def plan(
-    values: np.ndarray,
+def plan(values: np.ndarray, weights: np.ndarray, **how: Any) -> float | None:
+    """`plan_sorted` of a sample in any order: the allocation minimising expected cost
+    for a need distributed as the weighted ``values`` (``how``: its keywords)."""
+    order = np.argsort(values, kind="stable")
+    return plan_sorted(values[order], weights[order], **how)
+
+
+def plan_sorted(
+    ranked: np.ndarray,
     weights: np.ndarray,
     *,
     above: float = -np.inf,
@@ -136,10 +138,11 @@ def plan(
     failure_cost: float = 0.0,
     holds: float = 1.0,
     max_fail_probability: float | None = None,
-    ranking: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> float | None:
     """The allocation minimising expected cost for a need distributed as the weighted
-    ``values``, given that the need exceeds ``above``; None when no value does.
+    ``ranked`` (ascending, ``weights`` in that order), given that the need exceeds
+    ``above``; None when no value does. A caller that plans on one sample again and again
+    (an instance's retries, each candidate model's shadow plan) sorts it once.
 
     Candidates are the distribution's quantiles at ``grid`` levels (the largest value
     last). With masses cut at candidates c_1 < … < c_m, J(k) — the least expected cost
@@ -148,30 +151,12 @@ def plan(
     one that fails costs c_q and the plan from c_q on. The answer is J(0)'s argmin.
     ``holds`` scales the c_q a failure costs (0: only ``failure_cost``);
     ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
-    a constraint on this attempt, not a price; the largest value always meets it).
-    ``ranking``: the values' stable ascending order and the values in it (`rank`), for a
-    caller that plans on one sample again and again: the same plan without a sort a call.
+    a constraint on this attempt, not a price; the largest value always meets it). One
+    compiled pass (`plan_kernel.plan_ranked`).
     """
-    keep = values > above
-    v, w = values[keep], weights[keep]
-    if not len(v) or w.sum() <= 0:
-        return None
-    if ranking is None:
-        c = np.unique(sample_quantiles(v, w, _grid_levels(grid)))
-    else:
-        order, ranked = ranking
-        start = int(np.searchsorted(ranked, above, side="right"))  # the values above
-        probabilities = weights[order[start:]] / w.sum()
-        c = np.unique(ranked_quantiles(ranked[start:], probabilities, _grid_levels(grid)))
-    c[-1] = v.max()
-    bins = np.searchsorted(c, v, side="left")
-    mass = np.bincount(bins, weights=w, minlength=len(c))
-    part = np.bincount(bins, weights=w * v, minlength=len(c))
-    tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))  # P(need > c_k), k=0..m
-    ecum = np.concatenate(([0.0], np.cumsum(part)))  # E[need; need ≤ c_k], k=0..m
-    from scoutless.sizing.plan_kernel import best_allocation  # numba: loaded when first used
+    from scoutless.sizing.plan_kernel import plan_ranked  # numba: loaded when first used
 
     cap = np.nan if max_fail_probability is None else float(max_fail_probability)
-    best = best_allocation(c, tail, ecum, float(holds), float(failure_cost), cap)
-    return float(c[best - 1])
-
+    best = plan_ranked(ranked, weights, float(above), _grid_levels(grid), float(holds),
+                       float(failure_cost), cap)  # fmt: skip
+    return None if np.isnan(best) else float(best)

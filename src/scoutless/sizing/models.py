@@ -1,10 +1,16 @@
 """Where a task type's log need sits given an instance's log input size: the candidates
-the engine chooses among by the cost each would have run up (`engine.py`). Each predicts
+the online sizer chooses among by the cost each would have run up (`online.py`). Each predicts
 a location; the spread around it is the candidate's own out-of-sample residuals."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
+
+#: a location model fitted to a type's pairs: the log need it puts at a log input size
+Fitted = Callable[[float], float]
 
 
 class Location:
@@ -12,8 +18,13 @@ class Location:
 
     name = "location"
 
-    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
+        """The model on these pairs, to be asked at many inputs (what an instance's
+        sizing and each candidate's shadow plan ask between two outcomes)."""
         raise NotImplementedError
+
+    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+        return self.fit(xs, ys)(x)
 
     def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """Leave-one-out residuals on the pairs (what a history tells of the spread)."""
@@ -22,17 +33,26 @@ class Location:
         ])  # fmt: skip
 
 
+def _constant(value: float) -> Fitted:
+    return lambda x: value
+
+
 class Mean(Location):
     """The mean log need: the type's marginal distribution, input size ignored."""
 
     name = "mean"
 
-    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
-        return float(ys.mean()) if len(ys) else 0.0
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
+        return _constant(float(ys.mean()) if len(ys) else 0.0)
 
     def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         n = len(ys)
         return (ys - ys.mean()) * n / max(n - 1, 1) if n else ys
+
+
+def _or_mean(fitted: Fitted, ys: np.ndarray) -> Fitted:
+    """``fitted`` at a finite input, the mean log need where the input is unknown."""
+    return lambda x: fitted(x) if math.isfinite(x) else Mean().predict(ys, ys, x)
 
 
 class Line(Location):
@@ -40,12 +60,13 @@ class Line(Location):
 
     name = "line"
 
-    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
         ok = np.isfinite(xs)
-        if ok.sum() < 3 or not np.isfinite(x):
-            return Mean().predict(xs, ys, x)
+        if ok.sum() < 3:
+            return Mean().fit(xs, ys)
         icpt, slope = line_fit(xs[ok], ys[ok])
-        return icpt + slope * min(max(x, xs[ok].min()), xs[ok].max())
+        lo, hi = xs[ok].min(), xs[ok].max()
+        return _or_mean(lambda x: icpt + slope * min(max(x, lo), hi), ys)
 
     def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         ok = np.isfinite(xs)
@@ -66,14 +87,18 @@ class Neighbours(Location):
 
     name = "neighbours"
 
-    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
         ok = np.isfinite(xs)
-        if ok.sum() < 3 or not np.isfinite(x):
-            return Mean().predict(xs, ys, x)
+        if ok.sum() < 3:
+            return Mean().fit(xs, ys)
+        every = ys
         xs, ys = xs[ok], ys[ok]
         k = min(len(ys), max(3, round(np.sqrt(len(ys)))))
-        near = np.argpartition(np.abs(xs - x), k - 1)[:k]
-        return float(ys[near].mean())
+
+        def nearest(x: float) -> float:
+            return float(ys[np.argpartition(np.abs(xs - x), k - 1)[:k]].mean())
+
+        return _or_mean(nearest, every)
 
 
 class Affine(Location):
@@ -83,14 +108,18 @@ class Affine(Location):
 
     name = "affine"
 
-    def predict(self, xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
         ok = np.isfinite(xs)
-        if ok.sum() < 3 or not np.isfinite(x):
-            return Mean().predict(xs, ys, x)
+        if ok.sum() < 3:
+            return Mean().fit(xs, ys)
         raw_x, need = np.expm1(xs[ok]), np.exp(ys[ok])
         icpt, slope = line_fit(raw_x, need)
-        x = min(max(np.expm1(x), raw_x.min()), raw_x.max())
-        return float(np.log(max(icpt + slope * x, need.min())))
+        lo, hi, floor = raw_x.min(), raw_x.max(), need.min()
+
+        def line(x: float) -> float:
+            return float(np.log(max(icpt + slope * min(max(np.expm1(x), lo), hi), floor)))
+
+        return _or_mean(line, ys)
 
 
 def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:

@@ -59,12 +59,13 @@ def residual_sample(
     others_scale: float | None,
     settings: SizingSettings,
 ) -> Sample:
-    """Model ``model``'s residuals of a type (log scale) as a smoothed weighted sample with
-    the other types' standardised shape ``prior`` mixed in (see the module's docstring)."""
-    resid = state.residuals(model)
+    """Model ``model``'s residuals of a type's anchored rows (log scale) as a smoothed
+    weighted sample with the other types' standardised shape ``prior`` mixed in (see the
+    module's docstring), in ascending order (every instance's ranking is then one pass)."""
+    resid = state.anchored(f"resid:{model}")
     known = np.isfinite(resid)
-    resid, cens = resid[known], state.censored()[known]
-    rt = state.column("runtime")[known]
+    resid, cens = resid[known], state.anchored("censored")[known] > 0
+    rt = state.anchored("runtime")[known]
     use_rt = settings.runtime_weighted and len(rt) and rt.mean() > 0
     w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
     _, med, scale = standardise(resid[~cens])
@@ -76,7 +77,9 @@ def residual_sample(
         w = np.concatenate((w, np.full(len(prior), settings.prior_weight / len(prior))))
     if not len(resid) or w.sum() <= 0:
         return np.zeros(0), np.zeros(0)
-    return smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)
+    values, weights = smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)
+    order = np.argsort(values, kind="stable")
+    return values[order], weights[order]
 
 
 def pooled_prior(others: Iterable[TypeHistory]) -> tuple[np.ndarray, float | None]:

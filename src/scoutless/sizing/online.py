@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import SizingSettings
-from scoutless.sizing.distribution import FailurePrice, plan, rank, ranked_median
+from scoutless.sizing.distribution import FailurePrice, plan_sorted, ranked_median
 from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
@@ -52,10 +52,19 @@ def _log(value: float) -> float:
     return float(np.log(value)) if np.isfinite(value) and value > 0 else np.nan
 
 
+def _unknown(x: float) -> float:
+    return np.nan
+
+
 def location(state: TypeHistory, model: str, x: float) -> float:
-    """Where model ``model`` puts a type's log need at log input ``x`` (NaN: no pairs)."""
-    xs, ys = state.pairs()
-    return BY_NAME[model].predict(xs, ys, x) if len(ys) else np.nan
+    """Where model ``model`` puts a type's log need at log input ``x`` (NaN: no pairs);
+    the model is fitted once per outcome the type learns, however often it is asked."""
+    version = (state.learnt, len(state.rows))
+    hit = state.fits.get(model)
+    if hit is None or hit[0] != version:
+        xs, ys = state.pairs()
+        hit = state.fits[model] = (version, BY_NAME[model].fit(xs, ys) if len(ys) else _unknown)
+    return hit[1](x)
 
 
 class OnlineSizer:
@@ -78,7 +87,7 @@ class OnlineSizer:
         self.failure_price = failure_price
         self.max_kill_probability = max_kill_probability
         self.types: dict[Hashable, TypeHistory] = {}
-        #: the instance being sized: (key, features, values, weights, price, ranking)
+        #: the instance being sized: (key, features, `_prepare`'s sample and price)
         self._current: tuple | None = None
         self._learnt = 0  # outcomes learnt, all types (each type's `learnt` summed)
 
@@ -148,6 +157,7 @@ class OnlineSizer:
             columns[f"resid:{model.name}"] = resid
         state.rows.extend(columns)
         state.learnt = len(y)
+        state.move_anchor(self.settings.max_outcomes_per_type)
         if len(y) > 1:
             errors = {m: float(np.mean(np.abs(columns[f"resid:{m}"]))) for m in MODELS}
             state.choice = min(errors, key=errors.get)
@@ -158,7 +168,9 @@ class OnlineSizer:
         kills, if any, are forgotten with them: they stay out of the refit rows)."""
         own = ~state.censored()
         own[: state.borrowed] = False
-        rows = {n: state.column(n)[own] for n in ("log_input", "log_need", "runtime", "log_request")}
+        rows = {
+            n: state.column(n)[own] for n in ("log_input", "log_need", "runtime", "log_request")
+        }
         self._fit(key, rows, prior=state.prior)
 
     def learn(self, key: Hashable, features: Features, outcome: Outcome) -> None:
@@ -175,7 +187,7 @@ class OnlineSizer:
         }  # fmt: skip
         for model in MODELS:  # NaN: no location yet (a type's first instance, cold)
             row[f"resid:{model}"] = y - location(state, model, x)
-        state.add(row, self.settings.max_outcomes_per_type)
+        state.add(row, self.settings.max_outcomes_per_type, self.settings.sample_refresh_share)
         self._learnt += 1
         own = state.n_pairs() - state.borrowed
         if state.borrowed and not outcome.censored and own >= self.settings.own_replaces_borrowed:
@@ -192,12 +204,10 @@ class OnlineSizer:
     def _plan_cost(self, key: Hashable, model: str, f: Features, need: float) -> float:
         """What sizing this instance with ``model`` would have cost (per unit of runtime:
         the failed allocations, the excess of the one that fits, the penalties)."""
-        values, weights = self.distribution(key, f, model)
-        ranking = rank(values)
-        price = self._failure(f, ranking[1])
+        ranked, weights, price = self._prepare(key, f, model)
         cost, failed = 0.0, -np.inf
         for _ in range(SHADOW_ATTEMPTS):
-            a = self._next(values, weights, failed, key, price, ranking)
+            a = self._next(ranked, weights, failed, key, price)
             if a >= need:
                 return cost + a - need
             cost += price.holds * a + price.fixed
@@ -207,22 +217,32 @@ class OnlineSizer:
     # ------------------------------------------------------------------ sizing
     def distribution(self, key: Hashable, f: Features, model: str | None = None) -> Sample:
         """An instance's need as a weighted sample (bytes, weights) under ``model``
-        (default: the type's choice)."""
+        (default: the type's choice), in ascending order."""
         state = self._state(key)
         if not state.n_pairs():
             others = (s for k, s in self.types.items() if k != key)
-            return request_sample(_log(f.request), others, self.settings)
+            values, weights = request_sample(_log(f.request), others, self.settings)
+            order = np.argsort(values, kind="stable")
+            return values[order], weights[order]
         model = model or state.choice
         vals, w = self._sample(key, state, model)
         if not len(vals):
             return np.zeros(0), np.zeros(0)
         return np.exp(location(state, model, f.log_input()) + vals), w
 
+    def _prepare(
+        self, key: Hashable, f: Features, model: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, FailurePrice]:
+        """What an instance's attempts are planned on: its need's sample (ascending) and
+        weights under ``model``, and what a failed attempt costs."""
+        ranked, weights = self.distribution(key, f, model)
+        return ranked, weights, self._failure(f, ranked)
+
     def _sample(self, key: Hashable, state: TypeHistory, model: str) -> Sample:
         """A model's residual sample: the same for every instance of the type, so it is
-        kept until the type learns an outcome or its prior is rebuilt."""
+        kept until the type's anchor moves (`TypeHistory.add`) or its prior is rebuilt."""
         prior, others_scale = self._pooled(key, state)
-        version = (state.learnt, state.prior[0])
+        version = (state.anchor_learnt, state.prior[0])
         cached = state.samples.get(model)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
@@ -256,13 +276,13 @@ class OnlineSizer:
         scale = max(ranked_median(ranked), self.settings.penalty_floor_bytes)
         return FailurePrice(self.settings.failure_penalty * scale, 1.0)
 
-    def _next(self, values: np.ndarray, weights: np.ndarray, failed: float, key: Hashable,
-              price: FailurePrice, ranking: tuple | None = None) -> float:  # fmt: skip
-        """The plan's next attempt above ``failed`` (-inf: the first), ``price`` what a
-        failed attempt costs (one per instance: `_failure`; ``ranking``: `rank`'s)."""
-        best = plan(values, weights, above=failed, grid=self.settings.grid_points,
-                    failure_cost=price.fixed, holds=price.holds,
-                    max_fail_probability=self.max_kill_probability, ranking=ranking)  # fmt: skip
+    def _next(self, ranked: np.ndarray, weights: np.ndarray, failed: float, key: Hashable,
+              price: FailurePrice) -> float:  # fmt: skip
+        """The plan's next attempt above ``failed`` (-inf: the first) on the need's sample
+        (ascending), ``price`` what a failed attempt costs (one per instance: `_failure`)."""
+        best = plan_sorted(ranked, weights, above=failed, grid=self.settings.grid_points,
+                           failure_cost=price.fixed, holds=price.holds,
+                           max_fail_probability=self.max_kill_probability)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         ys = self._state(key).pairs()[1]
@@ -271,7 +291,7 @@ class OnlineSizer:
             return seen if seen > 0 else np.nan
         if seen > failed:
             return seen
-        return failed * self._growth(values, failed)
+        return failed * self._growth(ranked, failed)
 
     def _growth(self, values: np.ndarray, failed: float) -> float:
         """Past everything the distribution holds: an exponential search, the first step
@@ -286,20 +306,15 @@ class OnlineSizer:
 
     def first(self, key: Hashable, features: Features) -> float:
         """The first attempt's allocation (NaN when the type has nothing to go on)."""
-        values, weights = self.distribution(key, features)
-        ranking = rank(values)
-        price = self._failure(features, ranking[1])
-        self._current = (key, features, values, weights, price, ranking)
-        return self._next(values, weights, -np.inf, key, price, ranking)
+        prepared = self._prepare(key, features)
+        self._current = (key, features, prepared)
+        return self._next(*prepared[:2], -np.inf, key, prepared[2])
 
     def retry(self, key: Hashable, features: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
         conditional on need > failed; past everything it knows, the largest need seen
         when that is larger, else an exponential search (`_growth`)."""
         if self._current is None or self._current[:2] != (key, features):
-            values, weights = self.distribution(key, features)
-            ranking = rank(values)
-            price = self._failure(features, ranking[1])
-            self._current = (key, features, values, weights, price, ranking)
-        _, _, values, weights, price, ranking = self._current
-        return self._next(values, weights, failed, key, price, ranking)
+            self._current = (key, features, self._prepare(key, features))
+        ranked, weights, price = self._current[2]
+        return self._next(ranked, weights, failed, key, price)

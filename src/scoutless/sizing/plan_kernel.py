@@ -40,3 +40,65 @@ def best_allocation(
                 chosen, least = q, total
         cost[k], best = least, chosen
     return best
+
+
+@jit
+def plan_ranked(
+    ranked: Any,
+    weights: Any,
+    above: float,
+    levels: Any,
+    holds: float,
+    failure_cost: float,
+    cap: float,
+) -> float:
+    """`distribution.plan` on a sample already in ascending order (``weights`` in that
+    order) in one pass: the values above ``above``, their quantiles at ``levels`` (the
+    inverse of the weighted empirical distribution, no interpolation, ties merged, the
+    largest value last), the mass and partial expectation cut at them, `best_allocation`.
+    NaN: no value lies above ``above`` (the plan's None). Sums run in the sample's order,
+    so a sample gives the same plan every time (in every process)."""
+    n = len(ranked)
+    while n > 0 and math.isnan(ranked[n - 1]):  # a sort puts NaN last: never above
+        n -= 1
+    start = 0
+    while start < n and not ranked[start] > above:
+        start += 1
+    total = 0.0
+    for i in range(start, n):
+        total += weights[i]
+    if start == n or not total > 0:
+        return math.nan
+    # the quantiles: each level's first value whose cumulative probability reaches it
+    c = np.empty(len(levels))
+    m, i, cum = 0, start, weights[start] / total
+    for level in levels:
+        bound = level - 1e-12
+        while cum < bound and i < n - 1:
+            i += 1
+            cum += weights[i] / total
+        if m == 0 or ranked[i] != c[m - 1]:
+            c[m] = ranked[i]
+            m += 1
+    c = c[:m]
+    c[m - 1] = ranked[n - 1]
+    # each value's bin: the first candidate at or above it
+    mass = np.zeros(m)
+    part = np.zeros(m)
+    b = 0
+    for i in range(start, n):
+        while c[b] < ranked[i]:
+            b += 1
+        mass[b] += weights[i]
+        part[b] += weights[i] * ranked[i]
+    tail = np.empty(m + 1)
+    ecum = np.empty(m + 1)
+    whole = mass.sum()
+    tail[0], ecum[0] = whole, 0.0
+    run_mass, run_part = 0.0, 0.0
+    for k in range(m):
+        run_mass += mass[k]
+        run_part += part[k]
+        tail[k + 1] = whole - run_mass
+        ecum[k + 1] = run_part
+    return c[best_allocation(c, tail, ecum, holds, failure_cost, cap) - 1]

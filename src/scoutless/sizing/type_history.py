@@ -9,6 +9,15 @@ The location models fit the uncensored rows (``pairs``). Past ``cap`` rows the o
 are dropped: a need drifts with a task's software, so the recent outcomes tell more, and
 dropping by age needs no randomness and no weights to carry across a restart.
 
+The residual samples an instance is sized from are built from the rows held at the type's
+*anchor* (``anchor_rows`` leading rows, ``anchor_learnt`` outcomes then), not from every
+row: rebuilding them costs a sort of the type's rows, so the anchor moves (and the oldest
+rows past ``cap`` go) only once the type has learnt more than ``refresh_share`` × its
+anchored rows since — at most a few sorts per hundred outcomes for a large type, every
+outcome for a small one, and with a share of 0 after every outcome. Between moves rows are
+only appended, so the anchored rows are the table's leading ones and a restored state
+rebuilds the very samples the uninterrupted one held.
+
 The state round-trips through a JSON-safe dict (`to_dict` / `from_dict`): equal state,
 equal dict."""
 
@@ -87,10 +96,16 @@ class TypeHistory:
     borrowed: int = 0
     learnt: int = 0
     prior: tuple[int, np.ndarray, float | None] | None = None
+    #: the rows the residual samples are built from (the leading ones) and the outcomes
+    #: learnt when the anchor last moved
+    anchor_rows: int = 0
+    anchor_learnt: int = 0
     #: derived, rebuilt on demand: (learnt, log inputs, log needs) of the uncensored rows
     _pairs: tuple[int, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     #: per model, its residual sample as last built: (version, values, weights)
     samples: dict[str, tuple] = field(default_factory=dict, repr=False)
+    #: per model, its location fitted to the pairs as last built: (version, fitted)
+    fits: dict[str, tuple] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.rows = OutcomeTable(OUTCOME_COLUMNS + tuple(f"resid:{m}" for m in self.models))
@@ -106,31 +121,50 @@ class TypeHistory:
     def censored(self) -> np.ndarray:
         return self.rows.column("censored") > 0
 
+    def anchored(self, name: str) -> np.ndarray:
+        """Column ``name`` of the anchored rows (what the residual samples are built from)."""
+        return self.rows.column(name)[: self.anchor_rows]
+
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The uncensored rows' (log input, log need): what the location models fit."""
         if self._pairs is None or self._pairs[0] != self.learnt:
             keep = ~self.censored()
-            self._pairs = (self.learnt, self.column("log_input")[keep], self.column("log_need")[keep])
+            self._pairs = (
+                self.learnt,
+                self.column("log_input")[keep],
+                self.column("log_need")[keep],
+            )
         return self._pairs[1], self._pairs[2]
 
     def n_pairs(self) -> int:
         return len(self.pairs()[1])
 
-    def add(self, row: dict[str, float], cap: int | None) -> None:
-        """One outcome's row (its residuals included); past ``cap`` rows, the oldest go."""
+    def add(self, row: dict[str, float], cap: int | None, refresh_share: float = 0.0) -> None:
+        """One outcome's row (its residuals included); the anchor moves once more than
+        ``refresh_share`` × the anchored rows were learnt since (`move_anchor`)."""
         self.rows.append(row)
         self.learnt += 1
+        if self.learnt - self.anchor_learnt > refresh_share * self.anchor_rows:
+            self.move_anchor(cap)
+
+    def move_anchor(self, cap: int | None) -> None:
+        """Past ``cap`` rows the oldest go; the samples are rebuilt from every row left."""
         if cap is not None and len(self.rows) > cap:
             self.drop_oldest(len(self.rows) - cap)
+        self.anchor_rows, self.anchor_learnt = len(self.rows), self.learnt
+        self.samples.clear()
 
     def drop_oldest(self, count: int) -> None:
         self.rows.drop_oldest(count)
         self.borrowed = max(0, self.borrowed - count)
+        self.anchor_rows = max(0, self.anchor_rows - count)
         self._pairs = None
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON-safe data (NaN as null); caches left out."""
-        columns = {n: [json_number(v) for v in self.rows.column(n).tolist()] for n in self.rows.names}
+        columns = {
+            n: [json_number(v) for v in self.rows.column(n).tolist()] for n in self.rows.names
+        }
         prior = None
         if self.prior is not None:
             seen, values, scale = self.prior
@@ -139,6 +173,7 @@ class TypeHistory:
             "models": list(self.models), "columns": columns,
             "shadow": {m: json_number(v) for m, v in self.shadow.items()},
             "choice": self.choice, "borrowed": self.borrowed, "learnt": self.learnt,
+            "anchor_rows": self.anchor_rows, "anchor_learnt": self.anchor_learnt,
             "prior": prior,
         }  # fmt: skip
 
@@ -151,6 +186,9 @@ class TypeHistory:
             n: np.array([np.nan if v is None else float(v) for v in values])
             for n, values in data["columns"].items()
         })  # fmt: skip
+        # a snapshot from before anchors: every row anchored (as that sizer built them)
+        state.anchor_rows = int(data.get("anchor_rows", len(state.rows)))
+        state.anchor_learnt = int(data.get("anchor_learnt", state.learnt))
         if data["prior"] is not None:
             p = data["prior"]
             scale = None if p["scale"] is None else float(p["scale"])
