@@ -81,7 +81,8 @@ def run_strategies(
 ) -> dict[str, ReplayResult]:
     """Replay every configured strategy (or ``names``) on the same workload and pool size;
     ``record``: the canary keeps every attempt (for ``--write-history``)."""
-    plans = make_plans(work, cfg, submissions, names, canary_seed=settings.rollout.seed)
+    plans = make_plans(work, cfg, submissions, names, canary_seed=settings.rollout.seed,
+                       settings=settings)  # fmt: skip
     plans = [replace(p, record=record and p.name == "canary") for p in plans]
     return run_plans(work, plans, cfg, settings, on_done)
 
@@ -228,8 +229,12 @@ def replay_document(
         "ranking": ranking(strategies),
         "checks": replay_checks(strategies),
         "skipped": dict(skipped or {}),
-        "config": {**cfg.model_dump(), **meta, "pool_cores": cores,
-                   "allocation": allocation.model_dump()},
+        "config": {
+            **cfg.model_dump(),
+            **meta,
+            "pool_cores": cores,
+            "allocation": allocation.model_dump(),
+        },
         "workload": {
             "tasks": work.n_tasks,
             "jobs": work.n_jobs,
