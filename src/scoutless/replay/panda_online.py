@@ -69,6 +69,9 @@ class PandaOnline:
         self.run_per_cpu = np.where(per_cpu > 0, per_cpu, np.nan).tolist()
         self.memory: dict[int, OnlineSizer] = {}
         self.cpu: dict[int, OnlineSizer] = {}
+        #: per task: outcomes learnt, and the answers of `_answers` at a version
+        self.learnt: dict[int, int] = {}
+        self.memo: dict[int, tuple[tuple[int, float], float, float]] = {}
         self.counts = {"sized": 0, "retries": 0, "learnt": 0, "memory_bounds": 0,
                        "walltime_bounds": 0, "tasks": 0}  # fmt: skip
 
@@ -98,17 +101,29 @@ class PandaOnline:
         """A job's memory (MB) as a ramCount (MB per core above baseRamCount)."""
         return max((job_mb - self.base_ram[unit]) / max(self.cores[unit], 1.0), 1.0)
 
-    def first(self, task: int, unit: int) -> float:
-        memory, _ = self._sizers(task)
+    def _answers(self, task: int, unit: int) -> tuple[float, float]:
+        """The task's first-attempt ramCount and cpuTime as its posterior stands: one
+        answer for its jobs until it learns an outcome (its jobs share their features;
+        the history starts a task's jobs in bursts between outcomes)."""
+        version = self.learnt.get(task, 0)
+        memo = self.memo.get(task)
+        if memo is not None and memo[0] == (version, self.cores[unit]):
+            return memo[1], memo[2]
+        memory, cpu = self._sizers(task)
+        features = self._release(unit)
+        ram, cputime = memory.first(0, features) / self.grace, cpu.first(0, features)
+        self.memo[task] = ((version, self.cores[unit]), ram, cputime)
         self.counts["sized"] += 1
-        return memory.first(0, self._release(unit)) / self.grace
+        return ram, cputime
+
+    def first(self, task: int, unit: int) -> float:
+        return self._answers(task, unit)[0]
 
     def walltime(self, task: int, unit: int) -> float:
         scale = self.run_per_cpu[unit]
         if scale != scale:
             return math.nan
-        _, cpu = self._sizers(task)
-        return cpu.first(0, self._release(unit)) * scale + self.base_wall[unit]
+        return self._answers(task, unit)[1] * scale + self.base_wall[unit]
 
     def retry(self, task: int, unit: int, failed: float) -> float:
         memory, _ = self._sizers(task)
@@ -121,6 +136,7 @@ class PandaOnline:
         memory, cpu = self._sizers(task)
         features = self._release(unit)
         self.counts["learnt"] += 1
+        self.learnt[task] = self.learnt.get(task, 0) + 1
         if outcome.need == outcome.need:  # a success, or a memory kill's bound
             need = self._per_core(unit, outcome.need)
             memory.learn(0, features, Outcome(need, outcome.runtime, outcome.censored))

@@ -217,6 +217,9 @@ def replay_document(
                **priced_total(result, work, cfg, allocation, cores)}
         for name, result in results.items()
     }  # fmt: skip
+    for name, result in results.items():
+        if result.sizing:  # an online sizer's account
+            strategies[name]["sizing"] = result.sizing
     if choice is not None and "selective" in strategies:
         strategies["selective"]["scout_choice"] = choice_summary(choice)
     if rehearsal is not None and "canary" in strategies:
@@ -377,7 +380,5 @@ def replay_trace(
     document["kill_caps"] = notes.pop("kill_caps")  # per target, what the decisions kept
     if "selective" in document["strategies"] and notes:
         document["strategies"]["selective"].update(notes)
-    if "online" in results:
-        document["strategies"]["online"]["sizing"] = results["online"].sizing
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document
