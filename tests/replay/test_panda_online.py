@@ -157,3 +157,6 @@ def test_online_beside_the_hybrid_and_the_oracle_with_the_leakage_guard():
     assert document["strategies"]["oracle"]["failed_attempts_gb_hours"] == 0.0
     guard = [r for r in document["checks"]["bounds"]["rows"] if r["goal"] == "oracle ≤ online"]
     assert len(guard) == 1 and guard[0]["met"]
+    goals = {r["goal"]: r for r in document["checks"]["online_vs_hybrid"]["rows"]}
+    kills = goals["online ≤ 0.5 × hybrid"]  # the first hybrid goal: memory kills
+    assert kills["metric"] == "memory kills" and kills["figures"]["online"] == entry["memory_kills"]
