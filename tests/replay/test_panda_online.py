@@ -65,14 +65,16 @@ def test_the_posterior_rises_after_kills_and_falls_after_successes_far_below():
 
 def test_walltime_kills_are_lower_bounds_on_the_run_and_teach_no_memory():
     sizer = _online([2000.0] * 10)
-    assert sizer.walltime(0, 0) == pytest.approx(H)
     memory = sizer.first(0, 0)
-    for unit in range(5):  # killed at a two-hour limit
-        sizer.learn(0, unit % 4, Outcome(math.nan, 2 * H, True))
-    # 5 of 15 above an hour: more than the walltime's kill cap allows at one hour
+    assert [sizer.walltime(0, unit) for unit in range(4)] == pytest.approx([H] * 4)  # started
+    for unit in (1, 2, 3):  # killed at a two-hour limit; the first to start still runs
+        sizer.learn(0, unit, Outcome(math.nan, 2 * H, True))
+    assert sizer.summary()["walltime_bounds"] == 0  # learnt in start order: they wait
+    sizer.learn(0, 0, Outcome(math.nan, 2 * H, True))
+    assert sizer.summary()["walltime_bounds"] == 4
+    # 4 of 14 above an hour: more than the walltime's kill cap allows at one hour
     assert sizer.walltime(0, 0) >= 2 * H
     assert sizer.first(0, 0) == memory
-    assert sizer.summary()["walltime_bounds"] == 5
 
 
 class Recorder:

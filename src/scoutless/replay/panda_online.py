@@ -8,7 +8,9 @@
   (``replay/submission.py``'s ``job_need_priors``). It weighs as much as that many outcomes: JEDI's ten scouts.
 - **Learning** on the replay's clock, as each attempt ends: a success its maxPSS per core
   and its run; a memory kill a lower bound at the kill factor × its allocation; a walltime
-  kill a lower bound on its run at the limit it hit (censored rows: Kaplan–Meier).
+  kill a lower bound on its run at the limit it hit (censored rows: Kaplan–Meier). A run
+  is learnt once every job that started before it has ended (`PandaOnline._learn_runs`):
+  the first jobs to end are the short ones.
 - **Sizing**: a job's first attempt, when it starts, from the task's posterior (ramCount
   and walltime limit); a memory kill's retry from the distribution conditional on the need
   exceeding what killed it. JEDI acts beside it as the docs recommend (the re-tuning, the
@@ -25,6 +27,7 @@ be rebuilt across thousands of them; the prior gives a task its shape instead.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,6 +75,11 @@ class PandaOnline:
         #: per task: outcomes learnt, and the answers of `_answers` at a version
         self.learnt: dict[int, int] = {}
         self.memo: dict[int, tuple[tuple[int, float], float, float]] = {}
+        #: per task, its first attempts in the order they started, their runs not yet
+        #: learnt; per unit, what its first attempt's run teaches (None: nothing)
+        self.started: dict[int, deque[int]] = {}
+        self.ended: dict[int, Outcome | None] = {}
+        self.sized_runs: set[int] = set()
         self.counts = {"sized": 0, "retries": 0, "learnt": 0, "memory_bounds": 0,
                        "walltime_bounds": 0, "tasks": 0}  # fmt: skip
 
@@ -123,6 +131,8 @@ class PandaOnline:
         scale = self.run_per_cpu[unit]
         if scale != scale:
             return math.nan
+        self.started.setdefault(task, deque()).append(unit)  # its run is learnt in this order
+        self.sized_runs.add(unit)
         return self._answers(task, unit)[1] * scale + self.base_wall[unit]
 
     def retry(self, task: int, unit: int, failed: float) -> float:
@@ -141,15 +151,28 @@ class PandaOnline:
             need = self._per_core(unit, outcome.need)
             memory.learn(0, features, Outcome(need, outcome.runtime, outcome.censored))
             self.counts["memory_bounds"] += int(outcome.censored)
-            if outcome.censored:
-                return  # killed mid-run: its run says little of the job's length
-        scale = self.run_per_cpu[unit]
-        if scale != scale:
-            return
+        if unit in self.ended or unit not in self.sized_runs:
+            return  # a retry's run, or a job whose limit the sizer never set
         run = max(outcome.runtime - self.base_wall[unit], 1.0)
         killed = outcome.need != outcome.need
-        cpu.learn(0, features, Outcome(run / scale, self.cores[unit], killed))
-        self.counts["walltime_bounds"] += int(killed)
+        # a memory kill's run says little of the job's length: nothing to learn of it
+        timed = None if outcome.censored and not killed else Outcome(
+            run / self.run_per_cpu[unit], self.cores[unit], killed)  # fmt: skip
+        self.ended[unit] = timed
+        self._learn_runs(task, cpu)
+
+    def _learn_runs(self, task: int, cpu: OnlineSizer) -> None:
+        """The first attempts' runs in the order they started, each once every attempt
+        started before it has ended: the first to end are the short ones, and a posterior
+        learnt in their order would be biased low (the hybrid's reason not to lower
+        cpuTime at its re-tuning); in start order the runs learnt are a fair sample."""
+        queue = self.started[task]
+        while queue and queue[0] in self.ended:
+            unit = queue.popleft()
+            timed = self.ended[unit]
+            if timed is not None:
+                cpu.learn(0, self._release(unit), timed)
+                self.counts["walltime_bounds"] += int(timed.censored)
 
     def summary(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.counts.items()}
