@@ -15,14 +15,23 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import Settings
-from scoutless.replay.checks import METRICS, model_misses, reference_bound, value_at
+from scoutless.replay.checks import (
+    METRICS,
+    RETRY_METRICS,
+    model_misses,
+    online_goals,
+    reference_bound,
+    value_at,
+)
 
 PRICED = "priced_total_core_hours"
 
 
 #: what a run keeps of a strategy's replay.json entry
-KEPT = (*(path for _, path, _ in METRICS), "priced_components", "priced_loads",
-        "tasks_broken", "tasks_exhausted")  # fmt: skip
+KEPT = (*(path for _, path, _ in METRICS + RETRY_METRICS), "priced_components",
+        "priced_loads", "tasks_broken", "tasks_exhausted", "sizing")  # fmt: skip
+#: what a size's summary averages over its seeds
+AVERAGED = METRICS + RETRY_METRICS
 
 
 def demo_folder(size: int, workdir: Path, seed: int) -> Path:
@@ -140,25 +149,40 @@ def size_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per size: each strategy's mean of every metric (replay.json's shape), its standard
     deviation over the seeds (``spread``, by dotted path), and the checks."""
     names = list(runs[0]["strategies"]) if runs else []
-    figures = {n: {path: spread(runs, n, path) for _, path, _ in METRICS} for n in names}
+    figures = {n: {path: spread(runs, n, path) for _, path, _ in AVERAGED} for n in names}
     order = sorted(names, key=lambda n: figures[n][PRICED]["mean"] or float("inf"))
     means = {n: nested({p: f["mean"] for p, f in figures[n].items()}) for n in names}
     hybrid = hybrid_rows(runs, means) if {"hybrid", "scouts"} <= set(names) else []
     bounds = bound_rows(runs)
+    checks: dict[str, Any] = {
+        "hybrid_vs_scouts": {
+            "rows": hybrid,
+            "all_met": all(r["met"] for r in hybrid),
+            "model_misses": model_misses(hybrid),
+        },
+        "bounds": {"rows": bounds, "all_met": all(r["met"] for r in bounds)},
+    }
+    if {"online", "hybrid"} <= set(names):
+        checks["online_vs_hybrid"] = online_rows(runs, means)
     return {
         "seeds": len(runs),
         "ranking": order,
         "strategies": means,
         "spread": {n: {p: f["sd"] for p, f in figures[n].items()} for n in names},
-        "checks": {
-            "hybrid_vs_scouts": {
-                "rows": hybrid,
-                "all_met": all(r["met"] for r in hybrid),
-                "model_misses": model_misses(hybrid),
-            },
-            "bounds": {"rows": bounds, "all_met": all(r["met"] for r in bounds)},
-        },
+        "checks": checks,
     }
+
+
+def online_rows(runs: list[dict[str, Any]], means: dict[str, Any]) -> dict[str, Any]:
+    """The online strategy's goals on the seeds' means, each row with both sides' mean
+    and spread and the seeds it held in."""
+    goals = online_goals(means)
+    per_seed = [online_goals(r["strategies"])["rows"] for r in runs]
+    for i, row in enumerate(goals["rows"]):
+        held = [seed[i]["met"] for seed in per_seed if seed[i]["met"] is not None]
+        row["seeds_met"] = f"{sum(held)}/{len(held)}"
+        row["figures"] = {n: spread(runs, n, row["path"]) for n in row["figures"]}
+    return goals
 
 
 def sizes_report(

@@ -12,8 +12,9 @@ from scoutless.policy_names import POLICY_NAMES
 #: every strategy a history replay runs on the same jobs (docs/how-to/replay.md says what each is)
 STRATEGY_NAMES: tuple[str, ...] = ("scouts", "predicted", "hybrid", "selective", "bayes", "oracle")
 #: strategies a replay may also run on request: ``canary`` (a rollout rehearsed, a share of
-#: the tasks skipping their scouts, the rest as the scouts strategy, in one pool)
-EXTRA_STRATEGY_NAMES: tuple[str, ...] = ("canary",)
+#: the tasks skipping their scouts, the rest as the scouts strategy, in one pool) and
+#: ``online`` (every job sized by the online sizer from the hybrid's prediction on)
+EXTRA_STRATEGY_NAMES: tuple[str, ...] = ("canary", "online")
 #: how predicted, hybrid, selective and bayes turn a prediction into an allocation:
 #: cost (the least expected cost), value (the calibrated 1 - alpha value), or a class policy;
 #: the default first, as the replay's tables list them
@@ -161,6 +162,13 @@ class ReplaySettings(BaseModel):
         "",
         description="the tasks' RX=…,RY=…,RZ=… split rules increase_memory_xtimes reads "
         "(RY scales the job's ramCount by RY / the task's; RZ caps it, MB a job)",
+    )
+    online_jedi_retry: bool = Field(
+        True,
+        description="online: JEDI's memory retry (the retrial rule's increase_memory) acts "
+        "beside the sizer's, the retry getting the larger, as the docs recommend; false: an "
+        "operator removed the rule for the sized tasks (a retryerrors rule), the ladder acts "
+        "only where the sizer has nothing",
     )
     default_ram_mb_per_core: float = Field(
         2000.0, gt=0, description="allocation when the task requests no ramCount"

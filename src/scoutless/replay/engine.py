@@ -67,8 +67,10 @@ class Replay(ReplayState):
         for j in units:
             self.queued_at[j] = self.now
             t = self.unit_task[j]
-            if self.plan.sizer is not None and self.attempts[j] == 0 and self.job_ram[j] is None:
-                sized = self.plan.sizer.first(t, j)
+            sizer = self.plan.sizer
+            if sizer is not None and not self.plan.sizes_at_start and self.attempts[j] == 0 \
+                    and self.job_ram[j] is None:  # fmt: skip
+                sized = sizer.first(t, j)
                 self.job_ram[j] = sized if sized == sized else None  # NaN: the task's
             ram = self.ram_of(j, t)
             long = False
@@ -99,6 +101,8 @@ class Replay(ReplayState):
 
     def start(self, j: int, slot_mb_per_core: float, on_long: bool = False) -> None:
         t = self.unit_task[j]
+        if self.plan.sizes_at_start and self.attempts[j] == 0:
+            self.size_first(j, t)
         ram = self.ram_of(j, t)
         alloc = rules.allocation_mb(ram, slot_mb_per_core, self.cores[j], self.base_ram[t])
         wall = self.wall[j]
@@ -120,6 +124,23 @@ class Replay(ReplayState):
         self.running[j] = (self.now, outcome, alloc, limit, slot_mb_per_core, on_long)
         self.push(self.now + runtime, END, j)
 
+    def size_first(self, j: int, t: int) -> None:
+        """The sizer's first attempt of a unit about to start: its ramCount and walltime
+        limit from what the sizer knows now, never below what JEDI raised (a task's
+        ramCount or cpuTime above the plan's, by the re-tuning or the memory retry's
+        task raise): scoutless never lowers what JEDI raised."""
+        sizer = self.plan.sizer
+        ram = sizer.first(t, j)
+        if ram == ram:  # not NaN
+            jedi = self.task_ram[t]
+            self.job_ram[j] = max(ram, jedi) if jedi > self.plan_ram[t] else ram
+        wall = sizer.walltime(t, j)
+        if wall == wall:
+            if self.task_cpu[t] > self.plan_cpu[t]:  # JEDI raised it (NaN: never)
+                wall = max(wall, self.limit_of(j))
+            self.job_wall_limit[j] = wall
+            self.queued_limit.pop(j, None)  # the limit is this one, not the release's
+
     def on_end(self, j: int) -> None:
         started, outcome, alloc, limit, slot_mb, on_long = self.running.pop(j)
         t = self.unit_task[j]
@@ -133,17 +154,25 @@ class Replay(ReplayState):
         self.account_slack(j, t, runtime, alloc, limit if outcome == rules.SUCCESS else None)
         self.account_priced(j, t, runtime, alloc, slot_mb, on_long, outcome != rules.SUCCESS)
         self.account_wait(t, started - self.queued_at[j], on_long or slot_mb > self.standard_mb)
-        if self.plan.sizer is not None and outcome != rules.WALLTIME_KILL:
-            killed = outcome == rules.MEMORY_KILL
-            bound = self.cfg.memory_kill_factor * alloc  # a kill: the need lies above it
-            need = bound if killed else self.need[j]
-            self.plan.sizer.learn(t, j, Outcome(need, runtime, killed))
+        if outcome != rules.SUCCESS:
+            self.failed_mb_s[t] += alloc * runtime
+        if self.plan.sizer is not None:
+            self.plan.sizer.learn(t, j, self.outcome_of(j, outcome, runtime, alloc))
         for nxt in self.pool.release(j, self.cores[j]):
             self.start(*nxt)
         if outcome == rules.SUCCESS:
             self.on_success(j, t)
         else:
             self.on_kill(j, t, outcome, core_s, alloc)
+
+    def outcome_of(self, j: int, outcome: int, runtime: float, alloc: float) -> Outcome:
+        """What the sizer learns of an attempt (``UnitSizer``): a kill is a lower bound,
+        on the memory (kill factor × its allocation) or on the run (the limit it hit)."""
+        if outcome == rules.WALLTIME_KILL:
+            return Outcome(math.nan, runtime, True)
+        if outcome == rules.MEMORY_KILL:
+            return Outcome(self.cfg.memory_kill_factor * alloc, runtime, True)
+        return Outcome(self.need[j], runtime, False)
 
     def on_success(self, j: int, t: int) -> None:
         if self.attempts[j] == 1:
@@ -169,6 +198,7 @@ class Replay(ReplayState):
             self.scouts_failed[t] += 1
         if outcome == rules.MEMORY_KILL:
             self.mem_kills[t] += 1
+            self.unit_mem_kills[j] += 1
             self.increase_memory(j, t, self.cfg.memory_kill_factor * alloc)
         else:
             self.wall_kills[t] += 1
@@ -199,7 +229,8 @@ class Replay(ReplayState):
             sized = self.plan.sizer.retry(t, j, failed_mb)
             if sized == sized and sized > current:
                 self.job_ram[j] = sized
-                return
+                if not self.plan.ladder_beside_sizer:
+                    return
         cfg = self.cfg
         cores, base = self.cores[j], self.base_ram[t]
         raised = memory_retry(

@@ -64,11 +64,28 @@ def summary(result: ReplayResult, work: Workload, tasks: np.ndarray) -> dict[str
         "walltime_slack_relative": _ratio(
             float(result.walltime_slack_rel_s[tasks].sum()), float(result.ok_run_s[tasks].sum())
         ),
+        **retry_figures(result, units, tasks),
         "tasks_broken": int((result.status[tasks] == BROKEN).sum()),
         "tasks_exhausted": int((result.status[tasks] == EXHAUSTED).sum()),
         "jobs_failed": int(result.failed[units].sum()),
         "n_tasks": int(tasks.sum()),
         "n_jobs": int(units.sum()),
+    }
+
+
+def retry_figures(result: ReplayResult, units: np.ndarray, tasks: np.ndarray) -> dict[str, Any]:
+    """How the retries went: jobs killed for memory more than once, the attempts a job
+    that fitted took (its successful one included), and the memory the killed attempts
+    held (GB·h); None each where the result does not carry them."""
+    names = ("jobs_memory_killed_twice", "attempts_per_fitted_job", "failed_attempts_gb_hours")
+    if not result.unit_memory_kills.size:
+        return dict.fromkeys(names)
+    fitted = units & (result.attempts > 0) & ~result.failed
+    fitted_attempts = float(result.attempts[fitted].sum())
+    return {
+        "jobs_memory_killed_twice": int((result.unit_memory_kills[units] > 1).sum()),
+        "attempts_per_fitted_job": _ratio(fitted_attempts, float(fitted.sum())),
+        "failed_attempts_gb_hours": float(result.failed_mb_s[tasks].sum()) / 1024.0 / HOUR,
     }
 
 

@@ -13,11 +13,20 @@ from scoutless.sizing.protocol import Sizer
 
 
 class UnitSizer(Sizer[int, int], Protocol):
-    """A strategy that sizes each unit's memory online (the traces' ``online``), in the
-    `Sizer` protocol's verbs keyed by the replay's task, an instance known by its unit:
-    ``first`` when the unit is released (its ramCount, MB/core; NaN: the plan's),
-    ``retry`` after a memory kill above ``failed`` MB (NaN: PanDA's ladder), ``learn``
-    each outcome as it ends on the replay's clock (need in MB, runtime in s)."""
+    """A strategy that sizes each unit online (the traces' and the history's ``online``),
+    in the `Sizer` protocol's verbs keyed by the replay's task, an instance known by its
+    unit: ``first`` when the unit is released or, with the plan's ``sizes_at_start``, when
+    its first attempt starts (its ramCount, MB/core; NaN: the plan's), ``walltime`` then
+    too (its walltime limit, s; NaN: the plan's), ``retry`` after a memory kill above
+    ``failed`` MB (NaN: PanDA's ladder), ``learn`` each outcome as it ends on the replay's
+    clock: a success its need (MB) and runtime (s); a memory kill its need's lower bound
+    (kill factor × allocation, censored) and how long it ran; a walltime kill a need of
+    NaN (nothing is learnt of its memory) and its runtime, the limit it hit, censored (its
+    run lies above it)."""
+
+    def walltime(self, task: int, unit: int) -> float:
+        """The unit's walltime limit (s) for its first attempt; NaN: the plan's."""
+        ...
 
     def summary(self) -> dict[str, float]:
         """What replay.json reports of it."""
@@ -62,3 +71,11 @@ class StrategyPlan:
     unit_walltime: np.ndarray | None = None
     #: sizes each unit's memory as it is released, learning every outcome (``UnitSizer``)
     sizer: UnitSizer | None = None
+    #: the sizer sizes a first attempt when it starts, not when it is released: the
+    #: history releases a task's jobs at once, where JEDI generates them as the queue
+    #: drains, so a job not yet dispatched is sized from every outcome learnt before
+    sizes_at_start: bool = False
+    #: JEDI's memory retry acts beside the sizer's (both writers: the retry gets the
+    #: larger); False: the ladder only where the sizer has nothing (an operator removed
+    #: the retrial rule)
+    ladder_beside_sizer: bool = False

@@ -74,6 +74,9 @@ class ReplayResult:
     canary: CanaryDraw | None = None  # the plan's
     attempt_log: AttemptLog | None = None  # plan.record only
     sizing: dict[str, float] = field(default_factory=dict)  # plan.sizer's summary
+    #: per unit, its attempts killed for memory; per task, MB·s the killed attempts held
+    unit_memory_kills: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    failed_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
     #: full length (core·s), memory held above max(need, the share of the slot its need
     #: requires) and used above the allocation by surviving attempts (MB·s), core·s in

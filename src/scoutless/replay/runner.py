@@ -81,7 +81,8 @@ def run_strategies(
 ) -> dict[str, ReplayResult]:
     """Replay every configured strategy (or ``names``) on the same workload and pool size;
     ``record``: the canary keeps every attempt (for ``--write-history``)."""
-    plans = make_plans(work, cfg, submissions, names, canary_seed=settings.rollout.seed)
+    plans = make_plans(work, cfg, submissions, names, canary_seed=settings.rollout.seed,
+                       settings=settings)  # fmt: skip
     plans = [replace(p, record=record and p.name == "canary") for p in plans]
     return run_plans(work, plans, cfg, settings, on_done)
 
@@ -216,6 +217,9 @@ def replay_document(
                **priced_total(result, work, cfg, allocation, cores)}
         for name, result in results.items()
     }  # fmt: skip
+    for name, result in results.items():
+        if result.sizing:  # an online sizer's account
+            strategies[name]["sizing"] = result.sizing
     if choice is not None and "selective" in strategies:
         strategies["selective"]["scout_choice"] = choice_summary(choice)
     if rehearsal is not None and "canary" in strategies:
@@ -228,8 +232,12 @@ def replay_document(
         "ranking": ranking(strategies),
         "checks": replay_checks(strategies),
         "skipped": dict(skipped or {}),
-        "config": {**cfg.model_dump(), **meta, "pool_cores": cores,
-                   "allocation": allocation.model_dump()},
+        "config": {
+            **cfg.model_dump(),
+            **meta,
+            "pool_cores": cores,
+            "allocation": allocation.model_dump(),
+        },
         "workload": {
             "tasks": work.n_tasks,
             "jobs": work.n_jobs,
@@ -372,7 +380,5 @@ def replay_trace(
     document["kill_caps"] = notes.pop("kill_caps")  # per target, what the decisions kept
     if "selective" in document["strategies"] and notes:
         document["strategies"]["selective"].update(notes)
-    if "online" in results:
-        document["strategies"]["online"]["sizing"] = results["online"].sizing
     write_json_atomic(Path(out) / REPLAY_JSON, document)
     return document

@@ -43,6 +43,9 @@ class ReplayState(TaskTally):
         n_t, n_j = work.n_tasks, work.n_jobs
         self.task_ram = plan.ram.astype(float).tolist()
         self.task_cpu = plan.cputime.astype(float).tolist()
+        # as the plan submitted them: what JEDI raised lies above (never lowered by a sizer)
+        self.plan_ram = list(self.task_ram)
+        self.plan_cpu = list(self.task_cpu)
         self.task_wall = None if plan.walltime is None else plan.walltime.astype(float).tolist()
         # the long queue's maxtime; a job that finished in the history fitted its queue
         self.maxtime = max(cfg.queue_maxtime_s or 0.0, math.ceil(float(work.wall_s.max())))
@@ -69,6 +72,7 @@ class ReplayState(TaskTally):
         self.job_ram: list[float | None] = _per_unit(plan.unit_ram, n_j)
         self.job_wall_limit: list[float | None] = _per_unit(plan.unit_walltime, n_j)
         self.attempts = [0] * n_j
+        self.unit_mem_kills = [0] * n_j
         self.first_ok = [False] * n_j
         self.failed = [False] * n_j
         # unit -> (start, outcome, allocation MB, walltime limit s, slot MB/core, long queue)

@@ -21,6 +21,11 @@
   its walltime limit the job's own run time: no kill, the least slack, HIMEM and the long
   queue only for the jobs that need them. It bounds every strategy's kill and slack
   components by construction (``replay/priced.py``).
+- **online** (on request): the hybrid, every job sized by the online sizer from the
+  hybrid's prediction on (``replay/panda_online.py``): each job's first attempt when it
+  starts, from its task's outcomes so far (memory and walltime), each memory retry from
+  the need's distribution above what killed it; JEDI's re-tuning and memory retry act
+  beside it (``replay.online_jedi_retry``), and it never lowers what JEDI raised.
 - **canary** (on request): a rollout rehearsed in one pool, as production runs it. Each
   task gets the arm the listener would give it (``allocation.arms.assign``: seed, share,
   its jediTaskID); ``canary`` tasks run as ``replay.canary_arm`` (selective's hybrid
@@ -38,7 +43,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from scoutless.allocation.arms import RolloutState, assign, task_key
+from scoutless.config import Settings
 from scoutless.replay.config import ReplaySettings
+from scoutless.replay.panda_online import PandaOnline
 from scoutless.replay.plan import CanaryDraw, StrategyPlan
 from scoutless.replay.rules import need_ram_per_core
 from scoutless.replay.submission import Submission
@@ -48,7 +55,7 @@ from scoutless.replay.workload import Workload
 #: generator's truth, "oracle": the measured values); scouts need none
 SOURCE_OF: dict[str, str] = {
     "predicted": "model", "hybrid": "model", "selective": "model",
-    "bayes": "bayes", "oracle": "oracle", "canary": "model",
+    "bayes": "bayes", "oracle": "oracle", "canary": "model", "online": "model",
 }  # fmt: skip
 
 
@@ -58,9 +65,18 @@ def requested(work: Workload, cfg: ReplaySettings) -> tuple[np.ndarray, np.ndarr
     return ram, work.request_cputime.copy()
 
 
-def _plan(name: str, work: Workload, cfg: ReplaySettings, sub: Submission) -> StrategyPlan:
+def _plan(
+    name: str, work: Workload, cfg: ReplaySettings, sub: Submission, settings: Settings | None
+) -> StrategyPlan:
     ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
     cpu = np.asarray(sub.cputime, dtype=float).copy()
+    if name == "online":
+        if settings is None:
+            raise ValueError("strategy 'online' needs the settings its sizer prices with")
+        sizer = PandaOnline(work, settings.model_copy(update={"replay": cfg}), sub.job_priors)
+        return StrategyPlan(name, ram, cpu, False, retune=True, retune_lowers_cputime=False,
+                            sizer=sizer, sizes_at_start=True,
+                            ladder_beside_sizer=cfg.online_jedi_retry)  # fmt: skip
     if name == "selective":
         if sub.choice is None:
             raise ValueError("strategy 'selective' needs the model's scout choice")
@@ -129,10 +145,11 @@ def make_plans(
     submissions: Mapping[str, Submission],
     names: list[str] | None = None,
     canary_seed: int = 0,
+    settings: Settings | None = None,
 ) -> list[StrategyPlan]:
     """Plans of ``names`` (default: the configured strategies), from the submissions by
     source (:data:`SOURCE_OF`); the canary's arms drawn with ``replay.canary_seed`` or else
-    ``canary_seed`` (the rollout's)."""
+    ``canary_seed`` (the rollout's); ``settings``: what ``online``'s sizer prices with."""
     plans = []
     for name in names or cfg.strategies:
         if name == "scouts":
@@ -147,5 +164,5 @@ def make_plans(
             draw = canary_draw(work, cfg, submissions[source], seed)
             plans.append(_canary_plan(work, cfg, draw))
             continue
-        plans.append(_plan(name, work, cfg, submissions[source]))
+        plans.append(_plan(name, work, cfg, submissions[source], settings))
     return plans

@@ -21,16 +21,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from scoutless.allocation.allocate import Allocation, ScoutChoice, unseen_application
+from scoutless.allocation.allocate import (
+    Allocation,
+    ScoutChoice,
+    coverage_grid,
+    unseen_application,
+    z_grid,
+)
 from scoutless.allocation.context import JobContext, history_job_context
 from scoutless.allocation.costs import walltime_limit_s
 from scoutless.allocation.decider import SiteDecision, standard_types
 from scoutless.allocation.policies import make_policy
+from scoutless.allocation.quantiles import weighted_quantiles
 from scoutless.allocation.spread_table import KIND_FEATURE, SpreadTable
 from scoutless.allocation.values import ConformalLevels, ValueDistribution
 from scoutless.config import ReplaySettings, Settings
@@ -44,6 +51,38 @@ if TYPE_CHECKING:
 
 #: the targets a replay allocates from: ramCount (memory) and cpuTime (→ job walltime)
 ALLOCATED_TARGETS: tuple[str, ...] = ("memory", "cputime")
+#: equally likely jobs a task's prior holds (its weight in outcomes: JEDI's scouts)
+PRIOR_POINTS = 10
+#: levels of a task's value distribution the prior is read from (× the jobs' spread)
+VALUE_POINTS = 16
+#: the targets the online prior covers: ramCount (MB/core) and cpuTime (HS06·s/event)
+PRIOR_TARGETS = ALLOCATED_TARGETS
+
+
+def job_need_priors(
+    dists: Mapping[str, ValueDistribution],
+    levels: Mapping[str, ConformalLevels | None],
+    spreads: SpreadTable | None,
+    kinds: Sequence[Any] | np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """Per target of `PRIOR_TARGETS` that ``dists`` holds, (n_tasks, `PRIOR_POINTS`)
+    equally likely needs of one job: the calibrated value distribution at `VALUE_POINTS`
+    coverages times the jobs' spread of the task's kind (none: the value itself), read at
+    the mixture's quantiles."""
+    out = {}
+    for target in PRIOR_TARGETS:
+        if target not in dists:
+            continue
+        dist = dists[target]
+        values = dist.grid_at_z(z_grid(coverage_grid(VALUE_POINTS), levels.get(target)))
+        spread = None if spreads is None or kinds is None else spreads.spread(target, kinds)
+        factors = np.ones((len(dist), 1)) if spread is None else spread.factors
+        weights = np.ones(1) if spread is None else spread.weights
+        needs = (values[:, :, None] * factors[:, None, :]).reshape(len(dist), -1)
+        mixture = np.tile(weights / VALUE_POINTS, VALUE_POINTS)
+        priors = weighted_quantiles(needs, mixture, coverage_grid(PRIOR_POINTS))
+        out[target] = np.maximum(priors, 1e-6)  # a log1p model's value may sit at 0
+    return out
 
 
 @dataclass(frozen=True)
@@ -56,6 +95,9 @@ class Submission:
     allocations: Mapping[str, Allocation] = field(default_factory=dict)
     #: the selective strategy's choice (model only): which tasks are cheaper to scout
     choice: ScoutChoice | None = None
+    #: per target (memory, cputime), (n_tasks, k) equally likely needs of one job: the
+    #: online strategy's prior (model with a value policy only; ``job_need_priors``)
+    job_priors: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(cls, values: Mapping[str, np.ndarray]) -> Submission:
@@ -248,7 +290,8 @@ def model_submission(
         priced = allocations if policy == "cost" else decide("cost")
         unknown = unseen_application(inspected.unknown, settings.allocation.scout_unseen)
         choice = decision.scouting(priced, job, unknown)
-    return Submission(values["memory"], values["cputime"], allocations, choice)
+    priors = job_need_priors(dists, levels, predictor.job_spreads, kinds)
+    return Submission(values["memory"], values["cputime"], allocations, choice, priors)
 
 
 def truth_submission(

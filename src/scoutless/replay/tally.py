@@ -30,12 +30,14 @@ class TaskTally:
     need_share: list[float]
     need_himem: list[bool]
     standard_mb: float
+    unit_mem_kills: list[int]
 
     def _tally_state(self, n_t: int) -> None:
         """Per-task sums, all zero."""
         self.mem_kills = [0] * n_t
         self.wall_kills = [0] * n_t
         self.waste = [0.0] * n_t
+        self.failed_mb_s = [0.0] * n_t  # memory held by killed attempts
         self.used = [0.0] * n_t
         self.slack = [0.0] * n_t
         self.run_s = [0.0] * n_t
@@ -105,6 +107,8 @@ class TaskTally:
             slack_mb_s=arr(self.slack),
             scout_ram=arr(self.scout_ram, dtype=float),
             attempts=arr(self.attempts),
+            unit_memory_kills=arr(self.unit_mem_kills),
+            failed_mb_s=arr(self.failed_mb_s),
             first_ok=arr(self.first_ok, dtype=bool),
             failed=arr(self.failed, dtype=bool),
             n_events=self.n_events,

@@ -241,16 +241,17 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
     return [tuple(v) for v in values]
 
 
-def kill_price(settings: Settings) -> Callable[[Release], FailurePrice]:
+def kill_price(settings: Settings, unit: float = 1.0) -> Callable[[Release], FailurePrice]:
     """A memory kill in the replay's terms, for the online sizer sizing memory per core:
     each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
     core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
     limit's share of it), in bytes per core of memory slack at ``memory_gb_hour`` (what an
     allocation that fits costs the sizer, per core: both sides scale with the cores);
-    the allocation itself is not charged (holds 0): the cores are the loss."""
+    the allocation itself is not charged (holds 0): the cores are the loss. ``unit``: bytes
+    in the sizer's unit of memory (``MB``: a ramCount's MB per core)."""
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
-    gb = 1024.0 * MB
+    gb = 1024.0 * MB / unit
 
     def price(f: Release) -> FailurePrice:
         prices = by_width.get(f.cores > 1) or settings.allocation.prices
@@ -330,6 +331,10 @@ class OnlineMemory:
             self.counts["request_capped"] += 1
             return request
         return ram
+
+    def walltime(self, task: int, unit: int) -> float:
+        """Memory only: the walltime is the plan's (the user's request)."""
+        return np.nan
 
     def retry(self, task: int, unit: int, failed: float) -> float:
         self.counts["retries"] += 1
