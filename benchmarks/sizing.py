@@ -12,7 +12,10 @@ workflow and seed, and over the workflow-seed cells gives the median ratio with 
 bootstrap interval. ``--cold-seeds``: also size each workflow with none of its own
 history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as published;
 ``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
-grid, each workflow at the setting chosen on the other five (`sizing_constants.py`).
+grid, each workflow at the setting chosen on the other five, and over the failure penalties
+of the trade-off curve, each cell asked whether the curve dominates every online baseline
+(`sizing_constants.py`). The cold rows are compared with the best of every warm baseline;
+the JSON states the seconds of each part (``seconds_by_part``).
 
 ``--resource walltime`` sizes run time instead (need ``realtime``, the request the trace's
 ``time``; wastage in core-hours: cores × (limit − run time) at the walltime-slack price
