@@ -90,7 +90,7 @@ def exponential_waste(
     """Over- and undersizing (× runtime) and failures when each failure doubles (base 2,
     time to failure the whole runtime): the reference code's ``Wastage.exponential``."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.clip(np.ceil(np.log(need / alloc) / np.log(2.0)), 0, None)
+        k = np.maximum(np.ceil(np.log(need / alloc) / np.log(2.0)), 0.0)  # np.clip's, faster
     under = alloc * (2.0**k - 1) * runtime
     over = (alloc * 2.0**k - need) * runtime
     return float(over.sum()), float(under.sum()), int(k.sum())
@@ -112,7 +112,7 @@ def _model(x: np.ndarray, y: np.ndarray, t: np.ndarray, varies: bool) -> tuple[f
     tried: list[tuple[float, tuple[float, float]]] = []
 
     def waste(p: np.ndarray) -> float:
-        over, under, _ = exponential_waste(np.clip(x * p[0] + p[1], MIN_ALLOCATION, None), y, t)
+        over, under, _ = exponential_waste(np.maximum(x * p[0] + p[1], MIN_ALLOCATION), y, t)
         tried.append((over + under, (float(p[0]), float(p[1]))))
         return over + under
 
