@@ -26,8 +26,8 @@ from scoutless.sizing.run import GOAL_BASELINES, run_types, warm_sizer
 PENALTIES = (0.0, 0.25, 1.0)
 PRIOR_WEIGHTS = (0.0, 4.0)
 #: the failure penalties the trade-off curve is drawn at (the default 0.25 among them):
-#: from no price on a failure beyond the protocol's to 16 × the median need × runtime
-TRADE_PENALTIES = (0.0, 0.25, 1.0, 4.0, 16.0)
+#: from no price on a failure beyond the protocol's to 64 × the median need × runtime
+TRADE_PENALTIES = (0.0, 0.25, 4.0, 16.0, 64.0)
 #: the goal baselines that never fail (so no curve needs to dominate them on failures)
 NEVER_FAIL = ("users_presets_fair",)
 
