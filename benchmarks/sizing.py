@@ -12,7 +12,10 @@ workflow and seed, and over the workflow-seed cells gives the median ratio with 
 bootstrap interval. ``--cold-seeds``: also size each workflow with none of its own
 history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as published;
 ``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
-grid, each workflow at the setting chosen on the other five (`sizing_constants.py`).
+grid, each workflow at the setting chosen on the other five, and over the failure penalties
+of the trade-off curve, each cell asked whether the curve dominates every online baseline
+(`sizing_constants.py`). The cold rows are compared with the best of every warm baseline;
+the JSON states the seconds of each part (``seconds_by_part``).
 
 ``--resource walltime`` sizes run time instead (need ``realtime``, the request the trace's
 ``time``; wastage in core-hours: cores × (limit − run time) at the walltime-slack price
@@ -54,7 +57,7 @@ from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workfl
 from scoutless.sizing.resources import RESOURCES
 from scoutless.sizing.resources import resource as sized_resource
 from scoutless.sources.nextflow import read_nextflow
-from sizing_constants import leave_one_out, sensitivity_cell
+from sizing_constants import leave_one_out, sensitivity_cell, trade_off
 
 #: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
 #: ``_own`` row is std-under re-run with one error list per variant (no look-ahead)
@@ -103,7 +106,8 @@ def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
 def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
     """One workflow at one seed (``FRAMES`` set before the pool forks): ``main`` every
     method under the peers' protocol; ``live`` under the live protocol (or why it could
-    not run); ``sensitivity`` scoutless over the constants' grid."""
+    not run); ``sensitivity`` scoutless over the constants' grid and the trade-off curve's
+    penalties. Each with the seconds it took."""
     start = time.perf_counter()
     frame, settings = FRAMES[name], Settings()
     how = {"settings": settings, "features": RUN["features"],
@@ -120,7 +124,7 @@ def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[st
         others = [f for n, f in FRAMES.items() if n != name] if cold else None
         result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline, **how)
         result.pop("task_types")
-        result["seconds"] = round(time.perf_counter() - start, 1)
+    result["seconds"] = round(time.perf_counter() - start, 1)
     print(f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     return result
 
@@ -150,7 +154,7 @@ def _seed_summary(workflows: dict[str, Any]) -> dict[str, Any]:
 def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
     """Every workflow-seed cell's ratio and best baseline, and over the cells the median
     ratio with its 95 % bootstrap interval and the share where scoutless is at or below
-    the best baseline's wastage (and failures)."""
+    the best baseline's wastage (and failures); the cold cells against the same best."""
     cells = [
         {"seed": int(seed), "workflow": wf, "ratio": w["goal"]["scoutless"]["ratio"],
          "best_baseline": w["goal"]["scoutless"]["best_baseline"],
@@ -161,6 +165,12 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
     if not cells:
         return {"cells": []}
     n = len(cells)
+    cold = [
+        {"seed": int(seed), "workflow": wf, **{k: g[k] for k in (
+            "ratio", "best_baseline", "wastage_met", "failures_met")}}
+        for seed, run in runs.items() for wf, w in run["workflows"].items()
+        if (g := w["goal"].get("scoutless_cold"))
+    ]  # fmt: skip
     live = [w["goal"]["scoutless"]["ratio"] for run in runs.values()
             for w in (run.get("live") or {}).values() if "goal" in w]  # fmt: skip
     return {
@@ -169,6 +179,8 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
         "median_ratio": median_interval([c["ratio"] for c in cells]),
         "wastage_met_share": sum(c["wastage_met"] for c in cells) / n,
         "failures_met_share": sum(c["failures_met"] for c in cells) / n,
+        "cold": {"cells": cold, "wastage_met": sum(c["wastage_met"] for c in cold),
+                 "failures_met": sum(c["failures_met"] for c in cold)} if cold else {},
     }  # fmt: skip
 
 
@@ -184,6 +196,9 @@ def _document(frames, seeds, runs, start) -> dict[str, Any]:
         run["summary"] = _seed_summary(run["workflows"]) if run["workflows"] else {}
     if "1996" in runs and RUN == {"resource": "memory", "features": "peers-rchar"}:
         runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
+    parts = {kind: round(sum(cell.get("seconds", 0.0) for run in runs.values()
+                             for cell in (run.get(key) or {}).values()), 1)
+             for kind, key in KINDS.items()}  # fmt: skip
     return {
         "resource": RUN["resource"],
         "features": RUN["features"],
@@ -193,10 +208,14 @@ def _document(frames, seeds, runs, start) -> dict[str, Any]:
         "runs": runs,
         "over_cells": over_cells(runs),
         "constants": leave_one_out(runs, sized_resource(RUN["resource"], Settings()).unit),
+        "trade_off": trade_off(
+            runs, Settings().sizing.prior_weight, sized_resource(RUN["resource"], Settings())
+        ),
         "witt_lwr_cited": {
             k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
         } if RUN["resource"] == "memory" else {},
         "seconds": round(time.perf_counter() - start, 1),
+        "seconds_by_part": parts,
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 

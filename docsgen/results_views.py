@@ -206,6 +206,15 @@ BENCHMARKS: list[Benchmark] = [
         sizing_refresh_tables,
     ),
     Benchmark(
+        "lwr_speed",
+        "What a fit of Witt's low-wastage regression costs",
+        "The fits the online low-wastage regression makes on one workflow at one seed, each "
+        "run with SciPy's COBYLA as it is and without its constraint work (there are none), "
+        "in turn: seconds per way, and whether the fitted lines are identical (they must be).",
+        "python benchmarks/lwr_speed.py TRACES_DIR --workflow iwd --seed 1996 "
+        "--out results/lwr_speed.json",
+    ),
+    Benchmark(
         "online_restart",
         "The online sizer's state across restarts",
         "A recorded stream of outcomes learnt through the persistent sizer on SQLite, its "

@@ -15,6 +15,7 @@ from docsgen.results_pages import (
     records,
 )
 from docsgen.views.spread import strip_plot
+from docsgen.views.tradeoff import curve_plot
 
 SIZING_METHODS = (
     "scoutless", "scoutless_cold", "users_presets", "users_presets_fair", "witt_percentile",
@@ -101,8 +102,61 @@ def spread_tables(doc: dict[str, Any]) -> list[Table]:
               "Witt-LR std as coded and with its own list, std-under without its look-ahead, "
               "Tovar, JEDI, VPA, Witt's low-wastage regression).", svg=plot),
         Table("The best baseline per workflow and seed", ["workflow", *seeds], best_rows),
-        *lwr_tables(doc), *live_tables(doc), *constants_tables(doc), *peers_code_tables(doc),
+        *lwr_tables(doc), *cold_tables(doc), *live_tables(doc), *constants_tables(doc),
+        *trade_tables(doc), *peers_code_tables(doc),
     ]  # fmt: skip
+
+
+def cold_tables(doc: dict[str, Any]) -> list[Table]:
+    """scoutless sized cold (none of the workflow's own history) against the best of every
+    warm baseline: the same set as the goal."""
+    cold = at(doc, ("over_cells", "cold", "cells")) or []
+    if not cold:
+        return []
+    base = ("over_cells", "cold", "cells")
+    cols = ("ratio", "best_baseline", "wastage_met", "failures_met")
+    rows = [[label(c["seed"]), label(c["workflow"]), *(figure(doc, (*base, i, k)) for k in cols)]
+            for i, c in enumerate(cold)]  # fmt: skip
+    return [Table(
+        "Cold (no history of its own) against the best warm baseline", ["seed", "workflow", *cols],
+        rows, f"wastage at or below the best on {fmt(at(doc, ('over_cells', 'cold', 'wastage_met')))}"
+        f" of {len(cold)} cells, failures at or below its on "
+        f"{fmt(at(doc, ('over_cells', 'cold', 'failures_met')))} (goal: ≥ 5 and ≥ 4 of 6); the "
+        "best is the least wasteful of every online baseline, each knowing the workflow's history.",
+    )]  # fmt: skip
+
+
+def trade_tables(doc: dict[str, Any]) -> list[Table]:
+    """The failure penalty as a trade: scoutless's (wastage, failures) curve per cell and the
+    online baselines it does not dominate; plotted for the first seed."""
+    cells = at(doc, ("trade_off", "cells")) or []
+    if not cells:
+        return []
+    base = ("trade_off", "cells")
+    penalties = at(doc, ("trade_off", "penalties")) or []
+    unit = next(k for k in cells[0]["curve"][0] if k.startswith("wastage_"))
+    rows = [[label(c["seed"]), label(c["workflow"]),
+             *(figure(doc, (*base, i, "curve", j, key)) for j in range(len(penalties))
+               for key in (unit, "failures")),
+             figure(doc, (*base, i, "not_dominated")), figure(doc, (*base, i, "met"))]
+            for i, c in enumerate(cells)]  # fmt: skip
+    heads = [f"{p:g}: {k}" for p in penalties for k in ("wastage", "failures")]
+    first = cells[0]["seed"]
+    plot = curve_plot(
+        {c["workflow"]: ([(p[unit], p["failures"]) for p in c["curve"]],
+                         {b: (v[unit], v["failures"]) for b, v in c["baselines"].items()})
+         for c in cells if c["seed"] == first},
+        unit.replace("wastage_", "wasted "), "failures",
+    )  # fmt: skip
+    note = (f"scoutless at failure penalties {', '.join(f'{p:g}' for p in penalties)} (the "
+            f"prior weight {fmt(at(doc, ('trade_off', 'prior_weight')))}); met: every online "
+            "baseline (not the oracle, not the users' presets, which never fail) is at or "
+            "above some point of the curve on both wastage and failures. Cells met: "
+            f"{fmt(at(doc, ('trade_off', 'met')))} of {fmt(at(doc, ('trade_off', 'count')))} "
+            f"(goal ≥ 90 %). The plot: seed {first}.")  # fmt: skip
+    title = "Failures as a trade: scoutless's curve against the online baselines"
+    heads = ["seed", "workflow", *heads, "not dominated", "met"]
+    return [Table(title, heads, rows, note, svg=plot)]
 
 
 def live_tables(doc: dict[str, Any]) -> list[Table]:

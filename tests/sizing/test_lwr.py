@@ -79,3 +79,13 @@ def test_an_unknown_input_size_fits_a_constant_above_every_need_seen_mostly() ->
     model = lwr.fit(np.full(30, np.nan), need, np.ones(30) * HOUR)
     a = model.predict(np.array([np.nan, np.nan]))
     assert np.isfinite(a).all() and a[0] == a[1] and 1 * GB < a[0] <= 2.1 * GB
+
+
+def test_the_same_history_is_fitted_once_and_other_constants_fit_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    x = np.linspace(1, 10, 20) * GB
+    first = lwr.fit(x, 1 * GB + x, np.ones(20) * HOUR)
+    assert lwr.fit(x.copy(), 1 * GB + x, np.ones(20) * HOUR) is first
+    monkeypatch.setattr(lwr, "MODELS", 1)
+    assert len(lwr.fit(x, 1 * GB + x, np.ones(20) * HOUR).lines) == 1

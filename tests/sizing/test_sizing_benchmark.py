@@ -57,3 +57,21 @@ def test_each_workflow_takes_the_setting_best_on_the_others() -> None:
     assert out["chosen"]["z"]["setting"] == a
     assert out["chosen"]["z"]["ratios"] == {"1": pytest.approx(0.9)}
     assert out["table"][b]["failures"] == 6 and out["table"][a]["median_ratio"] == pytest.approx(0.6)
+
+
+def test_a_baseline_is_dominated_only_by_a_curve_point_at_or_below_on_both() -> None:
+    # the curve (10, 9) (20, 4) (40, 1): vpa (25, 4) is dominated by (20, 4); jedi (15, 2)
+    # is below every point on one of the two; the users' presets never fail: not asked
+    with benchmark_module("sizing_constants") as sc:
+        keys = list(sc.trade_settings(4.0))
+        points = [(10.0, 9), (20.0, 4), (40.0, 1), (80.0, 0), (160.0, 0)]
+        curve = dict(zip(keys, points, strict=True))
+        sens = {k: {"wastage_gbh": w, "failures": f} for k, (w, f) in curve.items()}
+        methods = {"vpa": {"wastage_gbh": 25.0, "failures": 4}, "jedi": {"wastage_gbh": 15.0, "failures": 2},
+                   "users_presets_fair": {"wastage_gbh": 5.0, "failures": 0}}  # fmt: skip
+        run = {"workflows": {"iwd": {"methods": methods}}, "sensitivity": {"iwd": sens}}
+        out = sc.trade_off({"1996": run}, 4.0)
+    (cell,) = out["cells"]
+    assert cell["not_dominated"] == ["jedi"] and not cell["met"]
+    assert [p["penalty"] for p in cell["curve"]] == list(sc.TRADE_PENALTIES)
+    assert "users_presets_fair" not in cell["baselines"] and out["met_share"] == 0.0

@@ -16,10 +16,18 @@ quantiles as intercepts.
 features option gives, refitted whenever the needs seen have grown by `REFIT_GROWTH`);
 `offline` runs it as published (its own 30 % sample by ``DataFrame.sample(frac=0.3,
 random_state=seed)``, the need ``peak_rss``, x the peers' ``rchar``: instances read with
-the ``peers-rchar`` features option)."""
+the ``peers-rchar`` features option).
+
+Speed without another answer: SciPy's COBYLA is PRIMA's in Python, where nearly all of a
+fit's time goes; its constraint work (decided in advance here, there are none) is skipped
+by `unconstrained_cobyla.free_of_constraints`, a start identical to an earlier one of the
+same model is not run again (it would try the same lines: the best tried stays the first
+found), and a fit is kept by its inputs, so the same history fitted again (the live
+protocol's first fit of each type, the peers' protocol's too) is not redone."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +36,7 @@ from scipy.stats import iqr, norm
 from scipy.stats import t as student_t
 
 from scoutless.sizing.protocol import Instances, Outcome, Tally, TaskType, charge
+from scoutless.sizing.unconstrained_cobyla import free_of_constraints
 
 #: the ten models' subsample share, the optimiser's steps, the floor (scaled units)
 SUBSAMPLE, MODELS, COBYLA_STEPS, MIN_ALLOCATION = 0.7, 10, 200, 0.01
@@ -35,6 +44,8 @@ SUBSAMPLE, MODELS, COBYLA_STEPS, MIN_ALLOCATION = 0.7, 10, 200, 0.01
 QR_STEPS = 50
 #: the online method refits when the needs seen have grown by this factor since its last fit
 REFIT_GROWTH = 2.0
+#: fits kept by their inputs (a fit is ten lines: a few hundred bytes each)
+KEPT_FITS = 4096
 
 
 def pandas_sample(n: int, frac: float, seed: int) -> np.ndarray:
@@ -79,7 +90,7 @@ def exponential_waste(
     """Over- and undersizing (× runtime) and failures when each failure doubles (base 2,
     time to failure the whole runtime): the reference code's ``Wastage.exponential``."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.clip(np.ceil(np.log(need / alloc) / np.log(2.0)), 0, None)
+        k = np.maximum(np.ceil(np.log(need / alloc) / np.log(2.0)), 0.0)  # np.clip's, faster
     under = alloc * (2.0**k - 1) * runtime
     over = (alloc * 2.0**k - need) * runtime
     return float(over.sum()), float(under.sum()), int(k.sum())
@@ -101,11 +112,11 @@ def _model(x: np.ndarray, y: np.ndarray, t: np.ndarray, varies: bool) -> tuple[f
     tried: list[tuple[float, tuple[float, float]]] = []
 
     def waste(p: np.ndarray) -> float:
-        over, under, _ = exponential_waste(np.clip(x * p[0] + p[1], MIN_ALLOCATION, None), y, t)
+        over, under, _ = exponential_waste(np.maximum(x * p[0] + p[1], MIN_ALLOCATION), y, t)
         tried.append((over + under, (float(p[0]), float(p[1]))))
         return over + under
 
-    for s in starts:
+    for s in dict.fromkeys(starts):  # a start run before tries the same lines again
         spo.minimize(waste, np.array(s), method="COBYLA", options={"maxiter": COBYLA_STEPS})
     return min(tried, key=lambda w: w[0])[1]  # MAQ's best: usage is fixed, so least waste
 
@@ -129,9 +140,27 @@ def _known(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), x, 0.0)
 
 
+_fits: OrderedDict[tuple, LwrFit] = OrderedDict()
+
+
 def fit(x: np.ndarray, need: np.ndarray, runtime: np.ndarray) -> LwrFit:
-    """The ensemble on a history (input sizes, needs, runtimes), as the reference trains it."""
+    """The ensemble on a history (input sizes, needs, runtimes), as the reference trains it;
+    the same history (and constants) again gets the fit kept from the first time."""
     x, need, runtime = (np.asarray(v, dtype=float) for v in (x, need, runtime))
+    key = (MODELS, SUBSAMPLE, COBYLA_STEPS, MIN_ALLOCATION, QR_STEPS, len(x),
+           x.tobytes(), need.tobytes(), runtime.tobytes())  # fmt: skip
+    if key in _fits:
+        _fits.move_to_end(key)
+        return _fits[key]
+    with free_of_constraints():
+        model = _fit(x, need, runtime)
+    _fits[key] = model
+    if len(_fits) > KEPT_FITS:
+        _fits.popitem(last=False)
+    return model
+
+
+def _fit(x: np.ndarray, need: np.ndarray, runtime: np.ndarray) -> LwrFit:
     x = _known(x)
     shift = (float(x.min()), float(need.min()))
     ptp = (float(np.ptp(x)), float(np.ptp(need)))
