@@ -68,13 +68,7 @@ class ReplayState(TaskTally):
         self.n_scouts = np.where(scouted, work.n_scouts, 0).astype(np.int64).tolist()
         lowers = np.asarray(plan.retune_lowers_cputime, dtype=bool)
         self.lowers = np.broadcast_to(lowers, (n_t,)).tolist()
-        # per unit
-        self.job_ram: list[float | None] = _per_unit(plan.unit_ram, n_j)
-        self.job_wall_limit: list[float | None] = _per_unit(plan.unit_walltime, n_j)
-        self.attempts = [0] * n_j
-        self.unit_mem_kills = [0] * n_j
-        self.first_ok = [False] * n_j
-        self.failed = [False] * n_j
+        self._unit_state(n_j)
         # unit -> (start, outcome, allocation MB, walltime limit s, slot MB/core, long queue)
         self.running: dict[int, tuple[float, int, float, float, float, bool]] = {}
         self._need_slots()
@@ -94,6 +88,15 @@ class ReplayState(TaskTally):
         self.watch_retune: set[int] = set()
         self.tick_at: float | None = None
         self.n_events = 0
+
+    def _unit_state(self, n_j: int) -> None:
+        """Per unit: the plan's own allocations where it sets them, attempts and kills."""
+        self.job_ram: list[float | None] = _per_unit(self.plan.unit_ram, n_j)
+        self.job_wall_limit: list[float | None] = _per_unit(self.plan.unit_walltime, n_j)
+        self.attempts = [0] * n_j
+        self.unit_mem_kills = [0] * n_j
+        self.first_ok = [False] * n_j
+        self.failed = [False] * n_j
 
     def _need_slots(self) -> None:
         """Per unit, the slot its own need requires: a share no allocation is blamed for,
