@@ -11,7 +11,8 @@ scoutless with the best of every online baseline (std-under without its look-ahe
 workflow and seed, and over the workflow-seed cells gives the median ratio with a 95 %
 bootstrap interval. ``--cold-seeds``: also size each workflow with none of its own
 history (leave one out); ``--lwr-offline-seeds``: the low-wastage regression as published;
-``--live-seeds``: the live protocol; ``--sensitivity-seeds``: scoutless over the constants'
+``--live-seeds``: the live protocol; ``--submission-seeds``: every method sized from what is
+known before the run (``--features submission``) beside the main cells; ``--sensitivity-seeds``: scoutless over the constants'
 grid, each workflow at the setting chosen on the other five, and over the failure penalties
 of the trade-off curve, each cell asked whether the curve dominates every online baseline
 (`sizing_constants.py`). The cold rows are compared with the best of every warm baseline;
@@ -106,7 +107,7 @@ def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
 def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
     """One workflow at one seed (``FRAMES`` set before the pool forks): ``main`` every
     method under the peers' protocol; ``live`` under the live protocol (or why it could
-    not run); ``sensitivity`` scoutless over the constants' grid and the trade-off curve's
+    not run); ``submission`` every method from what is known before the run; ``sensitivity`` scoutless over the constants' grid and the trade-off curve's
     penalties. Each with the seconds it took."""
     start = time.perf_counter()
     frame, settings = FRAMES[name], Settings()
@@ -114,6 +115,9 @@ def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[st
            "resource": sized_resource(RUN["resource"], settings)}  # fmt: skip
     if kind == "sensitivity":
         result: dict[str, Any] = sensitivity_cell(frame, name, seed, **how)
+    elif kind == "submission":
+        cell = size_workflow(frame, name, seed, **{**how, "features": "submission"})
+        result = {"methods": cell["methods"], "goal": cell["goal"]}
     elif kind == "live":
         try:
             cell = size_workflow(frame, name, seed, protocol="live", **how)
@@ -125,7 +129,11 @@ def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[st
         result = size_workflow(frame, name, seed, cold_histories=others, offline_lwr=offline, **how)
         result.pop("task_types")
     result["seconds"] = round(time.perf_counter() - start, 1)
-    print(f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"{kind} seed {seed} {name}: {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return result
 
 
@@ -144,7 +152,9 @@ def _seed_summary(workflows: dict[str, Any]) -> dict[str, Any]:
         ),
         "seconds": round(sum(w["seconds"] for w in workflows.values()), 1),
     }
-    cold = [w["goal"]["scoutless_cold"] for w in workflows.values() if "scoutless_cold" in w["goal"]]
+    cold = [
+        w["goal"]["scoutless_cold"] for w in workflows.values() if "scoutless_cold" in w["goal"]
+    ]
     if cold:
         summary["cold_wastage_met"] = sum(bool(g["wastage_met"]) for g in cold)
         summary["cold_failures_met"] = sum(bool(g["failures_met"]) for g in cold)
@@ -171,11 +181,16 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
         for seed, run in runs.items() for wf, w in run["workflows"].items()
         if (g := w["goal"].get("scoutless_cold"))
     ]  # fmt: skip
-    live = [w["goal"]["scoutless"]["ratio"] for run in runs.values()
-            for w in (run.get("live") or {}).values() if "goal" in w]  # fmt: skip
+    live, submission = (
+        [w["goal"]["scoutless"]["ratio"] for run in runs.values()
+         for w in (run.get(part) or {}).values() if "goal" in w]
+        for part in ("live", "submission")
+    )  # fmt: skip
     return {
         "cells": cells, "count": n,
         "live": {"cells": len(live), "median_ratio": median_interval(live)} if live else {},
+        "submission": {"cells": len(submission), "median_ratio": median_interval(submission)}
+        if submission else {},
         "median_ratio": median_interval([c["ratio"] for c in cells]),
         "wastage_met_share": sum(c["wastage_met"] for c in cells) / n,
         "failures_met_share": sum(c["failures_met"] for c in cells) / n,
@@ -188,7 +203,8 @@ FRAMES: dict[str, Any] = {}
 #: the resource and features option every cell is sized with (set before the pool forks)
 RUN: dict[str, str] = {"resource": "memory", "features": "peers-rchar"}
 #: where each kind of cell goes in a seed's run
-KINDS = {"main": "workflows", "live": "live", "sensitivity": "sensitivity"}
+KINDS = {"main": "workflows", "live": "live", "submission": "submission",
+         "sensitivity": "sensitivity"}  # fmt: skip
 
 
 def _document(frames, seeds, runs, start) -> dict[str, Any]:
@@ -204,7 +220,9 @@ def _document(frames, seeds, runs, start) -> dict[str, Any]:
         "features": RUN["features"],
         "traces": {n: len(f) for n, f in frames.items()},
         "seeds": seeds,
-        "complete": all(len(runs.get(str(s), {}).get("workflows", {})) == len(frames) for s in seeds),
+        "complete": all(
+            len(runs.get(str(s), {}).get("workflows", {})) == len(frames) for s in seeds
+        ),
         "runs": runs,
         "over_cells": over_cells(runs),
         "constants": leave_one_out(runs, sized_resource(RUN["resource"], Settings()).unit),
@@ -213,7 +231,9 @@ def _document(frames, seeds, runs, start) -> dict[str, Any]:
         ),
         "witt_lwr_cited": {
             k: {"wastage_gbh": v[0], "failures": v[1]} for k, v in WITT_LWR_CITED.items()
-        } if RUN["resource"] == "memory" else {},
+        }
+        if RUN["resource"] == "memory"
+        else {},
         "seconds": round(time.perf_counter() - start, 1),
         "seconds_by_part": parts,
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -232,16 +252,27 @@ def _parser() -> argparse.ArgumentParser:
                         help="seeds LWR also runs as published, offline ('' none)")  # fmt: skip
     parser.add_argument("--live-seeds", default="1996,2023,42",
                         help="seeds also sized under the live protocol ('' none)")  # fmt: skip
+    parser.add_argument("--submission-seeds", default="1996,2023,42",
+                        help="seeds also sized from what is known before the run ('' none)")  # fmt: skip
     parser.add_argument("--sensitivity-seeds", default="1996,2023,42",
                         help="seeds scoutless runs over the constants' grid ('' none)")  # fmt: skip
-    parser.add_argument("--peers-code", type=Path,
-                        help="a checkout of dos-group/sizey: run its baselines as the reference")
-    parser.add_argument("--peers-python", default="python3",
-                        help="the Python --peers-code runs with (pandas < 3, scikit-learn, "
-                        "scipy, statsmodels, matplotlib)")
+    parser.add_argument(
+        "--peers-code",
+        type=Path,
+        help="a checkout of dos-group/sizey: run its baselines as the reference",
+    )
+    parser.add_argument(
+        "--peers-python",
+        default="python3",
+        help="the Python --peers-code runs with (pandas < 3, scikit-learn, "
+        "scipy, statsmodels, matplotlib)",
+    )
     parser.add_argument("--peers-seeds", default="1996", help="seeds --peers-code runs at")
-    parser.add_argument("--peers-against", type=Path,
-                        help="with --peers-code: compare with this sizing JSON's cells, size nothing")
+    parser.add_argument(
+        "--peers-against",
+        type=Path,
+        help="with --peers-code: compare with this sizing JSON's cells, size nothing",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     return parser
@@ -275,8 +306,20 @@ def main() -> None:
     runs: dict[str, Any] = {}
     live = [int(s) for s in args.live_seeds.split(",") if s]
     sens = [int(s) for s in args.sensitivity_seeds.split(",") if s]
-    jobs = [(kind, s, n, s in cold, s in offline) for kind, ss in
-            (("main", seeds), ("live", live), ("sensitivity", sens)) for s in ss for n in FRAMES]
+    submission = [int(s) for s in args.submission_seeds.split(",") if s]
+    if args.features == "submission":
+        submission = []  # the main cells are those already
+    jobs = [
+        (kind, s, n, s in cold, s in offline)
+        for kind, ss in (
+            ("main", seeds),
+            ("live", live),
+            ("submission", submission),
+            ("sensitivity", sens),
+        )
+        for s in ss
+        for n in FRAMES
+    ]
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
         futures = {pool.submit(_cell, *job): job for job in jobs}  # the headline's cells first
         for done in as_completed(futures):

@@ -92,10 +92,34 @@ def _replay_rows(doc: dict[str, Any]) -> list[Row]:
             ("… and wasted core-hours (killed attempts)", each("wasted_core_hours"))]  # fmt: skip
 
 
+def _sizing_rows(doc: dict[str, Any]) -> list[Row]:
+    cells = at(doc, ("over_cells",)) or {}
+    median = cells.get("median_ratio") or {}
+    if not median:
+        return []
+    seeds = ", ".join(str(s) for s in doc.get("seeds", []))
+    share = cells.get("wastage_met_share")
+    rows = [(f"online sizing, Sizey's six nf-core traces (peers' protocol), seeds {seeds}: "
+             "scoutless's memory wastage ÷ the best of every baseline (Witt, Witt-LR, Witt's "
+             "LWR online, Tovar, JEDI, VPA) per workflow and seed, median over "
+             f"{fmt(cells.get('count'))} cells [95 % bootstrap interval]",
+             f"{fmt(median.get('median'))} [{fmt(median.get('low'))}, {fmt(median.get('high'))}];"
+             f" at or below the best on {'—' if share is None else f'{100 * share:.0f}'} % of "
+             "the cells")]  # fmt: skip
+    live = cells.get("live") or {}
+    if live.get("median_ratio"):
+        m = live["median_ratio"]
+        rows.append((f"… under the live protocol (submission order, outcomes at completion), "
+                     f"{fmt(live.get('cells'))} cells",
+                     f"{fmt(m.get('median'))} [{fmt(m.get('low'))}, {fmt(m.get('high'))}]"))  # fmt: skip
+    return rows
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "train": _train_rows,
     "real_traces": _real_trace_rows,
     "replay": _replay_rows,
+    "sizing": _sizing_rows,
     "serve": _serve_rows,
     "listen": _listen_rows,
 }

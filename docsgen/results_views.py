@@ -267,7 +267,7 @@ BENCHMARKS: list[Benchmark] = [
         "Command-line start-up",
         "How long `scoutless --help`, `--version`, each verb's and sub-verb's `--help` and "
         "a wrong `--bundle` path take, as the median of fresh interpreters, against `python "
-        "-c \"import typer\"` run in turns with them (goal: every `--help` within 2x; the "
+        '-c "import typer"` run in turns with them (goal: every `--help` within 2x; the '
         "worst and the median verb's ratio are shown, in wall time and, steadier on a shared "
         "machine, in CPU time (`cpu_…`)). Verbs are imported when they run, "
         "so no help imports torch, scikit-learn, XGBoost, pandas, rich or the settings "

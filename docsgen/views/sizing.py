@@ -28,6 +28,8 @@ def sizing_tables(doc: dict[str, Any]) -> list[Table]:
     """Per seed: scoutless against the best published baseline; then every method's
     wastage and failures per workflow."""
     tables = spread_tables(doc)
+    # walltime cells are in core-hours, memory's in GB·h (the JSON's keys say which)
+    unit, shown = ("core_h", "core-hours") if doc.get("resource") == "walltime" else ("gbh", "GB·h")
     if isinstance(at(doc, ("runs", "1996", "reproduction")), dict):
         cols = ("cells", "max_gap", "worst_cell", "failures_equal", "met")
         row = [figure(doc, ("runs", "1996", "reproduction", c)) for c in cols]
@@ -39,12 +41,12 @@ def sizing_tables(doc: dict[str, Any]) -> list[Table]:
     for seed, run in (doc.get("runs") or {}).items():
         base = ("runs", seed, "workflows")
         names = list(at(doc, base) or {})
-        goal_cols = ("best_baseline", "baseline_wastage_gbh", "baseline_failures", "ratio",
+        goal_cols = ("best_baseline", f"baseline_wastage_{unit}", "baseline_failures", "ratio",
                      "wastage_met", "failures_met")  # fmt: skip
         rows = [
             [
                 label(wf),
-                figure(doc, (*base, wf, "methods", "scoutless", "wastage_gbh")),
+                figure(doc, (*base, wf, "methods", "scoutless", f"wastage_{unit}")),
                 figure(doc, (*base, wf, "methods", "scoutless", "failures")),
                 *(figure(doc, (*base, wf, "goal", "scoutless", c)) for c in goal_cols),
             ]
@@ -53,10 +55,13 @@ def sizing_tables(doc: dict[str, Any]) -> list[Table]:
         note = "median ratio: " + fmt(at(run, ("summary", "median_ratio")))
         tables.append(Table(
             f"Seed {seed}: scoutless against the best published baseline",
-            ["workflow", "GB·h", "failures", *goal_cols], rows,
-            f"{note} (goal ≤ 0.6); GB·h wasted over the online 70 % of each workflow.",
+            ["workflow", shown, "failures", *goal_cols], rows,
+            f"{note} (goal ≤ 0.6); {shown} wasted over the online 70 % of each workflow.",
         ))  # fmt: skip
-        for value, what in (("wastage_gbh", "GB·h wasted"), ("failures", "failed attempts")):
+        for value, what in (
+            (f"wastage_{unit}", f"{shown} wasted"),
+            ("failures", "failed attempts"),
+        ):
             methods = [m for m in SIZING_METHODS if any(
                 isinstance(at(doc, (*base, wf, "methods", m)), dict) for wf in names)]  # fmt: skip
             rows = [
@@ -102,7 +107,7 @@ def spread_tables(doc: dict[str, Any]) -> list[Table]:
               "Witt-LR std as coded and with its own list, std-under without its look-ahead, "
               "Tovar, JEDI, VPA, Witt's low-wastage regression).", svg=plot),
         Table("The best baseline per workflow and seed", ["workflow", *seeds], best_rows),
-        *lwr_tables(doc), *cold_tables(doc), *live_tables(doc), *constants_tables(doc),
+        *lwr_tables(doc), *cold_tables(doc), *beside_tables(doc), *constants_tables(doc),
         *trade_tables(doc), *peers_code_tables(doc),
     ]  # fmt: skip
 
@@ -159,22 +164,38 @@ def trade_tables(doc: dict[str, Any]) -> list[Table]:
     return [Table(title, heads, rows, note, svg=plot)]
 
 
-def live_tables(doc: dict[str, Any]) -> list[Table]:
-    """The live protocol beside the peers': scoutless's ratio to the best baseline."""
-    rows = []
-    for seed, run in (doc.get("runs") or {}).items():
-        for wf, cell in (run.get("live") or {}).items():
-            if "goal" not in cell:
-                continue
-            live, peers = ("runs", seed, "live", wf, "goal", "scoutless"), ("runs", seed, "workflows", wf, "goal", "scoutless")
-            rows.append([label(seed), label(wf), figure(doc, (*live, "ratio")),
-                         figure(doc, (*live, "best_baseline")), figure(doc, (*peers, "ratio"))])  # fmt: skip
-    if not rows:
-        return []
-    return [Table("The live protocol beside the peers'", ["seed", "workflow", "live ratio",
-                  "live best baseline", "peers ratio"], rows,
-                  "median over these cells (live): "
-                  + fmt(at(doc, ("over_cells", "live", "median_ratio", "median"))))]  # fmt: skip
+#: the parts sized beside the main cells: the key in a seed's run, the table's title
+BESIDE = {
+    "live": "The live protocol (submission order, outcomes at completion) beside the peers'",
+    "submission": "From what is known before the run (`--features submission`) beside "
+    "`rchar`, the bytes read during the run",
+}
+
+
+def beside_tables(doc: dict[str, Any]) -> list[Table]:
+    """Each part sized beside the main cells: scoutless's ratio to the best baseline there,
+    the main cell's beside it, and the median with its interval over the part's cells."""
+    tables = []
+    for part, title in BESIDE.items():
+        rows = []
+        for seed, run in (doc.get("runs") or {}).items():
+            for wf, cell in (run.get(part) or {}).items():
+                if "goal" not in cell:
+                    continue
+                there, main = (
+                    ("runs", seed, part, wf, "goal", "scoutless"),
+                    ("runs", seed, "workflows", wf, "goal", "scoutless"),
+                )
+                rows.append([label(seed), label(wf), figure(doc, (*there, "ratio")),
+                             figure(doc, (*there, "best_baseline")),
+                             figure(doc, (*there, "failures_met")), figure(doc, (*main, "ratio"))])  # fmt: skip
+        if rows:
+            median = ("over_cells", part, "median_ratio")
+            tables.append(Table(title, ["seed", "workflow", f"{part} ratio",
+                                        f"{part} best baseline", "failures met", "main ratio"],
+                                rows, f"median over these cells: {fmt(at(doc, (*median, 'median')))} "
+                                f"[{fmt(at(doc, (*median, 'low')))}, {fmt(at(doc, (*median, 'high')))}]"))  # fmt: skip
+    return tables
 
 
 def constants_tables(doc: dict[str, Any]) -> list[Table]:
