@@ -1,0 +1,339 @@
+"""The job follower: every ended job of a task scoutless sized teaches the task's online
+sizer, and a job failed for memory gets its retry's ramCount where JEDI reads it.
+
+A ``poll`` reads the ended jobs (``finished``/``failed``) of the tasks in the prediction log
+from ``jobsactive4`` and ``jobsarchived4``, each from its high-water mark (modificationtime,
+pandaid) less ``overlap_s``, page by page in that order (keyset: index-friendly, and it
+always moves on). Per job attempt not in the ledger (``panda/job_tables.py``):
+
+1. its outcome (``job_outcomes.outcome``: a need, a memory failure's lower bound, or
+   nothing) is learnt by the task's sizer of its kind (``job``, ``scout``, ``merge``), the
+   type's state started from the task's ramCount in force when first seen (the
+   submission's answer) as ``prior_points`` outcomes;
+2. in the same transaction (``PersistentSizer.learn``'s ``also``): a memory failure's retry
+   ramCount is written into the job's input files in ``jedi_dataset_contents``
+   (``retry_ram``: the sizer's conditional retry, compensated, capped at the queue's maxrss
+   and the task's RZ, at least JEDI's ladder step, only upwards); the task's ramCount follows
+   the posterior of its ``job`` type (never a ``…Fixed`` unit, never below what the follower
+   did not write); the ledger row records all of it. A crash anywhere rolls all of it back,
+   and the next poll handles the job again from scratch: nothing is learnt or written twice.
+
+The rollout governs the writes: in ``shadow`` (or for a task of the control arm) the
+follower learns and records what it would write, and writes nothing into PanDA's tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from statistics import NormalDist
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, Engine, Table, and_, func, insert, or_, select, update
+
+from scoutless.allocation.arms import SKIPPING_ARMS
+from scoutless.config import Settings
+from scoutless.history.schema import jedi_datasets, jedi_tasks
+from scoutless.jedi.units import FIXED_UNITS
+from scoutless.ops.prediction_log import predictions_table, utcnow
+from scoutless.ops.rollout import peek_mode
+from scoutless.panda import job_outcomes as jo
+from scoutless.panda import job_tables as jt
+from scoutless.panda.retry_ram import (
+    jedi_step,
+    ram_count_for,
+    retry_ram_count,
+    task_floor,
+    task_ram_update,
+)
+from scoutless.replay.ladder import job_min_ram_count
+from scoutless.sizing.contract_adapter import ContractSizer
+from scoutless.sizing.features import Release
+from scoutless.sizing.online import OnlineSizer
+from scoutless.sizing.persistent import PersistentSizer
+from scoutless.sizing.state_store import SizingStateStore
+
+log = logging.getLogger("scoutless.panda.job_follower")
+
+ENDED = ("finished", "failed")
+#: task statuses JEDI no longer generates jobs in: their ramCount is left alone
+TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
+
+
+class AlreadyHandled(Exception):
+    """The job attempt is in the ledger (handled by this or another process)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    ramcount: float | None
+    ramunit: str | None
+    base_mb: float
+    cores: float
+    splitrule: str | None
+    status: str
+
+
+class JobFollower:
+    """Reads ended jobs, learns them, writes retries and the task's ramCount (see above)."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.s = settings.job_follower
+        self.memory_codes = frozenset(self.s.memory_pilot_codes)
+        jt.create_follower_tables(engine)
+        store = SizingStateStore(engine, keep_outcomes=settings.sizing_state.keep_outcomes)
+        store.create()
+        self.sizer = PersistentSizer(store, ContractSizer(settings.sizing), settings.sizing_state)
+        self.counts = {"handled": 0, "learnt": 0, "retries_written": 0, "task_writes": 0}
+
+    # ------------------------------------------------------------------ reading
+    def mode(self) -> str:
+        return peek_mode(self.engine) or "shadow"
+
+    def poll(self) -> int:
+        """Handle every ended job not handled yet; the job attempts handled."""
+        mode, done = self.mode(), 0
+        for table in jt.JOB_TABLES:
+            for rows in self._pages(table):
+                arms = self._arms({r.jeditaskid for r in rows})
+                for row in rows:
+                    acting = mode != "shadow" and arms.get(row.jeditaskid) in SKIPPING_ARMS
+                    done += self.handle(row, mode if acting else "shadow")
+                self._advance(table.name, rows[-1])
+        return done
+
+    def _pages(self, table: Table) -> Iterator[list[jo.JobRow]]:
+        with self.engine.connect() as conn:
+            mark = conn.execute(select(jt.marks).where(jt.marks.c.source == table.name)).first()
+        cursor = (datetime(1970, 1, 1), -1)
+        if mark is not None:
+            cursor = (mark.modificationtime - timedelta(seconds=self.s.overlap_s), -1)
+        followed = select(predictions_table.c.jeditaskid).where(
+            predictions_table.c.jeditaskid.is_not(None)
+        )
+        c = table.c
+        while True:
+            after = or_(c.modificationtime > cursor[0],
+                        and_(c.modificationtime == cursor[0], c.pandaid > cursor[1]))  # fmt: skip
+            stmt = (
+                select(table)
+                .where(after, c.jobstatus.in_(ENDED), c.jeditaskid.in_(followed))
+                .order_by(c.modificationtime, c.pandaid)
+                .limit(self.s.page_rows)
+            )
+            with self.engine.connect() as conn:
+                rows = [jo.JobRow.from_mapping(r) for r in conn.execute(stmt).mappings()]
+            if not rows:
+                return
+            yield rows
+            cursor = (rows[-1].modificationtime, rows[-1].pandaid)
+            if len(rows) < self.s.page_rows:
+                return
+
+    def _arms(self, tasks: set[int]) -> dict[int, str | None]:
+        t = predictions_table
+        stmt = select(t.c.jeditaskid, func.max(t.c.arm)).where(t.c.jeditaskid.in_(sorted(tasks)))
+        with self.engine.connect() as conn:
+            return dict(conn.execute(stmt.group_by(t.c.jeditaskid)).all())
+
+    def _advance(self, source: str, row: jo.JobRow) -> None:
+        """The mark only moves up (a page re-read below it leaves it)."""
+        m = jt.marks
+        with self.engine.begin() as conn:
+            old = conn.execute(select(m).where(m.c.source == source).with_for_update()).first()
+            new = {"modificationtime": row.modificationtime, "pandaid": row.pandaid}
+            if old is None:
+                conn.execute(insert(m).values(source=source, **new))
+            elif (old.modificationtime, old.pandaid) < (row.modificationtime, row.pandaid):
+                conn.execute(update(m).where(m.c.source == source).values(**new))
+
+    # ------------------------------------------------------------------ one job
+    def handle(self, row: jo.JobRow, mode: str) -> int:
+        """Learn and act on one job attempt; 1 when handled now, 0 when it was already."""
+        if self._in_ledger(row):
+            return 0
+        kind, why = jo.job_kind(row), jo.cause(row, self.memory_codes)
+        with self.engine.connect() as conn:
+            task = _task(conn, row.jeditaskid, lock=False)
+        learnt = jo.outcome(row, task.base_mb, self.memory_codes) if task else None
+        try:
+            if learnt is None:  # nothing to learn: the ledger row alone
+                with self.engine.begin() as conn:
+                    self._record(conn, row, kind, why, mode, None, {})
+            else:
+                key = jo.type_key(row.jeditaskid, kind)
+                self._seed(key, task)
+                features = Release(cores=row.cores)
+                self.sizer.learn(key, features, learnt, also=lambda conn: self._act(
+                    conn, row, key, kind, why, mode, learnt.need))  # fmt: skip
+                self.counts["learnt"] += 1
+        except AlreadyHandled:
+            return 0
+        self.counts["handled"] += 1
+        return 1
+
+    def _in_ledger(self, row: jo.JobRow, conn: Connection | None = None) -> bool:
+        stmt = select(jt.ledger.c.pandaid).where(
+            jt.ledger.c.pandaid == row.pandaid, jt.ledger.c.attemptnr == row.attemptnr
+        )
+        if conn is not None:
+            return conn.execute(stmt).first() is not None
+        with self.engine.connect() as c:
+            return c.execute(stmt).first() is not None
+
+    def _seed(self, key: str, task: Task) -> None:
+        """A type never learnt starts from the task's ramCount in force, as the job's need
+        it allows (compensated, per core): ``prior_points`` equally likely outcomes spread
+        log-normally by ``prior_spread``."""
+        self.sizer.refresh(force=True)
+        if key in self.sizer.versions or not task.ramcount:
+            return
+        allowed = job_min_ram_count(task.ramcount, 0.0, task.cores, task.base_mb)
+        center = jo.per_core(allowed, task.cores, task.base_mb)
+        n = self.s.prior_points
+        z = [NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+        needs = [center * math.exp(self.s.prior_spread * q) for q in z]
+        seed = OnlineSizer(self.settings.sizing)
+        seed.start_type(key, [Release(cores=task.cores)] * n, needs, [1.0] * n)
+        prior = {"prior": center, "points": n, "spread": self.s.prior_spread}
+        self.sizer.store.append(key, 0, {"prior": True}, prior, seed.snapshot(key))
+        self.sizer.refresh(force=True)
+
+    def _act(self, conn: Connection, row: jo.JobRow, key: str, kind: str, why: jo.Cause,
+             mode: str, need: float) -> None:  # fmt: skip
+        """In the outcome's transaction: the retry, the task's ramCount, the ledger row."""
+        if self._in_ledger(row, conn):
+            raise AlreadyHandled(row.pandaid)
+        task = _task(conn, row.jeditaskid, lock=True)
+        detail: dict[str, Any] = {}
+        if why is jo.Cause.MEMORY:
+            detail["retry"] = self._retry(conn, row, key, task, mode)
+        if kind == "job":
+            detail["task"] = self._retune(conn, row.jeditaskid, key, task, mode)
+        self._record(conn, row, kind, why, mode, need, detail)
+
+    def _retry(self, conn: Connection, row: jo.JobRow, key: str, task: Task, mode: str) -> dict:
+        features = Release(cores=row.cores)
+        sizer = self.sizer.sizer
+        sizer.first(key, features)  # the posterior as it stands, the bound just learnt in it
+        need = sizer.retry(key, features, jo.allocation_per_core(row, task.base_mb))
+        files = conn.execute(
+            select(jt.filestable4.c.datasetid, jt.filestable4.c.fileid).where(
+                jt.filestable4.c.pandaid == row.pandaid, jt.filestable4.c.type.in_(jt.INPUT_TYPES)
+            )
+        ).all()
+        jedi = jedi_step(row.minramcount_mb, row.cores, task.base_mb, task.ramcount or 0.0,
+                         _file_counts(conn, row.jeditaskid), task.ramunit in FIXED_UNITS)  # fmt: skip
+        decision = retry_ram_count(
+            need, row.cores, task.base_mb, maxrss_mb=_maxrss(conn, row.computingsite),
+            split_rule=task.splitrule, jedi=jedi,
+        )  # fmt: skip
+        raised = 0
+        if mode != "shadow" and decision.written > 0:
+            c = jt.jedi_dataset_contents.c
+            for dataset_id, file_id in files:
+                raised += conn.execute(
+                    update(jt.jedi_dataset_contents)
+                    .where(c.jeditaskid == row.jeditaskid, c.datasetid == dataset_id,
+                           c.fileid == file_id,
+                           or_(c.ramcount.is_(None), c.ramcount < decision.written))
+                    .values(ramcount=decision.written)
+                ).rowcount  # fmt: skip
+            self.counts["retries_written"] += 1
+        log.info("job %s (task %s) failed for memory: retry ramCount %s (sized %s, cap %s, "
+                 "JEDI %s), %d files raised%s", row.pandaid, row.jeditaskid, decision.written,
+                 decision.sized, decision.cap, decision.jedi, raised,
+                 " [shadow: nothing written]" if mode == "shadow" else "")  # fmt: skip
+        return {"need": need, "sized": decision.sized, "cap": _finite(decision.cap),
+                "jedi": decision.jedi, "written": decision.written, "files": len(files),
+                "raised": raised}  # fmt: skip
+
+    def _retune(self, conn: Connection, task_id: int, key: str, task: Task, mode: str) -> dict:
+        """The task's ramCount from its ``job`` type's posterior, once that type has learnt
+        ``retune_after`` outcomes of its own (JEDI re-tunes after its first 5 jobs)."""
+        own = self.sizer.versions.get(key, 0) - 1  # less the prior's version
+        if own < self.s.retune_after:
+            return {"posterior": None, "written": None}
+        need = self.sizer.sizer.first(key, Release(cores=task.cores))
+        posterior = ram_count_for(need, task.cores, task.base_mb) if math.isfinite(need) else 0
+        t = jt.followed_tasks
+        mine = conn.execute(select(t).where(t.c.jeditaskid == task_id)).first()
+        last = mine.ramcount_written if mine else None
+        floor = task_floor(task.ramcount, last, mine.ramcount_floor if mine else None)
+        new = task_ram_update(posterior, task.ramcount, floor, task.ramunit, self.s.min_task_change)
+        values: dict[str, Any] = {"ramcount_floor": int(floor) or None}
+        if new is not None and task.status not in TERMINAL and mode != "shadow":
+            conn.execute(update(jedi_tasks).where(jedi_tasks.c.jeditaskid == task_id)
+                         .values(ramcount=new))  # fmt: skip
+            values |= {"ramcount_written": new, "written_at": utcnow()}
+            self.counts["task_writes"] += 1
+        if mine is None:
+            conn.execute(insert(t).values(jeditaskid=task_id, **values))
+        else:
+            conn.execute(update(t).where(t.c.jeditaskid == task_id).values(**values))
+        if new is not None:
+            log.info("task %s: ramCount %s -> %s (posterior %s, floor %s)%s", task_id,
+                     task.ramcount, new, posterior, floor,
+                     " [shadow: nothing written]" if mode == "shadow" else "")  # fmt: skip
+        return {"posterior": posterior, "floor": floor, "written": new}
+
+    def _record(self, conn: Connection, row: jo.JobRow, kind: str, why: jo.Cause, mode: str,
+                need: float | None, detail: dict) -> None:  # fmt: skip
+        retry, retune = detail.get("retry", {}), detail.get("task", {})
+        conn.execute(insert(jt.ledger).values(
+            pandaid=row.pandaid, attemptnr=row.attemptnr, jeditaskid=row.jeditaskid, kind=kind,
+            cause=str(why), need=need, mode=mode, file_ramcount=retry.get("written"),
+            files_raised=retry.get("raised"), task_ramcount=retune.get("written"),
+            detail=orjson.dumps(detail).decode(), job_modified=row.modificationtime,
+            handled_at=utcnow(),
+        ))  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _task(conn: Connection, task_id: int, *, lock: bool) -> Task | None:
+    t = jedi_tasks.c
+    stmt = select(t.ramcount, t.ramunit, t.baseramcount, t.corecount, t.splitrule, t.status)
+    stmt = stmt.where(t.jeditaskid == task_id)
+    row = conn.execute(stmt.with_for_update() if lock else stmt).first()
+    if row is None:
+        return None
+    return Task(
+        ramcount=float(row.ramcount) if row.ramcount else None, ramunit=row.ramunit,
+        base_mb=float(row.baseramcount or 0), cores=max(float(row.corecount or 1), 1.0),
+        splitrule=row.splitrule, status=row.status,
+    )  # fmt: skip
+
+
+def _file_counts(conn: Connection, task_id: int) -> dict[float, int]:
+    """The task's master input files by ramCount, as ``increaseRamLimitJobJEDI`` reads them."""
+    c, d = jt.jedi_dataset_contents.c, jedi_datasets.c
+    stmt = (
+        select(func.coalesce(c.ramcount, 0), func.count())
+        .select_from(jt.jedi_dataset_contents.join(
+            jedi_datasets, and_(d.jeditaskid == c.jeditaskid, d.datasetid == c.datasetid)))
+        .where(c.jeditaskid == task_id, d.type.in_(jt.INPUT_TYPES), d.masterid.is_(None))
+        .group_by(func.coalesce(c.ramcount, 0))
+    )  # fmt: skip
+    return {float(ram): int(n) for ram, n in conn.execute(stmt).all()}
+
+
+def _maxrss(conn: Connection, queue: str | None) -> float | None:
+    """The queue's maxrss (MB) from its schedconfig JSON (None: unknown, no cap)."""
+    if not queue:
+        return None
+    data = conn.execute(
+        select(jt.schedconfig_json.c.data).where(jt.schedconfig_json.c.panda_queue == queue)
+    ).scalar()
+    if isinstance(data, str):
+        data = orjson.loads(data)
+    value = (data or {}).get("maxrss")
+    return float(value) if isinstance(value, int | float) and value > 0 else None
