@@ -218,3 +218,23 @@ def test_the_task_ramcount_follows_its_jobs_up_and_back_down_to_its_floor(engine
         add_job(engine, 7, 200 + i, maxpss_mb=800 + i, seconds=100 + i)
     follower.poll()
     assert 2000 <= task_ramcount(engine, 7) < raised
+
+
+def test_online_status_shows_the_task_state_and_its_writes(engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from scoutless.cli.main import app
+
+    add_task(engine, 7, ramcount=2000)
+    for i in range(6):
+        add_job(engine, 7, 100 + i, maxpss_mb=1700 + 20 * i, seconds=i)
+    add_job(engine, 7, 200, status="failed", code=1235, maxpss_mb=2600, seconds=10)
+    _follower(engine).poll()
+    url = str(engine.url)
+    result = CliRunner().invoke(app, ["online", "status", "7", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "online state per job kind" in result.output and "memory" in result.output
+    row = next(line for line in result.output.splitlines() if "│ job" in line)
+    assert "7 " in row and "1 " in row  # 7 outcomes learnt, 1 of them a bound
+    missing = CliRunner().invoke(app, ["online", "status", "8", "--db", url])
+    assert missing.exit_code == 1 and "nothing followed" in missing.output
