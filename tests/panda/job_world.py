@@ -45,15 +45,21 @@ def add_task(engine: Engine, task_id: int, *, ramcount: int = 2000, cores: int =
             jeditaskid=task_id, datasetid=1, datasetname=f"in.{task_id}", type="input",
             creationtime=now, modificationtime=now,
         ))  # fmt: skip
-        conn.execute(insert(jt.jedi_dataset_contents), [
-            {"jeditaskid": task_id, "datasetid": 1, "fileid": f, "creationdate": now,
-             "lfn": f"f{f}", "type": "input", "status": "ready", "ramcount": 0}
-            for f in range(n_files)
-        ])  # fmt: skip
         conn.execute(insert(predictions_table).values(
             request_id=f"r{task_id}", jeditaskid=task_id, model_version="m", policy="risk",
             predictions="{}", created_at=now, arm=arm,
         ))  # fmt: skip
+    add_files(engine, task_id, 1, n_files)
+
+
+def add_files(engine: Engine, task_id: int, dataset_id: int, n_files: int) -> None:
+    """The task's input files (``jedi_dataset_contents``), all at ramCount 0."""
+    with engine.begin() as conn:
+        conn.execute(insert(jt.jedi_dataset_contents), [
+            {"jeditaskid": task_id, "datasetid": dataset_id, "fileid": f, "creationdate": T0,
+             "lfn": f"f{task_id}.{f}", "type": "input", "status": "ready", "ramcount": 0}
+            for f in range(n_files)
+        ])  # fmt: skip
 
 
 def add_queue(engine: Engine, queue: str, maxrss_mb: int) -> None:
@@ -68,7 +74,7 @@ def add_job(engine: Engine, task_id: int, pandaid: int, *, status: str = "finish
             specialhandling: str | None = None, transexitcode: str | None = None,
             diag: str | None = None, site: str = "SITE_A", files: bool = True) -> None:  # fmt: skip
     """An ended job (modificationtime T0 + ``seconds``) with its input files in filestable4
-    (files pandaid × FILES_PER_JOB … of the task's dataset, modulo its size; ``files``
+    (the task's files pandaid × FILES_PER_JOB …, modulo their number; ``files``
     False: the job's files are there already, its row moved between job tables)."""
     mtime = T0 + timedelta(seconds=seconds)
     view = jt.jobsarchived4 if table == "jobsarchived4" else jt.jobsactive4
@@ -82,14 +88,15 @@ def add_job(engine: Engine, task_id: int, pandaid: int, *, status: str = "finish
         ))  # fmt: skip
         if not files:
             return
-        n = conn.execute(select(jt.jedi_dataset_contents.c.fileid).where(
-            jt.jedi_dataset_contents.c.jeditaskid == task_id)).all()  # fmt: skip
-        files = [(pandaid * FILES_PER_JOB + k) % len(n) for k in range(FILES_PER_JOB)]
+        c = jt.jedi_dataset_contents.c
+        known = conn.execute(select(c.datasetid, c.fileid).where(c.jeditaskid == task_id)
+                             .order_by(c.datasetid, c.fileid)).all()  # fmt: skip
+        files = [known[(pandaid * FILES_PER_JOB + k) % len(known)] for k in range(FILES_PER_JOB)]
         conn.execute(insert(jt.filestable4), [
             {"row_id": pandaid * 10 + k, "pandaid": pandaid, "modificationtime": mtime,
-             "lfn": f"f{f}", "type": "input", "jeditaskid": task_id, "datasetid": 1,
-             "fileid": f}
-            for k, f in enumerate(files)
+             "lfn": f"f{task_id}.{f}", "type": "input", "jeditaskid": task_id,
+             "datasetid": d, "fileid": f}
+            for k, (d, f) in enumerate(files)
         ])  # fmt: skip
 
 

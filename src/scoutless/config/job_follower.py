@@ -21,6 +21,12 @@ class JobFollowerSettings(BaseModel):
         "of (pandaid, attemptnr) keeps it from being handled twice",
     )
     page_rows: int = Field(500, ge=1, le=100_000, description="job rows read per statement")
+    row_attempts: int = Field(
+        3,
+        ge=1,
+        description="a job row that fails this many times for its own sake (not an outage) "
+        "is put in the ledger with cause 'error' and passed",
+    )
     memory_pilot_codes: tuple[int, ...] = Field(
         (1212, 1235),
         description="pilot error codes of a memory failure (pilot3: PAYLOADOUTOFMEMORY, "

@@ -37,10 +37,12 @@ from sqlalchemy import Connection, Engine, Table, and_, func, insert, or_, selec
 
 from scoutless.allocation.arms import SKIPPING_ARMS
 from scoutless.config import Settings
+from scoutless.history.panda_db import DatabaseUnavailable
 from scoutless.history.schema import jedi_datasets, jedi_tasks
 from scoutless.jedi.units import FIXED_UNITS
 from scoutless.ops.prediction_log import predictions_table, utcnow
 from scoutless.ops.rollout import peek_mode
+from scoutless.panda import dead_letters
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
 from scoutless.panda.retry_ram import (
@@ -62,6 +64,10 @@ log = logging.getLogger("scoutless.panda.job_follower")
 ENDED = ("finished", "failed")
 #: task statuses JEDI no longer generates jobs in: their ramCount is left alone
 TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
+
+
+#: the task's ramCount in force sits at this quantile of its prior (z of the P90)
+PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 
 
 class AlreadyHandled(Exception):
@@ -91,6 +97,7 @@ class JobFollower:
         store.create()
         self.sizer = PersistentSizer(store, ContractSizer(settings.sizing), settings.sizing_state)
         self.counts = {"handled": 0, "learnt": 0, "retries_written": 0, "task_writes": 0}
+        self.failures: dict[int, int] = {}  # pandaid → failed attempts (a poison row's)
 
     # ------------------------------------------------------------------ reading
     def mode(self) -> str:
@@ -104,7 +111,7 @@ class JobFollower:
                 arms = self._arms({r.jeditaskid for r in rows})
                 for row in rows:
                     acting = mode != "shadow" and arms.get(row.jeditaskid) in SKIPPING_ARMS
-                    done += self.handle(row, mode if acting else "shadow")
+                    done += self._handle_guarded(row, mode if acting else "shadow")
                 self._advance(table.name, rows[-1])
         return done
 
@@ -153,6 +160,26 @@ class JobFollower:
             elif (old.modificationtime, old.pandaid) < (row.modificationtime, row.pandaid):
                 conn.execute(update(m).where(m.c.source == source).values(**new))
 
+    def _handle_guarded(self, row: jo.JobRow, mode: str) -> int:
+        """``handle``, with a row that fails for its own sake (not an outage) retried in
+        the next polls and, after ``row_attempts`` failures, put in the ledger with cause
+        ``error`` (a poison row must not stop the follower at its mark)."""
+        try:
+            return self.handle(row, mode)
+        except Exception as exc:
+            if isinstance(exc, DatabaseUnavailable) or dead_letters.outage(exc):
+                raise
+            n = self.failures[row.pandaid] = self.failures.get(row.pandaid, 0) + 1
+            why = dead_letters.one_line(f"{type(exc).__name__}: {exc}", 500)
+            log.error("job %s (task %s): attempt %d failed: %s", row.pandaid, row.jeditaskid,
+                      n, why)  # fmt: skip
+            if n < self.s.row_attempts:
+                raise
+            with self.engine.begin() as conn:
+                self._record(conn, row, jo.job_kind(row), "error", mode, None, {"error": why})
+            self.failures.pop(row.pandaid, None)
+            return 1
+
     # ------------------------------------------------------------------ one job
     def handle(self, row: jo.JobRow, mode: str) -> int:
         """Learn and act on one job attempt; 1 when handled now, 0 when it was already."""
@@ -188,16 +215,18 @@ class JobFollower:
             return c.execute(stmt).first() is not None
 
     def _seed(self, key: str, task: Task) -> None:
-        """A type never learnt starts from the task's ramCount in force, as the job's need
-        it allows (compensated, per core): ``prior_points`` equally likely outcomes spread
-        log-normally by ``prior_spread``."""
+        """A type never learnt starts from the task's ramCount in force (the submission's
+        answer, an allocation: a high quantile of its jobs' need, JEDI's P75 × 1.1 or the
+        bundle's policy) as the P90 of a log-normal need of spread ``prior_spread``, held
+        as ``prior_points`` equally likely outcomes of the need it allows (compensated,
+        per core)."""
         self.sizer.refresh(force=True)
         if key in self.sizer.versions or not task.ramcount:
             return
         allowed = job_min_ram_count(task.ramcount, 0.0, task.cores, task.base_mb)
         center = jo.per_core(allowed, task.cores, task.base_mb)
         n = self.s.prior_points
-        z = [NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+        z = [NormalDist().inv_cdf((i + 0.5) / n) - PRIOR_AT_Z for i in range(n)]
         needs = [center * math.exp(self.s.prior_spread * q) for q in z]
         seed = OnlineSizer(self.settings.sizing)
         seed.start_type(key, [Release(cores=task.cores)] * n, needs, [1.0] * n)
@@ -213,16 +242,19 @@ class JobFollower:
         task = _task(conn, row.jeditaskid, lock=True)
         detail: dict[str, Any] = {}
         if why is jo.Cause.MEMORY:
-            detail["retry"] = self._retry(conn, row, key, task, mode)
+            detail["retry"] = self._retry(conn, row, key, task, mode, bound=need)
         if kind == "job":
             detail["task"] = self._retune(conn, row.jeditaskid, key, task, mode)
         self._record(conn, row, kind, why, mode, need, detail)
 
-    def _retry(self, conn: Connection, row: jo.JobRow, key: str, task: Task, mode: str) -> dict:
+    def _retry(self, conn: Connection, row: jo.JobRow, key: str, task: Task, mode: str,
+               bound: float) -> dict:  # fmt: skip
+        """The retry above what the kill revealed (``bound``: its need is past it), from the
+        posterior as it stands, the bound learnt in it."""
         features = Release(cores=row.cores)
         sizer = self.sizer.sizer
-        sizer.first(key, features)  # the posterior as it stands, the bound just learnt in it
-        need = sizer.retry(key, features, jo.allocation_per_core(row, task.base_mb))
+        sizer.first(key, features)
+        need = sizer.retry(key, features, bound)
         files = conn.execute(
             select(jt.filestable4.c.datasetid, jt.filestable4.c.fileid).where(
                 jt.filestable4.c.pandaid == row.pandaid, jt.filestable4.c.type.in_(jt.INPUT_TYPES)
@@ -283,7 +315,7 @@ class JobFollower:
                      " [shadow: nothing written]" if mode == "shadow" else "")  # fmt: skip
         return {"posterior": posterior, "floor": floor, "written": new}
 
-    def _record(self, conn: Connection, row: jo.JobRow, kind: str, why: jo.Cause, mode: str,
+    def _record(self, conn: Connection, row: jo.JobRow, kind: str, why: str, mode: str,
                 need: float | None, detail: dict) -> None:  # fmt: skip
         retry, retune = detail.get("retry", {}), detail.get("task", {})
         conn.execute(insert(jt.ledger).values(
@@ -317,13 +349,16 @@ def _file_counts(conn: Connection, task_id: int) -> dict[float, int]:
     """The task's master input files by ramCount, as ``increaseRamLimitJobJEDI`` reads them."""
     c, d = jt.jedi_dataset_contents.c, jedi_datasets.c
     stmt = (
-        select(func.coalesce(c.ramcount, 0), func.count())
+        select(c.ramcount, func.count())
         .select_from(jt.jedi_dataset_contents.join(
             jedi_datasets, and_(d.jeditaskid == c.jeditaskid, d.datasetid == c.datasetid)))
         .where(c.jeditaskid == task_id, d.type.in_(jt.INPUT_TYPES), d.masterid.is_(None))
-        .group_by(func.coalesce(c.ramcount, 0))
+        .group_by(c.ramcount)
     )  # fmt: skip
-    return {float(ram): int(n) for ram, n in conn.execute(stmt).all()}
+    counts: dict[float, int] = {}
+    for ram, n in conn.execute(stmt).all():  # NULL counts as 0, an unraised file
+        counts[float(ram or 0)] = counts.get(float(ram or 0), 0) + int(n)
+    return counts
 
 
 def _maxrss(conn: Connection, queue: str | None) -> float | None:
