@@ -238,3 +238,24 @@ def test_online_status_shows_the_task_state_and_its_writes(engine, tmp_path) -> 
     assert "7 " in row and "1 " in row  # 7 outcomes learnt, 1 of them a bound
     missing = CliRunner().invoke(app, ["online", "status", "8", "--db", url])
     assert missing.exit_code == 1 and "nothing followed" in missing.output
+
+
+def test_a_poison_job_row_is_ledgered_as_an_error_and_the_rest_go_on(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    add_task(engine, 7)
+    for i in range(3):
+        add_job(engine, 7, 100 + i, seconds=i)
+    follower = _follower(engine)
+    handle = follower.handle
+
+    def poisoned(row, mode):  # type: ignore[no-untyped-def]
+        if row.pandaid == 101:
+            raise ValueError("a value this job row holds breaks the follower")
+        return handle(row, mode)
+
+    monkeypatch.setattr(follower, "handle", poisoned)
+    for _ in range(follower.s.row_attempts - 1):  # retried at each poll, the others wait
+        with pytest.raises(ValueError):
+            follower.poll()
+    assert follower.poll() == 2  # then ledgered as an error; 102 goes through
+    causes = {r["pandaid"]: r["cause"] for r in ledger(engine)}
+    assert causes == {100: "finished", 101: "error", 102: "finished"}

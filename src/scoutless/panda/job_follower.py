@@ -26,25 +26,31 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from statistics import NormalDist
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Engine, Table, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, insert, or_, select, update
 
 from scoutless.allocation.arms import SKIPPING_ARMS
 from scoutless.config import Settings
 from scoutless.history.panda_db import DatabaseUnavailable
-from scoutless.history.schema import jedi_datasets, jedi_tasks
+from scoutless.history.schema import jedi_tasks
 from scoutless.jedi.units import FIXED_UNITS
-from scoutless.ops.prediction_log import predictions_table, utcnow
+from scoutless.ops.prediction_log import utcnow
 from scoutless.ops.rollout import peek_mode
 from scoutless.panda import dead_letters
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
+from scoutless.panda.job_reads import (
+    Task,
+    advance_mark,
+    file_counts,
+    job_pages,
+    queue_maxrss,
+    read_task,
+    task_arms,
+)
 from scoutless.panda.retry_ram import (
     jedi_step,
     ram_count_for,
@@ -61,7 +67,6 @@ from scoutless.sizing.state_store import SizingStateStore
 
 log = logging.getLogger("scoutless.panda.job_follower")
 
-ENDED = ("finished", "failed")
 #: task statuses JEDI no longer generates jobs in: their ramCount is left alone
 TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
@@ -72,16 +77,6 @@ PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 
 class AlreadyHandled(Exception):
     """The job attempt is in the ledger (handled by this or another process)."""
-
-
-@dataclass(frozen=True)
-class Task:
-    ramcount: float | None
-    ramunit: str | None
-    base_mb: float
-    cores: float
-    splitrule: str | None
-    status: str
 
 
 class JobFollower:
@@ -107,59 +102,15 @@ class JobFollower:
         """Handle every ended job not handled yet; the job attempts handled."""
         mode, done = self.mode(), 0
         for table in jt.JOB_TABLES:
-            for rows in self._pages(table):
-                arms = self._arms({r.jeditaskid for r in rows})
+            for rows in job_pages(self.engine, table, self.s.overlap_s, self.s.page_rows):
+                arms = task_arms(self.engine, {r.jeditaskid for r in rows})
                 for row in rows:
                     acting = mode != "shadow" and arms.get(row.jeditaskid) in SKIPPING_ARMS
                     done += self._handle_guarded(row, mode if acting else "shadow")
-                self._advance(table.name, rows[-1])
+                advance_mark(self.engine, table.name, rows[-1])
         return done
 
-    def _pages(self, table: Table) -> Iterator[list[jo.JobRow]]:
-        with self.engine.connect() as conn:
-            mark = conn.execute(select(jt.marks).where(jt.marks.c.source == table.name)).first()
-        cursor = (datetime(1970, 1, 1), -1)
-        if mark is not None:
-            cursor = (mark.modificationtime - timedelta(seconds=self.s.overlap_s), -1)
-        followed = select(predictions_table.c.jeditaskid).where(
-            predictions_table.c.jeditaskid.is_not(None)
-        )
-        c = table.c
-        while True:
-            after = or_(c.modificationtime > cursor[0],
-                        and_(c.modificationtime == cursor[0], c.pandaid > cursor[1]))  # fmt: skip
-            stmt = (
-                select(table)
-                .where(after, c.jobstatus.in_(ENDED), c.jeditaskid.in_(followed))
-                .order_by(c.modificationtime, c.pandaid)
-                .limit(self.s.page_rows)
-            )
-            with self.engine.connect() as conn:
-                rows = [jo.JobRow.from_mapping(r) for r in conn.execute(stmt).mappings()]
-            if not rows:
-                return
-            yield rows
-            cursor = (rows[-1].modificationtime, rows[-1].pandaid)
-            if len(rows) < self.s.page_rows:
-                return
-
-    def _arms(self, tasks: set[int]) -> dict[int, str | None]:
-        t = predictions_table
-        stmt = select(t.c.jeditaskid, func.max(t.c.arm)).where(t.c.jeditaskid.in_(sorted(tasks)))
-        with self.engine.connect() as conn:
-            return dict(conn.execute(stmt.group_by(t.c.jeditaskid)).all())
-
-    def _advance(self, source: str, row: jo.JobRow) -> None:
-        """The mark only moves up (a page re-read below it leaves it)."""
-        m = jt.marks
-        with self.engine.begin() as conn:
-            old = conn.execute(select(m).where(m.c.source == source).with_for_update()).first()
-            new = {"modificationtime": row.modificationtime, "pandaid": row.pandaid}
-            if old is None:
-                conn.execute(insert(m).values(source=source, **new))
-            elif (old.modificationtime, old.pandaid) < (row.modificationtime, row.pandaid):
-                conn.execute(update(m).where(m.c.source == source).values(**new))
-
+    # ------------------------------------------------------------------ one job
     def _handle_guarded(self, row: jo.JobRow, mode: str) -> int:
         """``handle``, with a row that fails for its own sake (not an outage) retried in
         the next polls and, after ``row_attempts`` failures, put in the ledger with cause
@@ -180,14 +131,13 @@ class JobFollower:
             self.failures.pop(row.pandaid, None)
             return 1
 
-    # ------------------------------------------------------------------ one job
     def handle(self, row: jo.JobRow, mode: str) -> int:
         """Learn and act on one job attempt; 1 when handled now, 0 when it was already."""
         if self._in_ledger(row):
             return 0
         kind, why = jo.job_kind(row), jo.cause(row, self.memory_codes)
         with self.engine.connect() as conn:
-            task = _task(conn, row.jeditaskid, lock=False)
+            task = read_task(conn, row.jeditaskid, lock=False)
         learnt = jo.outcome(row, task.base_mb, self.memory_codes) if task else None
         try:
             if learnt is None:  # nothing to learn: the ledger row alone
@@ -239,7 +189,7 @@ class JobFollower:
         """In the outcome's transaction: the retry, the task's ramCount, the ledger row."""
         if self._in_ledger(row, conn):
             raise AlreadyHandled(row.pandaid)
-        task = _task(conn, row.jeditaskid, lock=True)
+        task = read_task(conn, row.jeditaskid, lock=True)
         detail: dict[str, Any] = {}
         if why is jo.Cause.MEMORY:
             detail["retry"] = self._retry(conn, row, key, task, mode, bound=need)
@@ -261,9 +211,9 @@ class JobFollower:
             )
         ).all()
         jedi = jedi_step(row.minramcount_mb, row.cores, task.base_mb, task.ramcount or 0.0,
-                         _file_counts(conn, row.jeditaskid), task.ramunit in FIXED_UNITS)  # fmt: skip
+                         file_counts(conn, row.jeditaskid), task.ramunit in FIXED_UNITS)  # fmt: skip
         decision = retry_ram_count(
-            need, row.cores, task.base_mb, maxrss_mb=_maxrss(conn, row.computingsite),
+            need, row.cores, task.base_mb, maxrss_mb=queue_maxrss(conn, row.computingsite),
             split_rule=task.splitrule, jedi=jedi,
         )  # fmt: skip
         raised = 0
@@ -329,46 +279,3 @@ class JobFollower:
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
-
-
-def _task(conn: Connection, task_id: int, *, lock: bool) -> Task | None:
-    t = jedi_tasks.c
-    stmt = select(t.ramcount, t.ramunit, t.baseramcount, t.corecount, t.splitrule, t.status)
-    stmt = stmt.where(t.jeditaskid == task_id)
-    row = conn.execute(stmt.with_for_update() if lock else stmt).first()
-    if row is None:
-        return None
-    return Task(
-        ramcount=float(row.ramcount) if row.ramcount else None, ramunit=row.ramunit,
-        base_mb=float(row.baseramcount or 0), cores=max(float(row.corecount or 1), 1.0),
-        splitrule=row.splitrule, status=row.status,
-    )  # fmt: skip
-
-
-def _file_counts(conn: Connection, task_id: int) -> dict[float, int]:
-    """The task's master input files by ramCount, as ``increaseRamLimitJobJEDI`` reads them."""
-    c, d = jt.jedi_dataset_contents.c, jedi_datasets.c
-    stmt = (
-        select(c.ramcount, func.count())
-        .select_from(jt.jedi_dataset_contents.join(
-            jedi_datasets, and_(d.jeditaskid == c.jeditaskid, d.datasetid == c.datasetid)))
-        .where(c.jeditaskid == task_id, d.type.in_(jt.INPUT_TYPES), d.masterid.is_(None))
-        .group_by(c.ramcount)
-    )  # fmt: skip
-    counts: dict[float, int] = {}
-    for ram, n in conn.execute(stmt).all():  # NULL counts as 0, an unraised file
-        counts[float(ram or 0)] = counts.get(float(ram or 0), 0) + int(n)
-    return counts
-
-
-def _maxrss(conn: Connection, queue: str | None) -> float | None:
-    """The queue's maxrss (MB) from its schedconfig JSON (None: unknown, no cap)."""
-    if not queue:
-        return None
-    data = conn.execute(
-        select(jt.schedconfig_json.c.data).where(jt.schedconfig_json.c.panda_queue == queue)
-    ).scalar()
-    if isinstance(data, str):
-        data = orjson.loads(data)
-    value = (data or {}).get("maxrss")
-    return float(value) if isinstance(value, int | float) and value > 0 else None
