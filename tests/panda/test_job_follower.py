@@ -121,8 +121,12 @@ def engine(tmp_path):  # type: ignore[no-untyped-def]
     engine.dispose()
 
 
-def _follower(engine) -> JobFollower:  # type: ignore[no-untyped-def]
-    return JobFollower(engine, Settings())
+def _follower(engine, **follower) -> JobFollower:  # type: ignore[no-untyped-def]
+    settings = Settings()
+    if follower:
+        changed = settings.job_follower.model_copy(update=follower)
+        settings = settings.model_copy(update={"job_follower": changed})
+    return JobFollower(engine, settings)
 
 
 def test_memory_failures_get_their_retry_ramcount_and_finished_jobs_teach(engine) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +155,7 @@ def test_duplicates_late_rows_and_a_restart_handle_each_job_once(engine) -> None
     add_task(engine, 7)
     for i in range(4):
         add_job(engine, 7, 100 + i, seconds=100 + i, table="jobsactive4")
-    follower = _follower(engine)
+    follower = _follower(engine, sweep_interval_s=0)  # every read sweeps the overlap
     assert follower.poll() == 4
     # archived: the same jobs again in jobsarchived4 (PanDA moves them), plus a row
     # committed late with an older modificationtime than the mark (within the overlap)

@@ -97,7 +97,7 @@ def test_jobs_are_learnt_retries_written_once_across_a_kill_and_poison_is_dead(
         wait_for(lambda: _dead_letter(engine), 30, "the poison message in the dead letters")
     finally:
         follower.stop()
-    assert 0 < handled_at_kill <= len(jobs)
+    assert 0 < handled_at_kill < len(jobs)  # killed mid-run
     handled = {r["pandaid"]: r for r in ledger(engine)}
     assert set(handled) == {p for p, _, _ in jobs}  # every job once (the key is the ledger's)
     for tid in sized:

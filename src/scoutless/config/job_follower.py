@@ -16,9 +16,16 @@ class JobFollowerSettings(BaseModel):
     overlap_s: float = Field(
         600.0,
         ge=0,
-        description="each read starts this far below the high-water mark: a row committed "
-        "late (its modificationtime older than rows already read) is still seen; the ledger "
-        "of (pandaid, attemptnr) keeps it from being handled twice",
+        description="a sweep (every sweep_interval_s) reads from this far below the "
+        "high-water mark: a row committed late (its modificationtime older than rows already "
+        "read) is still seen; the ledger of (pandaid, attemptnr) keeps it from being handled "
+        "twice",
+    )
+    sweep_interval_s: float = Field(
+        60.0,
+        ge=0,
+        description="how often a read starts overlap_s below the mark (the others start "
+        "just after it)",
     )
     page_rows: int = Field(500, ge=1, le=100_000, description="job rows read per statement")
     row_attempts: int = Field(

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import math
+import time
+from datetime import datetime, timedelta
 from statistics import NormalDist
 from typing import Any
 
@@ -46,8 +48,10 @@ from scoutless.panda.job_reads import (
     Task,
     advance_mark,
     file_counts,
+    in_ledger,
     job_pages,
     queue_maxrss,
+    read_mark,
     read_task,
     task_arms,
 )
@@ -93,6 +97,7 @@ class JobFollower:
         self.sizer = PersistentSizer(store, ContractSizer(settings.sizing), settings.sizing_state)
         self.counts = {"handled": 0, "learnt": 0, "retries_written": 0, "task_writes": 0}
         self.failures: dict[int, int] = {}  # pandaid → failed attempts (a poison row's)
+        self._swept: dict[str, float] = {}  # job table → when its overlap was last read
 
     # ------------------------------------------------------------------ reading
     def mode(self) -> str:
@@ -102,13 +107,29 @@ class JobFollower:
         """Handle every ended job not handled yet; the job attempts handled."""
         mode, done = self.mode(), 0
         for table in jt.JOB_TABLES:
-            for rows in job_pages(self.engine, table, self.s.overlap_s, self.s.page_rows):
+            for rows in job_pages(self.engine, table, self._cursor(table.name), self.s.page_rows):
                 arms = task_arms(self.engine, {r.jeditaskid for r in rows})
+                handled = in_ledger(self.engine, rows)
                 for row in rows:
+                    if (row.pandaid, row.attemptnr) in handled:
+                        continue
                     acting = mode != "shadow" and arms.get(row.jeditaskid) in SKIPPING_ARMS
                     done += self._handle_guarded(row, mode if acting else "shadow")
                 advance_mark(self.engine, table.name, rows[-1])
         return done
+
+    def _cursor(self, source: str) -> tuple[datetime, int]:
+        """Where a read starts: just after the mark, or ``overlap_s`` below it once every
+        ``sweep_interval_s`` (and at start): a row committed late, its modificationtime
+        below rows already read, is found by the next sweep."""
+        mark = read_mark(self.engine, source)
+        if mark is None:
+            return (datetime(1970, 1, 1), -1)
+        now = time.monotonic()
+        if now - self._swept.get(source, -math.inf) < self.s.sweep_interval_s:
+            return mark
+        self._swept[source] = now
+        return (mark[0] - timedelta(seconds=self.s.overlap_s), -1)
 
     # ------------------------------------------------------------------ one job
     def _handle_guarded(self, row: jo.JobRow, mode: str) -> int:
@@ -170,8 +191,10 @@ class JobFollower:
         bundle's policy) as the P90 of a log-normal need of spread ``prior_spread``, held
         as ``prior_points`` equally likely outcomes of the need it allows (compensated,
         per core)."""
-        self.sizer.refresh(force=True)
         if key in self.sizer.versions or not task.ramcount:
+            return
+        self.sizer.refresh(force=True)  # another process may have started it
+        if key in self.sizer.versions:
             return
         allowed = job_min_ram_count(task.ramcount, 0.0, task.cores, task.base_mb)
         center = jo.per_core(allowed, task.cores, task.base_mb)

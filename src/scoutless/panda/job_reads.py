@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import orjson
 from sqlalchemy import Connection, Engine, Table, and_, func, insert, or_, select, update
@@ -29,15 +29,17 @@ class Task:
     status: str
 
 
-def job_pages(engine: Engine, table: Table, overlap_s: float, page_rows: int
-              ) -> Iterator[list[jo.JobRow]]:  # fmt: skip
-    """The ended jobs of the followed tasks in ``table`` from its mark less ``overlap_s``,
-    in (modificationtime, pandaid) order, ``page_rows`` at a time (keyset pages)."""
+def read_mark(engine: Engine, source: str) -> tuple[datetime, int] | None:
+    """The high-water mark (modificationtime, pandaid) of a job table (None: none yet)."""
     with engine.connect() as conn:
-        mark = conn.execute(select(jt.marks).where(jt.marks.c.source == table.name)).first()
-    cursor = (datetime(1970, 1, 1), -1)
-    if mark is not None:
-        cursor = (mark.modificationtime - timedelta(seconds=overlap_s), -1)
+        mark = conn.execute(select(jt.marks).where(jt.marks.c.source == source)).first()
+    return None if mark is None else (mark.modificationtime, int(mark.pandaid))
+
+
+def job_pages(engine: Engine, table: Table, cursor: tuple[datetime, int], page_rows: int
+              ) -> Iterator[list[jo.JobRow]]:  # fmt: skip
+    """The ended jobs of the followed tasks in ``table`` after ``cursor`` (modificationtime,
+    pandaid), in that order, ``page_rows`` at a time (keyset pages)."""
     followed = select(predictions_table.c.jeditaskid).where(
         predictions_table.c.jeditaskid.is_not(None)
     )
@@ -122,3 +124,11 @@ def queue_maxrss(conn: Connection, queue: str | None) -> float | None:
         data = orjson.loads(data)
     value = (data or {}).get("maxrss")
     return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def in_ledger(engine: Engine, rows: list[jo.JobRow]) -> set[tuple[int, int]]:
+    """The (pandaid, attemptnr) of ``rows`` already handled (one statement a page)."""
+    ids = sorted({r.pandaid for r in rows})
+    stmt = select(jt.ledger.c.pandaid, jt.ledger.c.attemptnr).where(jt.ledger.c.pandaid.in_(ids))
+    with engine.connect() as conn:
+        return {(int(p), int(a)) for p, a in conn.execute(stmt).all()}

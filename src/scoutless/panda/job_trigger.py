@@ -80,7 +80,8 @@ class JobTrigger:
             return []
         frames: list[Frame] = []
         try:
-            frames.append(self.broker.frames.get(timeout=max(wait_s, 0.01)))
+            # at most 1 s at a time: a stop (SIGTERM) is seen within a second
+            frames.append(self.broker.frames.get(timeout=min(max(wait_s, 0.01), 1.0)))
             while len(frames) < 500:
                 frames.append(self.broker.frames.get_nowait())
         except queue.Empty:
@@ -100,6 +101,8 @@ class JobTrigger:
             ):
                 break
             wait = 0.0 if pending else self.interval - (time.monotonic() - last)
+            if broker is None and wait > 0:  # polling alone: sleep till the next poll
+                stop.wait(min(wait, 1.0))
             frames = pending + self._frames(wait)
             pending = []
             try:
