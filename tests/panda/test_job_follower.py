@@ -241,7 +241,7 @@ def test_online_status_shows_the_task_state_and_its_writes(engine, tmp_path) -> 
     row = next(line for line in result.output.splitlines() if "│ job" in line)
     assert "7 " in row and "1 " in row  # 7 outcomes learnt, 1 of them a bound
     missing = CliRunner().invoke(app, ["online", "status", "8", "--db", url])
-    assert missing.exit_code == 1 and "nothing followed" in missing.output
+    assert missing.exit_code == 0 and "no job of it followed yet" in missing.output
 
 
 def test_a_poison_job_row_is_ledgered_as_an_error_and_the_rest_go_on(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -263,3 +263,29 @@ def test_a_poison_job_row_is_ledgered_as_an_error_and_the_rest_go_on(engine, mon
     assert follower.poll() == 2  # then ledgered as an error; 102 goes through
     causes = {r["pandaid"]: r["cause"] for r in ledger(engine)}
     assert causes == {100: "finished", 101: "error", 102: "finished"}
+
+
+def test_job_messages_trigger_a_read_and_a_poison_one_is_a_dead_letter(engine) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import time
+
+    from scoutless.panda import dead_letters
+    from scoutless.panda.broker import Frame
+    from scoutless.panda.job_trigger import JobTrigger
+
+    trigger = JobTrigger(_follower(engine), broker=None)
+    now = int(time.time())
+
+    def frame(body: dict | str) -> Frame:  # type: ignore[type-arg]
+        return Frame(body if isinstance(body, str) else json.dumps(body), {}, 0)
+
+    ended = {"msg_type": "job_status", "jobid": 5, "taskid": 7, "status": "failed",
+             "timestamp": now, "piloterrorcode": 1235}  # fmt: skip
+    running = ended | {"status": "running"}
+    # a duplicate and an older message after a newer one: each only wakes a read
+    woke, keep = trigger.triage([frame(ended), frame(ended), frame(running | {"timestamp": 1})])
+    assert woke and len(keep) == 3
+    assert trigger.triage([frame(running)]) == (False, [frame(running)])
+    poison = [frame("not json"), frame(ended | {"jobid": 2**64}), frame(ended | {"status": None})]
+    assert trigger.triage(poison) == (False, [])
+    assert dead_letters.counts(engine) == {"malformed": 3}

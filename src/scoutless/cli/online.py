@@ -91,8 +91,8 @@ def status(
     finally:
         engine.dispose()
     if not report.kinds and not report.jobs:
-        console.print(f"task {task}: nothing followed yet")
-        raise typer.Exit(1)
+        console.print(f"task {task}: no job of it followed yet")
+        return
     console.print(
         f"task {task}: ramCount {report.ramcount} {report.ramunit or ''}; written by the "
         f"follower {report.ramcount_written}, floor {report.ramcount_floor}"
