@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Connection, Engine, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from scoutless.allocation.arms import SKIPPING_ARMS
 from scoutless.config import Settings
@@ -162,8 +163,11 @@ class JobFollower:
         learnt = jo.outcome(row, task.base_mb, self.memory_codes) if task else None
         try:
             if learnt is None:  # nothing to learn: the ledger row alone
-                with self.engine.begin() as conn:
-                    self._record(conn, row, kind, why, mode, None, {})
+                try:
+                    with self.engine.begin() as conn:
+                        self._record(conn, row, kind, why, mode, None, {})
+                except IntegrityError:  # another follower recorded it meanwhile
+                    raise AlreadyHandled(row.pandaid) from None
             else:
                 key = jo.type_key(row.jeditaskid, kind)
                 self._seed(key, task)
