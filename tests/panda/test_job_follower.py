@@ -289,3 +289,12 @@ def test_job_messages_trigger_a_read_and_a_poison_one_is_a_dead_letter(engine) -
     poison = [frame("not json"), frame(ended | {"jobid": 2**64}), frame(ended | {"status": None})]
     assert trigger.triage(poison) == (False, [])
     assert dead_letters.counts(engine) == {"malformed": 3}
+
+
+def test_a_task_in_mb_per_job_is_learnt_and_left_to_jedi(engine) -> None:  # type: ignore[no-untyped-def]
+    add_task(engine, 9, ramunit="MB", ramcount=4000, cores=2)
+    add_job(engine, 9, 400, status="failed", code=1212, maxpss_mb=5000, cores=2)
+    _follower(engine).poll()
+    (row,) = ledger(engine)
+    assert row["cause"] == "memory" and row["file_ramcount"] is None
+    assert "MB per core only" in row["detail"] and file_ramcounts(engine, 9, 400) == [0, 0]

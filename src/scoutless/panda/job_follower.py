@@ -76,6 +76,9 @@ log = logging.getLogger("scoutless.panda.job_follower")
 TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
 
+#: the ramUnits whose ramCounts are MB per core (None: JEDI's default, MBPerCore); with
+#: ``MB`` (per job) increaseRamLimitJobJEDI does not divide by cores, nor would we
+PER_CORE_UNITS = frozenset({None, "", "MBPerCore", "MBPerCoreFixed"})
 #: the task's ramCount in force sits at this quantile of its prior (z of the P90)
 PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 
@@ -218,9 +221,11 @@ class JobFollower:
             raise AlreadyHandled(row.pandaid)
         task = read_task(conn, row.jeditaskid, lock=True)
         detail: dict[str, Any] = {}
-        if why is jo.Cause.MEMORY:
+        if task.ramunit not in PER_CORE_UNITS:  # JEDI's per-job unit: left to JEDI
+            detail["skipped"] = f"ramUnit {task.ramunit}: the follower writes MB per core only"
+        elif why is jo.Cause.MEMORY:
             detail["retry"] = self._retry(conn, row, key, task, mode, bound=need)
-        if kind == "job":
+        if kind == "job" and "skipped" not in detail:
             detail["task"] = self._retune(conn, row.jeditaskid, key, task, mode)
         self._record(conn, row, kind, why, mode, need, detail)
 
