@@ -298,3 +298,13 @@ def test_a_task_in_mb_per_job_is_learnt_and_left_to_jedi(engine) -> None:  # typ
     (row,) = ledger(engine)
     assert row["cause"] == "memory" and row["file_ramcount"] is None
     assert "MB per core only" in row["detail"] and file_ramcounts(engine, 9, 400) == [0, 0]
+
+
+def test_a_task_prior_puts_its_ramcount_at_the_p90() -> None:
+    import numpy as np
+
+    # ramCount 2000 per core, 4 cores, base 1000: the job is allowed int(0.9 × 9000) = 8100
+    # MB, (8100 − 1000) / 4 = 1775 MB per core above the base
+    needs = jo.prior_needs(2000, 4, 1000, 1000, 0.2)
+    assert np.quantile(needs, 0.9) == pytest.approx(1775, rel=0.01)
+    assert np.median(needs) == pytest.approx(1775 * math.exp(-0.2 * 1.2816), rel=0.01)

@@ -28,7 +28,6 @@ import logging
 import math
 import time
 from datetime import datetime, timedelta
-from statistics import NormalDist
 from typing import Any
 
 import orjson
@@ -63,7 +62,6 @@ from scoutless.panda.retry_ram import (
     task_floor,
     task_ram_update,
 )
-from scoutless.replay.ladder import job_min_ram_count
 from scoutless.sizing.contract_adapter import ContractSizer
 from scoutless.sizing.features import Release
 from scoutless.sizing.online import OnlineSizer
@@ -79,8 +77,6 @@ TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborti
 #: the ramUnits whose ramCounts are MB per core (None: JEDI's default, MBPerCore); with
 #: ``MB`` (per job) increaseRamLimitJobJEDI does not divide by cores, nor would we
 PER_CORE_UNITS = frozenset({None, "", "MBPerCore", "MBPerCoreFixed"})
-#: the task's ramCount in force sits at this quantile of its prior (z of the P90)
-PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 
 
 class AlreadyHandled(Exception):
@@ -203,14 +199,11 @@ class JobFollower:
         self.sizer.refresh(force=True)  # another process may have started it
         if key in self.sizer.versions:
             return
-        allowed = job_min_ram_count(task.ramcount, 0.0, task.cores, task.base_mb)
-        center = jo.per_core(allowed, task.cores, task.base_mb)
-        n = self.s.prior_points
-        z = [NormalDist().inv_cdf((i + 0.5) / n) - PRIOR_AT_Z for i in range(n)]
-        needs = [center * math.exp(self.s.prior_spread * q) for q in z]
+        n, spread = self.s.prior_points, self.s.prior_spread
+        needs = jo.prior_needs(task.ramcount, task.cores, task.base_mb, n, spread)
         seed = OnlineSizer(self.settings.sizing)
         seed.start_type(key, [Release(cores=task.cores)] * n, needs, [1.0] * n)
-        prior = {"prior": center, "points": n, "spread": self.s.prior_spread}
+        prior = {"ramcount": task.ramcount, "points": n, "spread": spread}
         self.sizer.store.append(key, 0, {"prior": True}, prior, seed.snapshot(key))
         self.sizer.refresh(force=True)
 

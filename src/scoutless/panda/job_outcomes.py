@@ -30,8 +30,10 @@ import enum
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from statistics import NormalDist
 from typing import Any
 
+from scoutless.replay.ladder import job_min_ram_count
 from scoutless.sizing.protocol import Outcome
 
 #: pilot3's memory error codes (PAYLOADOUTOFMEMORY, PAYLOADEXCEEDMAXMEM)
@@ -43,6 +45,8 @@ MEMORY_WORDS = ("out of memory", "oom", "memory limit", "exceeded memory", "memo
 SCOUT_TAG = "sj"
 MERGE_TAGS = frozenset({"pm"})
 MERGE_PROCESSING = "pmerge"
+#: a task's ramCount in force sits at this quantile of its prior (z of the P90)
+PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 
 
 class Cause(enum.StrEnum):
@@ -159,3 +163,13 @@ def outcome(row: JobRow, base_mb: float, memory_codes: frozenset[int] = MEMORY_P
         bound = max(reached, allocation_per_core(row, base_mb))
         return Outcome(bound, run_seconds(row), censored=True)
     return None
+
+
+def prior_needs(ram_count: float, cores: float, base_mb: float, n: int, spread: float
+                ) -> list[float]:  # fmt: skip
+    """A task type's prior: ``n`` equally likely needs (MB per core above the base), log-
+    normal of ``spread``, whose P90 is what the task's ramCount in force allows a job (its
+    compensated minRamCount): the ramCount is an allocation, a high quantile of the need."""
+    allowed = per_core(job_min_ram_count(ram_count, 0.0, cores, base_mb), cores, base_mb)
+    z = [NormalDist().inv_cdf((i + 0.5) / n) - PRIOR_AT_Z for i in range(n)]
+    return [allowed * math.exp(spread * q) for q in z]
