@@ -183,8 +183,9 @@ def main() -> None:
         engine.dispose()
     result = {
         "benchmark": "follow_jobs",
-        "what": "job row committed (and its job_status message sent) -> the follower's ledger "
-        "row, learnt outcome and ramCount writes committed (one transaction), seconds",
+        "what": "seconds from a job row committed (and its job_status message sent) to the "
+        "ledger row of the follower, its learnt outcome and ramCount writes committed in one "
+        "transaction",
         "phases": phases,
         "duplicated": int(total - distinct),
         "tasks": args.tasks,
