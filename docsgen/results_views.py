@@ -115,6 +115,15 @@ BENCHMARKS: list[Benchmark] = [
         "python benchmarks/listen.py --rate 10 --seconds 30 --out results/listen.json",
     ),
     Benchmark(
+        "follow_jobs",
+        "The job follower under load",
+        "Ended jobs of sized tasks inserted into PanDA's jobsarchived4 at 20 a second (one "
+        "in ten failed for memory), each with its job_status message: seconds from the row's "
+        "commit to the follower's ledger row, learnt outcome and ramCount writes committed, "
+        "woken by the messages and polling alone; jobs lost and handled twice.",
+        "python benchmarks/follow_jobs.py --out results/follow_jobs.json",
+    ),
+    Benchmark(
         "realism",
         "Synthetic scouts against real ones",
         "How far a task's scouts are from the whole task, on real ATLAS tasks and on the "

@@ -36,8 +36,8 @@ EXEMPT: dict[str, str] = {
     r"--scheduler (tcp://|local:)": "a Dask cluster (tests/distributed runs one)",
     r"postgresql\+psycopg://postgres@": "PanDA's PostgreSQL (tests/panda runs these)",
     r"^python benchmarks/": "a benchmark: minutes (results/ holds its figures)",
-    r"^scoutless monitor run\b|scoutless listen\b": "a loop on a broker or a clock (tests/panda "
-    "and tests/ops run them)",
+    r"^scoutless monitor run\b|scoutless (listen|online follow)\b": "a loop on a broker or a "
+    "clock (tests/panda and tests/ops run them)",
     r"^scoutless replay --trace": "an imported trace (tests/replay runs one)",
     r"^scoutless (--config \S+ )?serve --bundle models/": "a second server (the README's one is "
     "started)",

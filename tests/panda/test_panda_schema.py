@@ -10,6 +10,7 @@ from sqlalchemy.dialects import postgresql
 
 from scoutless.history.schema import PANDA_TABLES
 from scoutless.panda.ddl import DEFAULT_DDL, ddl_statements
+from scoutless.panda.job_tables import panda_views
 
 DDL = Path(__file__).resolve().parents[2].parent / "shared/data/panda-database/pg_PANDA_TABLE.sql"
 
@@ -61,7 +62,14 @@ def test_parser_reads_panda_columns(panda) -> None:
     assert "ramcountunit" not in panda["jedi_tasks"]
 
 
-@pytest.mark.parametrize("table", PANDA_TABLES, ids=lambda t: t.name)
+#: the history's tables, and the job follower's views of PanDA's (panda/job_tables.py)
+CHECKED = [
+    *(pytest.param(t, id=t.name) for t in PANDA_TABLES),
+    *(pytest.param(t, id=f"follower:{t.name}") for t in panda_views.sorted_tables),
+]
+
+
+@pytest.mark.parametrize("table", CHECKED)
 def test_every_column_is_pandas_own(panda, table) -> None:
     theirs = panda[table.name]
     wrong = {}

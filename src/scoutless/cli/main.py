@@ -79,6 +79,10 @@ VERBS: dict[str, Verb] = {
         "Fill skipScout (as the rollout decides) and ramCount/cpuTime/ioIntensity with units.",
     ),
     "rollout": Verb("scoutless.cli.rollout:app", "Shadow, canary or full: who skips scouts."),
+    "online": Verb(
+        "scoutless.cli.online:app",
+        "Follow the jobs of sized tasks: learn each, size memory retries; a task's state.",
+    ),
 }
 
 app = typer.Typer(

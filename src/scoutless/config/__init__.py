@@ -11,6 +11,7 @@ defaults. This module is the package's public face: import from ``scoutless.conf
 from scoutless.config.allocation import AllocationSettings, Prices
 from scoutless.config.distributed import DistributedSettings
 from scoutless.config.history import HistorySettings
+from scoutless.config.job_follower import JobFollowerSettings
 from scoutless.config.listener import ListenerSettings, RolloutSettings
 from scoutless.config.panda import PandaDefaults, TargetSettings
 from scoutless.config.replay import (
@@ -50,6 +51,7 @@ __all__ = [
     "DistributedSettings",
     "HistorySettings",
     "InferenceSettings",
+    "JobFollowerSettings",
     "ListenerSettings",
     "PandaDefaults",
     "Prices",

@@ -24,6 +24,7 @@ from pydantic_settings import (
 from scoutless.config.allocation import AllocationSettings
 from scoutless.config.distributed import DistributedSettings
 from scoutless.config.history import HistorySettings
+from scoutless.config.job_follower import JobFollowerSettings
 from scoutless.config.listener import ListenerSettings, RolloutSettings
 from scoutless.config.panda import PandaDefaults, TargetSettings
 from scoutless.config.replay import ReplaySettings
@@ -81,6 +82,7 @@ class Settings(BaseSettings):
     rollout: RolloutSettings = RolloutSettings()
     sizing: SizingSettings = SizingSettings()
     sizing_state: SizingStateSettings = SizingStateSettings()
+    job_follower: JobFollowerSettings = JobFollowerSettings()
 
     @model_validator(mode="after")
     def _one_default_policy(self) -> Settings:

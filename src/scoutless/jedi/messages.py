@@ -139,6 +139,46 @@ def parse_task_status(
     )
 
 
+JOB_STATUS = "job_status"
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job_id: int
+    task_id: int | None
+    status: str
+    timestamp: float
+
+
+def parse_job_status(
+    body: str | bytes | Mapping[str, Any],
+    *,
+    now: float | None = None,
+    max_skew_s: float = MAX_CLOCK_SKEW_S,
+) -> JobStatus:
+    """A job_status as panda-server's ``DBProxy.push_job_status_message`` sends it (for jobs
+    whose specialHandling holds ``pc``, a task with the ``pushStatusChanges`` split rule)::
+
+        {"msg_type": "job_status", "jobid": 4674379299, "taskid": 123, "status": "failed",
+         "timestamp": 1767225600, "computingsite": "…", "inputs": […],
+         "piloterrorcode": 1235, "exeerrorcode": 0, …}
+
+    It carries no maxPSS and no wall time: the job's row holds them."""
+    msg = _decode(body)
+    if msg.get("msg_type") != JOB_STATUS:
+        raise MalformedMessage(f"msg_type: expected {JOB_STATUS!r}, got {msg.get('msg_type')!r}")
+    status = msg.get("status")
+    if not isinstance(status, str) or not status or len(status) > 64:
+        raise MalformedMessage(f"status: expected a job status, got {_short(status)}")
+    task = None if msg.get("taskid") is None else _int_field(msg, "taskid", lo=1)
+    return JobStatus(
+        _int_field(msg, "jobid", lo=1),
+        task,
+        status,
+        _timestamp_field(msg, "timestamp", now, max_skew_s),
+    )
+
+
 @dataclass(frozen=True)
 class ScoutPrediction:
     task_id: int
@@ -227,7 +267,6 @@ def _confidence(value: Any) -> dict[str, float]:
             raise MalformedMessage(f"confidence.{str(key)[:32]}: {number:g} is not in [0, 1]")
         out[str(key)[:32]] = number
     return out
-
 
 
 def should_skip_scouts(

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
+from sqlalchemy import Connection
+
 from scoutless.config import SizingSettings, SizingStateSettings
 from scoutless.history.panda_db import make_engine
 from scoutless.sizing.contract_adapter import ContractSizer, Features, Outcome, features_to_dict
@@ -88,10 +90,18 @@ class PersistentSizer:
         self.refresh()
         return self.sizer.retry(_checked_key(key), features, failed)
 
-    def learn(self, key: str, features: Features, outcome: Outcome) -> int:
+    def learn(
+        self,
+        key: str,
+        features: Features,
+        outcome: Outcome,
+        also: Callable[[Connection], None] | None = None,
+    ) -> int:
         """Learn an outcome and commit it; the type's version it made. Raises ValueError for
         an outcome that is no measurement, RuntimeError when ``max_attempts``
-        compare-and-sets in a row were lost to other writers."""
+        compare-and-sets in a row were lost to other writers. ``also``: the caller's rows,
+        written in the outcome's transaction once the sizer holds it (``self.sizer`` sizes
+        on the new state there); what it raises rolls back and is raised."""
         key = _checked_key(key)
         _check_outcome(key, outcome)
         for _ in range(self.settings.max_attempts):
@@ -101,7 +111,7 @@ class PersistentSizer:
                 self.sizer.learn(key, features, outcome)
                 committed = self.store.append(
                     key, version, features_to_dict(features), asdict(outcome),
-                    self.sizer.snapshot(key),
+                    self.sizer.snapshot(key), also,
                 )  # fmt: skip
             except BaseException:  # nothing committed: drop what was applied in memory
                 self._discard(key, version)

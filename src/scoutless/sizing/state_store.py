@@ -23,13 +23,14 @@ snapshot is taken.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
 from sqlalchemy import (
     BigInteger,
     Column,
+    Connection,
     Engine,
     MetaData,
     PrimaryKeyConstraint,
@@ -118,9 +119,19 @@ class SizingStateStore:
                     out[key] = (int(version), orjson.loads(text))
         return out
 
-    def append(self, key: str, version: int, features: dict, outcome: dict, snapshot: dict) -> bool:
+    def append(
+        self,
+        key: str,
+        version: int,
+        features: dict,
+        outcome: dict,
+        snapshot: dict,
+        also: Callable[[Connection], None] | None = None,
+    ) -> bool:
         """Commit the outcome that takes ``key`` from ``version`` to ``version + 1`` with the
-        state it left; False (nothing written) when the type is no longer at ``version``."""
+        state it left; False (nothing written) when the type is no longer at ``version``.
+        ``also`` writes the caller's rows in the same transaction (a ledger of what was
+        learnt, what it made the caller write): whatever it raises rolls everything back."""
         seq = version + 1
         try:
             with self.engine.begin() as conn:
@@ -128,6 +139,8 @@ class SizingStateStore:
                     key=key, seq=seq, features=dumps(features), outcome=dumps(outcome),
                 ))  # fmt: skip
                 self._write_state(conn, key, version, dumps(snapshot))
+                if also is not None:
+                    also(conn)
                 if self.keep_outcomes and seq % self.keep_outcomes == 0:
                     conn.execute(delete(outcome_log).where(
                         outcome_log.c.key == key, outcome_log.c.seq <= seq - self.keep_outcomes

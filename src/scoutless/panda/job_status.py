@@ -1,0 +1,87 @@
+"""What the job follower holds and did for one task (``scoutless online status TASK``): per
+job kind its outcomes, memory bounds and the posterior's ramCount; its latest jobs with
+what each made it write. Reads only."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, inspect, select
+
+from scoutless.config import Settings
+from scoutless.history.schema import jedi_tasks
+from scoutless.panda import job_tables as jt
+from scoutless.panda.job_outcomes import type_key
+from scoutless.panda.retry_ram import ram_count_for
+from scoutless.sizing.contract_adapter import ContractSizer
+from scoutless.sizing.features import Release
+from scoutless.sizing.state_store import SizingStateStore
+
+KINDS = ("job", "scout", "merge")
+
+
+@dataclass(frozen=True)
+class KindState:
+    kind: str
+    outcomes: int  # learnt from the task's jobs (the prior not counted)
+    bounds: int  # of which memory failures' lower bounds
+    posterior_ram: float | None  # the ramCount a job of this kind would get now
+
+
+@dataclass
+class TaskReport:
+    ramcount: int | None = None
+    ramunit: str | None = None
+    ramcount_written: int | None = None
+    ramcount_floor: int | None = None
+    kinds: list[KindState] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def task_status(engine: Engine, task_id: int, settings: Settings, *, limit: int = 20) -> TaskReport:
+    """The task's report (empty where the follower has not seen it)."""
+    report = TaskReport()
+    if not inspect(engine).has_table(jt.ledger.name):
+        return report
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(jedi_tasks.c.ramcount, jedi_tasks.c.ramunit, jedi_tasks.c.corecount,
+                   jedi_tasks.c.baseramcount).where(jedi_tasks.c.jeditaskid == task_id)
+        ).first()  # fmt: skip
+        mine = conn.execute(
+            select(jt.followed_tasks).where(jt.followed_tasks.c.jeditaskid == task_id)
+        ).first()
+        ledger = jt.ledger
+        report.jobs = [dict(r) for r in conn.execute(
+            select(ledger).where(ledger.c.jeditaskid == task_id)
+            .order_by(ledger.c.handled_at.desc(), ledger.c.pandaid.desc()).limit(limit)
+        ).mappings()]  # fmt: skip
+    cores, base = 1.0, 0.0
+    if row is not None:
+        report.ramcount, report.ramunit = row.ramcount, row.ramunit
+        cores, base = max(float(row.corecount or 1), 1.0), float(row.baseramcount or 0)
+    if mine is not None:
+        report.ramcount_written, report.ramcount_floor = mine.ramcount_written, mine.ramcount_floor
+    report.kinds = _kinds(engine, task_id, settings, cores, base)
+    return report
+
+
+def _kinds(engine: Engine, task_id: int, settings: Settings, cores: float, base: float
+           ) -> list[KindState]:  # fmt: skip
+    store = SizingStateStore(engine)
+    keys = {type_key(task_id, k): k for k in KINDS}
+    states = store.read(keys) if inspect(engine).has_table("scoutless_sizing_state") else {}
+    sizer = ContractSizer(settings.sizing)
+    out = []
+    for key, kind in keys.items():
+        if key not in states:
+            continue
+        sizer.restore(key, states[key][1])
+        learnt = [o for _, f, o in store.outcomes(key) if not f.get("prior")]
+        need = sizer.first(key, Release(cores=cores))
+        ram = float(ram_count_for(need, cores, base)) if math.isfinite(need) else None
+        bounds = sum(bool(o.get("censored")) for o in learnt)
+        out.append(KindState(kind, len(learnt), bounds, ram))
+    return out
