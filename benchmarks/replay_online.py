@@ -1,4 +1,4 @@
-"""The online strategy in PanDA's replay (issue 54): every job sized online beside the
+"""The online strategy in PanDA's replay: every job sized online beside the
 hybrid, the scouts and the oracle; prints JSON.
 
     python benchmarks/replay_online.py --sizes 20000 --seeds 3 --out results/replay_online.json

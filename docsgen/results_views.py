@@ -64,8 +64,8 @@ BENCHMARKS: list[Benchmark] = [
         "walltime, from the hybrid's prediction on; JEDI's re-tuning and memory retry beside "
         "it) against the hybrid, the scouts and the oracle on the same demos and replay "
         "seeds, per size (50k and 20k merged with `--merge`; the 20k small pool, "
-        "`--utilisation 0.8`, in `results/replay_online_20k_small_pool.json`); the checks: issue 54's "
-        "goals against the hybrid (`online_vs_hybrid`, each a ratio of the means) and the "
+        "`--utilisation 0.8`, in `results/replay_online_20k_small_pool.json`); the checks: the goals "
+        "against the hybrid (`online_vs_hybrid`, each a ratio of the means) and the "
         "leakage guard, oracle ≤ online on the priced total within the seeds' spread.",
         "python benchmarks/replay_online.py --sizes 50000,20000 --seeds 3 "
         "--out results/replay_online.json",
