@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, delete, insert, select
 
 from scoutless.history.schema import jedi_datasets, jedi_tasks
 from scoutless.history.schema import metadata as history_metadata
@@ -115,6 +115,20 @@ def task_ramcount(engine: Engine, task_id: int) -> int:
     with engine.connect() as conn:
         return int(conn.execute(select(jedi_tasks.c.ramcount).where(
             jedi_tasks.c.jeditaskid == task_id)).scalar())  # fmt: skip
+
+
+def follow_from(engine: Engine, start: datetime) -> None:
+    """The follower's progress cleared and its marks put just before ``start``: the session's
+    PanDA database is shared, and a follower with no mark follows every sized task's jobs
+    from the first, other modules' (and the generated history's) too."""
+    jt.create_follower_tables(engine)
+    with engine.begin() as conn:
+        for table in (jt.ledger, jt.marks, jt.followed_tasks):
+            conn.execute(delete(table))
+        conn.execute(insert(jt.marks), [
+            {"source": t.name, "modificationtime": start - timedelta(seconds=1), "pandaid": 0}
+            for t in (jt.jobsactive4, jt.jobsarchived4)
+        ])  # fmt: skip
 
 
 def ledger(engine: Engine) -> list[dict]:
