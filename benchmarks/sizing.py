@@ -115,12 +115,9 @@ def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[st
            "resource": sized_resource(RUN["resource"], settings)}  # fmt: skip
     if kind == "sensitivity":
         result: dict[str, Any] = sensitivity_cell(frame, name, seed, **how)
-    elif kind == "submission":
-        cell = size_workflow(frame, name, seed, **{**how, "features": "submission"})
-        result = {"methods": cell["methods"], "goal": cell["goal"]}
-    elif kind == "live":
+    elif kind in BESIDE:  # a variant of the main cell: its methods and goal only
         try:
-            cell = size_workflow(frame, name, seed, protocol="live", **how)
+            cell = size_workflow(frame, name, seed, **{**how, **BESIDE[kind]})
             result = {"methods": cell["methods"], "goal": cell["goal"]}
         except NoClock as exc:
             result = {"error": str(exc)}
@@ -200,6 +197,10 @@ def over_cells(runs: dict[str, Any]) -> dict[str, Any]:
 
 
 FRAMES: dict[str, Any] = {}
+#: the parts sized beside the main cells, each as the keywords it changes (a trace with no
+#: submission or completion times cannot be walked live: its cells say why)
+BESIDE: dict[str, dict[str, str]] = {"live": {"protocol": "live"},
+                                     "submission": {"features": "submission"}}  # fmt: skip
 #: the resource and features option every cell is sized with (set before the pool forks)
 RUN: dict[str, str] = {"resource": "memory", "features": "peers-rchar"}
 #: where each kind of cell goes in a seed's run
