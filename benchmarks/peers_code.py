@@ -9,6 +9,7 @@ beside, not in the verdict: its COBYLA is the SciPy of that Python."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,12 @@ METHODS = {
 ARGS = ("0.0", "False", "smoothed_mape")
 
 
+def executable(python: str) -> str:
+    """``python`` as the peers' code runs it from its own folder: a path made absolute
+    (not resolved: a venv's interpreter is a link), a bare command name kept."""
+    return str(Path(python).absolute()) if os.sep in python else python
+
+
 def prepare(checkout: Path, work: Path) -> Path:
     """A copy of the checkout with the switch in ``main.py`` and an empty ``results/``.
 
@@ -58,7 +65,7 @@ def run_peers(work: Path, python: str, workflows: list[str], seeds: list[int]) -
     out: dict[str, Any] = {}
     for seed in seeds:
         for wf in workflows:
-            cmd = [python, "main.py", f"./data/trace_{wf}.csv", *ARGS, str(seed)]
+            cmd = [executable(python), "main.py", f"./data/trace_{wf}.csv", *ARGS, str(seed)]
             subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True)
             path = work / "results" / f"results_sizey_{wf}_{'_'.join(ARGS)}_{seed}.csv"
             cells: dict[str, dict[str, float]] = {}
@@ -103,21 +110,44 @@ def compare(runs: dict[str, Any], peers: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def written(out: Path | None) -> dict[str, Any]:
+    """The peers' figures a comparison already written to ``out`` holds, per seed,
+    workflow and method (what `run_peers` returns): an interrupted or partial run is
+    resumed, not repeated (the peers' code takes minutes to hours a workflow)."""
+    if out is None or not out.exists():
+        return {}
+    earlier = json.loads(out.read_text())
+    peers: dict[str, Any] = {}
+    for part in ("cells", "witt_lwr_offline"):
+        for key, cell in earlier.get(part, {}).items():
+            seed, wf, method = key.split("/")
+            theirs = {"wastage_gbh": cell["theirs"], "failures": cell["failures"][1]}
+            peers.setdefault(seed, {}).setdefault(wf, {})[method] = theirs
+    for seed in peers:  # a workflow listed as done with no comparable cell stays done
+        for wf in earlier.get("workflows", []):
+            peers[seed].setdefault(wf, {})
+    return peers
+
+
 def reference(
     checkout: Path, python: str, runs: dict[str, Any], workflows: list[str], seeds: list[int],
     out: Path | None = None,
 ) -> dict[str, Any]:
     """The peers' code on ``workflows`` at ``seeds`` compared with ``runs`` (a sizing
-    JSON's), the comparison rewritten to ``out`` as each workflow ends."""
+    JSON's), the comparison rewritten to ``out`` as each workflow ends; the workflows
+    ``out`` already holds at every seed are taken from it, not run again."""
     start = time.perf_counter()
-    work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey")
-    peers: dict[str, Any] = {}
-    result: dict[str, Any] = {}
-    for wf in workflows:
+    peers = written(out)
+    earlier_s = json.loads(out.read_text()).get("seconds", 0.0) if peers else 0.0
+    todo = [wf for wf in workflows if any(wf not in peers.get(str(s), {}) for s in seeds)]
+    work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey") if todo else checkout
+    result = compare(runs, peers) | {"workflows": sorted({w for f in peers.values() for w in f})}
+    for wf in todo:
         for seed, flows in run_peers(work, python, [wf], seeds).items():
             peers.setdefault(seed, {}).update(flows)
         done = sorted({w for f in peers.values() for w in f})
-        result = compare(runs, peers) | {"workflows": done, "seconds": round(time.perf_counter() - start, 1)}
+        seconds = round(earlier_s + time.perf_counter() - start, 1)
+        result = compare(runs, peers) | {"workflows": done, "seconds": seconds}
         if out is not None:
             write_json(out, result)
     return result

@@ -58,50 +58,13 @@ from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workfl
 from scoutless.sizing.resources import RESOURCES
 from scoutless.sizing.resources import resource as sized_resource
 from scoutless.sources.nextflow import read_nextflow
+from sizey_model import sizey_model
 from sizing_constants import leave_one_out, sensitivity_cell, trade_off
 
-#: Sizey's own code on its traces at seed 1996 (GB·h, failures); the
-#: ``_own`` row is std-under re-run with one error list per variant (no look-ahead)
-ISSUE_TABLE: dict[str, dict[str, tuple[float, int]]] = {
-    "users_presets": {"chipseq": (260.6, 0), "eager": (2304.5, 0), "iwd": (15.9, 0),
-                      "mag": (1955.0, 0), "methylseq": (22596, 0), "rnaseq": (1238.6, 0)},
-    "witt_percentile": {"chipseq": (94.7, 114), "eager": (860.2, 65), "iwd": (1.44, 62),
-                        "mag": (309.8, 232), "methylseq": (4372, 35), "rnaseq": (128.9, 49)},
-    "witt_lr_std": {"chipseq": (105.7, 232), "eager": (2628.0, 150), "iwd": (42.5, 39),
-                    "mag": (289.8, 813), "methylseq": (2718, 23), "rnaseq": (81.0, 51)},
-    "witt_lr_std_under": {"chipseq": (136.3, 337), "eager": (3585.2, 229), "iwd": (2.94, 319),
-                          "mag": (301.0, 978), "methylseq": (988.9, 146), "rnaseq": (57.9, 82)},
-    "tovar": {"chipseq": (211.0, 102), "eager": (624.1, 39), "iwd": (16.7, 196),
-              "mag": (309.4, 762), "methylseq": (4081, 58), "rnaseq": (195.3, 55)},
-    "witt_lr_std_under_own": {"chipseq": (136.5, 344), "eager": (3598.8, 237),
-                              "iwd": (2.79, 332), "mag": (303.5, 994),
-                              "methylseq": (973.5, 143), "rnaseq": (58.4, 83)},
-}  # fmt: skip
 #: the seeds the headline is measured at (the peers' 1996, then nine more)
 SEEDS = "1996,2023,42,7,12345,0,1,2,3,4"
-#: the largest relative gap to the table a reproduction may have (rounding aside)
-REPRODUCTION_GAP = 0.02
 #: the goal's ratio to the best baseline's wastage
 GOAL_RATIO = 0.6
-
-
-def reproduction(workflows: dict[str, Any]) -> dict[str, Any]:
-    """Each baseline's cell at seed 1996 against that table: the largest relative
-    gap in wastage and whether failures are equal."""
-    gaps, failures_equal = {}, True
-    for method, cells in ISSUE_TABLE.items():
-        for wf, (gbh, fails) in cells.items():
-            if wf not in workflows:
-                continue
-            ours = workflows[wf]["methods"][method]
-            gaps[f"{method}/{wf}"] = abs(ours["wastage_gbh"] - gbh) / gbh
-            failures_equal &= ours["failures"] == fails
-    worst = max(gaps, key=gaps.get) if gaps else None
-    return {
-        "cells": len(gaps), "max_gap": gaps.get(worst, 0.0), "worst_cell": worst,
-        "failures_equal": failures_equal,
-        "met": failures_equal and all(g <= REPRODUCTION_GAP for g in gaps.values()),
-    }  # fmt: skip
 
 
 def _cell(kind: str, seed: int, name: str, cold: bool, offline: bool) -> dict[str, Any]:
@@ -211,8 +174,6 @@ KINDS = {"main": "workflows", "live": "live", "submission": "submission",
 def _document(frames, seeds, runs, start) -> dict[str, Any]:
     for run in runs.values():
         run["summary"] = _seed_summary(run["workflows"]) if run["workflows"] else {}
-    if "1996" in runs and RUN == {"resource": "memory", "features": "peers-rchar"}:
-        runs["1996"]["reproduction"] = reproduction(runs["1996"]["workflows"])
     parts = {kind: round(sum(cell.get("seconds", 0.0) for run in runs.values()
                              for cell in (run.get(key) or {}).values()), 1)
              for kind, key in KINDS.items()}  # fmt: skip
@@ -274,6 +235,14 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="with --peers-code: compare with this sizing JSON's cells, size nothing",
     )
+    parser.add_argument(
+        "--sizey-model",
+        type=int,
+        default=0,
+        help="with --peers-code and --peers-against: Sizey's own model on the first N "
+        "online instances of every type (its seed: the first of --peers-seeds)",
+    )
+    parser.add_argument("--sizey-workflows", default="iwd,methylseq", help="workflows --sizey-model sizes")
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     return parser
@@ -286,10 +255,7 @@ def main() -> None:
     start = time.perf_counter()
     peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
     if args.peers_code and args.peers_against:  # the reference alone, against a run already made
-        runs = json.loads(args.peers_against.read_text())["runs"]
-        flows = sorted({wf for r in runs.values() for wf in r["workflows"]})
-        result = reference(args.peers_code, args.peers_python, runs, flows, peers_seeds, args.out)
-        emit(result | {"against": str(args.peers_against)}, args.out, loop_before)
+        emit(_against(args, peers_seeds), args.out, loop_before)
         return
     paths = sorted(args.traces.glob("trace_*.csv"))
     if args.workflows:
@@ -335,6 +301,31 @@ def main() -> None:
             args.peers_code, args.peers_python, document["runs"], sorted(FRAMES), peers_seeds
         )
     emit(document, args.out, loop_before)
+
+
+def _against(args: argparse.Namespace, peers_seeds: list[int]) -> dict[str, Any]:
+    """The peers' code against a sizing JSON already made (its baselines, or Sizey's model
+    on the first instances), the comparison also stored in that JSON for its results page."""
+    against = json.loads(args.peers_against.read_text())
+    if args.sizey_model:
+        names = args.sizey_workflows.split(",")
+        frames = {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=Settings().sizing).frame
+                  for wf in names}  # fmt: skip
+        keep = (lambda r: write_json(args.out, r)) if args.out else None
+        key, result = "sizey_model", sizey_model(
+            args.peers_code, args.peers_python, frames, peers_seeds[0], args.sizey_model, keep
+        )
+    else:
+        runs = against["runs"]
+        flows = sorted({wf for r in runs.values() for wf in r["workflows"]})
+        key, result = "peers_code", reference(
+            args.peers_code, args.peers_python, runs, flows, peers_seeds, args.out
+        )
+    result["against"] = str(args.peers_against)
+    for run in against["runs"].values():  # the hand-copied table it replaces
+        run.pop("reproduction", None)
+    write_json(args.peers_against, against | {key: result})
+    return result
 
 
 def _ordered(runs: dict[str, Any], seeds: list[int]) -> dict[str, Any]:

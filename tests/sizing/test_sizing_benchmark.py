@@ -3,6 +3,7 @@ and the constants chosen leaving one workflow out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,23 @@ def test_cells_are_compared_relative_and_failures_exact() -> None:
         assert not pc.compare(runs, same)["met"]
 
 
+def test_a_written_comparison_resumes_without_running_its_workflows(tmp_path: Path) -> None:
+    runs = {"1996": {"workflows": {"iwd": {
+        "methods": {"tovar": {"wastage_gbh": 2.0, "failures": 3}},
+        "offline": {"witt_lwr": {"wastage_gbh": 0.5, "failures": 120}}}}}}  # fmt: skip
+    peers = {"1996": {"iwd": {"tovar": {"wastage_gbh": 2.5, "failures": 3},
+                              "witt_lwr_offline": {"wastage_gbh": 0.49, "failures": 123}}}}  # fmt: skip
+    out = tmp_path / "peers.json"
+    with benchmark_module("peers_code") as pc:
+        first = pc.compare(runs, peers) | {"workflows": ["iwd"], "seconds": 7.0}
+        out.write_text(json.dumps(first))
+        assert pc.written(out) == peers
+        # iwd is done at the one seed asked: nothing is prepared or run (the checkout does not exist)
+        again = pc.reference(tmp_path / "no-checkout", "no-python", runs, ["iwd"], [1996], out)
+    assert again["cells"] == first["cells"] and again["workflows"] == ["iwd"]
+    assert again["witt_lwr_offline"] == first["witt_lwr_offline"]
+
+
 def test_each_workflow_takes_the_setting_best_on_the_others() -> None:
     # two settings; A is best on x and y, B on z: z's figure comes from A (chosen on x, y)
     ratios = {"x": (0.5, 0.9), "y": (0.6, 0.9), "z": (0.9, 0.4)}
@@ -75,3 +93,60 @@ def test_a_baseline_is_dominated_only_by_a_curve_point_at_or_below_on_both() -> 
     assert cell["not_dominated"] == ["jedi"] and not cell["met"]
     assert [p["penalty"] for p in cell["curve"]] == list(sc.TRADE_PENALTIES)
     assert "users_presets_fair" not in cell["baselines"] and out["met_share"] == 0.0
+
+
+def test_sizeys_model_is_cut_to_the_first_instances_and_its_regression_switched(
+    tmp_path: Path,
+) -> None:
+    with benchmark_module("sizey_model") as sm:
+        src = tmp_path / "sizey"
+        src.mkdir()
+        text = f"a = 1\n    x({sm.MODEL_CALL} wf)\n{sm.LWR_CALL[1:]} seed)\n"
+        (src / "main.py").write_text(text)
+        work = sm.prepare_model(src, tmp_path / "work")
+        patched = (work / "main.py").read_text()
+        assert sm.FIRST_CALL in patched and sm.LWR_SWITCHED in "\n" + patched
+        (work / "results" / "done.csv").write_text("kept")
+        assert sm.prepare_model(src, tmp_path / "work") == work  # a run cut short resumes
+        assert (work / "results" / "done.csv").read_text() == "kept"
+        (src / "main.py").write_text("no call\n")
+        with pytest.raises(ValueError, match="to switch"):
+            sm.prepare_model(src, tmp_path / "other")
+
+
+def test_each_method_is_summed_over_the_instances_sizeys_model_sized(tmp_path: Path) -> None:
+    head = "Method,Error_Strategy,Offset_Strategy,Task_Name,Wastage_GBh,Failures\n"
+    rows = ["Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,1.0,1", "Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,2.0,0",
+            "Tovar,Default,Default,T,0.5,0", "Tovar,Default,Default,T,0.25,1",
+            "Tovar,Default,Default,T,9.0,3", "Witt-Ice,Default,Default,T,0.1,0"]  # fmt: skip
+    path = tmp_path / "tasks.csv"
+    path.write_text(head + "\n".join(rows) + "\n")
+    with benchmark_module("sizey_model") as sm:
+        theirs = sm.theirs_first(path, 2)
+        assert theirs["T"]["sizey"] == {"wastage_gbh": 3.0, "failures": 1, "instances": 2}
+        assert theirs["T"]["tovar"] == {"wastage_gbh": 0.75, "failures": 1, "instances": 2}
+        assert "witt_lwr_offline" not in theirs["T"]  # offline: another split
+        ours = {"T": {"tovar": {"wastage_gbh": 0.75, "failures": 1, "instances": 2},
+                      "scoutless": {"wastage_gbh": 0.5, "failures": 0, "instances": 2}}}  # fmt: skip
+        out = sm.side_by_side(ours, theirs)
+        assert out["ranking"] == ["scoutless", "tovar", "sizey"]
+        assert out["cross_check"]["met"] and out["cross_check"]["cells"] == 1
+        ours["T"]["tovar"]["failures"] = 2
+        assert not sm.side_by_side(ours, theirs)["cross_check"]["failures_equal"]
+
+
+def test_our_first_instances_are_the_whole_walks_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nf_synthetic import synthetic_workflow
+    from scoutless.sizing import lwr
+
+    monkeypatch.setattr(lwr, "MODELS", 1)
+    monkeypatch.setattr(lwr, "COBYLA_STEPS", 20)
+    frame = synthetic_workflow(rows=40)
+    with benchmark_module("sizey_model") as sm:
+        few, all_ = sm.ours_first(frame, "demo", 1996, 3), sm.ours_first(frame, "demo", 1996, 10**6)
+    assert set(few) == set(all_) and len(few) == 3
+    for task, methods in few.items():
+        assert methods["scoutless"]["instances"] == 3 and methods["oracle"]["wastage_gbh"] == 0.0
+        for method, cell in methods.items():  # the first three cost no more than the whole walk
+            assert cell["wastage_gbh"] <= all_[task][method]["wastage_gbh"] + 1e-12
+            assert cell["failures"] <= all_[task][method]["failures"]

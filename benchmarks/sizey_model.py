@@ -1,0 +1,209 @@
+"""Sizey's own model, run by its code, beside every method on exactly the instances it sized,
+for `sizing.py --peers-code DIR --sizey-model N`.
+
+Sizey's model takes ~12–45 s an instance (its ensemble is refitted with a grid search at
+every step), so the whole traces would take days: it sizes the first ``N`` online instances
+of every task type (``train_test_split``'s order, as every method walks them) of the
+workflows asked, the rest of its ``main.py`` unchanged. The baselines its ``main.py`` runs
+beside write their per-instance rows too: their first ``N`` per type are compared with this
+project's on the same instances (a cross-check of the cut), and every method this project
+runs (scoutless, the baselines, the oracle) is summed over exactly those instances. Its
+offline low-wastage regression is switched off in this run (another split: not the same
+instances). A run cut short resumes: ``main.py`` skips the task types its results file
+already holds, and the work folder is kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from peers_code import METHODS, TOLERANCE, executable
+from scoutless.config import Settings
+from scoutless.sizing.protocol import Tally, TaskType, charge, task_types
+from scoutless.sizing.resources import MEMORY
+from scoutless.sizing.run import baseline_sizers, has_requests, run_types, users_presets, warm_sizer
+
+#: the arguments Sizey's model runs with: its README's example (alpha 0, interpolation on,
+#: smoothed MAPE)
+MODEL_ARGS = ("0.0", "True", "smoothed_mape")
+#: the model's call in ``main.py`` (its test data) and the same call on the first
+#: ``SIZEY_FIRST`` online instances of the type
+MODEL_CALL = (
+    "sizey, X_test,\n                                                 "
+    "y_test, runtime_test, user_estimates_test,"
+)
+FIRST_CALL = (
+    "sizey, *(v.iloc[:int(__import__('os').environ.get('SIZEY_FIRST', len(v)))]"
+    " for v in (X_test, y_test, runtime_test, user_estimates_test)),"
+)
+#: the offline low-wastage regression's call, and the switch that skips it
+LWR_CALL = "\nmain_witt_wastage(wf_name,"
+LWR_SWITCHED = (
+    "\nif __import__('os').environ.get('SIZEY_SKIP_LWR') != '1': main_witt_wastage(wf_name,"
+)
+#: (Method, Error_Strategy, Offset_Strategy) of Sizey's model in its results
+SIZEY = ("Sizey", "MAX_EVER_OBSERVED", "DYNAMIC")
+
+
+def prepare_model(checkout: Path, work: Path) -> Path:
+    """A copy of the checkout whose ``main.py`` sizes the first ``SIZEY_FIRST`` instances
+    with Sizey's model and skips the offline regression on ``SIZEY_SKIP_LWR``; an existing
+    ``work`` is kept (its results resume the run).
+
+    Raises ValueError when ``main.py`` lacks a call the switches replace."""
+    if (work / "main.py").exists():
+        return work
+    staging = work.with_name(work.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(checkout, staging, ignore=shutil.ignore_patterns(".git", "results"))
+    main = (staging / "main.py").read_text()
+    for old in (MODEL_CALL, LWR_CALL):
+        if main.count(old) != 1:
+            raise ValueError(f"{checkout}/main.py: not one {old.strip()!r} to switch")
+    main = main.replace(MODEL_CALL, FIRST_CALL).replace(LWR_CALL, LWR_SWITCHED)
+    (staging / "main.py").write_text(main)
+    (staging / "results").mkdir()
+    staging.rename(work)
+    return work
+
+
+def run_model(work: Path, python: str, workflow: str, seed: int, first: int) -> Path:
+    """Sizey's ``main.py`` with its model on ``workflow`` at ``seed``: its per-instance
+    results file (its printout goes to ``results/<workflow>.log`` in ``work``)."""
+    env = {**os.environ, "SIZEY_FIRST": str(first), "SIZEY_SKIP_LWR": "1"}
+    cmd = [executable(python), "main.py", f"./data/trace_{workflow}.csv", *MODEL_ARGS, str(seed)]
+    with (work / "results" / f"{workflow}.log").open("a") as log:
+        subprocess.run(cmd, cwd=work, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return work / "results" / f"results_sizey_{workflow}_{'_'.join(MODEL_ARGS)}_{seed}_tasks.csv"
+
+
+def theirs_first(path: Path, first: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Per task type and method (this project's names; ``sizey`` for its model), GB·h and
+    failures over the type's first ``first`` instances, from the peers' per-instance rows."""
+    rows: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            key = (row["Method"], row["Error_Strategy"], row["Offset_Strategy"])
+            method = (
+                "sizey" if key == SIZEY else METHODS.get((row["Method"], row["Offset_Strategy"]))
+            )
+            if method is None or method == "witt_lwr_offline":
+                continue
+            cost = (float(row["Wastage_GBh"]), int(float(row["Failures"])))
+            rows.setdefault((row["Task_Name"], method), []).append(cost)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for (task, method), costs in rows.items():
+        head = costs[:first]
+        out.setdefault(task, {})[method] = {
+            "wastage_gbh": sum(c[0] for c in head), "failures": sum(c[1] for c in head),
+            "instances": len(head),
+        }  # fmt: skip
+    return out
+
+
+def ours_first(frame: pd.DataFrame, workflow: str, seed: int, first: int) -> dict[str, Any]:
+    """Per task type and method, this project's GB·h and failures over the type's first
+    ``first`` online instances: the whole walk (a method's state carries across types as
+    in the full run), each instance's attempts charged, the first ``first`` summed."""
+    settings = Settings()
+    types = task_types(frame, seed, workflow, MEMORY, "peers-rchar")
+    sizers = [*baseline_sizers(settings, MEMORY, requests=has_requests(types)),
+              warm_sizer(types, settings.sizing, MEMORY)]  # fmt: skip
+    attempts: dict[str, list[list[float]]] = {}
+    run_types(types, sizers, MEMORY, attempts)
+    out: dict[str, Any] = {}
+    start = 0
+    for task in types:
+        on, n = task.online, min(first, len(task.online))
+        cells = {}
+        for method, allocs in attempts.items():
+            tally = Tally()
+            for i in range(n):
+                tally.add(charge(float(on.need[i]), float(on.runtime[i]), allocs[start + i],
+                                 MEMORY, float(on.cpus[i])))  # fmt: skip
+            cells[method] = tally.summary(MEMORY)
+        if has_requests(types):
+            head = TaskType(task.workflow, task.name, task.history, on.take(np.arange(n)))
+            cells["users_presets"] = users_presets(head, MEMORY).summary(MEMORY)
+        out[task.name] = cells
+        start += len(on)
+    return out
+
+
+def side_by_side(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """Every method over the instances Sizey's model sized (the types it reached), the
+    baselines both sides computed compared (relative gap, failures equal)."""
+    totals: dict[str, dict[str, float]] = {}
+    gaps: dict[str, float] = {}
+    equal = True
+    for task, methods in theirs.items():
+        if "sizey" not in methods or task not in ours:
+            continue
+        for method, cell in {**ours[task], "sizey": methods["sizey"]}.items():
+            total = totals.setdefault(method, {"wastage_gbh": 0.0, "failures": 0, "instances": 0})
+            for k in total:
+                total[k] += cell[k]
+        for method, cell in methods.items():
+            if method == "sizey" or method not in ours[task]:
+                continue
+            mine = ours[task][method]
+            gaps[f"{task}/{method}"] = abs(mine["wastage_gbh"] - cell["wastage_gbh"]) / max(
+                abs(cell["wastage_gbh"]), 1e-300
+            )
+            equal &= mine["failures"] == cell["failures"]
+    worst = max(gaps, key=gaps.get) if gaps else None
+    ranking = sorted(totals, key=lambda m: totals[m]["wastage_gbh"])
+    return {
+        "methods": totals, "ranking": ranking,
+        "cross_check": {"cells": len(gaps), "max_gap": gaps.get(worst), "worst_cell": worst,
+                        "failures_equal": equal,
+                        "met": bool(gaps) and equal and max(gaps.values()) <= TOLERANCE},
+    }  # fmt: skip
+
+
+def sizey_model(
+    checkout: Path, python: str, frames: dict[str, pd.DataFrame], seed: int, first: int,
+    out_write: Any = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Sizey's model on the first ``first`` instances of every type of each workflow in
+    ``frames`` at ``seed``, every method beside it on the same instances; ``out_write``
+    (called with the result so far) keeps what is done should the run be cut short."""
+    start = time.perf_counter()
+    work = prepare_model(
+        checkout, Path(tempfile.gettempdir()) / f"scoutless-sizey-model-{seed}-{first}"
+    )
+    result: dict[str, Any] = {
+        "seed": seed,
+        "first": first,
+        "args": list(MODEL_ARGS),
+        "workflows": {},
+    }
+    with ThreadPoolExecutor(len(frames)) as pool:  # one process a workflow: the model is the cost
+        runs = {pool.submit(run_model, work, python, wf, seed, first): wf for wf in frames}
+        for done in as_completed(runs):
+            wf = runs[done]
+            theirs, ours = (
+                theirs_first(done.result(), first),
+                ours_first(frames[wf], wf, seed, first),
+            )
+            cell = side_by_side(ours, theirs)
+            cell["per_type"] = {t: {m: c for m, c in theirs[t].items() if m == "sizey"} | ours.get(t, {})
+                                for t in theirs}  # fmt: skip
+            result["workflows"][wf] = cell
+            result["seconds"] = round(time.perf_counter() - start, 1)
+            print(f"sizey model {wf}: {result['seconds']} s", file=sys.stderr, flush=True)
+            if out_write is not None:
+                out_write(result)
+    return result
