@@ -91,8 +91,19 @@ def advance_mark(engine: Engine, source: str, row: jo.JobRow) -> None:
 
 def read_task(conn: Connection, task_id: int, *, lock: bool) -> Task | None:
     t = jedi_tasks.c
-    stmt = select(t.ramcount, t.ramunit, t.baseramcount, t.corecount, t.splitrule, t.status,
-                  t.cputime, t.cputimeunit, t.walltime, t.basewalltime, t.cpuefficiency)
+    stmt = select(
+        t.ramcount,
+        t.ramunit,
+        t.baseramcount,
+        t.corecount,
+        t.splitrule,
+        t.status,
+        t.cputime,
+        t.cputimeunit,
+        t.walltime,
+        t.basewalltime,
+        t.cpuefficiency,
+    )
     stmt = stmt.where(t.jeditaskid == task_id)  # fmt: skip
     row = conn.execute(stmt.with_for_update() if lock else stmt).first()
     if row is None:
