@@ -69,7 +69,7 @@ class JobFollowerSettings(BaseModel):
     forget_statuses: tuple[str, ...] = Field(
         ("finished", "done", "failed", "broken", "aborted"),
         description="a task JEDI put in one of these statuses is forgotten: its state leaves "
-        "the follower's memory and its jobs are no longer read (its ledger and state rows "
+        "the follower's memory and its jobs are left unread (its ledger and state rows "
         "stay, `scoutless online status` still shows them)",
     )
     forget_idle_s: float = Field(

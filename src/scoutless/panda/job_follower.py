@@ -22,7 +22,7 @@ always moves on). Per job attempt not in the ledger (``panda/job_tables.py``):
    the task's ``cpuTime`` and ``walltime`` follow as JEDI's re-tuning sets them.
 
 A task JEDI ended (``forget_statuses``), or idle for ``forget_idle_s``, is forgotten: its
-types leave the sizer's memory and are no longer restored, its jobs no longer read; its
+types leave the sizer's memory and are not restored, its jobs are left unread; its
 ledger and state rows stay (``scoutless online status`` shows them).
 
 The rollout governs the writes: in ``shadow`` (or for a task of the control arm) the
@@ -54,6 +54,7 @@ from scoutless.panda import job_tables as jt
 from scoutless.panda import job_times as jtm
 from scoutless.panda.job_forget import forget_ended
 from scoutless.panda.job_reads import (
+    TERMINAL,
     Task,
     advance_mark,
     file_counts,
@@ -79,9 +80,6 @@ from scoutless.sizing.protocol import Outcome
 from scoutless.sizing.state_store import SizingStateStore
 
 log = logging.getLogger("scoutless.panda.job_follower")
-
-#: task statuses JEDI no longer generates jobs in: their ramCount is left alone
-TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
 
 #: the ramUnits whose ramCounts are MB per core (None: JEDI's default, MBPerCore); with

@@ -1,7 +1,7 @@
 """The job follower forgets a task JEDI ended (``job_follower.forget_statuses``: finished,
 done, failed, broken, aborted), or one none of whose jobs it handled for
-``forget_idle_s``: the task is recorded in ``scoutless_job_forgotten`` (its jobs are no
-longer read: ``job_reads.job_pages``), its types leave the sizer's memory and are no longer
+``forget_idle_s``: the task is recorded in ``scoutless_job_forgotten`` (its jobs are left
+unread: ``job_reads.job_pages``), its types leave the sizer's memory and are not
 restored (``PersistentSizer.drop`` and its ``skip``), and its ledger and state rows stay,
 for ``scoutless online status`` and an audit. A follower of months of tasks holds the
 running ones only."""
@@ -38,5 +38,5 @@ def forget_ended(engine: Engine, s: JobFollowerSettings, sizer: PersistentSizer,
     forgotten |= set(ended)
     sizer.drop([k for k in list(sizer.versions) if jo.task_of(k) in ended])
     for task, why in ended.items():
-        log.info("task %s forgotten (%s): its jobs are no longer read", task, why)
+        log.info("task %s forgotten (%s): its jobs are left unread", task, why)
     return ended

@@ -17,6 +17,9 @@ from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
 
 ENDED = ("finished", "failed")
+#: task statuses JEDI generates no more jobs in: their ramCount, cpuTime and walltime are
+#: left alone
+TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from scoutless.jedi.units import CPU_UNIT, CPU_UNIT_MILLI, FIXED_UNITS, cpu_time
 from scoutless.ops.prediction_log import utcnow
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
-from scoutless.panda.job_reads import Task
+from scoutless.panda.job_reads import TERMINAL, Task
 from scoutless.panda.retry_ram import task_floor
 from scoutless.sizing.contract_adapter import ContractSizer
 from scoutless.sizing.features import Release
@@ -159,7 +159,7 @@ def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.Job
     cpu = None if posterior is None else cpu_time_update(posterior, task, floor, s.min_task_change)
     wall = walltime_update(row, why, task)
     values: dict[str, Any] = {"cputime_floor": floor or None}
-    live = mode != "shadow" and task.status not in s.forget_statuses
+    live = mode != "shadow" and task.status not in TERMINAL
     live = live and (cpu is not None or wall is not None)
     if live:
         writes = ({"cputime": cpu[0], "cputimeunit": cpu[1]} if cpu else {}) | (
