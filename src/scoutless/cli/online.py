@@ -118,12 +118,16 @@ def status(
     console.print(kinds)
     jobs = Table(title=f"latest {len(report.jobs)} jobs handled")
     for name in ("pandaid", "kind", "cause", "need MB/core", "mode", "retry ramCount",
-                 "files raised", "task ramCount"):  # fmt: skip
+                 "files raised", "task ramCount", "need HS06·s/event", "task cpuTime",
+                 "task walltime"):  # fmt: skip
         jobs.add_column(name)
     for j in report.jobs:
+        t = j["time"]  # what it decided (in shadow, or for an ended task, not written)
+        time_need = ("≥ " if t.get("bound") else "") + _num(t.get("need")) if t else "-"
         jobs.add_row(str(j["pandaid"]), j["kind"], j["cause"], _num(j["need"]), j["mode"],
                      _num(j["file_ramcount"]), _num(j["files_raised"]),
-                     _num(j["task_ramcount"]))  # fmt: skip
+                     _num(j["task_ramcount"]), time_need,
+                     _num(t.get("cputime")), _num(t.get("walltime")))  # fmt: skip
     console.print(jobs)
 
 

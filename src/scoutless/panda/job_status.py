@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, inspect, select
 
 from scoutless.config import Settings
@@ -71,7 +72,7 @@ def task_status(engine: Engine, task_id: int, settings: Settings, *, limit: int 
             select(jt.followed_tasks).where(jt.followed_tasks.c.jeditaskid == task_id)
         ).first()
         ledger = jt.ledger
-        report.jobs = [dict(r) for r in conn.execute(
+        report.jobs = [_with_time(dict(r)) for r in conn.execute(
             select(ledger).where(ledger.c.jeditaskid == task_id)
             .order_by(ledger.c.handled_at.desc(), ledger.c.pandaid.desc()).limit(limit)
         ).mappings()]  # fmt: skip
@@ -85,6 +86,16 @@ def task_status(engine: Engine, task_id: int, settings: Settings, *, limit: int 
         report.ramcount_written, report.ramcount_floor = mine.ramcount_written, mine.ramcount_floor
     report.kinds = _kinds(engine, task_id, settings, cores, base)
     return report
+
+
+def _with_time(job: dict[str, Any]) -> dict[str, Any]:
+    """A ledger row with its time's part of the detail as ``time`` (need, bound, writes)."""
+    try:
+        detail = orjson.loads(job.get("detail") or "{}")
+    except orjson.JSONDecodeError:
+        detail = {}
+    job["time"] = detail.get("time", {}) if isinstance(detail, dict) else {}
+    return job
 
 
 def _kinds(engine: Engine, task_id: int, settings: Settings, cores: float, base: float
