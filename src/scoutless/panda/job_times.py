@@ -5,7 +5,8 @@ the job follower writes as JEDI's re-tuning does.
 HS06·s per event: JEDI's per-job value at its re-tuning (panda-server
 ``task_utils_module.getScoutJobData_JEDI``: ``JobUtils.getHS06sec(startTime, endTime,
 corePower, coreCount, baseWalltime, cpuEfficiency) / nEvents``, kept for jobs with
-``nEvents ≥ 10 × coreCount`` or a run over 6 h; corePower the queue's, else 10), the unit
+``nEvents ≥ 10 × coreCount`` or a run over 6 h; corePower the queue's, else 10; a job with
+no events recorded teaches nothing: its value would not be per event), the unit
 a task's jobs share and the one JEDI turns into each job's limit
 (``CoreUtils.getJobMaxWalltime``: cpuTime × events / cores / corePower / efficiency +
 baseWalltime). A finished job gives it; a job killed at its time limit

@@ -80,10 +80,10 @@ class PersistentSizer:
         if not force and now - self._checked < self.settings.refresh_interval_s:
             return []
         self._checked = now
-        held = self.skipped | self.versions
         # versions only grow and none held is above the database's: equal sums, all equal
-        if self.store.committed() == sum(held.values()):
+        if self.store.committed() == sum(self.versions.values()) + sum(self.skipped.values()):
             return []
+        held = self.skipped | self.versions
         moved = {k: v for k, v in self.store.versions().items() if held.get(k) != v}
         skipped = [k for k in moved if k in self.skipped or (self.skip and self.skip(k))]
         self.drop(skipped)
