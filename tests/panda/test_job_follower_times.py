@@ -85,13 +85,11 @@ def test_cputime_updates_in_jedis_units_never_fixed_never_below_the_floor() -> N
 
 
 def test_the_task_walltime_is_jedis_and_never_lowered() -> None:
-    # cpuConsumptionTime 7000 s over 1000 input bytes × 1.5 = 10.5 → 11
-    job = _row(cpuconsumptiontime_s=7000.0, inputfilebytes=1000.0)
-    assert jtm.walltime_update(job, jo.Cause.FINISHED, _task()) == 11
-    assert jtm.walltime_update(job, jo.Cause.FINISHED, _task(walltime=20.0)) is None
-    short = _row(cpuconsumptiontime_s=3000.0, inputfilebytes=1000.0)  # under an hour: 0
-    assert jtm.walltime_update(short, jo.Cause.FINISHED, _task()) is None
-    assert jtm.walltime_update(job, jo.Cause.WALLTIME, _task()) is None
+    # the largest cpuConsumptionTime 7000 s over the largest input 1000 bytes × 1.5 → 11
+    assert jtm.walltime_update(7000.0, 1000.0, None) == 11
+    assert jtm.walltime_update(7000.0, 1000.0, 20.0) is None  # the task's is larger
+    assert jtm.walltime_update(3000.0, 1000.0, None) is None  # under an hour: 0
+    assert jtm.walltime_update(7000.0, 0.0, None) is None
 
 
 # ---------------------------------------------------------------- the follower
@@ -118,11 +116,13 @@ def _jobs(engine, task: int, first: int, n: int, per_event: float, **kw) -> None
 def test_the_task_cputime_follows_its_jobs_and_keeps_jedis_raise(engine) -> None:  # type: ignore[no-untyped-def]
     add_task(engine, 7, cputime=100, cputimeunit="HS06sPerEvent")
     _jobs(engine, 7, 100, 8, 360.0, cpu_s=7000, input_bytes=1000)
+    _jobs(engine, 7, 150, 1, 360.0, cpu_s=2000, input_bytes=100)  # its ratio alone: 30
     follower = _follower(engine)
-    assert follower.poll() == 8
+    assert follower.poll() == 9
     cputime, unit, walltime = task_columns(engine, 7, "cputime", "cputimeunit", "walltime")
-    assert unit == "HS06sPerEvent" and 360 <= cputime < 1000 and walltime == 11
-    assert follower.sizer.versions[jtm.time_key(7, "job")] == 1 + 8  # the prior, 8 runs
+    # walltime: the largest CPU time 7000 s over the largest input 1000 bytes × 1.5 → 11
+    assert unit == "HS06sPerEvent" and 360 <= cputime < 380 and walltime == 11
+    assert follower.sizer.versions[jtm.time_key(7, "job")] == 1 + 9  # the prior, 9 runs
     assert follower.counts["time_writes"] >= 1
     with engine.begin() as conn:  # JEDI re-tunes it to 2000: never lowered
         conn.execute(update(jedi_tasks).where(jedi_tasks.c.jeditaskid == 7).values(cputime=2000))

@@ -153,6 +153,8 @@ task_times = Table(
     Column("cputimeunit_written", String(32), doc="its unit (HS06sPerEvent, mHS06sPerEvent)"),
     Column("cputime_floor", Float, doc="HS06·s per event: the highest seen it did not write"),
     Column("walltime_written", Integer, doc="the follower's last walltime write"),
+    Column("max_cpu_s", Float, doc="the largest cpuConsumptionTime of its finished jobs"),
+    Column("max_input_bytes", Float, doc="the largest input (bytes) of its finished jobs"),
     Column("written_at", DateTime),
 )
 forgotten = Table(

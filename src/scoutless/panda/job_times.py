@@ -23,9 +23,9 @@ would turn on ``useHS06`` for a task that had it off). Never a ``…Fixed`` unit
 those jobs' cpuTime), never below the highest value seen there that the follower did not
 write (JEDI's raise or the submission's), only a move over ``min_task_change``.
 
-**The task's walltime** as JEDI computes it from its finished jobs: the largest
-cpuConsumptionTime over the input bytes × 1.5 (0 below an hour of CPU), the task's own
-value where larger — JEDI's rule never lowers it, nor does the follower. ``walltimeUnit``
+**The task's walltime** as JEDI computes it from its finished jobs: their largest
+cpuConsumptionTime over their largest input in bytes × 1.5 (0 below an hour of CPU; the
+maxima kept in ``scoutless_job_task_times``), the task's own value where larger — JEDI's rule never lowers it, nor does the follower. ``walltimeUnit``
 is left alone: JEDI re-tunes a running task whose walltimeUnit is NULL
 (``setScoutJobDataToTasks_JEDI``), and its re-tuning stays on.
 """
@@ -135,13 +135,22 @@ def cpu_time_update(posterior: float, task: Task, floor: float, min_change: floa
     return value, unit
 
 
-def walltime_update(row: jo.JobRow, why: jo.Cause, task: Task) -> int | None:
-    """The task's walltime by JEDI's rule from one more finished job (None: leave it)."""
-    cpu, size = row.cpuconsumptiontime_s or 0.0, row.inputfilebytes or 0.0
-    if why is not jo.Cause.FINISHED or cpu < WALLTIME_CUTOFF_S or size <= 0:
+def walltime_update(max_cpu_s: float, max_bytes: float, current: float | None) -> int | None:
+    """The task's walltime by JEDI's rule over the finished jobs learnt: their largest
+    cpuConsumptionTime (0 below an hour) over their largest input × 1.5, the task's own
+    value where larger (None: leave it)."""
+    if max_cpu_s < WALLTIME_CUTOFF_S or max_bytes <= 0:
         return None
-    value = math.ceil(cpu / size * WALLTIME_MARGIN)
-    return value if task.walltime is None or value > task.walltime else None
+    value = math.ceil(max_cpu_s / max_bytes * WALLTIME_MARGIN)
+    return value if current is None or value > current else None
+
+
+def _maxima(mine: Any, row: jo.JobRow, why: jo.Cause) -> tuple[float, float]:
+    """The largest cpuConsumptionTime and input bytes over the task's finished jobs learnt."""
+    cpu, size = (mine.max_cpu_s or 0.0, mine.max_input_bytes or 0.0) if mine else (0.0, 0.0)
+    if why is jo.Cause.FINISHED:
+        cpu, size = max(cpu, row.cpuconsumptiontime_s or 0.0), max(size, row.inputfilebytes or 0.0)
+    return cpu, size
 
 
 def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.JobRow,
@@ -158,8 +167,10 @@ def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.Job
     seen = None if last == (task.cputime, task.cputimeunit) else current
     floor = task_floor(seen, None, mine.cputime_floor if mine else None)
     cpu = None if posterior is None else cpu_time_update(posterior, task, floor, s.min_task_change)
-    wall = walltime_update(row, why, task)
-    values: dict[str, Any] = {"cputime_floor": floor or None}
+    max_cpu, max_bytes = _maxima(mine, row, why)
+    wall = walltime_update(max_cpu, max_bytes, task.walltime)
+    values: dict[str, Any] = {"cputime_floor": floor or None, "max_cpu_s": max_cpu or None,
+                              "max_input_bytes": max_bytes or None}  # fmt: skip
     live = mode != "shadow" and task.status not in TERMINAL
     live = live and (cpu is not None or wall is not None)
     if live:
