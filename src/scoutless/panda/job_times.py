@@ -2,12 +2,13 @@
 the job follower writes as JEDI's re-tuning does.
 
 **The need** is the walltime resource (`sizing.resources.walltime`) in cpuTime's unit,
-HS06·s per event: JEDI's per-job value at its re-tuning (panda-server
-``task_utils_module.getScoutJobData_JEDI``: ``JobUtils.getHS06sec(startTime, endTime,
-corePower, coreCount, baseWalltime, cpuEfficiency) / nEvents``, kept for jobs with
-``nEvents ≥ 10 × coreCount`` or a run over 6 h; corePower the queue's, else 10; a job with
-no events recorded teaches nothing: its value would not be per event), the unit
-a task's jobs share and the one JEDI turns into each job's limit
+HS06·s per event: JEDI's per-job value at its re-tuning (PanDAWMS/panda-server at
+9cc36033, which holds JEDI too: ``taskbuffer/db_proxy_mods/task_utils_module.py``,
+``getScoutJobData_JEDI`` as ``setScoutJobData_JEDI`` writes it: ``JobUtils.getHS06sec(
+startTime, endTime, corePower, coreCount, baseWalltime, cpuEfficiency) / nEvents``, kept
+for jobs with ``nEvents ≥ 10 × coreCount`` or a run over 6 h; corePower the queue's, else
+10; a job with no events recorded teaches nothing: its value would not be per event), the
+unit a task's jobs share and the one JEDI turns into each job's limit
 (``CoreUtils.getJobMaxWalltime``: cpuTime × events / cores / corePower / efficiency +
 baseWalltime). A finished job gives it; a job killed at its time limit
 (``job_outcomes.TIME_PILOT_CODES``) gives a lower bound at what it ran; anything else,
@@ -25,9 +26,10 @@ write (JEDI's raise or the submission's), only a move over ``min_task_change``.
 
 **The task's walltime** as JEDI computes it from its finished jobs: their largest
 cpuConsumptionTime over their largest input in bytes × 1.5 (0 below an hour of CPU; the
-maxima kept in ``scoutless_job_task_times``), the task's own value where larger — JEDI's rule never lowers it, nor does the follower. ``walltimeUnit``
-is left alone: JEDI re-tunes a running task whose walltimeUnit is NULL
-(``setScoutJobDataToTasks_JEDI``), and its re-tuning stays on.
+maxima kept in ``scoutless_job_task_times``), the task's own value where larger: JEDI's
+rule never lowers it, nor does the follower. ``walltimeUnit`` is left alone: JEDI
+re-tunes a running task whose walltimeUnit is NULL (``setScoutJobDataToTasks_JEDI``), and
+its re-tuning stays on.
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def _maxima(mine: Any, row: jo.JobRow, why: jo.Cause) -> tuple[float, float]:
 
 
 def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.JobRow,
-                 why: jo.Cause, task: Task, mode: str, s: JobFollowerSettings) -> dict[str, Any]:  # fmt: skip
+                 why: jo.Cause, task: Task, mode: str, s: JobFollowerSettings
+                 ) -> dict[str, Any]:  # fmt: skip
     """In the outcome's transaction: the task's cpuTime (once its ``job`` time type learnt
     ``retune_after`` outcomes of its own) and walltime; written unless ``mode`` is shadow
     or the task ended; what was decided returned for the ledger."""
