@@ -107,7 +107,7 @@ def status(
     )
     if report.forgotten:
         console.print(f"task {task}: forgotten ({report.forgotten['reason']}) at "
-                      f"{report.forgotten['forgotten_at']}: its jobs are no longer read")  # fmt: skip
+                      f"{report.forgotten['forgotten_at']}: its jobs are left unread")  # fmt: skip
     kinds = Table(title="online state per job kind")
     for name in ("kind", "resource", "outcomes", "bounds", "posterior ramCount (MB/core)",
                  "posterior cpuTime (HS06·s/event)"):  # fmt: skip
