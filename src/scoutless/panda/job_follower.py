@@ -53,6 +53,7 @@ from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
 from scoutless.panda import job_times as jtm
 from scoutless.panda.job_forget import forget_ended
+from scoutless.panda.job_learns import job_learns
 from scoutless.panda.job_reads import (
     TERMINAL,
     Task,
@@ -74,7 +75,6 @@ from scoutless.panda.retry_ram import (
     task_ram_update,
 )
 from scoutless.sizing.features import Release
-from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.persistent import PersistentSizer
 from scoutless.sizing.protocol import Outcome
 from scoutless.sizing.state_store import SizingStateStore
@@ -186,7 +186,7 @@ class JobFollower:
         with self.engine.connect() as conn:
             task = read_task(conn, row.jeditaskid, lock=False)
             power = queue_value(conn, row.computingsite, "corepower")
-        learns = self._learns(row, kind, why, task, power) if task else []
+        learns = job_learns(self.sizer, self.settings, row, kind, why, task, power) if task else []
         try:
             if not learns:  # nothing to learn: the ledger row alone
                 try:
@@ -205,27 +205,6 @@ class JobFollower:
         self.counts["handled"] += 1
         return 1
 
-    def _learns(self, row: jo.JobRow, kind: str, why: jo.Cause, task: Task,
-                power: float | None) -> list[tuple[str, Release, Outcome]]:  # fmt: skip
-        """The job's outcomes by type key: its memory's, its time's (each type seeded)."""
-        features, out = Release(cores=row.cores), []
-        memory = jo.outcome(row, task.base_mb, self.memory_codes)
-        if memory is not None:
-            key = jo.type_key(row.jeditaskid, kind)
-            if task.ramcount:
-                n, spread = self.s.prior_points, self.s.prior_spread
-                needs = jo.prior_needs(task.ramcount, task.cores, task.base_mb, n, spread)
-                self._seed(key, task, needs, {"ramcount": task.ramcount})
-            out.append((key, features, memory))
-        timed = jtm.time_outcome(row, why, task, power)
-        if timed is not None:
-            key = jtm.time_key(row.jeditaskid, kind)
-            needs = jtm.prior_needs(task, self.s.prior_points, self.s.prior_spread)
-            prior = {"cputime": task.cputime, "unit": task.cputimeunit}
-            self._seed(key, task, needs, prior, borrowed=True)
-            out.append((key, features, timed))
-        return out
-
     def _in_ledger(self, row: jo.JobRow, conn: Connection | None = None) -> bool:
         stmt = select(jt.ledger.c.pandaid).where(
             jt.ledger.c.pandaid == row.pandaid, jt.ledger.c.attemptnr == row.attemptnr
@@ -234,31 +213,6 @@ class JobFollower:
             return conn.execute(stmt).first() is not None
         with self.engine.connect() as c:
             return c.execute(stmt).first() is not None
-
-    def _seed(self, key: str, task: Task, needs: list[float], prior: dict, *,
-              borrowed: bool = False) -> None:  # fmt: skip
-        """A type never learnt starts from the task's value in force: for memory its
-        ramCount (the submission's answer, an allocation: a high quantile of its jobs'
-        need, JEDI's P75 × 1.1 or the bundle's policy) as the P90 of a log-normal need of
-        spread ``prior_spread``, held as ``prior_points`` equally likely outcomes of the
-        need it allows (compensated, per core); for time its cpuTime, the same way (no
-        cpuTime: no points, the type starts from its jobs), ``borrowed``: its points leave
-        once the type has ``sizing.own_replaces_borrowed`` successes of its own (a cpuTime
-        far from the jobs' would otherwise widen their spread for good: jobs at 360 HS06·s
-        per event under a prior at 100 got 1,351 after 8 jobs, 379 with the points gone).
-        The prior is the type's version 1."""
-        if key in self.sizer.versions:
-            return
-        self.sizer.refresh(force=True)  # another process may have started it
-        if key in self.sizer.versions:
-            return
-        seed = OnlineSizer(self.settings.sizing)  # a state is data: the same for any price
-        weight = task.cores if key.endswith(jtm.WALLTIME_SUFFIX) else 1.0
-        seed.start_type(key, [Release(cores=task.cores)] * len(needs), needs,
-                        [weight] * len(needs), borrowed=borrowed)  # fmt: skip
-        prior |= {"points": len(needs), "spread": self.s.prior_spread, "borrowed": borrowed}
-        self.sizer.store.append(key, 0, {"prior": True}, prior, seed.snapshot(key))
-        self.sizer.refresh(force=True)
 
     def _act(self, conn: Connection, row: jo.JobRow, kind: str, why: jo.Cause, mode: str,
              outcomes: dict[str, Outcome]) -> None:  # fmt: skip
