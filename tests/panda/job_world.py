@@ -31,7 +31,8 @@ def create_world(engine: Engine, *, mode: str = "full") -> None:
 
 def add_task(engine: Engine, task_id: int, *, ramcount: int = 2000, cores: int = 1,
              ramunit: str = "MBPerCore", splitrule: str = "PC=1,US=1", arm: str = "full",
-             n_files: int = 40, status: str = "running") -> None:  # fmt: skip
+             n_files: int = 40, status: str = "running", cputime: int | None = None,
+             cputimeunit: str | None = None, walltime: int | None = None) -> None:  # fmt: skip
     """A task sized at submission (its ramCount applied, its prediction logged) with one
     master input dataset of ``n_files`` files, all at ramCount 0."""
     now = T0
@@ -39,7 +40,8 @@ def add_task(engine: Engine, task_id: int, *, ramcount: int = 2000, cores: int =
         conn.execute(insert(jedi_tasks).values(
             jeditaskid=task_id, username="u", status=status, creationdate=now,
             modificationtime=now, ramcount=ramcount, ramunit=ramunit, corecount=cores,
-            baseramcount=0, splitrule=splitrule,
+            baseramcount=0, splitrule=splitrule, cputime=cputime, cputimeunit=cputimeunit,
+            walltime=walltime, basewalltime=0, cpuefficiency=100,
         ))  # fmt: skip
         conn.execute(insert(jedi_datasets).values(
             jeditaskid=task_id, datasetid=1, datasetname=f"in.{task_id}", type="input",
@@ -62,21 +64,24 @@ def add_files(engine: Engine, task_id: int, dataset_id: int, n_files: int) -> No
         ])  # fmt: skip
 
 
-def add_queue(engine: Engine, queue: str, maxrss_mb: int) -> None:
+def add_queue(engine: Engine, queue: str, maxrss_mb: int, corepower: float | None = None) -> None:
+    data = {"maxrss": maxrss_mb} | ({"corepower": corepower} if corepower else {})
     with engine.begin() as conn:
         conn.execute(insert(jt.schedconfig_json).values(
-            panda_queue=queue, data=json.dumps({"maxrss": maxrss_mb}), last_update=T0))  # fmt: skip
+            panda_queue=queue, data=json.dumps(data), last_update=T0))  # fmt: skip
 
 
 def add_job(engine: Engine, task_id: int, pandaid: int, *, status: str = "finished",
             maxpss_mb: float | None = 1800.0, minramcount: int = 1800, code: int = 0,
             seconds: float = 0.0, table: str = "jobsarchived4", cores: int = 1,
             specialhandling: str | None = None, transexitcode: str | None = None,
-            diag: str | None = None, site: str = "SITE_A", files: bool = True) -> None:  # fmt: skip
+            diag: str | None = None, site: str = "SITE_A", files: bool = True,
+            nevents: int | None = None, cpu_s: int | None = None,
+            input_bytes: int | None = None) -> None:  # fmt: skip
     """An ended job (modificationtime T0 + ``seconds``) with its input files in filestable4
     (the task's files pandaid × FILES_PER_JOB …, modulo their number; ``files``
     False: the job's files are there already, its row moved between job tables)."""
-    mtime = T0 + timedelta(seconds=seconds)
+    mtime = T0 + timedelta(seconds=seconds)  # unset counts left to PanDA's DDL's defaults
     view = jt.jobsarchived4 if table == "jobsarchived4" else jt.jobsactive4
     with engine.begin() as conn:
         conn.execute(insert(view).values(
@@ -85,6 +90,8 @@ def add_job(engine: Engine, task_id: int, pandaid: int, *, status: str = "finish
             minramcount=minramcount, corecount=cores, starttime=mtime - timedelta(hours=2),
             endtime=mtime, piloterrorcode=code, transexitcode=transexitcode,
             piloterrordiag=diag, specialhandling=specialhandling, computingsite=site,
+            **{k: v for k, v in {"nevents": nevents, "cpuconsumptiontime": cpu_s,
+                                 "inputfilebytes": input_bytes}.items() if v is not None},
         ))  # fmt: skip
         if not files:
             return
@@ -109,6 +116,13 @@ def file_ramcounts(engine: Engine, task_id: int, pandaid: int) -> list[int]:
     ).where(f.pandaid == pandaid, c.jeditaskid == task_id)  # fmt: skip
     with engine.connect() as conn:
         return [int(r) for (r,) in conn.execute(stmt).all()]
+
+
+def task_columns(engine: Engine, task_id: int, *names: str) -> tuple:
+    """Columns of the task's row in jedi_tasks."""
+    with engine.connect() as conn:
+        return tuple(conn.execute(select(*(jedi_tasks.c[n] for n in names)).where(
+            jedi_tasks.c.jeditaskid == task_id)).one())  # fmt: skip
 
 
 def task_ramcount(engine: Engine, task_id: int) -> int:

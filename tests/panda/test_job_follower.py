@@ -46,7 +46,9 @@ def _row(**kw) -> jo.JobRow:  # type: ignore[no-untyped-def]
         ({"piloterrorcode": 1212}, jo.Cause.MEMORY),  # PAYLOADOUTOFMEMORY
         ({"piloterrorcode": 1235}, jo.Cause.MEMORY),  # PAYLOADEXCEEDMAXMEM
         ({"piloterrorcode": 1234}, jo.Cause.OTHER),  # EXECUTEDCLONEJOB: not memory
-        ({"piloterrorcode": 1213}, jo.Cause.OTHER),  # walltime
+        ({"piloterrorcode": 1213}, jo.Cause.WALLTIME),  # REACHEDMAXTIME: not memory
+        ({"piloterrorcode": 1204}, jo.Cause.WALLTIME),  # SIGXCPU: the batch's time limit
+        ({"piloterrorcode": 1201}, jo.Cause.OTHER),  # SIGTERM: any cause, never a bound
         (
             {"transexitcode": "137", "piloterrordiag": "Memory cgroup out of memory: Killed"},
             jo.Cause.MEMORY,

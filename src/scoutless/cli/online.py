@@ -77,8 +77,9 @@ def status(
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="show this many of its latest jobs")] = 20,
 ) -> None:
-    """A task's online state (per job kind: outcomes learnt, the posterior's ramCount) and
-    the follower's writes (each job's retry ramCount, the task's ramCount)."""
+    """A task's online state (per job kind and resource: outcomes learnt, the posterior's
+    ramCount or cpuTime) and the follower's writes (each job's retry ramCount, the task's
+    ramCount, cpuTime and walltime), and whether it was forgotten."""
     from rich.table import Table
 
     from scoutless.history.panda_db import existing_database
@@ -97,22 +98,38 @@ def status(
         f"task {task}: ramCount {report.ramcount} {report.ramunit or ''}; written by the "
         f"follower {report.ramcount_written}, floor {report.ramcount_floor}"
     )
+    times = report.times_written
+    console.print(
+        f"task {task}: cpuTime {report.cputime} {report.cputimeunit or ''}, walltime "
+        f"{report.walltime}; written by the follower cpuTime {times.get('cputime_written')} "
+        f"{times.get('cputimeunit_written') or ''}, walltime {times.get('walltime_written')}, "
+        f"cpuTime floor {_num(times.get('cputime_floor'))} HS06·s/event"
+    )
+    if report.forgotten:
+        console.print(f"task {task}: forgotten ({report.forgotten['reason']}) at "
+                      f"{report.forgotten['forgotten_at']}: its jobs are left unread")  # fmt: skip
     kinds = Table(title="online state per job kind")
-    for name in ("kind", "outcomes", "memory bounds", "posterior ramCount (MB/core)"):
+    for name in ("kind", "resource", "outcomes", "bounds", "posterior ramCount (MB/core)",
+                 "posterior cpuTime (HS06·s/event)"):  # fmt: skip
         kinds.add_column(name)
     for k in report.kinds:
-        kinds.add_row(k.kind, str(k.outcomes), str(k.bounds), _num(k.posterior_ram))
+        kinds.add_row(k.kind, k.resource, str(k.outcomes), str(k.bounds), _num(k.posterior_ram),
+                      _num(k.posterior_cputime))  # fmt: skip
     console.print(kinds)
     jobs = Table(title=f"latest {len(report.jobs)} jobs handled")
     for name in ("pandaid", "kind", "cause", "need MB/core", "mode", "retry ramCount",
-                 "files raised", "task ramCount"):  # fmt: skip
+                 "files raised", "task ramCount", "need HS06·s/event", "task cpuTime",
+                 "task walltime"):  # fmt: skip
         jobs.add_column(name)
     for j in report.jobs:
+        t = j["time"]  # what it decided (in shadow, or for an ended task, not written)
+        time_need = ("≥ " if t.get("bound") else "") + _num(t.get("need")) if t else "-"
         jobs.add_row(str(j["pandaid"]), j["kind"], j["cause"], _num(j["need"]), j["mode"],
                      _num(j["file_ramcount"]), _num(j["files_raised"]),
-                     _num(j["task_ramcount"]))  # fmt: skip
+                     _num(j["task_ramcount"]), time_need,
+                     _num(t.get("cputime")), _num(t.get("walltime")))  # fmt: skip
     console.print(jobs)
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
+    return "-" if value is None else f"{value:,.0f}" if abs(value) >= 10 else f"{value:.3g}"

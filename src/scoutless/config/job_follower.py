@@ -61,3 +61,23 @@ class JobFollowerSettings(BaseModel):
         description="the task's ramCount is rewritten only when the posterior moves it by "
         "more than this share",
     )
+    time_pilot_codes: tuple[int, ...] = Field(
+        (1213, 1204),
+        description="pilot error codes of a job killed at its time limit (pilot3: "
+        "REACHEDMAXTIME, SIGXCPU): its run is a lower bound on the job's time",
+    )
+    forget_statuses: tuple[str, ...] = Field(
+        ("finished", "done", "failed", "broken", "aborted"),
+        description="a task JEDI put in one of these statuses is forgotten: its state leaves "
+        "the follower's memory and its jobs are left unread (its ledger and state rows "
+        "stay, `scoutless online status` still shows them)",
+    )
+    forget_idle_s: float = Field(
+        0.0,
+        ge=0,
+        description="a task none of whose jobs was handled for this long is forgotten too "
+        "(0: never by idleness; a forgotten task's later jobs are not read)",
+    )
+    forget_check_s: float = Field(
+        300.0, ge=0, description="look for tasks to forget at most this often"
+    )

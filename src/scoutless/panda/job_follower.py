@@ -17,6 +17,13 @@ always moves on). Per job attempt not in the ledger (``panda/job_tables.py``):
    the posterior of its ``job`` type (never a ``…Fixed`` unit, never below what the follower
    did not write); the ledger row records all of it. A crash anywhere rolls all of it back,
    and the next poll handles the job again from scratch: nothing is learnt or written twice.
+3. its time (``job_times``: a finished job's HS06·s per event, a time-limit kill's lower
+   bound) is learnt by the task's walltime type of its kind in the same transaction, and
+   the task's ``cpuTime`` and ``walltime`` follow as JEDI's re-tuning sets them.
+
+A task JEDI ended (``forget_statuses``), or idle for ``forget_idle_s``, is forgotten: its
+types leave the sizer's memory and are not restored, its jobs are left unread; its
+ledger and state rows stay (``scoutless online status`` shows them).
 
 The rollout governs the writes: in ``shadow`` (or for a task of the control arm) the
 follower learns and records what it would write, and writes nothing into PanDA's tables.
@@ -44,13 +51,18 @@ from scoutless.ops.rollout import peek_mode
 from scoutless.panda import dead_letters
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
+from scoutless.panda import job_times as jtm
+from scoutless.panda.job_forget import forget_ended
+from scoutless.panda.job_learns import job_learns
 from scoutless.panda.job_reads import (
+    TERMINAL,
     Task,
     advance_mark,
     file_counts,
     in_ledger,
     job_pages,
     queue_maxrss,
+    queue_value,
     read_mark,
     read_task,
     task_arms,
@@ -62,16 +74,12 @@ from scoutless.panda.retry_ram import (
     task_floor,
     task_ram_update,
 )
-from scoutless.sizing.contract_adapter import ContractSizer
 from scoutless.sizing.features import Release
-from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.persistent import PersistentSizer
+from scoutless.sizing.protocol import Outcome
 from scoutless.sizing.state_store import SizingStateStore
 
 log = logging.getLogger("scoutless.panda.job_follower")
-
-#: task statuses JEDI no longer generates jobs in: their ramCount is left alone
-TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
 
 #: the ramUnits whose ramCounts are MB per core (None: JEDI's default, MBPerCore); with
@@ -91,11 +99,17 @@ class JobFollower:
         self.settings = settings
         self.s = settings.job_follower
         self.memory_codes = frozenset(self.s.memory_pilot_codes)
+        self.time_codes = frozenset(self.s.time_pilot_codes)
         jt.create_follower_tables(engine)
         store = SizingStateStore(engine, keep_outcomes=settings.sizing_state.keep_outcomes)
         store.create()
-        self.sizer = PersistentSizer(store, ContractSizer(settings.sizing), settings.sizing_state)
-        self.counts = {"handled": 0, "learnt": 0, "retries_written": 0, "task_writes": 0}
+        with engine.connect() as conn:
+            self.forgotten = set(conn.execute(select(jt.forgotten.c.jeditaskid)).scalars())
+        self.sizer = PersistentSizer(store, jtm.follower_sizer(settings), settings.sizing_state,
+                                     skip=lambda key: jo.task_of(key) in self.forgotten)  # fmt: skip
+        self.counts = {"handled": 0, "learnt": 0, "retries_written": 0, "task_writes": 0,
+                       "time_writes": 0, "forgotten": 0}  # fmt: skip
+        self._forget_checked = -math.inf
         self.failures: dict[int, int] = {}  # pandaid → failed attempts (a poison row's)
         self._swept: dict[str, float] = {}  # job table → when its overlap was last read
 
@@ -106,6 +120,7 @@ class JobFollower:
     def poll(self) -> int:
         """Handle every ended job not handled yet; the job attempts handled."""
         mode, done = self.mode(), 0
+        self.forget_ended()
         for table in jt.JOB_TABLES:
             for rows in job_pages(self.engine, table, self._cursor(table.name), self.s.page_rows):
                 arms = task_arms(self.engine, {r.jeditaskid for r in rows})
@@ -130,6 +145,17 @@ class JobFollower:
             return mark
         self._swept[source] = now
         return (mark[0] - timedelta(seconds=self.s.overlap_s), -1)
+
+    def forget_ended(self, *, force: bool = False) -> list[int]:
+        """Forget the tasks JEDI ended or idle ones (at most every ``forget_check_s``); the
+        tasks forgotten now."""
+        now = time.monotonic()
+        if not force and now - self._forget_checked < self.s.forget_check_s:
+            return []
+        self._forget_checked = now
+        ended = forget_ended(self.engine, self.s, self.sizer, self.forgotten)
+        self.counts["forgotten"] += len(ended)
+        return sorted(ended)
 
     # ------------------------------------------------------------------ one job
     def _handle_guarded(self, row: jo.JobRow, mode: str) -> int:
@@ -156,23 +182,23 @@ class JobFollower:
         """Learn and act on one job attempt; 1 when handled now, 0 when it was already."""
         if self._in_ledger(row):
             return 0
-        kind, why = jo.job_kind(row), jo.cause(row, self.memory_codes)
+        kind, why = jo.job_kind(row), jo.cause(row, self.memory_codes, self.time_codes)
         with self.engine.connect() as conn:
             task = read_task(conn, row.jeditaskid, lock=False)
-        learnt = jo.outcome(row, task.base_mb, self.memory_codes) if task else None
+            power = queue_value(conn, row.computingsite, "corepower")
+        learns = job_learns(self.sizer, self.settings, row, kind, why, task, power) if task else []
         try:
-            if learnt is None:  # nothing to learn: the ledger row alone
+            if not learns:  # nothing to learn: the ledger row alone
                 try:
                     with self.engine.begin() as conn:
                         self._record(conn, row, kind, why, mode, None, {})
                 except IntegrityError:  # another follower recorded it meanwhile
                     raise AlreadyHandled(row.pandaid) from None
             else:
-                key = jo.type_key(row.jeditaskid, kind)
-                self._seed(key, task)
-                features = Release(cores=row.cores)
-                self.sizer.learn(key, features, learnt, also=lambda conn: self._act(
-                    conn, row, key, kind, why, mode, learnt.need))  # fmt: skip
+                (key, features, first), *more = learns
+                outcomes = {k: o for k, _, o in learns}
+                self.sizer.learn(key, features, first, more=more, also=lambda conn: self._act(
+                    conn, row, kind, why, mode, outcomes))  # fmt: skip
                 self.counts["learnt"] += 1
         except AlreadyHandled:
             return 0
@@ -188,31 +214,29 @@ class JobFollower:
         with self.engine.connect() as c:
             return c.execute(stmt).first() is not None
 
-    def _seed(self, key: str, task: Task) -> None:
-        """A type never learnt starts from the task's ramCount in force (the submission's
-        answer, an allocation: a high quantile of its jobs' need, JEDI's P75 × 1.1 or the
-        bundle's policy) as the P90 of a log-normal need of spread ``prior_spread``, held
-        as ``prior_points`` equally likely outcomes of the need it allows (compensated,
-        per core)."""
-        if key in self.sizer.versions or not task.ramcount:
-            return
-        self.sizer.refresh(force=True)  # another process may have started it
-        if key in self.sizer.versions:
-            return
-        n, spread = self.s.prior_points, self.s.prior_spread
-        needs = jo.prior_needs(task.ramcount, task.cores, task.base_mb, n, spread)
-        seed = OnlineSizer(self.settings.sizing)
-        seed.start_type(key, [Release(cores=task.cores)] * n, needs, [1.0] * n)
-        prior = {"ramcount": task.ramcount, "points": n, "spread": spread}
-        self.sizer.store.append(key, 0, {"prior": True}, prior, seed.snapshot(key))
-        self.sizer.refresh(force=True)
-
-    def _act(self, conn: Connection, row: jo.JobRow, key: str, kind: str, why: jo.Cause,
-             mode: str, need: float) -> None:  # fmt: skip
-        """In the outcome's transaction: the retry, the task's ramCount, the ledger row."""
+    def _act(self, conn: Connection, row: jo.JobRow, kind: str, why: jo.Cause, mode: str,
+             outcomes: dict[str, Outcome]) -> None:  # fmt: skip
+        """In the outcomes' transaction: the retry, the task's ramCount, cpuTime and
+        walltime, the ledger row."""
         if self._in_ledger(row, conn):
             raise AlreadyHandled(row.pandaid)
         task = read_task(conn, row.jeditaskid, lock=True)
+        key, detail = jo.type_key(row.jeditaskid, kind), {}
+        memory = outcomes.get(key)
+        if memory is not None:
+            detail = self._act_memory(conn, row, key, kind, why, mode, task, memory.need)
+        timed = outcomes.get(jtm.time_key(row.jeditaskid, kind))
+        if timed is not None:
+            detail["time"] = {"need": timed.need, "bound": timed.censored}
+            if kind == "job":
+                detail["time"] |= jtm.retune_times(conn, self.sizer, jtm.time_key(
+                    row.jeditaskid, kind), row, why, task, mode, self.s)  # fmt: skip
+                self.counts["time_writes"] += int(detail["time"]["written"])
+        self._record(conn, row, kind, why, mode, memory.need if memory else None, detail)
+
+    def _act_memory(self, conn: Connection, row: jo.JobRow, key: str, kind: str,
+                    why: jo.Cause, mode: str, task: Task, need: float) -> dict[str, Any]:  # fmt: skip
+        """The memory failure's retry and the task's ramCount."""
         detail: dict[str, Any] = {}
         if task.ramunit not in PER_CORE_UNITS:  # JEDI's per-job unit: left to JEDI
             detail["skipped"] = f"ramUnit {task.ramunit}: the follower writes MB per core only"
@@ -220,7 +244,7 @@ class JobFollower:
             detail["retry"] = self._retry(conn, row, key, task, mode, bound=need)
         if kind == "job" and "skipped" not in detail:
             detail["task"] = self._retune(conn, row.jeditaskid, key, task, mode)
-        self._record(conn, row, kind, why, mode, need, detail)
+        return detail
 
     def _retry(self, conn: Connection, row: jo.JobRow, key: str, task: Task, mode: str,
                bound: float) -> dict:  # fmt: skip

@@ -16,8 +16,12 @@ MB for the whole job, compensated) is read as:
   maxPSS above the limit). 1234 is ``EXECUTEDCLONEJOB``, not memory. The batch system's
   OOM kill reaches PanDA as the payload's exit 137 (128 + SIGKILL) with a diagnostic that
   says memory; a bare 137 is any SIGKILL and stays unknown;
+- failed at a time limit: pilot3's ``REACHEDMAXTIME = 1213`` (the batch system's time
+  limit reached: ``pilot/control/job.py``) and ``SIGXCPU = 1204`` (the batch system's CPU
+  time limit signal): nothing of memory; its run is a lower bound on the job's time
+  (``job_times``);
 - anything else (another failure, a job with no maxPSS): nothing. An unknown cause is
-  never a memory bound.
+  never a memory bound, nor a time bound.
 
 Scouts (``specialhandling`` holds ``sj``: ``JobSpec._tagForSH["scoutJob"]``) and merge jobs
 (``pm``, ``pmergeJob``, or JEDI's ``processingType = "pmerge"``) are types of their own: a
@@ -38,6 +42,8 @@ from scoutless.sizing.protocol import Outcome
 
 #: pilot3's memory error codes (PAYLOADOUTOFMEMORY, PAYLOADEXCEEDMAXMEM)
 MEMORY_PILOT_CODES: frozenset[int] = frozenset({1212, 1235})
+#: pilot3's time-limit error codes (REACHEDMAXTIME, SIGXCPU)
+TIME_PILOT_CODES: frozenset[int] = frozenset({1213, 1204})
 #: a payload killed by SIGKILL (128 + 9): the batch system's OOM kill among others
 SIGKILL_EXIT = "137"
 #: words in a diagnostic that make a SIGKILL a memory kill
@@ -52,6 +58,7 @@ PRIOR_AT_Z = NormalDist().inv_cdf(0.9)
 class Cause(enum.StrEnum):
     FINISHED = "finished"
     MEMORY = "memory"
+    WALLTIME = "walltime"  # killed at a time limit: a lower bound on its time
     OTHER = "other"  # failed for another or an unknown cause: nothing learnt
 
 
@@ -76,6 +83,9 @@ class JobRow:
     specialhandling: str | None = None
     processingtype: str | None = None
     computingsite: str | None = None
+    nevents: float | None = None
+    cpuconsumptiontime_s: float | None = None
+    inputfilebytes: float | None = None
 
     @classmethod
     def from_mapping(cls, row: Any) -> JobRow:
@@ -89,7 +99,9 @@ class JobRow:
             piloterrorcode=int(row["piloterrorcode"] or 0), transexitcode=row["transexitcode"],
             piloterrordiag=row["piloterrordiag"], exeerrordiag=row["exeerrordiag"],
             specialhandling=row["specialhandling"], processingtype=row["processingtype"],
-            computingsite=row["computingsite"],
+            computingsite=row["computingsite"], nevents=_num(row["nevents"]),
+            cpuconsumptiontime_s=_num(row["cpuconsumptiontime"]),
+            inputfilebytes=_num(row["inputfilebytes"]),
         )  # fmt: skip
 
     @property
@@ -101,7 +113,8 @@ def _num(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def cause(row: JobRow, memory_codes: frozenset[int] = MEMORY_PILOT_CODES) -> Cause:
+def cause(row: JobRow, memory_codes: frozenset[int] = MEMORY_PILOT_CODES,
+          time_codes: frozenset[int] = TIME_PILOT_CODES) -> Cause:  # fmt: skip
     """Why a job ended (see the module's docstring)."""
     if row.jobstatus == "finished":
         return Cause.FINISHED
@@ -113,6 +126,8 @@ def cause(row: JobRow, memory_codes: frozenset[int] = MEMORY_PILOT_CODES) -> Cau
         diag = f"{row.piloterrordiag or ''} {row.exeerrordiag or ''}".lower()
         if any(word in diag for word in MEMORY_WORDS):
             return Cause.MEMORY
+    if row.piloterrorcode in time_codes:
+        return Cause.WALLTIME
     return Cause.OTHER
 
 
@@ -129,6 +144,13 @@ def job_kind(row: JobRow) -> str:
 def type_key(task_id: int, kind: str) -> str:
     """The sizer's key of a task's jobs of one kind."""
     return f"panda:{task_id}:{kind}"
+
+
+def task_of(key: str) -> int | None:
+    """The jediTaskID of a type key (`type_key`, with or without a resource's suffix)."""
+    head, _, rest = key.partition(":")
+    task = rest.partition(":")[0]
+    return int(task) if head == "panda" and task.isdigit() else None
 
 
 def per_core(job_mb: float, cores: float, base_mb: float) -> float:
@@ -171,5 +193,10 @@ def prior_needs(ram_count: float, cores: float, base_mb: float, n: int, spread: 
     normal of ``spread``, whose P90 is what the task's ramCount in force allows a job (its
     compensated minRamCount): the ramCount is an allocation, a high quantile of the need."""
     allowed = per_core(job_min_ram_count(ram_count, 0.0, cores, base_mb), cores, base_mb)
+    return points_below(allowed, n, spread)
+
+
+def points_below(p90: float, n: int, spread: float) -> list[float]:
+    """``n`` equally likely values, log-normal of ``spread``, whose P90 is ``p90``."""
     z = [NormalDist().inv_cdf((i + 0.5) / n) - PRIOR_AT_Z for i in range(n)]
-    return [allowed * math.exp(spread * q) for q in z]
+    return [p90 * math.exp(spread * q) for q in z]

@@ -17,6 +17,9 @@ from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
 
 ENDED = ("finished", "failed")
+#: task statuses JEDI generates no more jobs in: their ramCount, cpuTime and walltime are
+#: left alone
+TERMINAL = frozenset({"done", "finished", "failed", "broken", "aborted", "aborting"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,11 @@ class Task:
     cores: float
     splitrule: str | None
     status: str
+    cputime: float | None = None
+    cputimeunit: str | None = None
+    walltime: float | None = None
+    base_walltime_s: float = 0.0
+    cpu_efficiency: float | None = None
 
 
 def read_mark(engine: Engine, source: str) -> tuple[datetime, int] | None:
@@ -41,7 +49,8 @@ def job_pages(engine: Engine, table: Table, cursor: tuple[datetime, int], page_r
     """The ended jobs of the followed tasks in ``table`` after ``cursor`` (modificationtime,
     pandaid), in that order, ``page_rows`` at a time (keyset pages)."""
     followed = select(predictions_table.c.jeditaskid).where(
-        predictions_table.c.jeditaskid.is_not(None)
+        predictions_table.c.jeditaskid.is_not(None),
+        predictions_table.c.jeditaskid.not_in(select(jt.forgotten.c.jeditaskid)),
     )
     c = table.c
     while True:
@@ -85,16 +94,34 @@ def advance_mark(engine: Engine, source: str, row: jo.JobRow) -> None:
 
 def read_task(conn: Connection, task_id: int, *, lock: bool) -> Task | None:
     t = jedi_tasks.c
-    stmt = select(t.ramcount, t.ramunit, t.baseramcount, t.corecount, t.splitrule, t.status)
-    stmt = stmt.where(t.jeditaskid == task_id)
+    stmt = select(
+        t.ramcount,
+        t.ramunit,
+        t.baseramcount,
+        t.corecount,
+        t.splitrule,
+        t.status,
+        t.cputime,
+        t.cputimeunit,
+        t.walltime,
+        t.basewalltime,
+        t.cpuefficiency,
+    )
+    stmt = stmt.where(t.jeditaskid == task_id)  # fmt: skip
     row = conn.execute(stmt.with_for_update() if lock else stmt).first()
     if row is None:
         return None
     return Task(
         ramcount=float(row.ramcount) if row.ramcount else None, ramunit=row.ramunit,
         base_mb=float(row.baseramcount or 0), cores=max(float(row.corecount or 1), 1.0),
-        splitrule=row.splitrule, status=row.status,
+        splitrule=row.splitrule, status=row.status, cputime=_num(row.cputime),
+        cputimeunit=row.cputimeunit, walltime=_num(row.walltime),
+        base_walltime_s=float(row.basewalltime or 0), cpu_efficiency=_num(row.cpuefficiency),
     )  # fmt: skip
+
+
+def _num(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
 def file_counts(conn: Connection, task_id: int) -> dict[float, int]:
@@ -115,6 +142,12 @@ def file_counts(conn: Connection, task_id: int) -> dict[float, int]:
 
 def queue_maxrss(conn: Connection, queue: str | None) -> float | None:
     """The queue's maxrss (MB) from its schedconfig JSON (None: unknown, no cap)."""
+    return queue_value(conn, queue, "maxrss")
+
+
+def queue_value(conn: Connection, queue: str | None, name: str) -> float | None:
+    """A positive number of the queue's schedconfig JSON (``maxrss``, ``corepower``; None:
+    unknown)."""
     if not queue:
         return None
     data = conn.execute(
@@ -122,8 +155,34 @@ def queue_maxrss(conn: Connection, queue: str | None) -> float | None:
     ).scalar()
     if isinstance(data, str):
         data = orjson.loads(data)
-    value = (data or {}).get("maxrss")
+    value = (data or {}).get(name)
     return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def tasks_to_forget(conn: Connection, statuses: tuple[str, ...], idle_before: datetime | None
+                    ) -> dict[int, str]:  # fmt: skip
+    """The followed tasks not forgotten yet that JEDI ended (one of ``statuses``) or whose
+    last job was handled before ``idle_before`` (None: none by idleness): task → reason."""
+    p, t, led = predictions_table.c, jedi_tasks.c, jt.ledger.c
+    followed = (
+        select(p.jeditaskid)
+        .where(p.jeditaskid.is_not(None), p.jeditaskid.not_in(select(jt.forgotten.c.jeditaskid)))
+        .distinct()
+        .subquery()
+    )
+    ended = select(t.jeditaskid, t.status).where(
+        t.jeditaskid.in_(select(followed.c.jeditaskid)), t.status.in_(statuses)
+    )
+    out = {int(task): str(status) for task, status in conn.execute(ended).all()}
+    if idle_before is not None:
+        idle = (
+            select(led.jeditaskid)
+            .where(led.jeditaskid.in_(select(followed.c.jeditaskid)))
+            .group_by(led.jeditaskid)
+            .having(func.max(led.handled_at) < idle_before)
+        )
+        out |= {int(task): "idle" for (task,) in conn.execute(idle).all() if task not in out}
+    return out
 
 
 def in_ledger(engine: Engine, rows: list[jo.JobRow]) -> set[tuple[int, int]]:

@@ -13,7 +13,10 @@ attempt handled, (pandaid, attemptnr) its key, written in the transaction that l
 outcome and writes its ramCounts (a restart finds it and writes nothing twice);
 ``scoutless_job_marks``, the high-water mark (modificationtime, pandaid) per job table;
 ``scoutless_job_tasks``, per task the ramCount the follower last wrote and the floor it
-keeps (the highest value seen there that it did not write).
+keeps (the highest value seen there that it did not write); ``scoutless_job_task_times``,
+the same for the task's cpuTime and walltime (``job_times``); ``scoutless_job_forgotten``,
+the tasks whose jobs it no longer reads (finished, or idle: ``forget_statuses``,
+``forget_idle_s``), their ledger kept.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ def _job_table(name: str) -> Table:
         Column("specialhandling", String(80)),
         Column("processingtype", String(64)),
         Column("computingsite", String(128)),
+        Column("nevents", BigInteger),
+        Column("cpuconsumptiontime", BigInteger, doc="s"),
+        Column("inputfilebytes", BigInteger),
         PrimaryKeyConstraint("pandaid", "modificationtime"),
     )
 
@@ -137,6 +143,26 @@ followed_tasks = Table(
     Column("ramcount_written", Integer, doc="the follower's last write (NULL: none)"),
     Column("ramcount_floor", Integer, doc="the highest ramCount seen that it did not write"),
     Column("written_at", DateTime),
+)
+
+task_times = Table(
+    "scoutless_job_task_times",
+    follower_metadata,
+    Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
+    Column("cputime_written", Integer, doc="the follower's last cpuTime write (NULL: none)"),
+    Column("cputimeunit_written", String(32), doc="its unit (HS06sPerEvent, mHS06sPerEvent)"),
+    Column("cputime_floor", Float, doc="HS06·s per event: the highest seen it did not write"),
+    Column("walltime_written", Integer, doc="the follower's last walltime write"),
+    Column("max_cpu_s", Float, doc="the largest cpuConsumptionTime of its finished jobs"),
+    Column("max_input_bytes", Float, doc="the largest input (bytes) of its finished jobs"),
+    Column("written_at", DateTime),
+)
+forgotten = Table(
+    "scoutless_job_forgotten",
+    follower_metadata,
+    Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
+    Column("reason", String(32), nullable=False, doc="the task's status, or 'idle'"),
+    Column("forgotten_at", DateTime, nullable=False),
 )
 
 

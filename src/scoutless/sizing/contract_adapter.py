@@ -6,15 +6,22 @@
 restored from snapshots allocates exactly as the one it replaces: the types are kept in
 key order (the sizer pools the other types' residuals in the order it holds them, and the
 order keys first arrived in one process is not part of any state).
+
+Memory and walltime are two resources of the same engine: a key that ends with one of
+``priced``'s suffixes (``":walltime"``) is sized by a sizer of its own with that resource's
+price of a failed attempt (`resources.Resource.failure_price`), so one persistent state and
+one set of verbs serve both, and a type's pooled prior never mixes megabytes with seconds.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from scoutless.config import SizingSettings
+from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.features import Release as Features
 from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
@@ -32,45 +39,71 @@ def features_from_dict(data: dict[str, Any]) -> Features:
 
 
 class ContractSizer:
-    """`OnlineSizer` with its types in key order and a ``forget`` (see the module)."""
+    """`OnlineSizer` with its types in key order and a ``forget``, one sizer per resource
+    (see the module)."""
 
-    def __init__(self, settings: SizingSettings) -> None:
+    def __init__(
+        self,
+        settings: SizingSettings,
+        priced: Mapping[str, Callable[[Features], FailurePrice] | None] | None = None,
+    ) -> None:
+        """``priced``: key suffix → the failure price of that resource's sizer."""
         self.sizer = OnlineSizer(settings)
-        self._ordered = 0  # types held when they were last put in key order
+        self.resources = {
+            suffix: OnlineSizer(settings, failure_price=price)
+            for suffix, price in (priced or {}).items()
+        }
+        self._ordered: dict[int, int] = {}  # id(sizer) → its types when last put in key order
+
+    def _of(self, key: str) -> OnlineSizer:
+        """The sizer of ``key``'s resource."""
+        for suffix, sizer in self.resources.items():
+            if key.endswith(suffix):
+                return sizer
+        return self.sizer
 
     def first(self, key: str, features: Features) -> float:
-        allocation = self.sizer.first(key, features)
-        self._keep_key_order()
+        sizer = self._of(key)
+        allocation = sizer.first(key, features)
+        self._keep_key_order(sizer)
         return allocation
 
     def retry(self, key: str, features: Features, failed: float) -> float:
-        return self.sizer.retry(key, features, failed)
+        return self._of(key).retry(key, features, failed)
 
     def learn(self, key: str, features: Features, outcome: Outcome) -> None:
-        self.sizer.learn(key, features, outcome)
-        self._keep_key_order()
+        sizer = self._of(key)
+        sizer.learn(key, features, outcome)
+        self._keep_key_order(sizer)
 
     def keys(self) -> list[str]:
         """The types with a state worth keeping (an allocation alone leaves none)."""
-        return [k for k, s in self.sizer.types.items() if s.learnt or len(s.rows)]
+        return sorted(
+            k
+            for sizer in (self.sizer, *self.resources.values())
+            for k, s in sizer.types.items()
+            if s.learnt or len(s.rows)
+        )
 
     def snapshot(self, key: str) -> dict[str, Any]:
         """A type's state as JSON-ready data: equal states give equal data."""
-        return self.sizer.snapshot(key)
+        return self._of(key).snapshot(key)
 
     def restore(self, key: str, snapshot: dict[str, Any]) -> None:
         """Put a type's state back from `snapshot`'s data (replacing what it held)."""
-        self.sizer.restore(key, snapshot)
-        self._keep_key_order()
+        sizer = self._of(key)
+        sizer.restore(key, snapshot)
+        self._keep_key_order(sizer)
 
     def forget(self, key: str) -> None:
         """Drop a type's state (one that holds nothing committed)."""
-        self.sizer.forget(key)
-        self._ordered = len(self.sizer.types)  # a sorted dict less one key stays sorted
+        sizer = self._of(key)
+        sizer.forget(key)
+        self._ordered[id(sizer)] = len(sizer.types)  # a sorted dict less one key stays sorted
 
-    def _keep_key_order(self) -> None:
+    def _keep_key_order(self, sizer: OnlineSizer) -> None:
         """Sort the types by key when one was added (a known key keeps its place)."""
-        types = self.sizer.types
-        if len(types) != self._ordered:
-            self.sizer.types = {k: types[k] for k in sorted(types)}
-            self._ordered = len(types)
+        types = sizer.types
+        if len(types) != self._ordered.get(id(sizer), 0):
+            sizer.types = {k: types[k] for k in sorted(types)}
+            self._ordered[id(sizer)] = len(types)

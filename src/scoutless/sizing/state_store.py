@@ -132,22 +132,29 @@ class SizingStateStore:
         state it left; False (nothing written) when the type is no longer at ``version``.
         ``also`` writes the caller's rows in the same transaction (a ledger of what was
         learnt, what it made the caller write): whatever it raises rolls everything back."""
-        seq = version + 1
         try:
             with self.engine.begin() as conn:
-                conn.execute(insert(outcome_log).values(
-                    key=key, seq=seq, features=dumps(features), outcome=dumps(outcome),
-                ))  # fmt: skip
-                self._write_state(conn, key, version, dumps(snapshot))
+                self.write(conn, key, version, features, outcome, snapshot)
                 if also is not None:
                     also(conn)
-                if self.keep_outcomes and seq % self.keep_outcomes == 0:
-                    conn.execute(delete(outcome_log).where(
-                        outcome_log.c.key == key, outcome_log.c.seq <= seq - self.keep_outcomes
-                    ))  # fmt: skip
         except (IntegrityError, StaleVersion):
             return False
         return True
+
+    def write(self, conn: Connection, key: str, version: int, features: dict, outcome: dict,
+              snapshot: dict) -> None:  # fmt: skip
+        """`append`'s rows on the caller's transaction (one of several types' outcomes
+        committed together): raises IntegrityError or StaleVersion when ``key`` is no
+        longer at ``version``."""
+        seq = version + 1
+        conn.execute(insert(outcome_log).values(
+            key=key, seq=seq, features=dumps(features), outcome=dumps(outcome),
+        ))  # fmt: skip
+        self._write_state(conn, key, version, dumps(snapshot))
+        if self.keep_outcomes and seq % self.keep_outcomes == 0:
+            conn.execute(delete(outcome_log).where(
+                outcome_log.c.key == key, outcome_log.c.seq <= seq - self.keep_outcomes
+            ))  # fmt: skip
 
     @staticmethod
     def _write_state(conn: Any, key: str, version: int, snapshot: str) -> None:
