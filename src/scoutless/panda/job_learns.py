@@ -27,7 +27,7 @@ def job_learns(sizer: PersistentSizer, settings: Settings, row: jo.JobRow, kind:
         if task.ramcount:
             needs = jo.prior_needs(task.ramcount, task.cores, task.base_mb, s.prior_points,
                                    s.prior_spread)  # fmt: skip
-            seed(sizer, settings, key, task, needs, {"ramcount": task.ramcount})
+            seed(sizer, settings, key, task, needs, {"ramcount": task.ramcount}, borrowed=True)
         out.append((key, features, memory))
     timed = jtm.time_outcome(row, why, task, power)
     if timed is not None:
@@ -47,10 +47,11 @@ def seed(sizer: PersistentSizer, settings: Settings, key: str, task: Task, needs
     ``prior_spread``, held as ``prior_points`` equally likely outcomes of the need it allows
     (compensated, per core); for time its cpuTime, the same way (no cpuTime: no points, the
     type starts from its jobs), ``borrowed``: its points leave once the type has
-    ``sizing.own_replaces_borrowed`` successes of its own (a cpuTime far from the jobs'
-    would otherwise widen their spread for good: jobs at 360 HS06·s per event under a prior
-    at 100 got 1,351 after 8 jobs, 379 with the points gone). The prior is the type's
-    version 1."""
+    ``sizing.own_replaces_borrowed`` successes of its own, as JEDI's scouts replace the
+    submission's value (a prior far from the jobs' would otherwise widen their spread for
+    good: jobs at 360 HS06·s per event under a cpuTime at 100 got 1,351 after 8 jobs, 379
+    with the points gone; jobs at ~2,650 MB a core under a ramCount of 2,000 got 4,919 MB
+    after 100 jobs, 2,735 with the points gone). The prior is the type's version 1."""
     if key in sizer.versions:
         return
     sizer.refresh(force=True)  # another process may have started it

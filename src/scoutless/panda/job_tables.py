@@ -30,6 +30,7 @@ from sqlalchemy import (
     Float,
     Integer,
     MetaData,
+    Numeric,
     PrimaryKeyConstraint,
     SmallInteger,
     String,
@@ -63,8 +64,8 @@ def _job_table(name: str) -> Table:
         Column("specialhandling", String(80)),
         Column("processingtype", String(64)),
         Column("computingsite", String(128)),
-        Column("nevents", BigInteger),
-        Column("cpuconsumptiontime", BigInteger, doc="s"),
+        Column("nevents", BigInteger, nullable=False, server_default="0"),
+        Column("cpuconsumptiontime", Numeric(20), nullable=False, server_default="0", doc="s"),
         Column("inputfilebytes", BigInteger),
         PrimaryKeyConstraint("pandaid", "modificationtime"),
     )
