@@ -13,6 +13,7 @@ from replay_helpers import ValuePredictor, features_of, jobs_frame, settings_wit
 
 from scoutless.allocation.values import ValueDistribution
 from scoutless.config import ReplaySettings
+from scoutless.replay.canary import Rehearsal
 from scoutless.replay.runner import run_plans
 from scoutless.replay.strategies import make_plans
 from scoutless.replay.submission import model_submission
@@ -69,6 +70,10 @@ def test_the_control_arm_runs_the_canary_as_the_control_task_for_task(world) -> 
     np.testing.assert_array_equal(canary.ram, scouts.ram)
     np.testing.assert_array_equal(canary.use_scouts, np.ones(len(TASKS), dtype=bool))
     _same(results["canary"], results["scouts"])  # A/A: only the draw tells the arms apart
+    draw, work = canary.canary, world[0]
+    written = Rehearsal(work, results["canary"], draw.arms, draw.reasons, draw.ram,
+                        draw.cputime, {}, draw.scouted)  # fmt: skip
+    np.testing.assert_array_equal(written.unit_is_scout, work.is_scout)  # "sj" in both arms
 
 
 def test_the_online_arm_sizes_the_canarys_tasks_and_no_other(world) -> None:  # type: ignore[no-untyped-def]
