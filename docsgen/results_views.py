@@ -146,8 +146,11 @@ BENCHMARKS: list[Benchmark] = [
         "The replay's canary (share 0.5) written as PanDA's records with `replay "
         "--write-history` and read back by `monitor impact`, at two sizes: the largest "
         "relative gap between the impact's per-arm figures and the replay's own, and how "
-        "the bootstrap intervals of canary − control narrow with 4x the tasks.",
-        "python benchmarks/canary.py --tasks 2000 8000 --out results/canary.json",
+        "the bootstrap intervals of canary − control narrow with 4x the tasks; per canary "
+        "arm (selective, online, and control: an A/A rehearsal), and the online arm's "
+        "memory kills per job against the A/A rehearsal's half-width.",
+        "python benchmarks/canary.py --tasks 2000 8000 --arms selective online control "
+        "--out results/canary.json",
         canary_tables,
     ),
     Benchmark(

@@ -71,7 +71,59 @@ def canary_tables(doc: dict[str, Any]) -> list[Table]:
         "expected (`width_ratio_expected`) where tasks weigh alike, √ of the effective "
         "tasks' ratio (Kish) for a ratio of sums: 1 in the last column is exact.",
     )
-    return [checks, widths, every_figure(doc, "Every figure", skip=("runs",))]
+    rest = {k: v for k, v in doc.items() if k not in ("arms", "rehearsal")}
+    return [checks, *_rehearsal_tables(doc), widths, *_arm_tables(doc, sizes),
+            every_figure(rest, "Every figure", skip=("runs",))]  # fmt: skip
+
+
+def _rehearsal_tables(doc: dict[str, Any]) -> list[Table]:
+    """The online arm against the A/A rehearsal, per size (none where either did not run)."""
+    sizes = sorted(at(doc, ("rehearsal",)) or {}, key=int)
+    if not sizes:
+        return []
+    cols = (("online", "value"), ("online", "lo"), ("online", "hi"), ("aa", "value"),
+            ("aa", "lo"), ("aa", "hi"), ("aa_half_width",), ("margin",), ("met",),
+            ("below_zero",))  # fmt: skip
+    rows = [[label(size), *(figure(doc, ("rehearsal", size, *c)) for c in cols)]
+            for size in sizes]  # fmt: skip
+    headers = ["tasks", "online: canary − control", "lo", "hi", "A/A: canary − control", "lo",
+               "hi", "A/A half-width", "half-width − online hi", "online hi < A/A half-width",
+               "online hi < 0"]  # fmt: skip
+    return [Table(
+        "Memory kills per job: the online arm against an A/A rehearsal", headers, rows,
+        "The same history, bundle, draw and sizes; the A/A rehearsal runs the canary's tasks "
+        "as the control's (scouts and all), so its difference is the draw's noise alone and "
+        "its half-width ((hi − lo) ÷ 2) the difference noise makes. Goal: the online arm's "
+        "upper end below it.",
+    )]  # fmt: skip
+
+
+def _arm_tables(doc: dict[str, Any], sizes: list[str]) -> list[Table]:
+    """Per arm rehearsed: its runs, then every figure's canary − control at the large size."""
+    arms = list(at(doc, ("arms",)) or {})
+    if not arms:
+        return []
+    cols = ("tasks", "jobs_written", "replay_s", "largest_relative_gap")
+    runs = [[label(arm), label(size), figure(doc, ("arms", arm, "runs", size, "arms", "canary")),
+             figure(doc, ("arms", arm, "runs", size, "arms", "control")),
+             *(figure(doc, ("arms", arm, "runs", size, c)) for c in cols)]
+            for arm in arms for size in sizes]  # fmt: skip
+    table = Table("The rehearsal per canary arm", ["arm", "size", "canary tasks",
+                  "control tasks", *cols], runs)  # fmt: skip
+    large = sizes[-1]
+    rows = []
+    for name in at(doc, ("width_ratio_by_figure",)) or {}:
+        cells = [label(figure_label(name).shown)]
+        for arm in arms:
+            base = ("arms", arm, "runs", large, "differences", name)
+            cells += [figure(doc, (*base, k)) for k in ("value", "lo", "hi")]
+        rows.append(cells)
+    headers = ["figure", *(f"{arm}{k}" for arm in arms for k in ("", ": lo", ": hi"))]
+    per_arm = Table(f"Canary − control per arm, {large} tasks", headers, rows,
+                    "selective: the listener's arm (tasks the allocation would scout stay "
+                    "out); hybrid: every task eligible; online: the online sizer on the "
+                    "canary's tasks; control: the A/A rehearsal.")  # fmt: skip
+    return [table, per_arm]
 
 
 def strategies_at(doc: Any, path: tuple = ()) -> tuple | None:

@@ -205,10 +205,14 @@ class ReplaySettings(BaseModel):
     canary_seed: int | None = Field(
         None, description="canary: the arms' seed; None: rollout.seed (the listener's)"
     )
-    canary_arm: Literal["selective", "hybrid"] = Field(
+    canary_arm: Literal["selective", "hybrid", "online", "control"] = Field(
         "selective",
         description="canary: what a drawn task runs; selective: tasks the allocation would "
-        "scout are ineligible (they keep their scouts), as the listener decides",
+        "scout are ineligible (they keep their scouts), as the listener decides; hybrid: "
+        "every task eligible, the canary's run as the hybrid; online: as the online "
+        "strategy (every job sized by the online sizer, JEDI's ladder and re-tuning beside "
+        "it); control: as the control arm, scouts and all (an A/A rehearsal: the arms "
+        "differ only by the draw)",
     )
     canary_harm: CanaryHarm | None = Field(
         None, description="canary: a harm injected into the canary arm (guard rail drills)"

@@ -54,11 +54,12 @@ class Rehearsal:
     predicted_ram: np.ndarray  # per task, MB/core: the prediction (harm included)
     predicted_cputime: np.ndarray  # per task, HS06·s/event
     meta: dict[str, Any]  # share, seed, harm, policy, alpha, bundle
+    scouted: np.ndarray  # per task: kept its scouts (every task in an A/A rehearsal)
 
     @property
     def unit_is_scout(self) -> np.ndarray:
         """Per unit: ran as a scout (its task kept its scouts)."""
-        return self.work.is_scout & (self.arms != "canary")[self.work.task]
+        return self.work.is_scout & self.scouted[self.work.task]
 
 
 def _put(out: dict[str, np.ndarray], name: str, num: np.ndarray, den: np.ndarray) -> None:

@@ -47,9 +47,17 @@ from scoutless.sizing.resources import walltime
 class PandaOnline:
     """The history replay's online :class:`~scoutless.replay.plan.UnitSizer` (see the
     module's docstring): per task an online sizer of ramCount (MB/core) and one of
-    cpuTime (HS06·s/event), started from the task's prior."""
+    cpuTime (HS06·s/event), started from the task's prior. ``tasks`` (per task): the
+    tasks it sizes, a canary's arm; the others get NaN (the plan's, JEDI's ladder) and
+    teach it nothing. None: every task."""
 
-    def __init__(self, work: Workload, settings: Settings, priors: Mapping[str, np.ndarray]):
+    def __init__(
+        self,
+        work: Workload,
+        settings: Settings,
+        priors: Mapping[str, np.ndarray],
+        tasks: np.ndarray | None = None,
+    ):
         missing = [t for t in PRIOR_TARGETS if t not in priors]
         if missing:
             raise ValueError(f"strategy 'online' needs the submission's prior of {missing[0]!r}"
@@ -63,6 +71,8 @@ class PandaOnline:
         self.grace = settings.allocation.guaranteed_memory_grace
         self.factor = settings.replay.memory_kill_factor
         self.unit_task = work.task
+        self.sizes = (np.ones(work.n_tasks, dtype=bool) if tasks is None
+                      else np.asarray(tasks, dtype=bool)).tolist()  # fmt: skip
         self.cores = work.cores.astype(float).tolist()
         self.base_ram = work.base_ram_mb[work.task].tolist()
         self.base_wall = work.base_walltime_s[work.task].tolist()
@@ -125,17 +135,21 @@ class PandaOnline:
         return ram, cputime
 
     def first(self, task: int, unit: int) -> float:
+        if not self.sizes[task]:
+            return math.nan
         return self._answers(task, unit)[0]
 
     def walltime(self, task: int, unit: int) -> float:
         scale = self.run_per_cpu[unit]
-        if scale != scale:
+        if scale != scale or not self.sizes[task]:
             return math.nan
         self.started.setdefault(task, deque()).append(unit)  # its run is learnt in this order
         self.sized_runs.add(unit)
         return self._answers(task, unit)[1] * scale + self.base_wall[unit]
 
     def retry(self, task: int, unit: int, failed: float) -> float:
+        if not self.sizes[task]:
+            return math.nan
         memory, _ = self._sizers(task)
         self.counts["retries"] += 1
         features = self._release(unit)
@@ -143,6 +157,8 @@ class PandaOnline:
         return memory.retry(0, features, self._per_core(unit, failed)) / self.grace
 
     def learn(self, task: int, unit: int, outcome: Outcome) -> None:
+        if not self.sizes[task]:
+            return
         memory, cpu = self._sizers(task)
         features = self._release(unit)
         self.counts["learnt"] += 1

@@ -36,13 +36,16 @@ class UnitSizer(Sizer[int, int], Protocol):
 @dataclass(frozen=True)
 class CanaryDraw:
     """A replayed canary's decisions per task: the arm the listener would give it, with
-    the reason it logs, and what the task's prediction says (the injected harm included)."""
+    the reason it logs, what the task's prediction says (the injected harm included) and
+    whether it runs its scouts (the control arm and the ineligible tasks; every task where
+    the canary runs as the control: an A/A rehearsal)."""
 
     seed: int
     arms: np.ndarray
     reasons: np.ndarray
     ram: np.ndarray  # MB/core
     cputime: np.ndarray  # HS06·s/event
+    scouted: np.ndarray  # bool
 
 
 @dataclass(frozen=True)

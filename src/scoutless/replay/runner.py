@@ -97,7 +97,7 @@ def rehearsal_of(result: ReplayResult, work: Workload, settings: Settings,
     return Rehearsal(
         work, result, draw.arms, draw.reasons, draw.ram, draw.cputime,
         {**meta, "share": cfg.canary_share, "seed": draw.seed, "arm": cfg.canary_arm,
-         "harm": harm},
+         "harm": harm}, draw.scouted,
     )  # fmt: skip
 
 

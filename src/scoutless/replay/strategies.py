@@ -29,9 +29,11 @@
 - **canary** (on request): a rollout rehearsed in one pool, as production runs it. Each
   task gets the arm the listener would give it (``allocation.arms.assign``: seed, share,
   its jediTaskID); ``canary`` tasks run as ``replay.canary_arm`` (selective's hybrid
-  branch), ``control`` and ``ineligible`` ones (the allocation would scout them) as the
-  scouts strategy. ``replay.canary_harm`` scales the canary's allocation for some task
-  families: a drill for the guard rail.
+  branch; the hybrid; the online strategy, its sizer sizing the canary's tasks only; or
+  ``control``, an A/A rehearsal whose arms differ only by the draw's noise), ``control``
+  and ``ineligible`` ones (the allocation would scout them) as the scouts strategy.
+  ``replay.canary_harm`` scales the canary's allocation (and the online arm's prior) for
+  some task families: a drill for the guard rail.
 
 Allocations for all tasks are made in one batch up front (``replay/submission.py``).
 """
@@ -39,6 +41,7 @@ Allocations for all tasks are made in one batch up front (``replay/submission.py
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -118,25 +121,52 @@ def canary_draw(work: Workload, cfg: ReplaySettings, sub: Submission, seed: int)
     arms = np.array([a.arm for a in decided], dtype=object)
     ram = np.where(np.isfinite(sub.ram), sub.ram, cfg.default_ram_mb_per_core)
     cpu = np.asarray(sub.cputime, dtype=float).copy()
-    harm = cfg.canary_harm
-    if harm is not None:
-        hit = arms == "canary"
-        if harm.processingtypes:
-            hit &= np.isin(work.kind.astype(str), harm.processingtypes)
-        ram = np.where(hit, ram * harm.memory_factor, ram)
-        cpu = np.where(hit, cpu * harm.cputime_factor, cpu)
+    memory_factor, cpu_factor = harm_factors(work, cfg, arms)
     reasons = np.array([a.reason for a in decided], dtype=object)
-    return CanaryDraw(seed, arms, reasons, ram, cpu)
+    # the model sizes the canary's tasks, unless the canary runs as the control (A/A)
+    scouted = np.ones(work.n_tasks, dtype=bool) if cfg.canary_arm == "control" else (
+        arms != "canary")  # fmt: skip
+    return CanaryDraw(seed, arms, reasons, ram * memory_factor, cpu * cpu_factor, scouted)
 
 
-def _canary_plan(work: Workload, cfg: ReplaySettings, draw: CanaryDraw) -> StrategyPlan:
+def harm_factors(
+    work: Workload, cfg: ReplaySettings, arms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per task, what ``canary_harm`` scales the canary's ramCount and cpuTime by (1:
+    unharmed, every task outside the canary arm)."""
+    ones = np.ones(work.n_tasks)
+    harm = cfg.canary_harm
+    if harm is None:
+        return ones, ones
+    hit = arms == "canary"
+    if harm.processingtypes:
+        hit &= np.isin(work.kind.astype(str), harm.processingtypes)
+    return np.where(hit, harm.memory_factor, 1.0), np.where(hit, harm.cputime_factor, 1.0)
+
+
+def _canary_plan(
+    work: Workload, cfg: ReplaySettings, draw: CanaryDraw, sub: Submission,
+    settings: Settings | None,
+) -> StrategyPlan:  # fmt: skip
+    """The canary's tasks as ``canary_arm`` runs them (the online arm: the online
+    strategy's sizer, on them only), the others as the scouts strategy."""
     request_ram, request_cpu = requested(work, cfg)
-    canary = draw.arms == "canary"
-    return StrategyPlan(
-        "canary", np.where(canary, draw.ram, request_ram),
-        np.where(canary, draw.cputime, request_cpu), use_scouts=~canary, retune=True,
-        retune_lowers_cputime=~canary, canary=draw,
+    sized = ~draw.scouted
+    plan = StrategyPlan(
+        "canary", np.where(sized, draw.ram, request_ram),
+        np.where(sized, draw.cputime, request_cpu), use_scouts=draw.scouted.copy(),
+        retune=True, retune_lowers_cputime=draw.scouted.copy(), canary=draw,
     )  # fmt: skip
+    if cfg.canary_arm != "online":
+        return plan
+    if settings is None:
+        raise ValueError("canary_arm 'online' needs the settings its sizer prices with")
+    memory_factor, cpu_factor = harm_factors(work, cfg, draw.arms)
+    factors = {"memory": memory_factor, "cputime": cpu_factor}
+    priors = {t: np.asarray(p) * factors[t][:, None] for t, p in sub.job_priors.items()}
+    sizer = PandaOnline(work, settings.model_copy(update={"replay": cfg}), priors, tasks=sized)
+    return replace(plan, sizer=sizer, sizes_at_start=True,
+                   ladder_beside_sizer=cfg.online_jedi_retry)  # fmt: skip
 
 
 def make_plans(
@@ -162,7 +192,7 @@ def make_plans(
         if name == "canary":
             seed = canary_seed if cfg.canary_seed is None else cfg.canary_seed
             draw = canary_draw(work, cfg, submissions[source], seed)
-            plans.append(_canary_plan(work, cfg, draw))
+            plans.append(_canary_plan(work, cfg, draw, submissions[source], settings))
             continue
         plans.append(_plan(name, work, cfg, submissions[source], settings))
     return plans
