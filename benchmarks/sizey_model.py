@@ -86,13 +86,22 @@ def run_model(work: Path, python: str, workflow: str, seed: int, first: int) -> 
     cmd = [executable(python), "main.py", f"./data/trace_{workflow}.csv", *MODEL_ARGS, str(seed)]
     with (work / "results" / f"{workflow}.log").open("a") as log:
         subprocess.run(cmd, cwd=work, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return per_instance(work, workflow, seed)
+
+
+def per_instance(work: Path, workflow: str, seed: int) -> Path:
+    """Where ``main.py`` writes each instance's row (the model's and the baselines')."""
     return work / "results" / f"results_sizey_{workflow}_{'_'.join(MODEL_ARGS)}_{seed}_tasks.csv"
 
 
-def theirs_first(path: Path, first: int) -> dict[str, dict[str, dict[str, float]]]:
-    """Per task type and method (this project's names; ``sizey`` for its model), GB·h and
-    failures over the type's first ``first`` instances, from the peers' per-instance rows."""
-    rows: dict[tuple[str, str], list[tuple[float, int]]] = {}
+#: per task type and method, each of its first instances' (GB·h, failures)
+Costs = dict[str, dict[str, list[tuple[float, int]]]]
+
+
+def theirs_first(path: Path, first: int) -> Costs:
+    """Per task type and method (this project's names; ``sizey`` for its model), the
+    first ``first`` instances' GB·h and failures as the peers' per-instance rows have them."""
+    out: Costs = {}
     with path.open(newline="") as f:
         for row in csv.DictReader(f):
             key = (row["Method"], row["Error_Strategy"], row["Offset_Strategy"])
@@ -101,85 +110,93 @@ def theirs_first(path: Path, first: int) -> dict[str, dict[str, dict[str, float]
             )
             if method is None or method == "witt_lwr_offline":
                 continue
-            cost = (float(row["Wastage_GBh"]), int(float(row["Failures"])))
-            rows.setdefault((row["Task_Name"], method), []).append(cost)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for (task, method), costs in rows.items():
-        head = costs[:first]
-        out.setdefault(task, {})[method] = {
-            "wastage_gbh": sum(c[0] for c in head), "failures": sum(c[1] for c in head),
-            "instances": len(head),
-        }  # fmt: skip
+            costs = out.setdefault(row["Task_Name"], {}).setdefault(method, [])
+            if len(costs) < first:
+                costs.append((float(row["Wastage_GBh"]), int(float(row["Failures"]))))
     return out
 
 
-def ours_first(frame: pd.DataFrame, workflow: str, seed: int, first: int) -> dict[str, Any]:
-    """Per task type and method, this project's GB·h and failures over the type's first
-    ``first`` online instances: the whole walk (a method's state carries across types as
-    in the full run), each instance's attempts charged, the first ``first`` summed."""
+def ours_first(frame: pd.DataFrame, workflow: str, seed: int, first: int) -> Costs:
+    """Per task type and method, this project's GB·h and failures on each of the type's
+    first ``first`` online instances, from the whole walk (a method's state carries across
+    types as in the full run)."""
     settings = Settings()
     types = task_types(frame, seed, workflow, MEMORY, "peers-rchar")
     sizers = [*baseline_sizers(settings, MEMORY, requests=has_requests(types)),
               warm_sizer(types, settings.sizing, MEMORY)]  # fmt: skip
     attempts: dict[str, list[list[float]]] = {}
     run_types(types, sizers, MEMORY, attempts)
-    out: dict[str, Any] = {}
+    out: Costs = {}
     start = 0
     for task in types:
         on, n = task.online, min(first, len(task.online))
-        cells = {}
+        cells: dict[str, list[tuple[float, int]]] = {}
         for method, allocs in attempts.items():
-            tally = Tally()
-            for i in range(n):
-                tally.add(charge(float(on.need[i]), float(on.runtime[i]), allocs[start + i],
-                                 MEMORY, float(on.cpus[i])))  # fmt: skip
-            cells[method] = tally.summary(MEMORY)
+            tallies = [charge(float(on.need[i]), float(on.runtime[i]), allocs[start + i], MEMORY,
+                              float(on.cpus[i])) for i in range(n)]  # fmt: skip
+            cells[method] = [_cost(t) for t in tallies]
         if has_requests(types):
-            head = TaskType(task.workflow, task.name, task.history, on.take(np.arange(n)))
-            cells["users_presets"] = users_presets(head, MEMORY).summary(MEMORY)
+            cells["users_presets"] = [_cost(users_presets(
+                TaskType(task.workflow, task.name, task.history, on.take(np.array([i]))), MEMORY
+            )) for i in range(n)]  # fmt: skip
         out[task.name] = cells
         start += len(on)
     return out
 
 
-def side_by_side(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    """Every method over the instances Sizey's model sized (the types it reached), the
-    baselines both sides computed compared (relative gap, failures equal)."""
+def _cost(tally: Tally) -> tuple[float, int]:
+    cell = tally.summary(MEMORY)
+    return float(cell["wastage_gbh"]), int(cell["failures"])
+
+
+def _total(costs: list[tuple[float, int]]) -> dict[str, float]:
+    return {"wastage_gbh": sum(c[0] for c in costs), "failures": sum(c[1] for c in costs),
+            "instances": len(costs)}  # fmt: skip
+
+
+def side_by_side(ours: Costs, theirs: Costs) -> dict[str, Any]:
+    """Every method over the instances Sizey's model sized (per type its first k: a run cut
+    short counts what it reached), the baselines both sides computed compared on them
+    (relative gap in GB·h, failures equal); per type, each method's cell."""
     totals: dict[str, dict[str, float]] = {}
+    per_type: dict[str, dict[str, dict[str, float]]] = {}
     gaps: dict[str, float] = {}
     equal = True
     for task, methods in theirs.items():
-        if "sizey" not in methods or task not in ours:
+        k = len(methods.get("sizey", []))
+        if not k or task not in ours:
             continue
-        for method, cell in {**ours[task], "sizey": methods["sizey"]}.items():
-            total = totals.setdefault(method, {"wastage_gbh": 0.0, "failures": 0, "instances": 0})
-            for k in total:
-                total[k] += cell[k]
-        for method, cell in methods.items():
-            if method == "sizey" or method not in ours[task]:
-                continue
-            mine = ours[task][method]
-            gaps[f"{task}/{method}"] = abs(mine["wastage_gbh"] - cell["wastage_gbh"]) / max(
-                abs(cell["wastage_gbh"]), 1e-300
+        cells = per_type[task] = {
+            m: _total(c[:k]) for m, c in {**ours[task], "sizey": methods["sizey"]}.items()
+        }
+        for method, cell in cells.items():
+            total = totals.setdefault(method, dict.fromkeys(cell, 0))
+            for key in total:
+                total[key] += cell[key]
+        for method in methods.keys() & ours[task].keys():
+            mine, peer = cells[method], _total(methods[method][:k])
+            gaps[f"{task}/{method}"] = abs(mine["wastage_gbh"] - peer["wastage_gbh"]) / max(
+                abs(peer["wastage_gbh"]), 1e-300
             )
-            equal &= mine["failures"] == cell["failures"]
+            equal &= mine["failures"] == peer["failures"]
     worst = max(gaps, key=gaps.get) if gaps else None
-    ranking = sorted(totals, key=lambda m: totals[m]["wastage_gbh"])
     return {
-        "methods": totals, "ranking": ranking,
+        "methods": totals, "ranking": sorted(totals, key=lambda m: totals[m]["wastage_gbh"]),
         "cross_check": {"cells": len(gaps), "max_gap": gaps.get(worst), "worst_cell": worst,
                         "failures_equal": equal,
                         "met": bool(gaps) and equal and max(gaps.values()) <= TOLERANCE},
+        "per_type": per_type,
     }  # fmt: skip
 
 
 def sizey_model(
     checkout: Path, python: str, frames: dict[str, pd.DataFrame], seed: int, first: int,
-    out_write: Any = None,
+    out_write: Any = None, *, collect: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Sizey's model on the first ``first`` instances of every type of each workflow in
     ``frames`` at ``seed``, every method beside it on the same instances; ``out_write``
-    (called with the result so far) keeps what is done should the run be cut short."""
+    (called with the result so far) keeps what is done should the run be cut short;
+    ``collect``: run nothing, read what an earlier run (perhaps cut short) wrote."""
     start = time.perf_counter()
     work = prepare_model(
         checkout, Path(tempfile.gettempdir()) / f"scoutless-sizey-model-{seed}-{first}"
@@ -191,16 +208,16 @@ def sizey_model(
         "workflows": {},
     }
     with ThreadPoolExecutor(len(frames)) as pool:  # one process a workflow: the model is the cost
-        runs = {pool.submit(run_model, work, python, wf, seed, first): wf for wf in frames}
+        job = (lambda wf: per_instance(work, wf, seed)) if collect else (
+            lambda wf: run_model(work, python, wf, seed, first))  # fmt: skip
+        runs = {pool.submit(job, wf): wf for wf in frames}
         for done in as_completed(runs):
             wf = runs[done]
             theirs, ours = (
                 theirs_first(done.result(), first),
                 ours_first(frames[wf], wf, seed, first),
             )
-            cell = side_by_side(ours, theirs)
-            cell["per_type"] = {t: {m: c for m, c in theirs[t].items() if m == "sizey"} | ours.get(t, {})
-                                for t in theirs}  # fmt: skip
+            cell = side_by_side(ours, theirs) | {"types": len(ours)}
             result["workflows"][wf] = cell
             result["seconds"] = round(time.perf_counter() - start, 1)
             print(f"sizey model {wf}: {result['seconds']} s", file=sys.stderr, flush=True)

@@ -242,6 +242,8 @@ def _parser() -> argparse.ArgumentParser:
         help="with --peers-code and --peers-against: Sizey's own model on the first N "
         "online instances of every type (its seed: the first of --peers-seeds)",
     )
+    parser.add_argument("--sizey-collect", action="store_true",
+                        help="with --sizey-model: read what its run wrote so far, run nothing")  # fmt: skip
     parser.add_argument("--sizey-workflows", default="iwd,methylseq", help="workflows --sizey-model sizes")
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
@@ -313,7 +315,8 @@ def _against(args: argparse.Namespace, peers_seeds: list[int]) -> dict[str, Any]
                   for wf in names}  # fmt: skip
         keep = (lambda r: write_json(args.out, r)) if args.out else None
         key, result = "sizey_model", sizey_model(
-            args.peers_code, args.peers_python, frames, peers_seeds[0], args.sizey_model, keep
+            args.peers_code, args.peers_python, frames, peers_seeds[0], args.sizey_model, keep,
+            collect=args.sizey_collect,
         )
     else:
         runs = against["runs"]

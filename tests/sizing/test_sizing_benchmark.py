@@ -118,20 +118,24 @@ def test_each_method_is_summed_over_the_instances_sizeys_model_sized(tmp_path: P
     head = "Method,Error_Strategy,Offset_Strategy,Task_Name,Wastage_GBh,Failures\n"
     rows = ["Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,1.0,1", "Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,2.0,0",
             "Tovar,Default,Default,T,0.5,0", "Tovar,Default,Default,T,0.25,1",
-            "Tovar,Default,Default,T,9.0,3", "Witt-Ice,Default,Default,T,0.1,0"]  # fmt: skip
+            "Tovar,Default,Default,T,9.0,3", "Witt-Ice,Default,Default,T,0.1,0",
+            "Tovar,Default,Default,U,4.0,0"]  # fmt: skip
     path = tmp_path / "tasks.csv"
     path.write_text(head + "\n".join(rows) + "\n")
     with benchmark_module("sizey_model") as sm:
-        theirs = sm.theirs_first(path, 2)
-        assert theirs["T"]["sizey"] == {"wastage_gbh": 3.0, "failures": 1, "instances": 2}
-        assert theirs["T"]["tovar"] == {"wastage_gbh": 0.75, "failures": 1, "instances": 2}
+        theirs = sm.theirs_first(path, 3)
+        assert theirs["T"]["sizey"] == [(1.0, 1), (2.0, 0)]  # a run cut short: two reached
+        assert theirs["T"]["tovar"] == [(0.5, 0), (0.25, 1), (9.0, 3)]
         assert "witt_lwr_offline" not in theirs["T"]  # offline: another split
-        ours = {"T": {"tovar": {"wastage_gbh": 0.75, "failures": 1, "instances": 2},
-                      "scoutless": {"wastage_gbh": 0.5, "failures": 0, "instances": 2}}}  # fmt: skip
-        out = sm.side_by_side(ours, theirs)
+        ours = {"T": {"tovar": [(0.5, 0), (0.25, 1), (7.0, 0)],
+                      "scoutless": [(0.25, 0), (0.25, 0), (0.0, 0)]},
+                "U": {"tovar": [(4.0, 0)]}}  # fmt: skip
+        out = sm.side_by_side(ours, theirs)  # U: the model never reached it
         assert out["ranking"] == ["scoutless", "tovar", "sizey"]
+        assert out["methods"]["tovar"] == {"wastage_gbh": 0.75, "failures": 1, "instances": 2}
         assert out["cross_check"]["met"] and out["cross_check"]["cells"] == 1
-        ours["T"]["tovar"]["failures"] = 2
+        assert list(out["per_type"]) == ["T"]
+        ours["T"]["tovar"][1] = (0.25, 2)
         assert not sm.side_by_side(ours, theirs)["cross_check"]["failures_equal"]
 
 
@@ -146,7 +150,7 @@ def test_our_first_instances_are_the_whole_walks_first(monkeypatch: pytest.Monke
         few, all_ = sm.ours_first(frame, "demo", 1996, 3), sm.ours_first(frame, "demo", 1996, 10**6)
     assert set(few) == set(all_) and len(few) == 3
     for task, methods in few.items():
-        assert methods["scoutless"]["instances"] == 3 and methods["oracle"]["wastage_gbh"] == 0.0
-        for method, cell in methods.items():  # the first three cost no more than the whole walk
-            assert cell["wastage_gbh"] <= all_[task][method]["wastage_gbh"] + 1e-12
-            assert cell["failures"] <= all_[task][method]["failures"]
+        assert len(methods["scoutless"]) == 3 and methods["oracle"] == [(0.0, 0)] * 3
+        for method, costs in methods.items():  # the first three as the whole walk has them
+            assert costs == all_[task][method][:3]
+            assert len(all_[task][method]) > 3
