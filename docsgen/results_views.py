@@ -148,7 +148,8 @@ BENCHMARKS: list[Benchmark] = [
         "relative gap between the impact's per-arm figures and the replay's own, and how "
         "the bootstrap intervals of canary − control narrow with 4x the tasks; per canary "
         "arm (selective, online, and control: an A/A rehearsal), and the online arm's "
-        "memory kills per job against the A/A rehearsal's half-width.",
+        "memory kills per job against the A/A rehearsal's half-width (the same at 5,000 and "
+        "20,000 tasks: `--tasks 5000 20000`, in `results/canary_20k.json`).",
         "python benchmarks/canary.py --tasks 2000 8000 --arms selective online control "
         "--out results/canary.json",
         canary_tables,
