@@ -27,6 +27,10 @@ TOLERANCE = 1e-9
 LOOP = "    for error_strat in ERROR_STRATEGY:"
 SWITCHED = ("    for error_strat in ([] if __import__('os').environ.get('SIZEY_SKIP_MODEL') == '1'"
             " else ERROR_STRATEGY):")  # fmt: skip
+#: the offline low-wastage regression's call, and the switch that skips it (where this
+#: project ran no offline regression to compare it with: it takes minutes a workflow)
+LWR_CALL = "\nmain_witt_wastage(wf_name,"
+LWR_SWITCHED = "\nif __import__('os').environ.get('SIZEY_SKIP_LWR') != '1': main_witt_wastage(wf_name,"
 #: (Method, Offset_Strategy) in the peers' results → this project's method
 METHODS = {
     ("Witt-LR", "STD"): "witt_lr_std", ("Witt-LR", "STDUNDER"): "witt_lr_std_under",
@@ -45,26 +49,34 @@ def executable(python: str) -> str:
 
 
 def prepare(checkout: Path, work: Path) -> Path:
-    """A copy of the checkout with the switch in ``main.py`` and an empty ``results/``.
+    """A copy of the checkout with the switches in ``main.py`` (Sizey's model; the offline
+    regression) and an empty ``results/``.
 
-    Raises ValueError when ``main.py`` lacks the loop the switch replaces."""
+    Raises ValueError when ``main.py`` lacks a line a switch replaces."""
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(checkout, work, ignore=shutil.ignore_patterns(".git", "results"))
     main = (work / "main.py").read_text()
-    if LOOP not in main:
-        raise ValueError(f"{checkout}/main.py: no line {LOOP.strip()!r} to switch")
-    (work / "main.py").write_text(main.replace(LOOP, SWITCHED, 1))
+    for old in (LOOP, LWR_CALL):
+        if main.count(old) != 1:
+            raise ValueError(f"{checkout}/main.py: no line {old.strip()!r} to switch")
+    (work / "main.py").write_text(main.replace(LOOP, SWITCHED).replace(LWR_CALL, LWR_SWITCHED))
     (work / "results").mkdir()
     return work
 
 
-def run_peers(work: Path, python: str, workflows: list[str], seeds: list[int]) -> dict[str, Any]:
-    """Per seed and workflow, each method's GB·h and failures as the peers' code writes them."""
-    env = {**os.environ, "SIZEY_SKIP_MODEL": "1"}
+def run_peers(
+    work: Path, python: str, workflows: list[str], seeds: list[int],
+    offline: set[tuple[str, str]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Per seed and workflow, each method's GB·h and failures as the peers' code writes
+    them; its offline regression only at the (seed, workflow) pairs in ``offline`` (all
+    when None)."""
     out: dict[str, Any] = {}
     for seed in seeds:
         for wf in workflows:
+            lwr = offline is None or (str(seed), wf) in offline
+            env = {**os.environ, "SIZEY_SKIP_MODEL": "1", "SIZEY_SKIP_LWR": "0" if lwr else "1"}
             cmd = [executable(python), "main.py", f"./data/trace_{wf}.csv", *ARGS, str(seed)]
             subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True)
             path = work / "results" / f"results_sizey_{wf}_{'_'.join(ARGS)}_{seed}.csv"
@@ -134,20 +146,24 @@ def reference(
     out: Path | None = None,
 ) -> dict[str, Any]:
     """The peers' code on ``workflows`` at ``seeds`` compared with ``runs`` (a sizing
-    JSON's), the comparison rewritten to ``out`` as each workflow ends; the workflows
-    ``out`` already holds at every seed are taken from it, not run again."""
+    JSON's), the comparison rewritten to ``out`` as each workflow at each seed ends; what
+    ``out`` already holds is taken from it, not run again."""
     start = time.perf_counter()
     peers = written(out)
     earlier_s = json.loads(out.read_text()).get("seconds", 0.0) if peers else 0.0
-    todo = [wf for wf in workflows if any(wf not in peers.get(str(s), {}) for s in seeds)]
+    missing = {wf: [s for s in seeds if wf not in peers.get(str(s), {})] for wf in workflows}
+    todo = [wf for wf in workflows if missing[wf]]
     work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey") if todo else checkout
+    offline = {(seed, wf) for seed, run in runs.items()
+               for wf, cell in run.get("workflows", {}).items() if cell.get("offline")}  # fmt: skip
     result = compare(runs, peers) | {"workflows": sorted({w for f in peers.values() for w in f})}
-    for wf in todo:
-        for seed, flows in run_peers(work, python, [wf], seeds).items():
-            peers.setdefault(seed, {}).update(flows)
+    for wf, seed in [(w, s) for w in todo for s in missing[w]]:  # written as each ends
+        for key, flows in run_peers(work, python, [wf], [seed], offline).items():
+            peers.setdefault(key, {}).update(flows)
         done = sorted({w for f in peers.values() for w in f})
         seconds = round(earlier_s + time.perf_counter() - start, 1)
-        result = compare(runs, peers) | {"workflows": done, "seconds": seconds}
+        result = compare(runs, peers) | {"workflows": done, "seeds": sorted(peers, key=int),
+                                         "seconds": seconds}  # fmt: skip
         if out is not None:
             write_json(out, result)
     return result

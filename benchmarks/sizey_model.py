@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from peers_code import METHODS, TOLERANCE, executable
+from peers_code import LWR_CALL, LWR_SWITCHED, METHODS, TOLERANCE, executable
 from scoutless.config import Settings
 from scoutless.sizing.protocol import Tally, TaskType, charge, task_types
 from scoutless.sizing.resources import MEMORY
@@ -47,11 +47,6 @@ MODEL_CALL = (
 FIRST_CALL = (
     "sizey, *(v.iloc[:int(__import__('os').environ.get('SIZEY_FIRST', len(v)))]"
     " for v in (X_test, y_test, runtime_test, user_estimates_test)),"
-)
-#: the offline low-wastage regression's call, and the switch that skips it
-LWR_CALL = "\nmain_witt_wastage(wf_name,"
-LWR_SWITCHED = (
-    "\nif __import__('os').environ.get('SIZEY_SKIP_LWR') != '1': main_witt_wastage(wf_name,"
 )
 #: (Method, Error_Strategy, Offset_Strategy) of Sizey's model in its results
 SIZEY = ("Sizey", "MAX_EVER_OBSERVED", "DYNAMIC")

@@ -15,12 +15,13 @@ def test_the_peers_main_gets_only_the_switch(tmp_path: Path) -> None:
     src = tmp_path / "sizey"
     (src / "results").mkdir(parents=True)
     (src / "results" / "old.csv").write_text("stale")
-    text = "x = 1\nfor task in t:\n    for error_strat in ERROR_STRATEGY:\n        run()\n"
+    text = ("x = 1\nfor task in t:\n    for error_strat in ERROR_STRATEGY:\n        run()\n"
+            "\nmain_witt_wastage(wf_name, seed)\n")  # fmt: skip
     (src / "main.py").write_text(text)
     with benchmark_module("peers_code") as pc:
         work = pc.prepare(src, tmp_path / "work")
         patched = (work / "main.py").read_text()
-        assert patched == text.replace(pc.LOOP, pc.SWITCHED)
+        assert patched == text.replace(pc.LOOP, pc.SWITCHED).replace(pc.LWR_CALL, pc.LWR_SWITCHED)
         assert list((work / "results").iterdir()) == []
         (src / "main.py").write_text("nothing to switch\n")
         with pytest.raises(ValueError, match="no line"):
