@@ -111,6 +111,16 @@ def theirs_first(path: Path, first: int) -> Costs:
     return out
 
 
+def model_seconds(path: Path) -> dict[str, float]:
+    """What Sizey's model took an instance, as its own rows time it (``Experimental_Time``:
+    a prediction, its retries and the model's update)."""
+    with path.open(newline="") as f:
+        times = [float(r["Experimental_Time"]) for r in csv.DictReader(f)
+                 if (r["Method"], r["Error_Strategy"], r["Offset_Strategy"]) == SIZEY]  # fmt: skip
+    return {"instances": len(times), "total": float(np.sum(times)),
+            "median": float(np.median(times)) if times else float("nan")}  # fmt: skip
+
+
 def ours_first(frame: pd.DataFrame, workflow: str, seed: int, first: int) -> Costs:
     """Per task type and method, this project's GB·h and failures on each of the type's
     first ``first`` online instances, from the whole walk (a method's state carries across
@@ -212,7 +222,8 @@ def sizey_model(
                 theirs_first(done.result(), first),
                 ours_first(frames[wf], wf, seed, first),
             )
-            cell = side_by_side(ours, theirs) | {"types": len(ours)}
+            cell = side_by_side(ours, theirs) | {"types": len(ours),
+                                                 "model_seconds": model_seconds(done.result())}  # fmt: skip
             result["workflows"][wf] = cell
             result["seconds"] = round(time.perf_counter() - start, 1)
             print(f"sizey model {wf}: {result['seconds']} s", file=sys.stderr, flush=True)

@@ -116,11 +116,11 @@ def test_sizeys_model_is_cut_to_the_first_instances_and_its_regression_switched(
 
 
 def test_each_method_is_summed_over_the_instances_sizeys_model_sized(tmp_path: Path) -> None:
-    head = "Method,Error_Strategy,Offset_Strategy,Task_Name,Wastage_GBh,Failures\n"
-    rows = ["Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,1.0,1", "Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,2.0,0",
-            "Tovar,Default,Default,T,0.5,0", "Tovar,Default,Default,T,0.25,1",
-            "Tovar,Default,Default,T,9.0,3", "Witt-Ice,Default,Default,T,0.1,0",
-            "Tovar,Default,Default,U,4.0,0"]  # fmt: skip
+    head = "Method,Error_Strategy,Offset_Strategy,Task_Name,Wastage_GBh,Failures,Experimental_Time\n"
+    rows = ["Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,1.0,1,30", "Sizey,MAX_EVER_OBSERVED,DYNAMIC,T,2.0,0,40",
+            "Tovar,Default,Default,T,0.5,0,0", "Tovar,Default,Default,T,0.25,1,0",
+            "Tovar,Default,Default,T,9.0,3,0", "Witt-Ice,Default,Default,T,0.1,0,0",
+            "Tovar,Default,Default,U,4.0,0,0"]  # fmt: skip
     path = tmp_path / "tasks.csv"
     path.write_text(head + "\n".join(rows) + "\n")
     with benchmark_module("sizey_model") as sm:
@@ -128,6 +128,7 @@ def test_each_method_is_summed_over_the_instances_sizeys_model_sized(tmp_path: P
         assert theirs["T"]["sizey"] == [(1.0, 1), (2.0, 0)]  # a run cut short: two reached
         assert theirs["T"]["tovar"] == [(0.5, 0), (0.25, 1), (9.0, 3)]
         assert "witt_lwr_offline" not in theirs["T"]  # offline: another split
+        assert sm.model_seconds(path) == {"instances": 2, "total": 70.0, "median": 35.0}
         ours = {"T": {"tovar": [(0.5, 0), (0.25, 1), (7.0, 0)],
                       "scoutless": [(0.25, 0), (0.25, 0), (0.0, 0)]},
                 "U": {"tovar": [(4.0, 0)]}}  # fmt: skip
