@@ -156,7 +156,8 @@ def reference(
     work = prepare(checkout, Path(tempfile.mkdtemp()) / "sizey") if todo else checkout
     offline = {(seed, wf) for seed, run in runs.items()
                for wf, cell in run.get("workflows", {}).items() if cell.get("offline")}  # fmt: skip
-    result = compare(runs, peers) | {"workflows": sorted({w for f in peers.values() for w in f})}
+    result = compare(runs, peers) | {"workflows": sorted({w for f in peers.values() for w in f}),
+                                     "seeds": sorted(peers, key=int), "seconds": earlier_s}  # fmt: skip
     for wf, seed in [(w, s) for w in todo for s in missing[w]]:  # written as each ends
         for key, flows in run_peers(work, python, [wf], [seed], offline).items():
             peers.setdefault(key, {}).update(flows)
