@@ -49,9 +49,14 @@ def sizey_model_tables(doc: dict[str, Any]) -> list[Table]:
             + "), its instances cut to the first of each type; every other method summed over "
             "the same instances of its whole walk. The baselines its run wrote beside, against "
             "this project's on those instances: "
-            + ", ".join(f"{c} {fmt(at(doc, (*base, wf, 'cross_check', c)))}" for c in check)
+            + ", ".join(f"{c} {_small(at(doc, (*base, wf, 'cross_check', c)))}" for c in check)
             + f". Types the model reached: {len(at(doc, (*base, wf, 'per_type')) or {})} of "
             f"{fmt(at(doc, (*base, wf, 'types')))}; its seconds an instance (its own timing), "
             f"median {fmt(at(doc, (*base, wf, 'model_seconds', 'median')))}.",
         ))  # fmt: skip
     return tables
+
+
+def _small(value: Any) -> str:
+    """A figure that may be far below the page's four decimals (a relative gap)."""
+    return f"{value:.1e}" if isinstance(value, float) and 0 < abs(value) < 1e-3 else fmt(value)
