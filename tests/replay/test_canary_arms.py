@@ -102,3 +102,11 @@ def test_the_online_arm_at_share_one_is_the_online_strategy(world) -> None:  # t
 def test_an_unknown_arm_is_refused_by_name() -> None:
     with pytest.raises(ValidationError, match="canary_arm"):
         ReplaySettings(canary_arm="bayes")
+
+
+def test_the_online_arm_without_a_prior_names_the_arm(world) -> None:  # type: ignore[no-untyped-def]
+    work, settings, subs = world
+    sub = subs["model"]
+    bare = {"model": type(sub)(**{**sub.__dict__, "job_priors": {}})}
+    with pytest.raises(ValueError, match="canary_arm 'online' needs the submission's prior"):
+        _run((work, settings, bare), ["canary"], canary_arm="online", canary_share=0.5)
