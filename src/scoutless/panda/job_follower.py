@@ -185,7 +185,8 @@ class JobFollower:
         kind, why = jo.job_kind(row), jo.cause(row, self.memory_codes, self.time_codes)
         with self.engine.connect() as conn:
             task = read_task(conn, row.jeditaskid, lock=False)
-            power = queue_value(conn, row.computingsite, "corepower")
+            power = (queue_value(conn, row.computingsite, "corepower")
+                     if why in jtm.TIMED else None)  # fmt: skip
         learns = job_learns(self.sizer, self.settings, row, kind, why, task, power) if task else []
         try:
             if not learns:  # nothing to learn: the ledger row alone
@@ -225,12 +226,13 @@ class JobFollower:
         memory = outcomes.get(key)
         if memory is not None:
             detail = self._act_memory(conn, row, key, kind, why, mode, task, memory.need)
-        timed = outcomes.get(jtm.time_key(row.jeditaskid, kind))
+        time_key = jtm.time_key(row.jeditaskid, kind)
+        timed = outcomes.get(time_key)
         if timed is not None:
             detail["time"] = {"need": timed.need, "bound": timed.censored}
             if kind == "job":
-                detail["time"] |= jtm.retune_times(conn, self.sizer, jtm.time_key(
-                    row.jeditaskid, kind), row, why, task, mode, self.s)  # fmt: skip
+                detail["time"] |= jtm.retune_times(conn, self.sizer, time_key, row, why, task,
+                                                   mode, self.s)  # fmt: skip
                 self.counts["time_writes"] += int(detail["time"]["written"])
         self._record(conn, row, kind, why, mode, memory.need if memory else None, detail)
 

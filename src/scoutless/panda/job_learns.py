@@ -27,26 +27,26 @@ def job_learns(sizer: PersistentSizer, settings: Settings, row: jo.JobRow, kind:
         if task.ramcount:
             needs = jo.prior_needs(task.ramcount, task.cores, task.base_mb, s.prior_points,
                                    s.prior_spread)  # fmt: skip
-            seed(sizer, settings, key, task, needs, {"ramcount": task.ramcount}, borrowed=True)
+            seed(sizer, settings, key, task, needs, {"ramcount": task.ramcount})
         out.append((key, features, memory))
     timed = jtm.time_outcome(row, why, task, power)
     if timed is not None:
         key = jtm.time_key(row.jeditaskid, kind)
         needs = jtm.prior_needs(task, s.prior_points, s.prior_spread)
         prior = {"cputime": task.cputime, "unit": task.cputimeunit}
-        seed(sizer, settings, key, task, needs, prior, borrowed=True)
+        seed(sizer, settings, key, task, needs, prior)
         out.append((key, features, timed))
     return out
 
 
 def seed(sizer: PersistentSizer, settings: Settings, key: str, task: Task, needs: list[float],
-         prior: dict, *, borrowed: bool = False) -> None:  # fmt: skip
+         prior: dict) -> None:  # fmt: skip
     """A type never learnt starts from the task's value in force: for memory its
     ramCount (the submission's answer, an allocation: a high quantile of its jobs' need,
     JEDI's P75 × 1.1 or the bundle's policy) as the P90 of a log-normal need of spread
     ``prior_spread``, held as ``prior_points`` equally likely outcomes of the need it allows
     (compensated, per core); for time its cpuTime, the same way (no cpuTime: no points, the
-    type starts from its jobs), ``borrowed``: its points leave once the type has
+    type starts from its jobs). Its points are borrowed: they leave once the type has
     ``sizing.own_replaces_borrowed`` successes of its own, as JEDI's scouts replace the
     submission's value (a prior far from the jobs' would otherwise widen their spread for
     good: jobs at 360 HS06·s per event under a cpuTime at 100 got 1,351 after 8 jobs, 379
@@ -60,8 +60,8 @@ def seed(sizer: PersistentSizer, settings: Settings, key: str, task: Task, needs
     start = OnlineSizer(settings.sizing)  # a state is data: the same for any price
     weight = task.cores if key.endswith(jtm.WALLTIME_SUFFIX) else 1.0
     start.start_type(key, [Release(cores=task.cores)] * len(needs), needs,
-                     [weight] * len(needs), borrowed=borrowed)  # fmt: skip
+                     [weight] * len(needs), borrowed=True)  # fmt: skip
     prior |= {"points": len(needs), "spread": settings.job_follower.prior_spread,
-              "borrowed": borrowed}  # fmt: skip
+              "borrowed": True}  # fmt: skip
     sizer.store.append(key, 0, {"prior": True}, prior, start.snapshot(key))
     sizer.refresh(force=True)

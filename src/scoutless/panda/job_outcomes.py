@@ -93,15 +93,15 @@ class JobRow:
         return cls(
             pandaid=int(row["pandaid"]), jeditaskid=int(row["jeditaskid"]),
             attemptnr=int(row["attemptnr"] or 0), jobstatus=str(row["jobstatus"]),
-            modificationtime=row["modificationtime"], maxpss_kb=_num(row["maxpss"]),
-            minramcount_mb=_num(row["minramcount"]) or 0.0, corecount=_num(row["corecount"]),
+            modificationtime=row["modificationtime"], maxpss_kb=optional_float(row["maxpss"]),
+            minramcount_mb=optional_float(row["minramcount"]) or 0.0, corecount=optional_float(row["corecount"]),
             starttime=row["starttime"], endtime=row["endtime"],
             piloterrorcode=int(row["piloterrorcode"] or 0), transexitcode=row["transexitcode"],
             piloterrordiag=row["piloterrordiag"], exeerrordiag=row["exeerrordiag"],
             specialhandling=row["specialhandling"], processingtype=row["processingtype"],
-            computingsite=row["computingsite"], nevents=_num(row["nevents"]),
-            cpuconsumptiontime_s=_num(row["cpuconsumptiontime"]),
-            inputfilebytes=_num(row["inputfilebytes"]),
+            computingsite=row["computingsite"], nevents=optional_float(row["nevents"]),
+            cpuconsumptiontime_s=optional_float(row["cpuconsumptiontime"]),
+            inputfilebytes=optional_float(row["inputfilebytes"]),
         )  # fmt: skip
 
     @property
@@ -109,7 +109,8 @@ class JobRow:
         return max(float(self.corecount or 1), 1.0)
 
 
-def _num(value: Any) -> float | None:
+def optional_float(value: Any) -> float | None:
+    """A column's number as a float (None stays None: the column is unknown)."""
     return None if value is None else float(value)
 
 

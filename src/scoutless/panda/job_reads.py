@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import orjson
-from sqlalchemy import Connection, Engine, Table, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Select, Table, and_, func, insert, or_, select, update
 
 from scoutless.history.schema import jedi_datasets, jedi_tasks
 from scoutless.ops.prediction_log import predictions_table
@@ -44,14 +44,19 @@ def read_mark(engine: Engine, source: str) -> tuple[datetime, int] | None:
     return None if mark is None else (mark.modificationtime, int(mark.pandaid))
 
 
+def followed_tasks() -> Select:
+    """The tasks the follower reads the jobs of: those scoutless sized, not forgotten."""
+    p = predictions_table.c
+    return select(p.jeditaskid).where(
+        p.jeditaskid.is_not(None), p.jeditaskid.not_in(select(jt.forgotten.c.jeditaskid))
+    )
+
+
 def job_pages(engine: Engine, table: Table, cursor: tuple[datetime, int], page_rows: int
               ) -> Iterator[list[jo.JobRow]]:  # fmt: skip
     """The ended jobs of the followed tasks in ``table`` after ``cursor`` (modificationtime,
     pandaid), in that order, ``page_rows`` at a time (keyset pages)."""
-    followed = select(predictions_table.c.jeditaskid).where(
-        predictions_table.c.jeditaskid.is_not(None),
-        predictions_table.c.jeditaskid.not_in(select(jt.forgotten.c.jeditaskid)),
-    )
+    followed = followed_tasks()
     c = table.c
     while True:
         after = or_(c.modificationtime > cursor[0],
@@ -114,14 +119,10 @@ def read_task(conn: Connection, task_id: int, *, lock: bool) -> Task | None:
     return Task(
         ramcount=float(row.ramcount) if row.ramcount else None, ramunit=row.ramunit,
         base_mb=float(row.baseramcount or 0), cores=max(float(row.corecount or 1), 1.0),
-        splitrule=row.splitrule, status=row.status, cputime=_num(row.cputime),
-        cputimeunit=row.cputimeunit, walltime=_num(row.walltime),
-        base_walltime_s=float(row.basewalltime or 0), cpu_efficiency=_num(row.cpuefficiency),
+        splitrule=row.splitrule, status=row.status, cputime=jo.optional_float(row.cputime),
+        cputimeunit=row.cputimeunit, walltime=jo.optional_float(row.walltime),
+        base_walltime_s=float(row.basewalltime or 0), cpu_efficiency=jo.optional_float(row.cpuefficiency),
     )  # fmt: skip
-
-
-def _num(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
 def file_counts(conn: Connection, task_id: int) -> dict[float, int]:
@@ -163,13 +164,8 @@ def tasks_to_forget(conn: Connection, statuses: tuple[str, ...], idle_before: da
                     ) -> dict[int, str]:  # fmt: skip
     """The followed tasks not forgotten yet that JEDI ended (one of ``statuses``) or whose
     last job was handled before ``idle_before`` (None: none by idleness): task → reason."""
-    p, t, led = predictions_table.c, jedi_tasks.c, jt.ledger.c
-    followed = (
-        select(p.jeditaskid)
-        .where(p.jeditaskid.is_not(None), p.jeditaskid.not_in(select(jt.forgotten.c.jeditaskid)))
-        .distinct()
-        .subquery()
-    )
+    t, led = jedi_tasks.c, jt.ledger.c
+    followed = followed_tasks().distinct().subquery()
     ended = select(t.jeditaskid, t.status).where(
         t.jeditaskid.in_(select(followed.c.jeditaskid)), t.status.in_(statuses)
     )

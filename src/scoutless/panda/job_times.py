@@ -101,11 +101,15 @@ def hs06_per_event(row: jo.JobRow, task: Task, core_power: float | None) -> floa
     return (run - task.base_walltime_s) * power * row.cores * efficiency / 100.0 / events
 
 
+#: the causes whose run teaches a job's time (a need, a time limit's lower bound)
+TIMED = frozenset({jo.Cause.FINISHED, jo.Cause.WALLTIME})
+
+
 def time_outcome(row: jo.JobRow, why: jo.Cause, task: Task, core_power: float | None
                  ) -> Outcome | None:  # fmt: skip
     """A finished job's need, a time-limit kill's lower bound, or nothing (an unknown
     failure is never a bound). Its weight (the engine's ``runtime``) is its cores."""
-    if why not in (jo.Cause.FINISHED, jo.Cause.WALLTIME):
+    if why not in TIMED:
         return None
     value = hs06_per_event(row, task, core_power)
     if value is None or not value > 0:

@@ -57,10 +57,11 @@ class PandaOnline:
         settings: Settings,
         priors: Mapping[str, np.ndarray],
         tasks: np.ndarray | None = None,
+        name: str = "strategy 'online'",
     ):
         missing = [t for t in PRIOR_TARGETS if t not in priors]
-        if missing:
-            raise ValueError(f"strategy 'online' needs the submission's prior of {missing[0]!r}"
+        if missing:  # ``name``: what the user asked for (the strategy, a canary's arm)
+            raise ValueError(f"{name} needs the submission's prior of {missing[0]!r}"
                              " (a bundle with value models and the cost or value policy)")  # fmt: skip
         # a task's rows weigh alike (its jobs share a run length); one model: no input size
         self.sizing = settings.sizing.model_copy(

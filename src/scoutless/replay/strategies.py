@@ -48,7 +48,7 @@ import numpy as np
 from scoutless.allocation.arms import RolloutState, assign, task_key
 from scoutless.config import Settings
 from scoutless.replay.config import ReplaySettings
-from scoutless.replay.panda_online import PRIOR_TARGETS, PandaOnline
+from scoutless.replay.panda_online import PandaOnline
 from scoutless.replay.plan import CanaryDraw, StrategyPlan
 from scoutless.replay.rules import need_ram_per_core
 from scoutless.replay.submission import Submission
@@ -161,15 +161,11 @@ def _canary_plan(
         return plan
     if settings is None:
         raise ValueError("canary_arm 'online' needs the settings its sizer prices with")
-    missing = [t for t in PRIOR_TARGETS if t not in sub.job_priors]
-    if missing:
-        raise ValueError(f"canary_arm 'online' needs the submission's prior of {missing[0]!r} (a "
-                         "bundle with value models and the cost or value policy); with a class "
-                         "policy rehearse canary_arm selective or hybrid")  # fmt: skip
     memory_factor, cpu_factor = harm_factors(work, cfg, draw.arms)
     factors = {"memory": memory_factor, "cputime": cpu_factor}
     priors = {t: np.asarray(p) * factors[t][:, None] for t, p in sub.job_priors.items()}
-    sizer = PandaOnline(work, settings.model_copy(update={"replay": cfg}), priors, tasks=sized)
+    sizer = PandaOnline(work, settings.model_copy(update={"replay": cfg}), priors, tasks=sized,
+                        name="canary_arm 'online'")  # fmt: skip
     return replace(plan, sizer=sizer, sizes_at_start=True,
                    ladder_beside_sizer=cfg.online_jedi_retry)  # fmt: skip
 
