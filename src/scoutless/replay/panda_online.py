@@ -109,7 +109,8 @@ class PandaOnline:
     def _started(self, prior: np.ndarray, price: Any, cap: float) -> OnlineSizer:
         sizer = OnlineSizer(self.sizing, failure_price=price, max_kill_probability=cap)
         n = len(prior)
-        sizer.start_type(0, [Release()] * n, prior, np.ones(n))
+        # the prior's rows at no particular cores: the cores line fits the jobs' own
+        sizer.start_type(0, [Release(cores=math.nan)] * n, prior, np.ones(n))
         return sizer
 
     def _release(self, unit: int) -> Release:

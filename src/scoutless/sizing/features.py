@@ -34,3 +34,8 @@ class Release:
         the size is unknown)."""
         x = self.input_size
         return math.log1p(x) if math.isfinite(x) and x >= 0 else math.nan
+
+    def log_cores(self) -> float:
+        """log(cores): the scale the `models.Cores` location regresses on (NaN unknown)."""
+        c = self.cores
+        return math.log(c) if math.isfinite(c) and c > 0 else math.nan

@@ -1,6 +1,7 @@
-"""Where a task type's log need sits given an instance's log input size: the candidates
-the online sizer chooses among by the cost each would have run up (`online.py`). Each predicts
-a location; the spread around it is the candidate's own out-of-sample residuals."""
+"""Where a task type's log need sits given what is known of an instance (its log input size,
+or its log cores): the candidates the online sizer chooses among by the cost each would have
+run up (`online.py`). Each predicts a location; the spread around it is the candidate's own
+out-of-sample residuals."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ Fitted = Callable[[float], float]
 
 
 class Location:
-    """A location model over a type's observed (log input size, log need) pairs."""
+    """A location model over a type's observed (feature, log need) pairs; ``feature`` names
+    both the `TypeHistory` column and the `Release` method that gives it (log input size
+    unless a model says otherwise)."""
 
     name = "location"
+    feature = "log_input"
 
     def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
         """The model on these pairs, to be asked at many inputs (what an instance's
@@ -122,6 +126,46 @@ class Affine(Location):
         return _or_mean(line, ys)
 
 
+class Cores(Location):
+    """Least squares of log need on log cores, the slope held to [-1, 1]: a job's memory
+    lies between a fixed amount and one proportional to its cores (AthenaMP's shared base
+    plus a worker's share each), a core's memory and a job's time between constant and
+    inversely proportional, so the line extrapolates to cores not yet seen (a task's first
+    16-core job after 4- and 8-core ones) no steeper than that. Where a type's cores do not
+    vary it is the mean, bit for bit (its place last among the candidates breaks the tie)."""
+
+    name = "cores"
+    feature = "log_cores"
+
+    def fit(self, xs: np.ndarray, ys: np.ndarray) -> Fitted:
+        ok = np.isfinite(xs)
+        if ok.sum() < 3 or np.ptp(xs[ok]) == 0:
+            return Mean().fit(xs, ys)
+        icpt, slope = _bounded(xs[ok], ys[ok])
+        return _or_mean(lambda x: icpt + slope * x, ys)
+
+    def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        ok = np.isfinite(xs)
+        if ok.sum() < 3 or np.ptp(xs[ok]) == 0:  # every refit is the mean: its closed form
+            return Mean().loo(xs, ys)
+        if not ok.all() or len(ys) < 4 or abs(line_fit(xs, ys)[1]) > MAX_CORES_SLOPE:
+            return super().loo(xs, ys)
+        return Line().loo(xs, ys)  # the unbounded line's closed form (its slope in bounds)
+
+
+#: how steeply a log need may follow log cores (`Cores`)
+MAX_CORES_SLOPE = 1.0
+
+
+def _bounded(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
+    """Least squares with the slope held to ±`MAX_CORES_SLOPE` (the intercept refitted)."""
+    icpt, slope = line_fit(xs, ys)
+    if abs(slope) <= MAX_CORES_SLOPE:
+        return icpt, slope
+    slope = float(np.clip(slope, -MAX_CORES_SLOPE, MAX_CORES_SLOPE))
+    return float(ys.mean() - slope * xs.mean()), slope
+
+
 def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
     """Intercept and slope of least squares (slope 0 when x is constant)."""
     dx = xs - xs.mean()
@@ -131,6 +175,6 @@ def line_fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
 
 
 #: the candidates, in the order a tie is broken
-CANDIDATES: tuple[Location, ...] = (Mean(), Line(), Neighbours(), Affine())
+CANDIDATES: tuple[Location, ...] = (Mean(), Line(), Neighbours(), Affine(), Cores())
 #: the candidates by name
 BY_NAME: dict[str, Location] = {m.name: m for m in CANDIDATES}

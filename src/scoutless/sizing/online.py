@@ -4,7 +4,8 @@ retrained from scratch — each location model is a closed form or a neighbour l
 the type's uncensored rows, evaluated when an instance is sized).
 
 Per task type it keeps the outcomes and, for each location model of `models.CANDIDATES`
-(the mean, a line in the log input size, the nearest neighbours in it, a line in bytes),
+(the mean, a line in the log input size, the nearest neighbours in it, a line in bytes, a
+line in the log cores),
 that model's out-of-sample residual of each (`type_history`). A model's need distribution
 for an instance is its location plus its residuals (`need_sample`: runtime-weighted,
 censored ones re-weighted, smoothed, mixed with the other types' shape). The allocation
@@ -15,8 +16,9 @@ the type sizes with the cheapest so far (its history's leave-one-out error decid
 
 A type with no history (sized cold) starts from instances borrowed from other workflows
 until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request
-times the other types' need/request ratios. The cores are carried with an instance but
-not modelled yet (within a Nextflow process they rarely vary). A type holds at most
+times the other types' need/request ratios. The cores enter through their own location
+model (within a Nextflow process they rarely vary; within an ATLAS task a job's memory
+follows them): where they do not vary it is the mean. A type holds at most
 `max_outcomes_per_type` outcomes (the oldest go).
 
 Nothing here knows Nextflow: a task type is a key, an instance its features."""
@@ -56,15 +58,16 @@ def _unknown(x: float) -> float:
     return np.nan
 
 
-def location(state: TypeHistory, model: str, x: float) -> float:
-    """Where model ``model`` puts a type's log need at log input ``x`` (NaN: no pairs);
-    the model is fitted once per outcome the type learns, however often it is asked."""
+def location(state: TypeHistory, model: str, f: Features) -> float:
+    """Where model ``model`` puts a type's log need for an instance (NaN: no pairs); the
+    model is fitted once per outcome the type learns, however often it is asked."""
     version = (state.learnt, len(state.rows))
     hit = state.fits.get(model)
+    feature = BY_NAME[model].feature
     if hit is None or hit[0] != version:
-        xs, ys = state.pairs()
+        xs, ys = state.pairs(feature)
         hit = state.fits[model] = (version, BY_NAME[model].fit(xs, ys) if len(ys) else _unknown)
-    return hit[1](x)
+    return hit[1](getattr(f, feature)())
 
 
 class OnlineSizer:
@@ -102,7 +105,7 @@ class OnlineSizer:
 
     def restore(self, key: Hashable, snapshot: dict[str, Any]) -> None:
         """Type ``key``'s state from a `snapshot`: sizing goes on as it would have."""
-        self._install(key, TypeHistory.from_dict(snapshot))
+        self._install(key, TypeHistory.from_dict(snapshot, MODELS))
         self._current = None
 
     def forget(self, key: Hashable) -> None:
@@ -144,15 +147,17 @@ class OnlineSizer:
             "log_need": log_need,
             "runtime": np.asarray(runtimes, dtype=float)[keep],
             "log_request": np.array([_log(f.request) for f in features])[keep],
+            "log_cores": np.array([f.log_cores() for f in features])[keep],
         }, prior=None)  # fmt: skip
         self.types[key].borrowed = len(log_need) if borrowed else 0
 
     def _fit(self, key: Hashable, rows: dict[str, np.ndarray], prior: tuple | None) -> None:
         """A type's state from uncensored rows alone: each model's residuals leave-one-out."""
         state = TypeHistory(MODELS, prior=prior)
-        x, y = rows["log_input"], rows["log_need"]
+        y = rows["log_need"]
         columns = dict(rows, censored=np.zeros(len(y)))
         for model in CANDIDATES:
+            x = rows[model.feature]
             resid = model.loo(x, y) if len(y) > 1 else np.full(len(y), np.nan)
             columns[f"resid:{model.name}"] = resid
         state.rows.extend(columns)
@@ -169,7 +174,8 @@ class OnlineSizer:
         own = ~state.censored()
         own[: state.borrowed] = False
         rows = {
-            n: state.column(n)[own] for n in ("log_input", "log_need", "runtime", "log_request")
+            n: state.column(n)[own]
+            for n in ("log_input", "log_need", "runtime", "log_request", "log_cores")
         }
         self._fit(key, rows, prior=state.prior)
 
@@ -180,13 +186,14 @@ class OnlineSizer:
         state = self._state(key)
         if not outcome.censored and self.settings.shadow_choice and state.n_pairs() > 1:
             self._charge_shadow(key, state, features, outcome)
-        x, y = features.log_input(), float(np.log(outcome.need))
+        y = float(np.log(outcome.need))
         row = {
-            "log_input": x, "log_need": y, "runtime": float(outcome.runtime),
+            "log_input": features.log_input(), "log_need": y, "runtime": float(outcome.runtime),
             "censored": float(outcome.censored), "log_request": _log(features.request),
+            "log_cores": features.log_cores(),
         }  # fmt: skip
         for model in MODELS:  # NaN: no location yet (a type's first instance, cold)
-            row[f"resid:{model}"] = y - location(state, model, x)
+            row[f"resid:{model}"] = y - location(state, model, features)
         state.add(row, self.settings.max_outcomes_per_type, self.settings.sample_refresh_share)
         self._learnt += 1
         own = state.n_pairs() - state.borrowed
@@ -228,7 +235,7 @@ class OnlineSizer:
         vals, w = self._sample(key, state, model)
         if not len(vals):
             return np.zeros(0), np.zeros(0)
-        return np.exp(location(state, model, f.log_input()) + vals), w
+        return np.exp(location(state, model, f) + vals), w
 
     def _prepare(
         self, key: Hashable, f: Features, model: str | None = None

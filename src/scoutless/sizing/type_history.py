@@ -2,10 +2,10 @@
 they were learnt, and each location model's out-of-sample residual for the same row — one
 index space, so a residual is read beside the outcome it belongs to.
 
-A row holds the instance's log input size, its log need (a lower bound on it when the
+A row holds the instance's log input size and log cores, its log need (a lower bound on it when the
 attempt was killed: ``censored``), its runtime, the log of the user's request and, per
 location model, the log need less what that model predicted from the rows before it.
-The location models fit the uncensored rows (``pairs``). Past ``cap`` rows the oldest
+The location models fit the uncensored rows (``pairs``, on the model's feature column). Past ``cap`` rows the oldest
 are dropped: a need drifts with a task's software, so the recent outcomes tell more, and
 dropping by age needs no randomness and no weights to carry across a restart.
 
@@ -32,7 +32,7 @@ from scoutless.jsonsafe import json_number
 
 #: the outcome's columns (a model's residual column is ``resid:<model>``)
 OUTCOME_COLUMNS: tuple[str, ...] = (
-    "log_input", "log_need", "runtime", "censored", "log_request",
+    "log_input", "log_need", "runtime", "censored", "log_request", "log_cores",
 )  # fmt: skip
 #: rows a table starts with room for
 INITIAL_ROOM = 64
@@ -100,8 +100,11 @@ class TypeHistory:
     #: learnt when the anchor last moved
     anchor_rows: int = 0
     anchor_learnt: int = 0
-    #: derived, rebuilt on demand: (learnt, log inputs, log needs) of the uncensored rows
-    _pairs: tuple[int, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    #: derived, rebuilt on demand, per feature column: (learnt, features, log needs) of
+    #: the uncensored rows
+    _pairs: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
     #: per model, its residual sample as last built: (version, values, weights)
     samples: dict[str, tuple] = field(default_factory=dict, repr=False)
     #: per model, its location fitted to the pairs as last built: (version, fitted)
@@ -125,16 +128,15 @@ class TypeHistory:
         """Column ``name`` of the anchored rows (what the residual samples are built from)."""
         return self.rows.column(name)[: self.anchor_rows]
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The uncensored rows' (log input, log need): what the location models fit."""
-        if self._pairs is None or self._pairs[0] != self.learnt:
+    def pairs(self, feature: str = "log_input") -> tuple[np.ndarray, np.ndarray]:
+        """The uncensored rows' (``feature``, log need): what the location models fit."""
+        hit = self._pairs.get(feature)
+        if hit is None or hit[0] != self.learnt:
             keep = ~self.censored()
-            self._pairs = (
-                self.learnt,
-                self.column("log_input")[keep],
-                self.column("log_need")[keep],
-            )
-        return self._pairs[1], self._pairs[2]
+            hit = self._pairs[feature] = (
+                self.learnt, self.column(feature)[keep], self.column("log_need")[keep]
+            )  # fmt: skip
+        return hit[1], hit[2]
 
     def n_pairs(self) -> int:
         return len(self.pairs()[1])
@@ -158,7 +160,7 @@ class TypeHistory:
         self.rows.drop_oldest(count)
         self.borrowed = max(0, self.borrowed - count)
         self.anchor_rows = max(0, self.anchor_rows - count)
-        self._pairs = None
+        self._pairs.clear()
 
     def to_dict(self) -> dict[str, Any]:
         """The state as JSON-safe data (NaN as null); caches left out."""
@@ -178,7 +180,10 @@ class TypeHistory:
         }  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TypeHistory:
+    def from_dict(cls, data: dict[str, Any], models: tuple[str, ...] | None = None) -> TypeHistory:
+        """The state `to_dict` gave; with ``models``, a snapshot of an older sizer upgraded
+        to them (`_upgrade`)."""
+        data = _upgrade(data, models) if models is not None else data
         shadow = {m: np.nan if v is None else float(v) for m, v in data["shadow"].items()}
         state = cls(tuple(data["models"]), shadow=shadow, choice=data["choice"],
                     borrowed=int(data["borrowed"]), learnt=int(data["learnt"]))  # fmt: skip
@@ -194,3 +199,22 @@ class TypeHistory:
             scale = None if p["scale"] is None else float(p["scale"])
             state.prior = (int(p["others_learnt"]), np.asarray(p["values"], dtype=float), scale)
         return state
+
+
+def _upgrade(data: dict[str, Any], models: tuple[str, ...]) -> dict[str, Any]:
+    """A snapshot taken before a column or a location model existed, as the current sizer
+    holds it: a missing column unknown (NaN: a model on it is the mean there), a missing
+    model's residuals unknown and its shadow cost level with the costliest model's, so it
+    sizes only once it has proven cheaper from the restart on; models the sizer no longer
+    has are dropped."""
+    columns = dict(data["columns"])
+    n = len(columns.get("log_need", []))
+    names = OUTCOME_COLUMNS + tuple(f"resid:{m}" for m in models)
+    for name in names:
+        columns.setdefault(name, [None] * n)
+    old = {m: v for m, v in data["shadow"].items() if m in models}
+    top = max((v for v in old.values() if v is not None), default=0.0)
+    shadow = {m: old.get(m, top) for m in models}
+    choice = data["choice"] if data["choice"] in models else models[0]
+    return dict(data, models=list(models), shadow=shadow, choice=choice,
+                columns={k: columns[k] for k in names})  # fmt: skip
