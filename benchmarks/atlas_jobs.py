@@ -9,7 +9,10 @@ the engine wastes ≤ 0.7× the recorded's with fewer kills; at factor 2 its kil
 max(the recorded's, 1 % of the jobs). Then the same six tasks under the peers' protocol as
 ``scoutless size`` runs it (each task a type of one table: finished jobs with a
 ``minramcount``, need = maxPSS, runtime = wall time, request = ``minramcount``, ``rchar``
-= ``inputfilebytes``; seed 1996): scoutless against the ``jedi`` baseline per task.
+= ``inputfilebytes``; seed 1996): scoutless against the ``jedi`` baseline per task, and
+scoutless's trade-off curve there (the sizing benchmark's failure penalties, one value for
+every task at a time): whether some point of it dominates jedi's (no more waste, no more
+failures) on each task.
 
     nice python benchmarks/atlas_jobs.py --out results/atlas_jobs.json
 """
@@ -27,7 +30,11 @@ import pandas as pd
 from atlas_walk import MB, SIDES, read_task, walk_task
 from record import add_out, emit, reference_loop_s
 from scoutless.config import Settings
+from scoutless.sizing.protocol import task_types
 from scoutless.sizing.report import size_workflow
+from scoutless.sizing.resources import MEMORY
+from scoutless.sizing.run import run_types, warm_sizer
+from sizing_constants import TRADE_PENALTIES
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "panda"
 #: the goals (the issue's): engine waste ÷ recorded waste at factor 1; kills at factor 2
@@ -97,8 +104,10 @@ def instance_table(paths: list[Path]) -> pd.DataFrame:
 
 
 def peers(paths: list[Path], seed: int) -> dict[str, Any]:
-    """scoutless against the ``jedi`` baseline per task under the peers' protocol."""
-    result = size_workflow(instance_table(paths), "atlas", seed, settings=Settings())
+    """scoutless against the ``jedi`` baseline per task under the peers' protocol, and its
+    trade-off curve over the failure penalties (`curve`)."""
+    frame = instance_table(paths)
+    result = size_workflow(frame, "atlas", seed, settings=Settings())
     per_task = {}
     for task, cell in result["task_types"].items():
         ours, jedi = cell["methods"]["scoutless"], cell["methods"]["jedi"]
@@ -110,7 +119,32 @@ def peers(paths: list[Path], seed: int) -> dict[str, Any]:
                         and ours["failures"] <= jedi["failures"]),
         }  # fmt: skip
     totals = {m: result["methods"][m] for m in ("scoutless", "jedi")}
-    return {"seed": seed, "tasks": per_task, "totals": totals}
+    return {"seed": seed, "tasks": per_task, "totals": totals,
+            "trade_off": curve(frame, seed, per_task)}  # fmt: skip
+
+
+def curve(frame: pd.DataFrame, seed: int, tasks: dict[str, Any]) -> dict[str, Any]:
+    """scoutless's (wastage, failures) per task at each of `TRADE_PENALTIES`, and per task
+    the points that dominate jedi's (≤ on both)."""
+    types = task_types(frame, seed, "atlas", MEMORY, "submission")  # as `peers` sizes them
+    points: dict[str, list[dict[str, float]]] = {t: [] for t in tasks}
+    for penalty in TRADE_PENALTIES:
+        sizing = Settings().sizing.model_copy(update={"failure_penalty": penalty})
+        run = run_types(types, [warm_sizer(types, sizing)])
+        for task, cell in run["task_types"].items():
+            ours = cell["methods"]["scoutless"]
+            points[task].append({"penalty": penalty, "wastage_gbh": ours["wastage_gbh"],
+                                 "failures": ours["failures"]})  # fmt: skip
+    per_task = {}
+    for task, pts in points.items():
+        jedi = (tasks[task]["jedi_gbh"], tasks[task]["jedi_failures"])
+        winning = [p["penalty"] for p in pts
+                   if p["wastage_gbh"] <= jedi[0] and p["failures"] <= jedi[1]]  # fmt: skip
+        per_task[task] = {"points": pts, "dominating_penalties": winning,
+                          "dominated": bool(winning)}  # fmt: skip
+    met = sum(v["dominated"] for v in per_task.values())
+    return {"penalties": list(TRADE_PENALTIES), "tasks": per_task, "dominated": met,
+            "count": len(per_task)}  # fmt: skip
 
 
 def main() -> None:

@@ -336,6 +336,19 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
          for t in peers],
         "GB·h wasted over each task's online 70 %; met: no more waste and no more failures.",
     ))  # fmt: skip
+    curve = at(doc, ("peers", "trade_off", "tasks")) or {}
+    penalties = at(doc, ("peers", "trade_off", "penalties")) or []
+    tables.append(Table(
+        "The peers' protocol: scoutless's trade-off curve against jedi's point",
+        ["task", "jedi", *(f"penalty {p:g}" for p in penalties), "dominated"],
+        [[label(t), label(_point(at(doc, ("peers", "tasks", t, "jedi_gbh")),
+                                 at(doc, ("peers", "tasks", t, "jedi_failures")))),
+          *(label(_point(p["wastage_gbh"], p["failures"])) for p in v["points"]),
+          figure(doc, ("peers", "trade_off", "tasks", t, "dominated"))]
+         for t, v in curve.items()],
+        "GB·h / failures at each failure penalty (one value for every task at a time); "
+        "dominated: some point wastes no more and fails no more than jedi.",
+    ))  # fmt: skip
     dropped = sorted({k for t in tasks for k in at(doc, ("tasks", t, "dropped")) or {}})
     tables.append(Table(
         "Rows dropped", ["task", *dropped],
@@ -365,3 +378,8 @@ def online_restart_tables(doc: dict[str, Any]) -> list[Table]:
         Table("In the database at the end", stored,
               [[figure(doc, ("stored", c)) for c in stored]]),
     ]  # fmt: skip
+
+
+def _point(gbh: float | None, failures: int | None) -> str:
+    """A (wastage, failures) point as one cell."""
+    return "" if gbh is None else f"{gbh:,.1f} / {failures}"
