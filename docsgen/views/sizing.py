@@ -326,6 +326,18 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
         "k1: waste ≤ 0.7× the recorded's with fewer kills; k2: kills ≤ max(the recorded's, "
         "1 % of the jobs).",
     ))  # fmt: skip
+    sweep = at(doc, ("lag_sweep",)) or {}
+    if sweep:
+        lags = [*sweep, str(at(doc, ("lag",)))]
+        where = {lag: ("lag_sweep", lag, "tasks") for lag in sweep}
+        tables.append(Table(
+            "k1 waste ratio at shorter feedback lags", ["task", *(f"lag {lag}" for lag in lags)],
+            [[label(t), *(figure(doc, (*where[lag], t, "waste_ratio")) if lag in where
+                          else figure(doc, ("tasks", t, "goals", "factor_1", "waste_ratio"))
+                          for lag in lags)] for t in tasks],
+            "the engine's waste ÷ the recorded's at kill factor 1 when a job's outcome is "
+            "known that many releases later (the goal's lag last).",
+        ))  # fmt: skip
     peer_cols = ("instances", "scoutless_gbh", "scoutless_failures", "jedi_gbh",
                  "jedi_failures", "met")  # fmt: skip
     peers = list(at(doc, ("peers", "tasks")) or {})
