@@ -2,12 +2,13 @@
 they were learnt, and each location model's out-of-sample residual for the same row — one
 index space, so a residual is read beside the outcome it belongs to.
 
-A row holds the instance's log input size and log cores, its log need (a lower bound on it when the
-attempt was killed: ``censored``), its runtime, the log of the user's request and, per
-location model, the log need less what that model predicted from the rows before it.
-The location models fit the uncensored rows (``pairs``, on the model's feature column). Past ``cap`` rows the oldest
-are dropped: a need drifts with a task's software, so the recent outcomes tell more, and
-dropping by age needs no randomness and no weights to carry across a restart.
+A row holds the instance's log input size and log cores, its log need (a lower bound on
+it when the attempt was killed: ``censored``), its runtime, the log of the user's request
+and, per location model, the log need less what that model predicted from the rows before
+it. The location models fit the uncensored rows (``pairs``, on each model's feature
+column). Past ``cap`` rows the oldest are dropped: a need drifts with a task's software,
+so the recent outcomes tell more, and dropping by age needs no randomness and no weights to
+carry across a restart.
 
 The residual samples an instance is sized from are built from the rows held at the type's
 *anchor* (``anchor_rows`` leading rows, ``anchor_learnt`` outcomes then), not from every
