@@ -52,7 +52,9 @@ def sizey_model_tables(doc: dict[str, Any]) -> list[Table]:
             + ", ".join(f"{c} {_small(at(doc, (*base, wf, 'cross_check', c)))}" for c in check)
             + f". Types the model reached: {len(at(doc, (*base, wf, 'per_type')) or {})} of "
             f"{fmt(at(doc, (*base, wf, 'types')))}; its seconds an instance (its own timing), "
-            f"median {fmt(at(doc, (*base, wf, 'model_seconds', 'median')))}.",
+            f"median {fmt(at(doc, (*base, wf, 'model_seconds', 'median')))}."
+            + (f" Carried {at(doc, ('sizey_model', 'carried'))}."
+               if at(doc, ("sizey_model", "carried")) else ""),
         ))  # fmt: skip
     return tables
 
