@@ -146,3 +146,9 @@ def test_the_cli_writes_the_history_and_says_how_to_read_it(small, tmp_path) -> 
     assert document["strategies"]["canary"]["rollout"]["share"] == 0.3
     bad = runner.invoke(app, [*base, "--strategies", "canary", "--canary-share", "1.5"])
     assert bad.exit_code == 2 and "canary_share" in bad.output
+    aa = runner.invoke(app, [*base, "--strategies", "canary", "--canary-arm", "control"])
+    assert aa.exit_code == 0, aa.output
+    document = json.loads((tmp_path / "replay.json").read_text())
+    assert document["strategies"]["canary"]["rollout"]["arm"] == "control"
+    typo = runner.invoke(app, [*base, "--strategies", "canary", "--canary-arm", "onlin"])
+    assert typo.exit_code == 2 and "canary_arm" in typo.output

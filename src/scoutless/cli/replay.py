@@ -24,6 +24,10 @@ console = LazyConsole()
 ShareOpt = Annotated[
     float | None, typer.Option(help="canary: share of the eligible tasks that skip scouts (0.5).")
 ]
+ArmOpt = Annotated[
+    str | None,
+    typer.Option(help="canary: what a drawn task runs: selective (default), hybrid, online, control."),
+]
 WriteHistoryOpt = Annotated[
     str | None,
     typer.Option(help="Write the replayed canary as PanDA's records to this new database."),
@@ -71,6 +75,7 @@ def replay(
         Path | None, typer.Option(help="Replay only this training table's test tasks.")
     ] = None,
     canary_share: ShareOpt = None,
+    canary_arm: ArmOpt = None,
     write_history: WriteHistoryOpt = None,
     fmt: FormatOption = "table",
 ) -> None:
@@ -85,7 +90,7 @@ def replay(
             raise ReplayConfigError("give one of --db (a PanDA history) or --trace (a table)")
         if write_history is not None and db is None:
             raise ReplayConfigError("--write-history writes a history replay's canary: give --db")
-        settings = _settings(policy, strategies, config, canary_share)
+        settings = _settings(policy, strategies, config, canary_share, canary_arm)
         _check_bundle(settings, bundle is not None or trace is not None)
         predictor = load_bundle(bundle) if bundle is not None else None
         only = _test_task_ids(table) if table is not None else None
@@ -156,8 +161,9 @@ def _writer(
 
 
 def _settings(
-    policy: str | None, strategies: str | None, config: Path | None, share: float | None = None
-) -> Settings:
+    policy: str | None, strategies: str | None, config: Path | None,
+    share: float | None = None, arm: str | None = None,
+) -> Settings:  # fmt: skip
     """The settings with the replay's file and options applied; errors name the key."""
     from scoutless.config import REPLAY_POLICIES, get_settings
     from scoutless.replay.config import ReplayConfigError, replay_settings
@@ -169,8 +175,9 @@ def _settings(
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     settings = get_settings()
     cfg = replay_settings(
-        settings.replay, config, strategies=names, policy=policy, canary_share=share
-    )
+        settings.replay, config, strategies=names, policy=policy, canary_share=share,
+        canary_arm=arm,
+    )  # fmt: skip
     return settings.model_copy(update={"replay": cfg})
 
 
