@@ -26,9 +26,11 @@ H = 3600.0
 ONE_HOUR_CPU = H * 10 / 1000
 
 
-def _online(prior_mb: list[float], prior_cpu: list[float] | None = None, **sizing: object):
-    """The sizer of one task of four one-hour, 1,000 MB jobs, started from the prior."""
-    settings = settings_with()
+def _online(prior_mb: list[float], prior_cpu: list[float] | None = None,
+            maxtime: float | None = None, **sizing: object):  # fmt: skip
+    """The sizer of one task of four one-hour, 1,000 MB jobs, started from the prior;
+    ``maxtime``: the long queue's (default: the longest job's, an hour)."""
+    settings = settings_with(queue_maxtime_s=maxtime)
     settings = settings.model_copy(update={"sizing": settings.sizing.model_copy(update=sizing)})
     work = build_workload(jobs_frame(1, [1.0] * 4, [1000] * 4), tasks_frame([1]), settings)
     cpu = prior_cpu or [ONE_HOUR_CPU] * 10
@@ -75,6 +77,23 @@ def test_walltime_kills_are_lower_bounds_on_the_run_and_teach_no_memory():
     # 4 of 14 above an hour: more than the walltime's kill cap allows at one hour
     assert sizer.walltime(0, 0) >= 2 * H
     assert sizer.first(0, 0) == memory
+
+
+def test_a_walltime_kill_is_priced_with_the_retry_jedi_makes_at_the_queue_maxtime():
+    """JEDI retries a job killed at its walltime at the queue's maxtime, not where the
+    sizer's plan would: the kill's price carries that retry's limit above the need, so a
+    long queue's maxtime makes the first limit a safer one. Nine one-hour jobs and a
+    five-hour one: with the retry an hour away the plan risks the kill (a 10 % chance),
+    with it 48 hours away it covers the five hours."""
+    prior = [ONE_HOUR_CPU] * 9 + [5 * ONE_HOUR_CPU]
+    near = _online([2000.0] * 10, prior, maxtime=H, kernel_nodes=1)
+    far = _online([2000.0] * 10, prior, maxtime=48 * H, kernel_nodes=1)
+    base = far._walltime_kill(0)(None).fixed - far.retry_cpu[0]
+    # the retry's limit, 48 h less baseWalltime, in HS06·s per event (an hour: ONE_HOUR_CPU)
+    assert far.retry_cpu[0] == pytest.approx((48 * H - far.base_wall[0]) / H * ONE_HOUR_CPU)
+    assert near._walltime_kill(0)(None).fixed == pytest.approx(base + near.retry_cpu[0])
+    assert near.walltime(0, 0) < 1.1 * H
+    assert far.walltime(0, 0) > 5 * H
 
 
 class Recorder:

@@ -32,12 +32,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from scoutless.config import Settings
+from scoutless.replay.state import queue_maxtime
 from scoutless.replay.submission import PRIOR_TARGETS
 from scoutless.replay.trace_decision import kill_cap
 from scoutless.replay.traces import MB, kill_price
 from scoutless.replay.workload import Workload
+from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.features import Release
 from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
@@ -81,6 +84,7 @@ class PandaOnline:
         # seconds of run above baseWalltime per HS06·s/event (NaN: no events, no limit)
         per_cpu = work.nevents / np.maximum(work.cores, 1.0) / work.core_power / eff
         self.run_per_cpu = np.where(per_cpu > 0, per_cpu, np.nan).tolist()
+        self.retry_cpu = _retry_cpu(work, settings, np.where(per_cpu > 0, per_cpu, np.nan))
         self.memory: dict[int, OnlineSizer] = {}
         self.cpu: dict[int, OnlineSizer] = {}
         #: per task: outcomes learnt, and the answers of `_answers` at a version
@@ -103,8 +107,22 @@ class PandaOnline:
                 self.settings, MB), kill_cap("memory", self.settings))  # fmt: skip
             cap = self.settings.allocation.kill_cap("cputime")
             self.cpu[task] = self._started(self.priors["cputime"][task],
-                                           walltime(self.settings).failure_price(), cap)  # fmt: skip
+                                           self._walltime_kill(task), cap)  # fmt: skip
         return self.memory[task], self.cpu[task]
+
+    def _walltime_kill(self, task: int) -> Any:
+        """What a first attempt killed at its walltime limit costs, in slack's units: the
+        run lost and its restart (the sizer's walltime price), and the retry JEDI makes at
+        the queue's maxtime (``increase_cputime``: not the sizer's), whose limit lies that
+        far above the need (`_retry_cpu`). The sizer's plan would otherwise count on
+        retries of its own, close above the need, that never run."""
+        base = walltime(self.settings).failure_price()(Release())
+        retry = self.retry_cpu[task]
+        if not math.isfinite(retry):
+            return lambda _release: base
+        price = FailurePrice(fixed=base.fixed + retry, holds=base.holds,
+                             per_median=base.per_median - 1.0)  # fmt: skip
+        return lambda _release: price
 
     def _started(self, prior: np.ndarray, price: Any, cap: float) -> OnlineSizer:
         sizer = OnlineSizer(self.sizing, failure_price=price, max_kill_probability=cap)
@@ -194,3 +212,13 @@ class PandaOnline:
 
     def summary(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.counts.items()}
+
+
+def _retry_cpu(work: Workload, settings: Settings, per_cpu: np.ndarray) -> list[float]:
+    """Per task, the queue's maxtime in the walltime sizer's unit (HS06·s per event): the
+    limit JEDI gives a job killed at its walltime, less baseWalltime, over the task's
+    median seconds per HS06·s/event (NaN: a task with no events)."""
+    maxtime = queue_maxtime(settings.replay, work)
+    scale = pd.Series(per_cpu).groupby(work.task).median().reindex(range(work.n_tasks))
+    run = maxtime - np.asarray(work.base_walltime_s, dtype=float)
+    return np.where(run > 0, run / scale.to_numpy(), np.nan).tolist()

@@ -47,8 +47,7 @@ class ReplayState(TaskTally):
         self.plan_ram = list(self.task_ram)
         self.plan_cpu = list(self.task_cpu)
         self.task_wall = None if plan.walltime is None else plan.walltime.astype(float).tolist()
-        # the long queue's maxtime; a job that finished in the history fitted its queue
-        self.maxtime = max(cfg.queue_maxtime_s or 0.0, math.ceil(float(work.wall_s.max())))
+        self.maxtime = queue_maxtime(cfg, work)
         self.short = cfg.short_maxtime_s
         self.retune_at = frozenset(cfg.retune_done_jobs)
         self.request = np.nan_to_num(work.request_ram, nan=cfg.default_ram_mb_per_core).tolist()
@@ -134,3 +133,10 @@ class ReplayState(TaskTally):
         self.first_prod = [math.nan] * n_t
         self.completion = [math.nan] * n_t
         self._tally_state(n_t)
+
+
+def queue_maxtime(cfg: ReplaySettings, work: Workload) -> float:
+    """The long queue's maxtime (s): the configured one, raised to the history's longest
+    job (a job that finished in the history fitted its queue); where JEDI retries a job
+    killed at its walltime limit (``increase_cputime``)."""
+    return max(cfg.queue_maxtime_s or 0.0, math.ceil(float(work.wall_s.max())))
