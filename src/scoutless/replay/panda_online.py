@@ -13,7 +13,8 @@
   the first jobs to end are the short ones.
 - **Sizing**: a job's first attempt, when it starts, from the task's posterior (ramCount
   and walltime limit); a memory kill's retry from the distribution conditional on the need
-  exceeding what killed it. JEDI acts beside it as the docs recommend (the re-tuning, the
+  exceeding what killed it. A walltime kill is priced with the retry JEDI makes, at the
+  queue's maxtime (`PandaOnline._walltime_kill`). JEDI acts beside it as the docs recommend (the re-tuning, the
   memory ladder, a walltime kill's retry at the queue's maxtime), and what JEDI raised is
   never lowered (``replay/engine.py``'s ``size_first``).
 
