@@ -64,8 +64,10 @@ def add_files(engine: Engine, task_id: int, dataset_id: int, n_files: int) -> No
         ])  # fmt: skip
 
 
-def add_queue(engine: Engine, queue: str, maxrss_mb: int, corepower: float | None = None) -> None:
-    data = {"maxrss": maxrss_mb} | ({"corepower": corepower} if corepower else {})
+def add_queue(engine: Engine, queue: str, maxrss_mb: int, corepower: float | None = None,
+              maxtime_s: int | None = None) -> None:  # fmt: skip
+    data = ({"maxrss": maxrss_mb} | ({"corepower": corepower} if corepower else {})
+            | ({"maxtime": maxtime_s} if maxtime_s else {}))  # fmt: skip
     with engine.begin() as conn:
         conn.execute(insert(jt.schedconfig_json).values(
             panda_queue=queue, data=json.dumps(data), last_update=T0))  # fmt: skip

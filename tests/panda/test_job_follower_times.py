@@ -5,6 +5,7 @@ JEDI's raise), shadow writing nothing, a finished task forgotten with its ledger
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 import orjson
@@ -52,6 +53,16 @@ def test_a_jobs_hs06_seconds_per_event_is_jedis() -> None:
     assert jtm.hs06_per_event(row, task, None) == pytest.approx(528)  # JEDI's default 10
     # under 10 events per core and a run under 6 h: JEDI keeps no cpuTime of it
     assert jtm.hs06_per_event(_row(corecount=4, nevents=39.0), task, 10.0) is None
+
+
+def test_jedis_retry_of_a_time_limit_kill_is_the_queue_maxtime_per_event() -> None:
+    # (48 h − 600 s) × corePower 10 × 4 cores × 0.8 / 400 events
+    task = _task(base_walltime_s=600.0, cpu_efficiency=80.0)
+    row = _row(corecount=4, nevents=400.0)
+    assert jtm.retry_limit(row, task, 172_800.0, 10.0) == pytest.approx(13_776.0)
+    assert jtm.retry_limit(row, task, 172_800.0, None) == pytest.approx(13_776.0)
+    assert math.isnan(jtm.retry_limit(row, task, None, 10.0))  # no maxtime: the sizer's own
+    assert math.isnan(jtm.retry_limit(_row(nevents=None), task, 172_800.0, 10.0))
 
 
 def test_a_time_limit_kill_is_a_lower_bound_and_an_unknown_failure_nothing() -> None:
@@ -129,6 +140,23 @@ def test_the_task_cputime_follows_its_jobs_and_keeps_jedis_raise(engine) -> None
     _jobs(engine, 7, 200, 20, 300.0)
     follower.poll()
     assert task_columns(engine, 7, "cputime", "cputimeunit") == (2000, "HS06sPerEvent")
+
+
+@pytest.mark.parametrize("maxtime", [None, 172_800])
+def test_a_kill_is_priced_with_jedis_retry_at_the_queue_maxtime(tmp_path, maxtime) -> None:  # type: ignore[no-untyped-def]
+    """Nine jobs of 360 HS06·s per event and one of 1,800: with no maxtime known the
+    cpuTime risks the long one's kill (the sizer's own retry would follow close above);
+    where a kill's retry runs at a 48-hour maxtime, it covers the long job."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'panda.db'}")
+    create_world(engine)
+    add_queue(engine, "SITE_A", 64000, corepower=POWER, maxtime_s=maxtime)
+    add_task(engine, 7, cputime=100, cputimeunit="HS06sPerEvent")
+    for i, per_event in enumerate([360.0] * 9 + [1800.0]):
+        add_job(engine, 7, 100 + i, seconds=100 + i, nevents=_events(per_event))
+    _follower(engine).poll()
+    cputime = task_columns(engine, 7, "cputime")[0]
+    assert (cputime < 1800) if maxtime is None else (cputime >= 1800)
+    engine.dispose()
 
 
 def test_a_time_limit_kill_is_learnt_as_a_bound_an_unknown_failure_is_not(engine) -> None:  # type: ignore[no-untyped-def]

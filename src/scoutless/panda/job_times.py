@@ -14,7 +14,8 @@ baseWalltime). A finished job gives it; a job killed at its time limit
 (``job_outcomes.TIME_PILOT_CODES``) gives a lower bound at what it ran; anything else,
 nothing. Each task's jobs of one kind are a type of their own, key
 ``panda:<task>:<kind>:walltime`` (`time_key`), sized by the follower's one persistent
-sizer with the walltime resource's price of a kill (`follower_sizer`).
+sizer with the walltime resource's price of a kill (`follower_sizer`), the retry JEDI
+makes of a job killed at its limit — at the queue's maxtime — in it (`retry_limit`).
 
 **The task's cpuTime** follows its ``job`` type's posterior (the allocation the sizer
 would give a job now) in JEDI's units: ``mHS06sPerEvent`` (× 1000) below 10 HS06·s,
@@ -45,7 +46,7 @@ from scoutless.jedi.units import CPU_UNIT, CPU_UNIT_MILLI, FIXED_UNITS, cpu_time
 from scoutless.ops.prediction_log import utcnow
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
-from scoutless.panda.job_reads import TERMINAL, Task
+from scoutless.panda.job_reads import TERMINAL, Task, queue_value
 from scoutless.panda.retry_ram import task_floor
 from scoutless.sizing.contract_adapter import ContractSizer
 from scoutless.sizing.features import Release
@@ -103,6 +104,21 @@ def hs06_per_event(row: jo.JobRow, task: Task, core_power: float | None) -> floa
 
 #: the causes whose run teaches a job's time (a need, a time limit's lower bound)
 TIMED = frozenset({jo.Cause.FINISHED, jo.Cause.WALLTIME})
+
+
+def retry_limit(row: jo.JobRow, task: Task, maxtime_s: float | None,
+                core_power: float | None) -> float:  # fmt: skip
+    """Where JEDI retries a job of the task killed at its walltime limit: the queue's
+    maxtime (``increase_cputime``), in HS06·s per event at this job's events, cores,
+    corePower and efficiency (what `hs06_per_event` would read of a run that long); NaN
+    where the maxtime or the events are unknown (the sizer's own retries then)."""
+    events = row.nevents or 0.0
+    efficiency = 100.0 if task.cpu_efficiency is None else task.cpu_efficiency
+    run = (maxtime_s or 0.0) - task.base_walltime_s
+    if run <= 0 or events <= 0 or efficiency <= 0:
+        return math.nan
+    power = core_power or DEFAULT_CORE_POWER
+    return run * power * row.cores * efficiency / 100.0 / events
 
 
 def time_outcome(row: jo.JobRow, why: jo.Cause, task: Task, core_power: float | None
@@ -166,7 +182,12 @@ def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.Job
     ``retune_after`` outcomes of its own) and walltime; written unless ``mode`` is shadow
     or the task ended; what was decided returned for the ledger."""
     own = sizer.versions.get(key, 0) - 1  # less the prior's version
-    posterior = sizer.sizer.first(key, Release(cores=task.cores)) if own >= s.retune_after else None
+    posterior = None
+    if own >= s.retune_after:  # a walltime kill priced with JEDI's retry at the maxtime
+        site = row.computingsite
+        limit = retry_limit(row, task, queue_value(conn, site, "maxtime"),
+                            queue_value(conn, site, "corepower"))  # fmt: skip
+        posterior = sizer.sizer.first(key, Release(cores=task.cores, retry_at=limit))
     t = jt.task_times
     mine = conn.execute(select(t).where(t.c.jeditaskid == row.jeditaskid)).first()
     last = (mine.cputime_written, mine.cputimeunit_written) if mine else None

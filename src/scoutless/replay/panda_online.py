@@ -14,7 +14,8 @@
 - **Sizing**: a job's first attempt, when it starts, from the task's posterior (ramCount
   and walltime limit); a memory kill's retry from the distribution conditional on the need
   exceeding what killed it. A walltime kill is priced with the retry JEDI makes, at the
-  queue's maxtime (`PandaOnline._walltime_kill`). JEDI acts beside it as the docs recommend (the re-tuning, the
+  queue's maxtime (``Release.retry_at``, `_retry_cpu`), not with retries of the sizer's
+  own close above the need. JEDI acts beside it as the docs recommend (the re-tuning, the
   memory ladder, a walltime kill's retry at the queue's maxtime), and what JEDI raised is
   never lowered (``replay/engine.py``'s ``size_first``).
 
@@ -27,6 +28,7 @@ be rebuilt across thousands of them; the prior gives a task its shape instead.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Mapping
@@ -41,7 +43,6 @@ from scoutless.replay.submission import PRIOR_TARGETS
 from scoutless.replay.trace_decision import kill_cap
 from scoutless.replay.traces import MB, kill_price
 from scoutless.replay.workload import Workload
-from scoutless.sizing.distribution import FailurePrice
 from scoutless.sizing.features import Release
 from scoutless.sizing.online import OnlineSizer
 from scoutless.sizing.protocol import Outcome
@@ -108,22 +109,8 @@ class PandaOnline:
                 self.settings, MB), kill_cap("memory", self.settings))  # fmt: skip
             cap = self.settings.allocation.kill_cap("cputime")
             self.cpu[task] = self._started(self.priors["cputime"][task],
-                                           self._walltime_kill(task), cap)  # fmt: skip
+                                           walltime(self.settings).failure_price(), cap)  # fmt: skip
         return self.memory[task], self.cpu[task]
-
-    def _walltime_kill(self, task: int) -> Any:
-        """What a first attempt killed at its walltime limit costs, in slack's units: the
-        run lost and its restart (the sizer's walltime price), and the retry JEDI makes at
-        the queue's maxtime (``increase_cputime``: not the sizer's), whose limit lies that
-        far above the need (`_retry_cpu`). The sizer's plan would otherwise count on
-        retries of its own, close above the need, that never run."""
-        base = walltime(self.settings).failure_price()(Release())
-        retry = self.retry_cpu[task]
-        if not math.isfinite(retry):
-            return lambda _release: base
-        price = FailurePrice(fixed=base.fixed + retry, holds=base.holds,
-                             per_median=base.per_median - 1.0)  # fmt: skip
-        return lambda _release: price
 
     def _started(self, prior: np.ndarray, price: Any, cap: float) -> OnlineSizer:
         sizer = OnlineSizer(self.sizing, failure_price=price, max_kill_probability=cap)
@@ -150,7 +137,9 @@ class PandaOnline:
             return memo[1], memo[2]
         memory, cpu = self._sizers(task)
         features = self._release(unit)
-        ram, cputime = memory.first(0, features) / self.grace, cpu.first(0, features)
+        # a walltime kill is retried by JEDI at the queue's maxtime: priced with that retry
+        timed = dataclasses.replace(features, retry_at=self.retry_cpu[task])
+        ram, cputime = memory.first(0, features) / self.grace, cpu.first(0, timed)
         self.memo[task] = ((version, self.cores[unit]), ram, cputime)
         self.counts["sized"] += 1
         return ram, cputime

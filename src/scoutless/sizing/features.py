@@ -21,13 +21,17 @@ TypeKey = Hashable
 class Release:
     """An instance's features at release: its input files' total size (bytes) and count,
     its cores, the user's request (in the sized resource's unit) and its events (PanDA);
-    NaN where unknown."""
+    NaN where unknown. ``retry_at``: where a failed attempt is retried by someone else, in
+    the sized unit (PanDA: JEDI retries a job killed at its walltime at the queue's
+    maxtime), so a failure is priced with that retry (`resources.Resource.failure_price`);
+    NaN: the sizer's own retries."""
 
     input_size: float = math.nan
     input_files: float = math.nan
     cores: float = 1.0
     request: float = math.nan
     events: float = math.nan
+    retry_at: float = math.nan
 
     def log_input(self) -> float:
         """log(1 + input size): the scale the sizer's location models regress on (NaN when

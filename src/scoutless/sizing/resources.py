@@ -16,6 +16,7 @@ for memory and the cores for walltime."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -62,12 +63,22 @@ class Resource:
 
     def failure_price(self) -> Callable[[Release], FailurePrice] | None:
         """The engine's price of a failed attempt in units of excess (None: the engine's
-        own, the protocol's memory price with a restart's overhead)."""
+        own, the protocol's memory price with a restart's overhead). Where an instance's
+        ``retry_at`` says someone else retries it there (JEDI, at the queue's maxtime), the
+        failure also costs that retry's excess over the need (about ``retry_at`` less the
+        median need), not the engine's own retries close above it."""
         if self.name == "memory":
             return None
         slack = max(self.slack_price, 1e-9)
         price = FailurePrice(holds=self.kill_price / slack, per_median=self.restart_overhead / slack)
-        return lambda _release: price
+
+        def priced(release: Release) -> FailurePrice:
+            retry = release.retry_at
+            if not math.isfinite(retry):
+                return price
+            return FailurePrice(price.fixed + retry, price.holds, price.per_median - 1.0)
+
+        return priced
 
 
 MEMORY = Resource("memory", need="rss", request="memory", peak="peak_rss", unit="gbh", scale=GBH)
