@@ -154,10 +154,10 @@ def lag_sweep(paths: list[Path], lags: list[int]) -> dict[str, Any]:
     with no prior, knows nothing but the request, while JEDI's recorded values had its
     scouts."""
     out: dict[str, Any] = {}
+    tasks = [read_task(path) for path in paths]
     for lag in lags:
         per_task = {}
-        for path in paths:
-            jobs = read_task(path)
+        for jobs in tasks:
             strict = {side: walk_task(jobs, side, 1.0, lag=lag).summary()
                       for side in ("recorded", "engine")}  # fmt: skip
             per_task[jobs.task] = task_goals({"1": strict}, len(jobs))["factor_1"]

@@ -149,15 +149,23 @@ def queue_maxrss(conn: Connection, queue: str | None) -> float | None:
 def queue_value(conn: Connection, queue: str | None, name: str) -> float | None:
     """A positive number of the queue's schedconfig JSON (``maxrss``, ``corepower``; None:
     unknown)."""
-    if not queue:
-        return None
-    data = conn.execute(
-        select(jt.schedconfig_json.c.data).where(jt.schedconfig_json.c.panda_queue == queue)
-    ).scalar()
+    return queue_values(conn, queue, (name,))[name]
+
+
+def queue_values(conn: Connection, queue: str | None, names: tuple[str, ...]
+                 ) -> dict[str, float | None]:  # fmt: skip
+    """Several positive numbers of the queue's schedconfig JSON in one read (each None:
+    unknown)."""
+    data = None
+    if queue:
+        data = conn.execute(
+            select(jt.schedconfig_json.c.data).where(jt.schedconfig_json.c.panda_queue == queue)
+        ).scalar()
     if isinstance(data, str):
         data = orjson.loads(data)
-    value = (data or {}).get(name)
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+    values = {name: (data or {}).get(name) for name in names}
+    return {n: float(v) if isinstance(v, int | float) and v > 0 else None
+            for n, v in values.items()}  # fmt: skip
 
 
 def tasks_to_forget(conn: Connection, statuses: tuple[str, ...], idle_before: datetime | None

@@ -46,7 +46,7 @@ from scoutless.jedi.units import CPU_UNIT, CPU_UNIT_MILLI, FIXED_UNITS, cpu_time
 from scoutless.ops.prediction_log import utcnow
 from scoutless.panda import job_outcomes as jo
 from scoutless.panda import job_tables as jt
-from scoutless.panda.job_reads import TERMINAL, Task, queue_value
+from scoutless.panda.job_reads import TERMINAL, Task, queue_values
 from scoutless.panda.retry_ram import task_floor
 from scoutless.sizing.contract_adapter import ContractSizer
 from scoutless.sizing.features import Release
@@ -92,14 +92,22 @@ def per_event(task: Task) -> float | None:
 def hs06_per_event(row: jo.JobRow, task: Task, core_power: float | None) -> float | None:
     """JEDI's HS06·s per event of one job (see the module's docstring; None: not kept)."""
     run = jo.run_seconds(row)
+    value = _per_event(run, row, task, core_power)
+    if value is None or (row.nevents < EVENTS_PER_CORE * row.cores and run <= LONG_RUN_S):
+        return None
+    return value
+
+
+def _per_event(run_s: float, row: jo.JobRow, task: Task, core_power: float | None
+               ) -> float | None:  # fmt: skip
+    """``getHS06sec`` over the job's events: a run of ``run_s`` less baseWalltime × corePower
+    (the queue's, else JEDI's 10) × cores × efficiency (None: no run, events or efficiency)."""
     efficiency = 100.0 if task.cpu_efficiency is None else task.cpu_efficiency
     events = row.nevents or 0.0
-    if run <= task.base_walltime_s or efficiency <= 0 or events <= 0:
-        return None
-    if events < EVENTS_PER_CORE * row.cores and run <= LONG_RUN_S:
+    if run_s <= task.base_walltime_s or efficiency <= 0 or events <= 0:
         return None
     power = core_power or DEFAULT_CORE_POWER
-    return (run - task.base_walltime_s) * power * row.cores * efficiency / 100.0 / events
+    return (run_s - task.base_walltime_s) * power * row.cores * efficiency / 100.0 / events
 
 
 #: the causes whose run teaches a job's time (a need, a time limit's lower bound)
@@ -110,15 +118,10 @@ def retry_limit(row: jo.JobRow, task: Task, maxtime_s: float | None,
                 core_power: float | None) -> float:  # fmt: skip
     """Where JEDI retries a job of the task killed at its walltime limit: the queue's
     maxtime (``increase_cputime``), in HS06·s per event at this job's events, cores,
-    corePower and efficiency (what `hs06_per_event` would read of a run that long); NaN
-    where the maxtime or the events are unknown (the sizer's own retries then)."""
-    events = row.nevents or 0.0
-    efficiency = 100.0 if task.cpu_efficiency is None else task.cpu_efficiency
-    run = (maxtime_s or 0.0) - task.base_walltime_s
-    if run <= 0 or events <= 0 or efficiency <= 0:
-        return math.nan
-    power = core_power or DEFAULT_CORE_POWER
-    return run * power * row.cores * efficiency / 100.0 / events
+    corePower and efficiency (`_per_event` of a run that long); NaN where the maxtime or the
+    events are unknown (the sizer's own retries then)."""
+    value = _per_event(maxtime_s or 0.0, row, task, core_power)
+    return math.nan if value is None else value
 
 
 def time_outcome(row: jo.JobRow, why: jo.Cause, task: Task, core_power: float | None
@@ -184,9 +187,8 @@ def retune_times(conn: Connection, sizer: PersistentSizer, key: str, row: jo.Job
     own = sizer.versions.get(key, 0) - 1  # less the prior's version
     posterior = None
     if own >= s.retune_after:  # a walltime kill priced with JEDI's retry at the maxtime
-        site = row.computingsite
-        limit = retry_limit(row, task, queue_value(conn, site, "maxtime"),
-                            queue_value(conn, site, "corepower"))  # fmt: skip
+        queue = queue_values(conn, row.computingsite, ("maxtime", "corepower"))
+        limit = retry_limit(row, task, queue["maxtime"], queue["corepower"])
         posterior = sizer.sizer.first(key, Release(cores=task.cores, retry_at=limit))
     t = jt.task_times
     mine = conn.execute(select(t).where(t.c.jeditaskid == row.jeditaskid)).first()

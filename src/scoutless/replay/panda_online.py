@@ -85,8 +85,9 @@ class PandaOnline:
         eff = np.where(work.cpu_efficiency > 0, work.cpu_efficiency / 100.0, 1.0)[work.task]
         # seconds of run above baseWalltime per HS06·s/event (NaN: no events, no limit)
         per_cpu = work.nevents / np.maximum(work.cores, 1.0) / work.core_power / eff
-        self.run_per_cpu = np.where(per_cpu > 0, per_cpu, np.nan).tolist()
-        self.retry_cpu = _retry_cpu(work, settings, np.where(per_cpu > 0, per_cpu, np.nan))
+        per_cpu = np.where(per_cpu > 0, per_cpu, np.nan)
+        self.run_per_cpu = per_cpu.tolist()
+        self.retry_cpu = _retry_cpu(work, settings, per_cpu)
         self.memory: dict[int, OnlineSizer] = {}
         self.cpu: dict[int, OnlineSizer] = {}
         #: per task: outcomes learnt, and the answers of `_answers` at a version
