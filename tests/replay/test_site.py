@@ -130,6 +130,18 @@ def test_a_walltime_kill_retries_on_the_long_queue():
     assert result.completion_s[0] == pytest.approx(3000 + 1.5 * H)
 
 
+def test_a_kill_at_the_short_queues_maxtime_is_told_apart():
+    """Wasted core-hours at the short queue's maxtime: a limit the queue chosen at release
+    cut, not one the job's own cpuTime set below it."""
+    settings = settings_with(resource_types={"SCORE": {"cores": 2}}, short_maxtime_s=H)
+    work = build_workload(jobs_frame(1, [1.5], [500]), tasks_frame([1]), settings)
+    tasks = np.ones(1, dtype=bool)
+    for cputime, at_maxtime in ((30.0, 0.0), (36.0, 1.0)):  # limits 3000 s, then 1 h
+        figures = summary(replay(work, settings, ram=2000, cputime=cputime).result_, work, tasks)
+        assert figures["walltime_kills"] == 1
+        assert figures["wasted_core_hours_short_maxtime"] == pytest.approx(at_maxtime)
+
+
 class _Recording(TaskEstimator):
     def __init__(self, *args) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args)

@@ -48,11 +48,15 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("walltime slack, relative", "walltime_slack_relative", "lower"),
     ("priced total (core·h)", "priced_total_core_hours", "lower"),
 )
-#: how the retries went (``replay/metrics.py``'s ``retry_figures``): kept beside METRICS
+#: how the retries went (``replay/metrics.py``'s ``retry_figures``; the last: walltime
+#: kills at the short queue's maxtime, a queue chosen when the job was released): kept
+#: beside METRICS
 RETRY_METRICS: tuple[tuple[str, str, str], ...] = (
     ("jobs killed for memory more than once", "jobs_memory_killed_twice", "lower"),
     ("attempts per job that fitted", "attempts_per_fitted_job", "lower"),
     ("GB·h of failed attempts", "failed_attempts_gb_hours", "lower"),
+    ("wasted core-hours at the short queue's maxtime", "wasted_core_hours_short_maxtime",
+     "lower"),
 )
 #: the online strategy's goals (issue 54): (label, path, at most this × the reference's,
 #: the reference)

@@ -156,6 +156,9 @@ class Replay(ReplayState):
         self.account_wait(t, started - self.queued_at[j], on_long or slot_mb > self.standard_mb)
         if outcome != rules.SUCCESS:
             self.failed_mb_s[t] += alloc * runtime
+        if outcome == rules.WALLTIME_KILL and not on_long and self.short is not None \
+                and limit >= self.short:  # fmt: skip
+            self.short_kill_core_s[t] += core_s  # its queue was chosen when it was released
         if self.plan.sizer is not None:
             self.plan.sizer.learn(t, j, self.outcome_of(j, outcome, runtime, alloc))
         for nxt in self.pool.release(j, self.cores[j]):

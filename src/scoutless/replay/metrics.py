@@ -77,7 +77,8 @@ def retry_figures(result: ReplayResult, units: np.ndarray, tasks: np.ndarray) ->
     """How the retries went: jobs killed for memory more than once, the attempts a job
     that fitted took (its successful one included), and the memory the killed attempts
     held (GB·h); None each where the result does not carry them."""
-    names = ("jobs_memory_killed_twice", "attempts_per_fitted_job", "failed_attempts_gb_hours")
+    names = ("jobs_memory_killed_twice", "attempts_per_fitted_job", "failed_attempts_gb_hours",
+             "wasted_core_hours_short_maxtime")  # fmt: skip
     if not result.unit_memory_kills.size:
         return dict.fromkeys(names)
     fitted = units & (result.attempts > 0) & ~result.failed
@@ -86,6 +87,8 @@ def retry_figures(result: ReplayResult, units: np.ndarray, tasks: np.ndarray) ->
         "jobs_memory_killed_twice": int((result.unit_memory_kills[units] > 1).sum()),
         "attempts_per_fitted_job": _ratio(fitted_attempts, float(fitted.sum())),
         "failed_attempts_gb_hours": float(result.failed_mb_s[tasks].sum()) / 1024.0 / HOUR,
+        "wasted_core_hours_short_maxtime": float(result.short_kill_core_s[tasks].sum()) / HOUR
+        if result.short_kill_core_s.size else None,
     }
 
 

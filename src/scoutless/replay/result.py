@@ -77,6 +77,10 @@ class ReplayResult:
     #: per unit, its attempts killed for memory; per task, MB·s the killed attempts held
     unit_memory_kills: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     failed_mb_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: per task, core·s of attempts killed at the short queue's maxtime: a limit the
+    #: queue cut, chosen when the job was released (a task's production jobs are all
+    #: released at once, routed by what was known then)
+    short_kill_core_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: per task, what the priced total (``replay/priced.py``) prices: each kill's job at
     #: full length (core·s), memory held above max(need, the share of the slot its need
     #: requires) and used above the allocation by surviving attempts (MB·s), core·s in

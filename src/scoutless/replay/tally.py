@@ -38,6 +38,7 @@ class TaskTally:
         self.wall_kills = [0] * n_t
         self.waste = [0.0] * n_t
         self.failed_mb_s = [0.0] * n_t  # memory held by killed attempts
+        self.short_kill_core_s = [0.0] * n_t  # walltime kills at the short queue's maxtime
         self.used = [0.0] * n_t
         self.slack = [0.0] * n_t
         self.run_s = [0.0] * n_t
@@ -109,6 +110,7 @@ class TaskTally:
             attempts=arr(self.attempts),
             unit_memory_kills=arr(self.unit_mem_kills),
             failed_mb_s=arr(self.failed_mb_s),
+            short_kill_core_s=arr(self.short_kill_core_s),
             first_ok=arr(self.first_ok, dtype=bool),
             failed=arr(self.failed, dtype=bool),
             n_events=self.n_events,
