@@ -6,10 +6,12 @@ hybrid, the scouts and the oracle; prints JSON.
 
 The yardstick of ``replay.py --sizes`` (its docstring: one demo per size in ``--workdir``,
 per seed a replay of a seeded sample of its test tasks) with the strategies scouts,
-hybrid, online and oracle. Per size the checks add ``online_vs_hybrid`` (each goal of the
-issue a ratio of online's mean to the hybrid's or the scouts', with the seeds it held in)
-and ``bounds``' oracle ≤ online on the priced total within the seeds' spread: the leakage
-guard (online beating perfect foresight would mean it sees the future). The goals are
+hybrid, online, bayes and oracle. Per size the checks add ``online_vs_hybrid`` (each goal
+of the issue a ratio of online's mean to the hybrid's or the scouts', with the seeds it
+held in, and ``bounded_by``: the reference, oracle or bayes, that misses it too; the issue
+grants completion P90 that bound) and ``bounds``' oracle ≤ online on the priced total
+within the seeds' spread: the leakage guard (online beating perfect foresight would mean
+it sees the future). The goals are
 read, never tuned to. ``--merge A.json B.json`` puts several such runs in one file (their
 sizes side by side; a small-pool run is its own file: the same size at another pool).
 """
@@ -25,7 +27,7 @@ from replay_earlier import merged
 from replay_sizes import sizes_report
 from scoutless.config import get_settings
 
-STRATEGIES = ["scouts", "hybrid", "online", "oracle"]
+STRATEGIES = ["scouts", "hybrid", "online", "bayes", "oracle"]
 
 
 def parse() -> argparse.Namespace:

@@ -137,3 +137,27 @@ def test_without_references_no_miss_is_explained():
     checks = replay_checks(worse)["hybrid_vs_scouts"]
     assert all(r["bounded_by"] is None for r in checks["rows"])
     assert "completion P90 (s)" in checks["model_misses"]
+
+
+def test_an_online_goal_is_laid_at_the_reference_that_misses_it_too():
+    """Each online row's bound is taken at the goal's factor: bayes's memory slack, 1.1 ×
+    the hybrid's, misses 'online ≤ 1.05 × hybrid' too; its waste, 0.6 × the hybrid's,
+    meets 'online ≤ 0.7 × hybrid', so that miss is online's alone. ``met`` is unchanged."""
+    from scoutless.replay.checks import online_goals
+
+    strategies = dict(
+        STRATEGIES,
+        hybrid=_entry(p90=140.0, waste=10.0, slack=100.0),
+        bayes=_entry(p90=220.0, waste=6.0, slack=110.0),
+        online=_entry(p90=210.0, waste=8.0, slack=112.0, kills=1),
+        oracle=_entry(p90=120.0, waste=0.0, slack=90.0, success=1.0, kills=0),
+    )
+    rows = {r["goal"] + " " + r["metric"]: r for r in online_goals(strategies)["rows"]}
+    slack = rows["online ≤ 1.05 × hybrid memory slack (GB·h)"]
+    assert slack["met"] is False and slack["bounded_by"] == "bayes"
+    waste = rows["online ≤ 0.7 × hybrid wasted core-hours"]
+    assert waste["met"] is False and waste["bounded_by"] is None
+    p90 = rows["online ≤ 1 × scouts completion P90 (s)"]
+    assert p90["met"] is False and p90["bounded_by"] == "bayes"  # bayes 220 > scouts 200
+    kills = rows["online ≤ 0.5 × hybrid memory kills"]
+    assert kills["met"] and kills["bounded_by"] == "bayes"  # met where bayes misses
