@@ -116,17 +116,19 @@ def reference_bound(
     strategies: Mapping[str, Mapping[str, Any]], path: str, better: str, incumbent: str,
     factor: float = 1.0,
 ) -> str | None:  # fmt: skip
-    """The first of :data:`REFERENCES` that does worse than ``factor`` × ``incumbent`` on
-    a metric (a "lower" one), or None where every reference that ran does at least as well. ``oracle`` doing worse
-    says no allocation wins the metric: with every job given exactly its need, what is
-    left is the order in which work meets the pool's queues (a task that waits for its
-    scouts leaves the pool to others meanwhile). ``bayes`` doing worse says what is known
+    """The first of :data:`REFERENCES` that does worse than ``incumbent`` on a metric (on a
+    "lower" one, than ``factor`` × it: a ratio goal's bound), or None where every reference
+    that ran does at least as well. ``oracle`` doing worse says no allocation wins the
+    metric: with every job given exactly its need, what is left is the order in which work
+    meets the pool's queues (a task that waits for its scouts leaves the pool to others
+    meanwhile). ``bayes`` doing worse says what is known
     at submission does not win it under these prices: a trade the prices chose, not a
     model's error. Either way a strategy's miss there is no sign of a worse model."""
     theirs = _number(strategies.get(incumbent), path)
     if theirs is None:
         return None
-    theirs = theirs * factor if better == "lower" else theirs
+    if better == "lower":
+        theirs *= factor
     for reference in REFERENCES:
         figure = _number(strategies.get(reference), path)
         if figure is not None and not _as_good(figure, theirs, better):

@@ -87,8 +87,7 @@ def retry_figures(result: ReplayResult, units: np.ndarray, tasks: np.ndarray) ->
         "jobs_memory_killed_twice": int((result.unit_memory_kills[units] > 1).sum()),
         "attempts_per_fitted_job": _ratio(fitted_attempts, float(fitted.sum())),
         "failed_attempts_gb_hours": float(result.failed_mb_s[tasks].sum()) / 1024.0 / HOUR,
-        "wasted_core_hours_short_maxtime": float(result.short_kill_core_s[tasks].sum()) / HOUR
-        if result.short_kill_core_s.size else None,
+        "wasted_core_hours_short_maxtime": float(result.short_kill_core_s[tasks].sum()) / HOUR,
     }
 
 
