@@ -129,15 +129,16 @@ def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
         assert got == expected
 
 
-def _plan_reference(values, weights, above, grid, failure_cost, holds, cap) -> float | None:
+def _plan_reference(values, weights, above, grid, failure_cost, holds, cap, tail=0):
     """`plan` as numpy operations (the sizer's code before its one-pass kernel)."""
     from scoutless.allocation.quantiles import sample_quantiles
+    from scoutless.sizing.distribution import grid_levels
 
     keep = values > above
     v, w = values[keep], weights[keep]
     if not len(v) or w.sum() <= 0:
         return None
-    c = np.unique(sample_quantiles(v, w, np.linspace(0.0, 1.0, grid)))
+    c = np.unique(sample_quantiles(v, w, np.array(grid_levels(grid, tail))))
     c[-1] = v.max()
     bins = np.searchsorted(c, v, side="left")
     mass = np.bincount(bins, weights=w, minlength=len(c))
@@ -161,8 +162,30 @@ def test_the_one_pass_plan_equals_the_numpy_operations() -> None:
         grid = int(rng.choice([8, 48, 100]))
         fixed, holds = float(rng.exponential(0.5)), float(rng.choice([0.0, 1.0]))
         cap = None if trial % 5 else float(rng.uniform(0.05, 0.5))
-        expected = _plan_reference(values, weights, above, grid, fixed, holds, cap)
+        tail = int(rng.choice([0, 5]))
+        expected = _plan_reference(values, weights, above, grid, fixed, holds, cap, tail)
         order = np.argsort(values, kind="stable")
         got = plan_sorted(values[order], weights[order], above=above, grid=grid,
-                          failure_cost=fixed, holds=holds, max_fail_probability=cap)  # fmt: skip
+                          tail_levels=tail, failure_cost=fixed, holds=holds,
+                          max_fail_probability=cap)  # fmt: skip
         assert got == expected, trial
+
+
+def test_levels_in_the_top_step_let_the_answer_lie_between_its_ends() -> None:
+    """An even grid's top step (P97.9 to the largest value at 48 points) is one jump: as
+    a failure's price grows the answer leaps from one end to the other. The tail levels
+    give it the points between."""
+    from scoutless.sizing.distribution import grid_levels, plan_sorted
+
+    assert len(grid_levels(48, 5)) == 53 and grid_levels(48, 5)[-2] == 1 - 1 / 47 / 32
+    ranked = np.sort(np.random.default_rng(5).normal(100.0, 3.0, 4000))
+    weights = np.ones(len(ranked))
+    top_step = (np.quantile(ranked, 1 - 1 / 47), ranked[-1])
+
+    def answers(tail: int) -> list[float]:
+        return [plan_sorted(ranked, weights, grid=48, tail_levels=tail, failure_cost=cost)
+                for cost in np.geomspace(1.0, 3000.0, 40)]  # fmt: skip
+
+    between = [a for a in answers(5) if top_step[0] + 0.5 < a < top_step[1] - 0.5]
+    assert len(set(between)) >= 2
+    assert not [a for a in answers(0) if top_step[0] + 0.5 < a < top_step[1] - 0.5]

@@ -16,6 +16,21 @@ class SizingSettings(BaseModel):
         le=512,
         description="quantile points of an instance's need an allocation is priced on",
     )
+    tail_levels: int = Field(
+        5,
+        ge=0,
+        le=16,
+        description="candidates added in the grid's top step, at levels 1 − 2⁻ᵏ/(grid_points − 1) "
+        "(k = 1 … this): the tail, where a failure's price moves the answer, at finer steps",
+    )
+    neighbourhood_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="an instance's residuals are weighted by a tricube kernel over this share "
+        "of its type's rows nearest it in the location model's feature (a need's spread "
+        "differs along the input size); 0: every row alike",
+    )
     prior_weight: float = Field(
         4.0,
         ge=0,

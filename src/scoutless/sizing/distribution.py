@@ -74,9 +74,16 @@ def _kernel_nodes(nodes: int) -> np.ndarray:
 
 
 @cache
-def _grid_levels(grid: int) -> np.ndarray:
-    """The levels of a plan's ``grid`` candidates, 0 to 1 (read-only: shared)."""
+def grid_levels(grid: int, tail: int = 0) -> np.ndarray:
+    """The levels of a plan's candidates (read-only: shared): ``grid`` evenly from 0 to 1,
+    and ``tail`` more in the top step, at 1 − 2⁻ᵏ/(grid − 1) for k = 1 … ``tail``. An even
+    grid's top step holds 1/(grid − 1) of the need (2 % at 48 points): an answer that
+    should lie between its last two candidates (P98 and the largest value) would jump
+    from one to the other, whatever a failure is priced at."""
     levels = np.linspace(0.0, 1.0, grid)
+    if tail > 0 and grid > 1:
+        top = 1.0 - 2.0 ** -np.arange(1, tail + 1) / (grid - 1)
+        levels = np.unique(np.concatenate((levels, top)))
     levels.setflags(write=False)
     return levels
 
@@ -135,6 +142,7 @@ def plan_sorted(
     *,
     above: float = -np.inf,
     grid: int = 48,
+    tail_levels: int = 0,
     failure_cost: float = 0.0,
     holds: float = 1.0,
     max_fail_probability: float | None = None,
@@ -144,10 +152,11 @@ def plan_sorted(
     ``above``; None when no value does. A caller that plans on one sample again and again
     (an instance's retries, each candidate model's shadow plan) sorts it once.
 
-    Candidates are the distribution's quantiles at ``grid`` levels (the largest value
-    last). With masses cut at candidates c_1 < … < c_m, J(k) — the least expected cost
-    given need > c_k — is min over q > k of c_q·P(need > c_k) − E[need; c_k < need ≤ c_q]
-    + failure_cost·P(need > c_q) + J(q): an attempt at c_q that fits costs c_q − need,
+    Candidates are the distribution's quantiles at ``grid`` levels and ``tail_levels``
+    more in the top step (`grid_levels`; the largest value last). With masses cut at
+    candidates c_1 < … < c_m, J(k) — the least expected cost given need > c_k — is min
+    over q > k of c_q·P(need > c_k) − E[need; c_k < need ≤ c_q] + failure_cost·P(need >
+    c_q) + J(q): an attempt at c_q that fits costs c_q − need,
     one that fails costs c_q and the plan from c_q on. The answer is J(0)'s argmin.
     ``holds`` scales the c_q a failure costs (0: only ``failure_cost``);
     ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
@@ -157,6 +166,7 @@ def plan_sorted(
     from scoutless.sizing.plan_kernel import plan_ranked  # numba: loaded when first used
 
     cap = np.nan if max_fail_probability is None else float(max_fail_probability)
-    best = plan_ranked(ranked, weights, float(above), _grid_levels(grid), float(holds),
+    levels = grid_levels(grid, tail_levels)
+    best = plan_ranked(ranked, weights, float(above), levels, float(holds),
                        float(failure_cost), cap)  # fmt: skip
     return None if np.isnan(best) else float(best)

@@ -1,9 +1,11 @@
 """An instance's need as a weighted sample, from what the online sizer keeps: a location
-model's residuals of a type — runtime-weighted, censored ones re-weighted (Kaplan–Meier),
-compressed to quantiles and smoothed by a Gaussian kernel — mixed with the residual shape
-of the other types (standardised, worth `prior_weight` instances: what a type with ten
-instances cannot know of its own tail it borrows from the types before); for a type never
-seen, the user's request times the other types' need/request ratios."""
+model's residuals of a type — runtime-weighted, weighted towards the rows whose input size
+lies nearest the instance's (a need's spread differs along it: a tool's memory climbs
+with small inputs and sits on a plateau under large ones), censored ones re-weighted
+(Kaplan–Meier), compressed to quantiles and smoothed by a Gaussian kernel — mixed with the
+residual shape of the other types (standardised, worth `prior_weight` instances: what a
+type with ten instances cannot know of its own tail it borrows from the types before); for
+a type never seen, the user's request times the other types' need/request ratios."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ PRIOR_Z = 8.0
 MIN_OWN = 3
 #: points a residual sample is compressed to (weighted quantiles) before smoothing
 SAMPLE_POINTS = 256
+#: fewer rows: an instance's residuals are not weighted by how near it they lie
+MIN_NEAR = 8
 
 Sample = tuple[np.ndarray, np.ndarray]
 
@@ -52,22 +56,44 @@ def observed_residuals(state: TypeHistory) -> np.ndarray:
     return r[np.isfinite(r) & ~state.censored()]
 
 
+def neighbourhood(xs: np.ndarray, x: float, share: float) -> np.ndarray | None:
+    """Tricube weights of rows at ``xs`` for an instance at ``x`` (mean 1), the kernel
+    reaching to the ⌈``share`` × rows⌉-th nearest row (at least `MIN_NEAR`); None where
+    nearness tells nothing: a share of 0, fewer rows, an unknown input size, or that many
+    rows at the instance's own."""
+    n = len(xs)
+    if share <= 0 or n < MIN_NEAR or not np.isfinite(x) or not np.isfinite(xs).all():
+        return None
+    d = np.abs(xs - x)
+    k = max(MIN_NEAR, int(np.ceil(share * n)))
+    reach = float(np.partition(d, k - 1)[k - 1])
+    if not reach > 0:
+        return None
+    u = np.minimum(d / (reach * (1.0 + 1e-4)), 1.0)  # the k-th nearest keeps some weight
+    kernel = (1.0 - u**3) ** 3
+    return kernel * (n / kernel.sum())
+
+
 def residual_sample(
     state: TypeHistory,
     model: str,
     prior: np.ndarray,
     others_scale: float | None,
     settings: SizingSettings,
+    x: float = np.nan,
 ) -> Sample:
     """Model ``model``'s residuals of a type's anchored rows (log scale) as a smoothed
     weighted sample with the other types' standardised shape ``prior`` mixed in (see the
-    module's docstring), in ascending order (every instance's ranking is then one pass)."""
+    module's docstring), for an instance of log input size ``x`` (NaN: every row alike),
+    in ascending order (every instance's ranking is then one pass)."""
     resid = state.anchored(f"resid:{model}")
     known = np.isfinite(resid)
     resid, cens = resid[known], state.anchored("censored")[known] > 0
     rt = state.anchored("runtime")[known]
     use_rt = settings.runtime_weighted and len(rt) and rt.mean() > 0
-    w = censored_weights(resid, cens, rt / rt.mean() if use_rt else None)
+    w0 = rt / rt.mean() if use_rt else np.ones(len(rt))
+    near = neighbourhood(state.anchored("log_input")[known], x, settings.neighbourhood_share)
+    w = censored_weights(resid, cens, w0 if near is None else w0 * near)
     _, med, scale = standardise(resid[~cens])
     if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
         scale = others_scale
@@ -75,6 +101,8 @@ def residual_sample(
     if len(prior) and settings.prior_weight > 0:
         resid = np.concatenate((resid, med + prior * scale))
         w = np.concatenate((w, np.full(len(prior), settings.prior_weight / len(prior))))
+    if near is not None:  # rows out of reach: no candidate at a value of no weight
+        resid, w = resid[w > 0], w[w > 0]
     if not len(resid) or w.sum() <= 0:
         return np.zeros(0), np.zeros(0)
     values, weights = smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)

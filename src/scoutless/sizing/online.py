@@ -8,7 +8,8 @@ Per task type it keeps the outcomes and, for each location model of `models.CAND
 line in the log cores),
 that model's out-of-sample residual of each (`type_history`). A model's need distribution
 for an instance is its location plus its residuals (`need_sample`: runtime-weighted,
-censored ones re-weighted, smoothed, mixed with the other types' shape). The allocation
+weighted towards the rows of the nearest input sizes, censored ones re-weighted,
+smoothed, mixed with the other types' shape). The allocation
 and every retry are `distribution.plan`'s: the least expected cost, a retry on the
 distribution conditional on the need exceeding the failed allocation. After each outcome
 every model is charged what its plan would have cost on that instance (× its runtime);
@@ -232,7 +233,7 @@ class OnlineSizer:
             order = np.argsort(values, kind="stable")
             return values[order], weights[order]
         model = model or state.choice
-        vals, w = self._sample(key, state, model)
+        vals, w = self._sample(key, state, model, f.log_input())
         if not len(vals):
             return np.zeros(0), np.zeros(0)
         return np.exp(location(state, model, f) + vals), w
@@ -245,15 +246,19 @@ class OnlineSizer:
         ranked, weights = self.distribution(key, f, model)
         return ranked, weights, self._failure(f, ranked)
 
-    def _sample(self, key: Hashable, state: TypeHistory, model: str) -> Sample:
-        """A model's residual sample: the same for every instance of the type, so it is
-        kept until the type's anchor moves (`TypeHistory.add`) or its prior is rebuilt."""
+    def _sample(self, key: Hashable, state: TypeHistory, model: str, x: float) -> Sample:
+        """A model's residual sample for an instance of log input size ``x``: kept until
+        the type's anchor moves (`TypeHistory.add`), its prior is rebuilt or an instance
+        of another input size comes (the same for every instance where nearness tells
+        nothing: `need_sample.neighbourhood`)."""
         prior, others_scale = self._pooled(key, state)
-        version = (state.anchor_learnt, state.prior[0])
+        share = self.settings.neighbourhood_share
+        where = x if share > 0 and np.isfinite(x) else None
+        version = (state.anchor_learnt, state.prior[0], where)
         cached = state.samples.get(model)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        sample = residual_sample(state, model, prior, others_scale, self.settings)
+        sample = residual_sample(state, model, prior, others_scale, self.settings, x)
         state.samples[model] = (version, *sample)
         return sample
 
@@ -288,7 +293,7 @@ class OnlineSizer:
         """The plan's next attempt above ``failed`` (-inf: the first) on the need's sample
         (ascending), ``price`` what a failed attempt costs (one per instance: `_failure`)."""
         best = plan_sorted(ranked, weights, above=failed, grid=self.settings.grid_points,
-                           failure_cost=price.fixed, holds=price.holds,
+                           tail_levels=self.settings.tail_levels, failure_cost=price.fixed, holds=price.holds,
                            max_fail_probability=self.max_kill_probability)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
