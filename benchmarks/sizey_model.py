@@ -230,3 +230,35 @@ def sizey_model(
             if out_write is not None:
                 out_write(result)
     return result
+
+
+def recount(block: dict[str, Any], frames: dict[str, pd.DataFrame], source: str) -> dict[str, Any]:
+    """An earlier run's block (`sizey_model`'s result) with this project's methods counted
+    again at this commit on the instances its model sized (per type the model's count):
+    what an engine change needs without running the model again (hours). The model's own
+    figures and the cross-check of the peers' baselines are carried from ``source``;
+    ``recount.baselines_equal`` says whether every baseline's total came out as before
+    (an engine change leaves them alone: the carried cross-check then still holds)."""
+    start = time.perf_counter()
+    out = {k: v for k, v in block.items() if k != "carried"}  # an older recount's words
+    out["workflows"] = {}
+    equal = True
+    for wf, old in block["workflows"].items():
+        ours = ours_first(frames[wf], wf, int(block["seed"]), int(block["first"]))
+        per_type: dict[str, dict[str, dict[str, float]]] = {}
+        totals: dict[str, dict[str, float]] = {}
+        for task, cells in old["per_type"].items():
+            k = int(cells["sizey"]["instances"])
+            per_type[task] = {m: _total(c[:k]) for m, c in ours[task].items()}
+            per_type[task]["sizey"] = cells["sizey"]
+            for method, cell in per_type[task].items():
+                total = totals.setdefault(method, dict.fromkeys(cell, 0))
+                for key in total:
+                    total[key] += cell[key]
+        equal &= all(totals[m] == old["methods"][m] for m in old["methods"]
+                     if m != "sizey" and not m.startswith("scoutless"))  # fmt: skip
+        ranking = sorted(totals, key=lambda m: totals[m]["wastage_gbh"])
+        out["workflows"][wf] = dict(old, methods=totals, ranking=ranking, per_type=per_type)
+    out["recount"] = {"from": source, "baselines_equal": bool(equal),
+                      "seconds": round(time.perf_counter() - start, 1)}  # fmt: skip
+    return out

@@ -58,7 +58,7 @@ from scoutless.sizing.report import WITT_LWR_CITED, median_interval, size_workfl
 from scoutless.sizing.resources import RESOURCES
 from scoutless.sizing.resources import resource as sized_resource
 from scoutless.sources.nextflow import read_nextflow
-from sizey_model import sizey_model
+from sizey_model import recount, sizey_model
 from sizing_constants import leave_one_out, sensitivity_cell, trade_off
 
 #: the seeds the headline is measured at (the peers' 1996, then nine more)
@@ -245,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizey-collect", action="store_true",
                         help="with --sizey-model: read what its run wrote so far, run nothing")  # fmt: skip
     parser.add_argument("--sizey-workflows", default="iwd,methylseq", help="workflows --sizey-model sizes")
+    parser.add_argument("--sizey-recount", type=Path, metavar="JSON",
+                        help="with --peers-against: JSON's sizey_model block, this project's "
+                        "methods counted again at this commit, the model's figures carried")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
     add_out(parser)
     return parser
@@ -256,7 +259,7 @@ def main() -> None:
     loop_before = reference_loop_s()
     start = time.perf_counter()
     peers_seeds = [int(s) for s in args.peers_seeds.split(",") if s]
-    if args.peers_code and args.peers_against:  # the reference alone, against a run already made
+    if args.peers_against and (args.peers_code or args.sizey_recount):  # against a run made
         emit(_against(args, peers_seeds), args.out, loop_before)
         return
     paths = sorted(args.traces.glob("trace_*.csv"))
@@ -309,7 +312,12 @@ def _against(args: argparse.Namespace, peers_seeds: list[int]) -> dict[str, Any]
     """The peers' code against a sizing JSON already made (its baselines, or Sizey's model
     on the first instances), the comparison also stored in that JSON for its results page."""
     against = json.loads(args.peers_against.read_text())
-    if args.sizey_model:
+    if args.sizey_recount:
+        block = json.loads(args.sizey_recount.read_text())["sizey_model"]
+        frames = {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=Settings().sizing).frame
+                  for wf in block["workflows"]}  # fmt: skip
+        key, result = "sizey_model", recount(block, frames, str(args.sizey_recount))
+    elif args.sizey_model:
         names = args.sizey_workflows.split(",")
         frames = {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=Settings().sizing).frame
                   for wf in names}  # fmt: skip

@@ -20,7 +20,9 @@ def peers_code_tables(doc: dict[str, Any]) -> list[Table]:
         Table("The baselines against Sizey's own code, run", cols,
               [[figure(doc, ("peers_code", c)) for c in cols]],
               "Every cell its main.py writes (its model switched off) against this "
-              "project's: relative gap in GB·h, failures equal (this project's, its)."),
+              "project's: relative gap in GB·h, failures equal (this project's, its)."
+              + (f" Carried {at(doc, ('peers_code', 'carried'))}."
+                 if at(doc, ("peers_code", "carried")) else "")),
         Table("Cell by cell (GB·h)", ["seed/workflow/method", *cells],
               [[label(k), *(figure(doc, ("peers_code", "cells", k, c)) for c in cells)]
                for k in at(doc, ("peers_code", "cells")) or {}]),
@@ -54,7 +56,12 @@ def sizey_model_tables(doc: dict[str, Any]) -> list[Table]:
             f"{fmt(at(doc, (*base, wf, 'types')))}; its seconds an instance (its own timing), "
             f"median {fmt(at(doc, (*base, wf, 'model_seconds', 'median')))}."
             + (f" Carried {at(doc, ('sizey_model', 'carried'))}."
-               if at(doc, ("sizey_model", "carried")) else ""),
+               if at(doc, ("sizey_model", "carried")) else "")
+            + (f" This project's methods counted again on those instances at this run's "
+               f"commit, the model's figures and the cross-check carried from "
+               f"{at(doc, ('sizey_model', 'recount', 'from'))} (every baseline's total as "
+               f"there: {fmt(at(doc, ('sizey_model', 'recount', 'baselines_equal')))})."
+               if at(doc, ("sizey_model", "recount")) else ""),
         ))  # fmt: skip
     return tables
 

@@ -156,3 +156,30 @@ def test_our_first_instances_are_the_whole_walks_first(monkeypatch: pytest.Monke
         for method, costs in methods.items():  # the first three as the whole walk has them
             assert costs == all_[task][method][:3]
             assert len(all_[task][method]) > 3
+
+
+def test_a_recount_keeps_the_models_figures_and_counts_ours_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An engine change re-counts this project's methods on the instances Sizey's model
+    sized (its per-type count), the model's own figures carried, and says whether every
+    baseline came out as before."""
+    with benchmark_module("sizey_model") as sm:
+        ours = {"T": {"tovar": [(0.5, 0), (0.25, 1), (7.0, 0)],
+                      "scoutless": [(0.125, 0), (0.125, 1), (9.0, 0)]}}  # fmt: skip
+        monkeypatch.setattr(sm, "ours_first", lambda frame, wf, seed, first: ours)
+        sizey = {"wastage_gbh": 3.0, "failures": 1, "instances": 2}
+        old_tovar = {"wastage_gbh": 0.75, "failures": 1, "instances": 2}
+        block = {"seed": 1996, "first": 3, "carried": "older words", "workflows": {"wf": {
+            "methods": {"tovar": old_tovar, "sizey": sizey,
+                        "scoutless": {"wastage_gbh": 5.0, "failures": 0, "instances": 2}},
+            "ranking": ["tovar", "sizey", "scoutless"], "types": 1,
+            "per_type": {"T": {"sizey": sizey}}}}}  # fmt: skip
+        out = sm.recount(block, {"wf": None}, "old.json")
+        cell = out["workflows"]["wf"]
+        assert cell["methods"]["scoutless"] == {"wastage_gbh": 0.25, "failures": 1, "instances": 2}
+        assert cell["methods"]["sizey"] == sizey and cell["ranking"][0] == "scoutless"
+        assert out["recount"]["baselines_equal"] and out["recount"]["from"] == "old.json"
+        assert "carried" not in out and cell["types"] == 1
+        ours["T"]["tovar"][0] = (0.75, 0)  # a baseline that moved: said
+        assert not sm.recount(block, {"wf": None}, "old.json")["recount"]["baselines_equal"]
