@@ -48,3 +48,24 @@ def test_a_plateau_is_sized_close_and_a_climb_with_room() -> None:
     small_all, large_all = _climb_then_plateau(0.0)
     assert large_near < 1.02 < large_all
     assert small_all < 1.3 < small_near
+
+
+def test_a_kept_order_gives_the_very_sample_a_sort_gives() -> None:
+    """The sizer sorts a type's residuals once for every instance's sample (the
+    neighbourhood's weights change per instance, the residuals do not): bit for bit the
+    sample each instance would get from its own sort."""
+    from scoutless.sizing.need_sample import residual_order, residual_sample
+
+    rng = np.random.default_rng(8)
+    x = np.exp(rng.uniform(0.0, 8.0, 700))
+    need = 1e9 * np.exp(0.2 * np.log(x) + rng.normal(0.0, 0.3, 700))
+    sizer = OnlineSizer(SizingSettings())
+    sizer.start_type("t", [Release(input_size=float(v), cores=1.0) for v in x], need, np.ones(700))
+    state, settings = sizer.types["t"], sizer.settings
+    prior = np.linspace(-2.0, 2.0, 50)
+    for model in state.models:
+        order = residual_order(state, model)
+        for at in (0.5, 4.0, 7.9):
+            plain = residual_sample(state, model, prior, 0.2, settings, at)
+            kept = residual_sample(state, model, prior, 0.2, settings, at, order)
+            assert all(np.array_equal(a, b) for a, b in zip(plain, kept, strict=True))

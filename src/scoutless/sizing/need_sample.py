@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from scoutless.allocation.quantiles import sample_quantiles
+from scoutless.allocation.quantiles import ranked_quantiles, sample_quantiles
 from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import bandwidth, censored_weights, median, smooth
 from scoutless.sizing.type_history import TypeHistory
@@ -42,12 +42,21 @@ def standardise(resid: np.ndarray) -> tuple[np.ndarray, float, float]:
     return (resid - med) / scale, med, scale
 
 
-def compress(values: np.ndarray, weights: np.ndarray, points: int) -> Sample:
-    """A weighted sample as at most ``points`` equal-weight quantiles (same total weight)."""
+def compress(
+    values: np.ndarray, weights: np.ndarray, points: int, order: np.ndarray | None = None
+) -> Sample:
+    """A weighted sample as at most ``points`` equal-weight quantiles (same total weight);
+    ``order``: the values' stable ascending order, when the caller keeps it (the same
+    quantiles, without the sort)."""
     if len(values) <= points:
         return values, weights
     levels = (np.arange(points) + 0.5) / points
-    return sample_quantiles(values, weights, levels), np.full(points, weights.sum() / points)
+    total = weights.sum()
+    if order is None:
+        quantiles = sample_quantiles(values, weights, levels)
+    else:
+        quantiles = ranked_quantiles(values[order], (weights / total)[order], levels)
+    return quantiles, np.full(points, total / points)
 
 
 def observed_residuals(state: TypeHistory) -> np.ndarray:
@@ -81,11 +90,14 @@ def residual_sample(
     others_scale: float | None,
     settings: SizingSettings,
     x: float = np.nan,
+    order: np.ndarray | None = None,
 ) -> Sample:
     """Model ``model``'s residuals of a type's anchored rows (log scale) as a smoothed
     weighted sample with the other types' standardised shape ``prior`` mixed in (see the
     module's docstring), for an instance of log input size ``x`` (NaN: every row alike),
-    in ascending order (every instance's ranking is then one pass)."""
+    in ascending order (every instance's ranking is then one pass); ``order``: the stable
+    ascending order of the anchored rows' finite residuals (`residual_order`), kept by a
+    caller that samples them for many instances."""
     resid = state.anchored(f"resid:{model}")
     known = np.isfinite(resid)
     resid, cens = resid[known], state.anchored("censored")[known] > 0
@@ -97,7 +109,7 @@ def residual_sample(
     _, med, scale = standardise(resid[~cens])
     if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
         scale = others_scale
-    resid, w = compress(resid, w, SAMPLE_POINTS)
+    resid, w = compress(resid, w, SAMPLE_POINTS, order)
     if len(prior) and settings.prior_weight > 0:
         resid = np.concatenate((resid, med + prior * scale))
         w = np.concatenate((w, np.full(len(prior), settings.prior_weight / len(prior))))
@@ -108,6 +120,13 @@ def residual_sample(
     values, weights = smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)
     order = np.argsort(values, kind="stable")
     return values[order], weights[order]
+
+
+def residual_order(state: TypeHistory, model: str) -> np.ndarray:
+    """The stable ascending order of model ``model``'s finite residuals of a type's
+    anchored rows (what `residual_sample` compresses)."""
+    resid = state.anchored(f"resid:{model}")
+    return np.argsort(resid[np.isfinite(resid)], kind="stable")
 
 
 def pooled_prior(others: Iterable[TypeHistory]) -> tuple[np.ndarray, float | None]:

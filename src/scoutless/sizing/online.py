@@ -35,7 +35,13 @@ from scoutless.config import SizingSettings
 from scoutless.sizing.distribution import FailurePrice, plan_sorted, ranked_median
 from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
-from scoutless.sizing.need_sample import Sample, pooled_prior, request_sample, residual_sample
+from scoutless.sizing.need_sample import (
+    Sample,
+    pooled_prior,
+    request_sample,
+    residual_order,
+    residual_sample,
+)
 from scoutless.sizing.protocol import Outcome
 from scoutless.sizing.type_history import TypeHistory
 
@@ -258,7 +264,14 @@ class OnlineSizer:
         cached = state.samples.get(model)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        sample = residual_sample(state, model, prior, others_scale, self.settings, x)
+        order = None
+        if where is not None:  # one sort of the residuals for every instance's sample
+            kept = state.samples.get(("order", model))
+            if kept is None or kept[0] != state.anchor_learnt:
+                kept = state.samples[("order", model)] = (
+                    state.anchor_learnt, residual_order(state, model))  # fmt: skip
+            order = kept[1]
+        sample = residual_sample(state, model, prior, others_scale, self.settings, x, order)
         state.samples[model] = (version, *sample)
         return sample
 
