@@ -28,8 +28,8 @@ class SizingSettings(BaseModel):
         ge=0,
         le=1,
         description="an instance's residuals are weighted by a tricube kernel over this share "
-        "of its type's rows nearest it in the location model's feature (a need's spread "
-        "differs along the input size); 0: every row alike",
+        "of its type's rows nearest its input size (a need's spread differs along it; no "
+        "input size known: every row alike); 0: every row alike",
     )
     prior_weight: float = Field(
         4.0,
