@@ -203,19 +203,24 @@ def main(argv: list[str] | None = None) -> None:
     default_cap = SizingSettings().max_outcomes_per_type
     parser.add_argument("--max-outcomes", type=int, default=default_cap,
                         help="outcomes a type holds at most (0: every outcome)")  # fmt: skip
+    parser.add_argument("--neighbourhood-share", type=float,
+                        default=SizingSettings().neighbourhood_share,
+                        help="sizing.neighbourhood_share (0: every row alike, one sample a type)")  # fmt: skip
     add_out(parser)
     args = parser.parse_args(argv)
     loop_before = reference_loop_s()
     measured = commit()  # before the run: what was imported, not what changed since
     stream = make_stream(args.jobs, args.tasks, args.types, args.seed)
     rss_before = psutil.Process().memory_info().rss / 2**20
-    settings = SizingSettings(max_outcomes_per_type=args.max_outcomes or None)
+    settings = SizingSettings(max_outcomes_per_type=args.max_outcomes or None,
+                              neighbourhood_share=args.neighbourhood_share)  # fmt: skip
     records = run(stream, CHECKPOINTS, settings)
     last = records[-1]
     result = {
         "commit": measured,
         "sizer": "scoutless.sizing.online.OnlineSizer (memory only)",
         "max_outcomes_per_type": settings.max_outcomes_per_type,
+        "neighbourhood_share": settings.neighbourhood_share,
         "jobs": args.jobs, "tasks": args.tasks, "types": args.types, "seed": args.seed,
         "outcomes": last["outcomes"],
         "ms_per_job": last["cumulative_ms_per_job"],
