@@ -163,7 +163,6 @@ def side_by_side(ours: Costs, theirs: Costs) -> dict[str, Any]:
     """Every method over the instances Sizey's model sized (per type its first k: a run cut
     short counts what it reached), the baselines both sides computed compared on them
     (relative gap in GB·h, failures equal); per type, each method's cell."""
-    totals: dict[str, dict[str, float]] = {}
     per_type: dict[str, dict[str, dict[str, float]]] = {}
     gaps: dict[str, float] = {}
     equal = True
@@ -174,10 +173,6 @@ def side_by_side(ours: Costs, theirs: Costs) -> dict[str, Any]:
         cells = per_type[task] = {
             m: _total(c[:k]) for m, c in {**ours[task], "sizey": methods["sizey"]}.items()
         }
-        for method, cell in cells.items():
-            total = totals.setdefault(method, dict.fromkeys(cell, 0))
-            for key in total:
-                total[key] += cell[key]
         for method in methods.keys() & ours[task].keys():
             mine, peer = cells[method], _total(methods[method][:k])
             gaps[f"{task}/{method}"] = abs(mine["wastage_gbh"] - peer["wastage_gbh"]) / max(
@@ -186,12 +181,23 @@ def side_by_side(ours: Costs, theirs: Costs) -> dict[str, Any]:
             equal &= mine["failures"] == peer["failures"]
     worst = max(gaps, key=gaps.get) if gaps else None
     return {
-        "methods": totals, "ranking": sorted(totals, key=lambda m: totals[m]["wastage_gbh"]),
+        **_summed(per_type),
         "cross_check": {"cells": len(gaps), "max_gap": gaps.get(worst), "worst_cell": worst,
                         "failures_equal": equal,
                         "met": bool(gaps) and equal and max(gaps.values()) <= TOLERANCE},
         "per_type": per_type,
     }  # fmt: skip
+
+
+def _summed(per_type: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Each method's cells summed over the types, and the methods least wasteful first."""
+    totals: dict[str, dict[str, float]] = {}
+    for cells in per_type.values():
+        for method, cell in cells.items():
+            total = totals.setdefault(method, dict.fromkeys(cell, 0))
+            for key in total:
+                total[key] += cell[key]
+    return {"methods": totals, "ranking": sorted(totals, key=lambda m: totals[m]["wastage_gbh"])}
 
 
 def sizey_model(
@@ -245,20 +251,15 @@ def recount(block: dict[str, Any], frames: dict[str, pd.DataFrame], source: str)
     equal = True
     for wf, old in block["workflows"].items():
         ours = ours_first(frames[wf], wf, int(block["seed"]), int(block["first"]))
-        per_type: dict[str, dict[str, dict[str, float]]] = {}
-        totals: dict[str, dict[str, float]] = {}
-        for task, cells in old["per_type"].items():
-            k = int(cells["sizey"]["instances"])
-            per_type[task] = {m: _total(c[:k]) for m, c in ours[task].items()}
-            per_type[task]["sizey"] = cells["sizey"]
-            for method, cell in per_type[task].items():
-                total = totals.setdefault(method, dict.fromkeys(cell, 0))
-                for key in total:
-                    total[key] += cell[key]
-        equal &= all(totals[m] == old["methods"][m] for m in old["methods"]
+        per_type = {
+            task: {m: _total(c[: int(cells["sizey"]["instances"])]) for m, c in ours[task].items()}
+            | {"sizey": cells["sizey"]}
+            for task, cells in old["per_type"].items()
+        }
+        summed = _summed(per_type)
+        equal &= all(summed["methods"][m] == old["methods"][m] for m in old["methods"]
                      if m != "sizey" and not m.startswith("scoutless"))  # fmt: skip
-        ranking = sorted(totals, key=lambda m: totals[m]["wastage_gbh"])
-        out["workflows"][wf] = dict(old, methods=totals, ranking=ranking, per_type=per_type)
+        out["workflows"][wf] = dict(old, **summed, per_type=per_type)
     out["recount"] = {"from": source, "baselines_equal": bool(equal),
                       "seconds": round(time.perf_counter() - start, 1)}  # fmt: skip
     return out

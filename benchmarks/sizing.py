@@ -312,18 +312,20 @@ def _against(args: argparse.Namespace, peers_seeds: list[int]) -> dict[str, Any]
     """The peers' code against a sizing JSON already made (its baselines, or Sizey's model
     on the first instances), the comparison also stored in that JSON for its results page."""
     against = json.loads(args.peers_against.read_text())
+    def frames(names: list[str]) -> dict[str, Any]:
+        settings = Settings().sizing
+        return {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=settings).frame
+                for wf in names}  # fmt: skip
+
     if args.sizey_recount:
         block = json.loads(args.sizey_recount.read_text())["sizey_model"]
-        frames = {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=Settings().sizing).frame
-                  for wf in block["workflows"]}  # fmt: skip
-        key, result = "sizey_model", recount(block, frames, str(args.sizey_recount))
+        key, result = "sizey_model", recount(block, frames(list(block["workflows"])),
+                                             str(args.sizey_recount))  # fmt: skip
     elif args.sizey_model:
-        names = args.sizey_workflows.split(",")
-        frames = {wf: read_nextflow([args.traces / f"trace_{wf}.csv"], settings=Settings().sizing).frame
-                  for wf in names}  # fmt: skip
         keep = (lambda r: write_json(args.out, r)) if args.out else None
         key, result = "sizey_model", sizey_model(
-            args.peers_code, args.peers_python, frames, peers_seeds[0], args.sizey_model, keep,
+            args.peers_code, args.peers_python, frames(args.sizey_workflows.split(",")),
+            peers_seeds[0], args.sizey_model, keep,
             collect=args.sizey_collect,
         )
     else:
