@@ -8,6 +8,7 @@ chooses which figures sit side by side.
 from __future__ import annotations
 
 from docsgen.results_pages import Benchmark
+from docsgen.views.atlas import atlas_jobs_tables
 from docsgen.views.models import (
     fast_paths_tables,
     real_traces_tables,
@@ -18,7 +19,6 @@ from docsgen.views.models import (
 from docsgen.views.replay import canary_tables, realism_tables, replay_tables
 from docsgen.views.service import db_paths_tables, serve_tables
 from docsgen.views.sizing import (
-    atlas_jobs_tables,
     online_restart_tables,
     online_tables,
     sizing_cap_tables,

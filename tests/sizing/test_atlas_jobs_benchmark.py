@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -97,3 +98,46 @@ def test_a_recorded_job_killed_climbs_the_ladder_and_is_charged(tmp_path):
     assert tally.failed_gbh == pytest.approx(900 * 3600 * 0.9 * gbh)
     assert tally.slack_gbh == pytest.approx((1800 - 1000) * 3600 * gbh)
     assert math.isclose(tally.summary()["wasted_gbh"], tally.failed_gbh + tally.slack_gbh)
+
+
+def _pair_waste(need, weight, first, retry):  # type: ignore[no-untyped-def]
+    """The walk's strict-limit accounting of one (first, retry) pair, job by job."""
+    top, total = max(need), 0.0
+    for n, u in zip(need, weight, strict=True):
+        for a in (first, retry, top):
+            if a >= n:
+                total += (a - n) * u
+                break
+            total += a * a / n * u  # killed when its PSS crosses a, after wall × a / n
+    return total
+
+
+def test_the_best_pair_in_hindsight_is_the_cheapest_of_every_pair_of_needs():
+    rng = np.random.default_rng(3)
+    need = rng.lognormal(7.5, 0.2, 40)
+    need[5] = need[6]  # a tie
+    weight = rng.uniform(100, 5000, 40)
+    with benchmark_module("atlas_hindsight") as hindsight:
+        best = hindsight.best_pair(need, weight)
+    brute = min((_pair_waste(need, weight, a, b), a, b) for a in need for b in need if b > a)
+    no_kill = _pair_waste(need, weight, need.max(), need.max())
+    assert best["waste"] == pytest.approx(min(brute[0], no_kill), rel=1e-12)
+    assert best["waste"] == pytest.approx(_pair_waste(need, weight, best["first"], best["retry"]))
+    assert best["first"] < best["retry"] <= need.max()
+
+
+def test_a_task_is_bounded_by_its_lag_window_before_its_hindsight():
+    engine = {"wasted_gbh": 100.0, "wasted_after_lag_gbh": 20.0}
+    with benchmark_module("atlas_hindsight") as hindsight:
+        lag = hindsight.factor_1_bounds(
+            engine, {"wasted_gbh": 100.0}, {"after_lag_gbh": 5.0, "kills": 1.0}, 0.7
+        )
+        pair = hindsight.factor_1_bounds(
+            engine, {"wasted_gbh": 200.0}, {"after_lag_gbh": 70.0, "kills": 1.0}, 0.7
+        )
+        free = hindsight.factor_1_bounds(
+            engine, {"wasted_gbh": 200.0}, {"after_lag_gbh": 5.0, "kills": 1.0}, 0.7
+        )
+    assert (lag["bounded_by"], lag["lag_window_ratio"]) == ("lag", 0.8)
+    assert (pair["bounded_by"], pair["hindsight_ratio"]) == ("hindsight", 0.75)
+    assert free["bounded_by"] is None and free["hindsight_gbh"] == 85.0
