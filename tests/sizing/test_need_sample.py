@@ -8,7 +8,6 @@ from scoutless.config import SizingSettings
 from scoutless.sizing.features import Release
 from scoutless.sizing.need_sample import MIN_NEAR, neighbourhood
 from scoutless.sizing.online import OnlineSizer
-from scoutless.sizing.protocol import Outcome
 
 
 def test_the_neighbourhood_reaches_the_share_of_nearest_rows() -> None:
@@ -70,43 +69,3 @@ def test_a_kept_order_gives_the_very_sample_a_sort_gives() -> None:
             plain = residual_sample(state, model, prior, 0.2, settings, at)
             kept = residual_sample(state, model, prior, 0.2, settings, at, order)
             assert all(np.array_equal(a, b) for a, b in zip(plain, kept, strict=True))
-
-
-def test_the_model_that_sizes_is_the_cheapest_near_the_instance() -> None:
-    """Charged plans: the line cheap on small inputs, the neighbours on large ones (a
-    climb, then a plateau the line overshoots); each end is sized by its own, and where
-    nearness tells nothing by the cheapest over every outcome."""
-    rng = np.random.default_rng(5)
-    x = np.exp(rng.uniform(0.0, 8.0, 200))
-    sizer = OnlineSizer(SizingSettings(neighbourhood_share=0.5))
-    feats = [Release(input_size=float(v), cores=1.0) for v in x]
-    sizer.start_type("t", feats, 1e9 * np.exp(rng.normal(0.0, 0.1, 200)), np.ones(200))
-    state = sizer.types["t"]
-    small = state.column("log_input") < 4.0
-    for model in state.models:
-        state.column(f"shadow:{model}")[:] = 5.0
-    state.column("shadow:line")[:] = np.where(small, 1.0, 9.0)
-    state.column("shadow:neighbours")[:] = np.where(small, 2.0, 1.0)
-    state.choice = "mean"  # the cheapest over every outcome, as charged
-    assert sizer._choice(state, Release(input_size=float(np.exp(1.0)))) == "line"
-    assert sizer._choice(state, Release(input_size=float(np.exp(7.0)))) == "neighbours"
-    assert sizer._choice(state, Release()) == "mean"  # no input size
-    state.column("shadow:line")[:3] = np.nan  # an uncharged row stays out
-    assert sizer._choice(state, Release(input_size=float(np.exp(1.0)))) == "line"
-    flat = OnlineSizer(SizingSettings(neighbourhood_share=0.0))
-    assert flat._choice(state, Release(input_size=float(np.exp(7.0)))) == "mean"
-
-
-def test_what_each_model_would_have_cost_is_kept_with_its_row() -> None:
-    sizer = OnlineSizer(SizingSettings())
-    feats = [Release(input_size=float(2**k), cores=1.0) for k in range(10, 30)]
-    sizer.start_type("t", feats[:10], [1e9 * (1 + k / 10) for k in range(10)], np.ones(10))
-    state = sizer.types["t"]
-    assert np.isnan(state.shadow_costs()).all()  # a history charges nothing
-    before = dict(state.shadow)
-    sizer.learn("t", feats[10], Outcome(2e9, 3.0))
-    sizer.learn("t", feats[11], Outcome(1.5e9, 1.0, censored=True))
-    costs = state.shadow_costs()
-    assert np.isfinite(costs[-2]).all() and np.isnan(costs[-1]).all()  # a kill: nothing
-    charged = {m: state.shadow[m] - before[m] for m in state.models}
-    assert charged == dict(zip(state.models, costs[-2].tolist(), strict=True))

@@ -20,9 +20,7 @@ class NoClock(ValueError):
     """A table without submission and completion times: the live protocol needs them."""
 
 
-def clock(
-    types: Sequence[TaskType],
-) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
+def clock(types: Sequence[TaskType]) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
     """(time, type, instance) of every online instance's submission, in the order decided
     (ties: the type's order, then the instance's), and of every completion, in time order.
 
@@ -32,9 +30,7 @@ def clock(
     for t, task in enumerate(types):
         on = task.online
         if on.submit is None or not np.isfinite(on.submit).all():
-            raise NoClock(
-                f"{task.workflow}/{task.name}: no submit times (the live protocol's clock)"
-            )
+            raise NoClock(f"{task.workflow}/{task.name}: no submit times (the live protocol's clock)")
         for i in range(len(on)):
             subs.append((float(on.submit[i]), t, i))
             if on.complete is not None and np.isfinite(on.complete[i]):
@@ -71,9 +67,7 @@ def run_live(
         on = types[t].online
         for sizer in sizers[t]:
             allocs = attempts(sizer, types[t], i)
-            cost = charge(
-                float(on.need[i]), float(on.runtime[i]), allocs, resource, float(on.cpus[i])
-            )
+            cost = charge(float(on.need[i]), float(on.runtime[i]), allocs, resource, float(on.cpus[i]))
             tallies[t][sizer.name].add(cost)
             if attempts_out is not None:
                 attempts_out.setdefault(sizer.name, []).append(allocs)

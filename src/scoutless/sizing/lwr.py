@@ -71,11 +71,7 @@ def quantile_line(x: np.ndarray, y: np.ndarray, q: float) -> tuple[float, float]
     n = len(y)
     e = y - exog @ beta
     z = norm.ppf(q)
-    hs = (
-        n ** (-1 / 3)
-        * norm.ppf(0.975) ** (2 / 3)
-        * (1.5 * norm.pdf(z) ** 2 / (2 * z**2 + 1)) ** (1 / 3)
-    )
+    hs = n ** (-1 / 3) * norm.ppf(0.975) ** (2 / 3) * (1.5 * norm.pdf(z) ** 2 / (2 * z**2 + 1)) ** (1 / 3)
     iqre = np.percentile(e, 75) - np.percentile(e, 25)
     h = min(np.std(y), iqre / 1.34) * (norm.ppf(q + hs) - norm.ppf(q - hs))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -13,10 +13,7 @@ smoothed, mixed with the other types' shape). The allocation
 and every retry are `distribution.plan`'s: the least expected cost, a retry on the
 distribution conditional on the need exceeding the failed allocation. After each outcome
 every model is charged what its plan would have cost on that instance (× its runtime);
-an instance is sized with the model whose plans cost least near its input size (the rows
-the residuals' kernel weighs: a line may fit a need's climb and miss its plateau, where
-the neighbours do), with the cheapest over every outcome where nearness tells nothing (its
-history's leave-one-out error decides first).
+the type sizes with the cheapest so far (its history's leave-one-out error decides first).
 
 A type with no history (sized cold) starts from instances borrowed from other workflows
 until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request
@@ -40,7 +37,6 @@ from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import (
     Sample,
-    neighbourhood,
     pooled_prior,
     request_sample,
     residual_order,
@@ -167,8 +163,6 @@ class OnlineSizer:
         state = TypeHistory(MODELS, prior=prior)
         y = rows["log_need"]
         columns = dict(rows, censored=np.zeros(len(y)))
-        for model in MODELS:  # a refit keeps what was charged; a history has nothing
-            columns.setdefault(f"shadow:{model}", np.full(len(y), np.nan))
         for model in CANDIDATES:
             x = rows[model.feature]
             resid = model.loo(x, y) if len(y) > 1 else np.full(len(y), np.nan)
@@ -186,9 +180,10 @@ class OnlineSizer:
         kills, if any, are forgotten with them: they stay out of the refit rows)."""
         own = ~state.censored()
         own[: state.borrowed] = False
-        names = ("log_input", "log_need", "runtime", "log_request", "log_cores",
-                 *(f"shadow:{m}" for m in MODELS))  # fmt: skip
-        rows = {n: state.column(n)[own] for n in names}
+        rows = {
+            n: state.column(n)[own]
+            for n in ("log_input", "log_need", "runtime", "log_request", "log_cores")
+        }
         self._fit(key, rows, prior=state.prior)
 
     def learn(self, key: Hashable, features: Features, outcome: Outcome) -> None:
@@ -196,9 +191,8 @@ class OnlineSizer:
         would have cost (the cheapest so far sizes the type's next instance); a kill is a
         censored row (the need lies above its bound)."""
         state = self._state(key)
-        costs = dict.fromkeys(MODELS, np.nan)
         if not outcome.censored and self.settings.shadow_choice and state.n_pairs() > 1:
-            costs = self._charge_shadow(key, state, features, outcome)
+            self._charge_shadow(key, state, features, outcome)
         y = float(np.log(outcome.need))
         row = {
             "log_input": features.log_input(), "log_need": y, "runtime": float(outcome.runtime),
@@ -207,7 +201,6 @@ class OnlineSizer:
         }  # fmt: skip
         for model in MODELS:  # NaN: no location yet (a type's first instance, cold)
             row[f"resid:{model}"] = y - location(state, model, features)
-            row[f"shadow:{model}"] = costs[model]
         state.add(row, self.settings.max_outcomes_per_type, self.settings.sample_refresh_share)
         self._learnt += 1
         own = state.n_pairs() - state.borrowed
@@ -216,30 +209,11 @@ class OnlineSizer:
 
     def _charge_shadow(
         self, key: Hashable, state: TypeHistory, f: Features, outcome: Outcome
-    ) -> dict[str, float]:
-        """Each model charged what its plan would have cost this instance; the costs."""
+    ) -> None:
         weight = float(outcome.runtime) if self.settings.shadow_runtime else 1.0
-        costs = {m: self._plan_cost(key, m, f, outcome.need) * weight for m in MODELS}
         for model in MODELS:
-            state.shadow[model] += costs[model]
+            state.shadow[model] += self._plan_cost(key, model, f, outcome.need) * weight
         state.choice = min(state.shadow, key=state.shadow.get)
-        return costs
-
-    def _choice(self, state: TypeHistory, f: Features) -> str:
-        """The model that sizes an instance: the one whose plans would have cost least on
-        the outcomes near its input size, weighed by `need_sample.neighbourhood` (the
-        kernel its residuals are weighed by); the cheapest over every outcome where
-        nearness tells nothing (no input size, too few charged rows)."""
-        x, share = f.log_input(), self.settings.neighbourhood_share
-        if share <= 0 or not np.isfinite(x):
-            return state.choice
-        costs = state.shadow_costs()
-        xs = state.column("log_input")
-        charged = np.isfinite(costs).all(axis=1) & np.isfinite(xs)
-        near = neighbourhood(xs[charged], x, share)
-        if near is None:
-            return state.choice
-        return MODELS[int(np.argmin(near @ costs[charged]))]  # ties: the candidates' order
 
     def _plan_cost(self, key: Hashable, model: str, f: Features, need: float) -> float:
         """What sizing this instance with ``model`` would have cost (per unit of runtime:
@@ -264,7 +238,7 @@ class OnlineSizer:
             values, weights = request_sample(_log(f.request), others, self.settings)
             order = np.argsort(values, kind="stable")
             return values[order], weights[order]
-        model = model or self._choice(state, f)
+        model = model or state.choice
         vals, w = self._sample(key, state, model, f.log_input())
         if not len(vals):
             return np.zeros(0), np.zeros(0)

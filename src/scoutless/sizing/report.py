@@ -115,9 +115,7 @@ def _walk(
         )  # fmt: skip
         return with_presets(types, out, resource) if requests else out
     if protocol == "peers":
-        return run_types(
-            types, [*baseline_sizers(settings, resource, requests=requests), *ours], resource
-        )
+        return run_types(types, [*baseline_sizers(settings, resource, requests=requests), *ours], resource)
     raise SizingError(f"unknown protocol {protocol!r}; expected peers or live")
 
 

@@ -70,9 +70,7 @@ class Resource:
         if self.name == "memory":
             return None
         slack = max(self.slack_price, 1e-9)
-        price = FailurePrice(
-            holds=self.kill_price / slack, per_median=self.restart_overhead / slack
-        )
+        price = FailurePrice(holds=self.kill_price / slack, per_median=self.restart_overhead / slack)
 
         def priced(release: Release) -> FailurePrice:
             retry = release.retry_at

@@ -5,9 +5,8 @@ index space, so a residual is read beside the outcome it belongs to.
 A row holds the instance's log input size and log cores, its log need (a lower bound on
 it when the attempt was killed: ``censored``), its runtime, the log of the user's request
 and, per location model, the log need less what that model predicted from the rows before
-it, and what that model's plan would have cost it (``shadow:<model>``: NaN where
-nothing was charged — a kill, a type's history). The location models fit the uncensored
-rows (``pairs``, on each model's feature column). Past ``cap`` rows the oldest are dropped: a need drifts with a task's software,
+it. The location models fit the uncensored rows (``pairs``, on each model's feature
+column). Past ``cap`` rows the oldest are dropped: a need drifts with a task's software,
 so the recent outcomes tell more, and dropping by age needs no randomness and no weights to
 carry across a restart.
 
@@ -32,8 +31,7 @@ import numpy as np
 
 from scoutless.jsonsafe import json_number
 
-#: the outcome's columns (a model's residual column is ``resid:<model>``, what its plan
-#: would have cost the row's instance ``shadow:<model>``)
+#: the outcome's columns (a model's residual column is ``resid:<model>``)
 OUTCOME_COLUMNS: tuple[str, ...] = (
     "log_input", "log_need", "runtime", "censored", "log_request", "log_cores",
 )  # fmt: skip
@@ -105,14 +103,16 @@ class TypeHistory:
     anchor_learnt: int = 0
     #: derived, rebuilt on demand, per feature column: (learnt, features, log needs) of
     #: the uncensored rows
-    _pairs: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _pairs: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
     #: per model, its residual sample as last built: (version, values, weights)
     samples: dict[str, tuple] = field(default_factory=dict, repr=False)
     #: per model, its location fitted to the pairs as last built: (version, fitted)
     fits: dict[str, tuple] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.rows = OutcomeTable(model_columns(self.models))
+        self.rows = OutcomeTable(OUTCOME_COLUMNS + tuple(f"resid:{m}" for m in self.models))
         self.shadow = self.shadow or dict.fromkeys(self.models, 0.0)
         self.choice = self.choice or self.models[0]
 
@@ -121,10 +121,6 @@ class TypeHistory:
 
     def residuals(self, model: str) -> np.ndarray:
         return self.rows.column(f"resid:{model}")
-
-    def shadow_costs(self) -> np.ndarray:
-        """Rows × models: what each model's plan would have cost each row's instance."""
-        return np.column_stack([self.rows.column(f"shadow:{m}") for m in self.models])
 
     def censored(self) -> np.ndarray:
         return self.rows.column("censored") > 0
@@ -206,12 +202,6 @@ class TypeHistory:
         return state
 
 
-def model_columns(models: tuple[str, ...]) -> tuple[str, ...]:
-    """Every column of a type's table under these location models."""
-    return (OUTCOME_COLUMNS + tuple(f"resid:{m}" for m in models)
-            + tuple(f"shadow:{m}" for m in models))  # fmt: skip
-
-
 def _upgrade(data: dict[str, Any], models: tuple[str, ...]) -> dict[str, Any]:
     """A snapshot taken before a column or a location model existed, as the current sizer
     holds it: a missing column unknown (NaN: a model on it is the mean there), a missing
@@ -220,7 +210,7 @@ def _upgrade(data: dict[str, Any], models: tuple[str, ...]) -> dict[str, Any]:
     has are dropped."""
     columns = dict(data["columns"])
     n = len(columns.get("log_need", []))
-    names = model_columns(models)
+    names = OUTCOME_COLUMNS + tuple(f"resid:{m}" for m in models)
     for name in names:
         columns.setdefault(name, [None] * n)
     old = {m: v for m, v in data["shadow"].items() if m in models}
