@@ -175,8 +175,10 @@ BENCHMARKS: list[Benchmark] = [
         "request; a job's outcome known only once the next 100 jobs were released; a kill "
         "retried from the conditional distribution), by the minramcount JEDI recorded "
         "(then JEDI's ladder) and by JEDI's ladder alone; a job dies where maxPSS > factor "
-        "× its allocation. Then the same tasks under the peers' protocol against the jedi "
-        "baseline.",
+        "× its allocation. Beside the strict limit's goal, what it allows whatever sizes "
+        "the task: the waste of the lag's window, sized from the request alone, and the best "
+        "constant first allocation and retry in hindsight after it. Then the same tasks "
+        "under the peers' protocol against the jedi baseline.",
         "python benchmarks/atlas_jobs.py --out results/atlas_jobs.json",
         atlas_jobs_tables,
     ),
