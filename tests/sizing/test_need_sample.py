@@ -8,6 +8,7 @@ from scoutless.config import SizingSettings
 from scoutless.sizing.features import Release
 from scoutless.sizing.need_sample import MIN_NEAR, neighbourhood
 from scoutless.sizing.online import OnlineSizer
+from scoutless.sizing.protocol import Outcome
 
 
 def test_the_neighbourhood_reaches_the_share_of_nearest_rows() -> None:
@@ -50,22 +51,29 @@ def test_a_plateau_is_sized_close_and_a_climb_with_room() -> None:
     assert small_all < 1.3 < small_near
 
 
-def test_a_kept_order_gives_the_very_sample_a_sort_gives() -> None:
-    """The sizer sorts a type's residuals once for every instance's sample (the
-    neighbourhood's weights change per instance, the residuals do not): bit for bit the
-    sample each instance would get from its own sort."""
-    from scoutless.sizing.need_sample import residual_order, residual_sample
+def test_what_every_instance_shares_gives_the_very_sample_its_own_sorts_give() -> None:
+    """The sizer sorts a type's residuals once for every instance's sample, and keeps
+    their Kaplan–Meier order and scale (the neighbourhood's weights change per instance,
+    the residuals do not): bit for bit the sample each instance would get from its own
+    sorts, kills among the rows too."""
+    from scoutless.sizing.need_sample import anchored_residuals, residual_sample
 
     rng = np.random.default_rng(8)
     x = np.exp(rng.uniform(0.0, 8.0, 700))
     need = 1e9 * np.exp(0.2 * np.log(x) + rng.normal(0.0, 0.3, 700))
     sizer = OnlineSizer(SizingSettings())
-    sizer.start_type("t", [Release(input_size=float(v), cores=1.0) for v in x], need, np.ones(700))
+    feats = [Release(input_size=float(v), cores=1.0) for v in x]
+    sizer.start_type("t", feats[:600], need[:600], rng.uniform(1.0, 9.0, 600))
+    for f, n in zip(feats[600:], need[600:], strict=True):  # about a third killed
+        killed = bool(rng.random() < 0.3)  # a kill: a lower bound below the need
+        sizer.learn("t", f, Outcome(float(n) * (0.8 if killed else 1.0), 1.0, killed))
     state, settings = sizer.types["t"], sizer.settings
+    assert state.censored().any()
     prior = np.linspace(-2.0, 2.0, 50)
     for model in state.models:
-        order = residual_order(state, model)
-        for at in (0.5, 4.0, 7.9):
+        base = anchored_residuals(state, model, settings)
+        for at in (0.5, 4.0, 7.9, np.nan):
             plain = residual_sample(state, model, prior, 0.2, settings, at)
-            kept = residual_sample(state, model, prior, 0.2, settings, at, order)
+            order = base.order if np.isfinite(at) else None
+            kept = residual_sample(state, model, prior, 0.2, settings, at, order, base)
             assert all(np.array_equal(a, b) for a, b in zip(plain, kept, strict=True))

@@ -38,17 +38,21 @@ class FailurePrice:
 
 
 def censored_weights(
-    values: np.ndarray, censored: np.ndarray, weights: np.ndarray | None = None
+    values: np.ndarray,
+    censored: np.ndarray,
+    weights: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """Kaplan–Meier weights: each censored value's weight goes to the larger values still
     at risk (ties: events before censorings); censored values end with weight 0. A censored
-    value above every observed one keeps its weight (nothing known lies above it)."""
+    value above every observed one keeps its weight (nothing known lies above it).
+    ``order``: ``np.lexsort((censored, values))``, when the caller keeps it."""
     values = np.asarray(values, dtype=float)
     censored = np.asarray(censored, dtype=bool)
     w = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=float).copy()
     if not censored.any():
         return w
-    order = np.lexsort((censored, values))
+    order = np.lexsort((censored, values)) if order is None else order
     cens, w_in_order = censored[order], w[order]
     # an observed (uncensored) value lies above position pos
     observed_above = np.concatenate((np.cumsum(~cens[::-1])[::-1][1:], [0])) > 0

@@ -10,6 +10,7 @@ a type never seen, the user's request times the other types' need/request ratios
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +60,39 @@ def compress(
     return quantiles, np.full(points, total / points)
 
 
+@dataclass(frozen=True)
+class Anchored:
+    """A model's finite residuals of a type's anchored rows and what every instance's
+    sample of them shares until the anchor moves (`TypeHistory.move_anchor`): their rows'
+    censoring, runtime weights (mean 1; ones when unweighted) and log input sizes, their
+    stable ascending order (`compress`'s), the Kaplan–Meier order (`censored_weights`'s),
+    and the uncensored ones' median and robust scale (`standardise`'s)."""
+
+    resid: np.ndarray
+    censored: np.ndarray
+    weights: np.ndarray
+    log_input: np.ndarray
+    order: np.ndarray
+    km_order: np.ndarray
+    median: float
+    scale: float
+
+
+def anchored_residuals(state: TypeHistory, model: str, settings: SizingSettings) -> Anchored:
+    """Model ``model``'s `Anchored` residuals of a type (one sort each, for every instance)."""
+    resid = state.anchored(f"resid:{model}")
+    known = np.isfinite(resid)
+    resid, cens = resid[known], state.anchored("censored")[known] > 0
+    rt = state.anchored("runtime")[known]
+    use_rt = settings.runtime_weighted and len(rt) and rt.mean() > 0
+    _, med, scale = standardise(resid[~cens])
+    return Anchored(
+        resid, cens, rt / rt.mean() if use_rt else np.ones(len(rt)),
+        state.anchored("log_input")[known], np.argsort(resid, kind="stable"),
+        np.lexsort((cens, resid)), med, scale,
+    )  # fmt: skip
+
+
 def observed_residuals(state: TypeHistory) -> np.ndarray:
     """A type's finite, uncensored residuals of its chosen model."""
     r = state.residuals(state.choice)
@@ -91,22 +125,20 @@ def residual_sample(
     settings: SizingSettings,
     x: float = np.nan,
     order: np.ndarray | None = None,
+    base: Anchored | None = None,
 ) -> Sample:
     """Model ``model``'s residuals of a type's anchored rows (log scale) as a smoothed
     weighted sample with the other types' standardised shape ``prior`` mixed in (see the
     module's docstring), for an instance of log input size ``x`` (NaN: every row alike),
     in ascending order (every instance's ranking is then one pass); ``order``: the stable
-    ascending order of the anchored rows' finite residuals (`residual_order`), kept by a
-    caller that samples them for many instances."""
-    resid = state.anchored(f"resid:{model}")
-    known = np.isfinite(resid)
-    resid, cens = resid[known], state.anchored("censored")[known] > 0
-    rt = state.anchored("runtime")[known]
-    use_rt = settings.runtime_weighted and len(rt) and rt.mean() > 0
-    w0 = rt / rt.mean() if use_rt else np.ones(len(rt))
-    near = neighbourhood(state.anchored("log_input")[known], x, settings.neighbourhood_share)
-    w = censored_weights(resid, cens, w0 if near is None else w0 * near)
-    _, med, scale = standardise(resid[~cens])
+    ascending order of the anchored rows' finite residuals (`Anchored.order`), kept by a
+    caller that samples them for many instances; ``base``: what every instance's sample
+    shares (`anchored_residuals`), kept likewise (the same sample, without its sorts)."""
+    base = base if base is not None else anchored_residuals(state, model, settings)
+    resid, cens, w0 = base.resid, base.censored, base.weights
+    near = neighbourhood(base.log_input, x, settings.neighbourhood_share)
+    w = censored_weights(resid, cens, w0 if near is None else w0 * near, base.km_order)
+    med, scale = base.median, base.scale
     if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
         scale = others_scale
     resid, w = compress(resid, w, SAMPLE_POINTS, order)
@@ -120,13 +152,6 @@ def residual_sample(
     values, weights = smooth(resid, w, bandwidth(resid, w), settings.kernel_nodes)
     order = np.argsort(values, kind="stable")
     return values[order], weights[order]
-
-
-def residual_order(state: TypeHistory, model: str) -> np.ndarray:
-    """The stable ascending order of model ``model``'s finite residuals of a type's
-    anchored rows (what `residual_sample` compresses)."""
-    resid = state.anchored(f"resid:{model}")
-    return np.argsort(resid[np.isfinite(resid)], kind="stable")
 
 
 def pooled_prior(others: Iterable[TypeHistory]) -> tuple[np.ndarray, float | None]:

@@ -37,9 +37,9 @@ from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
 from scoutless.sizing.need_sample import (
     Sample,
+    anchored_residuals,
     pooled_prior,
     request_sample,
-    residual_order,
     residual_sample,
 )
 from scoutless.sizing.protocol import Outcome
@@ -264,14 +264,14 @@ class OnlineSizer:
         cached = state.samples.get(model)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        order = None
-        if where is not None:  # one sort of the residuals for every instance's sample
-            kept = state.samples.get(("order", model))
-            if kept is None or kept[0] != state.anchor_learnt:
-                kept = state.samples[("order", model)] = (
-                    state.anchor_learnt, residual_order(state, model))  # fmt: skip
-            order = kept[1]
-        sample = residual_sample(state, model, prior, others_scale, self.settings, x, order)
+        kept = state.samples.get(("base", model))  # the sorts every instance's sample shares
+        if kept is None or kept[0] != state.anchor_learnt:
+            kept = state.samples[("base", model)] = (
+                state.anchor_learnt, anchored_residuals(state, model, self.settings))  # fmt: skip
+        base = kept[1]
+        order = base.order if where is not None else None
+        sample = residual_sample(state, model, prior, others_scale, self.settings, x, order,
+                                 base)  # fmt: skip
         state.samples[model] = (version, *sample)
         return sample
 
