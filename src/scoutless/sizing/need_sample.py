@@ -124,16 +124,14 @@ def residual_sample(
     others_scale: float | None,
     settings: SizingSettings,
     x: float = np.nan,
-    order: np.ndarray | None = None,
     base: Anchored | None = None,
 ) -> Sample:
     """Model ``model``'s residuals of a type's anchored rows (log scale) as a smoothed
     weighted sample with the other types' standardised shape ``prior`` mixed in (see the
     module's docstring), for an instance of log input size ``x`` (NaN: every row alike),
-    in ascending order (every instance's ranking is then one pass); ``order``: the stable
-    ascending order of the anchored rows' finite residuals (`Anchored.order`), kept by a
-    caller that samples them for many instances; ``base``: what every instance's sample
-    shares (`anchored_residuals`), kept likewise (the same sample, without its sorts)."""
+    in ascending order (every instance's ranking is then one pass); ``base``: what every
+    instance's sample shares (`anchored_residuals`), kept by a caller that samples them
+    for many instances (the same sample, without its sorts)."""
     base = base if base is not None else anchored_residuals(state, model, settings)
     resid, cens, w0 = base.resid, base.censored, base.weights
     near = neighbourhood(base.log_input, x, settings.neighbourhood_share)
@@ -141,7 +139,7 @@ def residual_sample(
     med, scale = base.median, base.scale
     if (~cens).sum() < MIN_OWN and others_scale is not None:  # a type sized cold
         scale = others_scale
-    resid, w = compress(resid, w, SAMPLE_POINTS, order)
+    resid, w = compress(resid, w, SAMPLE_POINTS, base.order)
     if len(prior) and settings.prior_weight > 0:
         resid = np.concatenate((resid, med + prior * scale))
         w = np.concatenate((w, np.full(len(prior), settings.prior_weight / len(prior))))

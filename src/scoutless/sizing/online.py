@@ -268,10 +268,7 @@ class OnlineSizer:
         if kept is None or kept[0] != state.anchor_learnt:
             kept = state.samples[("base", model)] = (
                 state.anchor_learnt, anchored_residuals(state, model, self.settings))  # fmt: skip
-        base = kept[1]
-        order = base.order if where is not None else None
-        sample = residual_sample(state, model, prior, others_scale, self.settings, x, order,
-                                 base)  # fmt: skip
+        sample = residual_sample(state, model, prior, others_scale, self.settings, x, kept[1])
         state.samples[model] = (version, *sample)
         return sample
 
