@@ -7,7 +7,8 @@ limit): memory GB·h wasted (slack of the attempts that fitted + each killed att
 allocation × the time it ran), kills, slack, for the three sides; the goals: at factor 1
 the engine wastes ≤ 0.7× the recorded's with fewer kills, beside what the goal allows
 whatever sizes the task (``atlas_hindsight.py``: the waste of the feedback lag's window
-at the request, and the best constant pair in hindsight after it); at factor 2 its kills
+at the request, the best constant pair in hindsight after it, and that pair's search run
+online on the outcomes known); at factor 2 its kills
 are ≤ max(the recorded's, 1 % of the jobs); the factor-1 goal again at shorter feedback lags
 (``--sweep-lags``: what the lag alone costs). Then the same six tasks under the peers' protocol as
 ``scoutless size`` runs it (each task a type of one table: finished jobs with a

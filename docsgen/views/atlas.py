@@ -40,7 +40,7 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
         "1 % of the jobs).",
     ))  # fmt: skip
     bound_cols = ("lag_window_gbh", "lag_window_ratio", "hindsight_gbh", "hindsight_ratio",
-                  "hindsight_kills", "bounded_by")  # fmt: skip
+                  "hindsight_kills", "bounded_by", "online_pair_ratio", "online_pair_kills")  # fmt: skip
     where = ("goals", "factor_1", "bounds")
     if any(at(doc, ("tasks", t, *where)) for t in tasks):
         tables.append(Table(
@@ -54,7 +54,9 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
             "at the largest); ratios ÷ the recorded waste (goal ≤ 0.7). bounded_by: the "
             "first reference that misses the goal too (lag: no sizer that keeps to the "
             "request while it knows nothing meets it; hindsight: none that gives a task's "
-            "jobs of one width one allocation does).",
+            "jobs of one width one allocation does). online pair: the window plus the "
+            "hindsight's search run every 50 releases on the outcomes known by then (follow "
+            "the leader), a reference, not a bound.",
         ))  # fmt: skip
     sweep = at(doc, ("lag_sweep",)) or {}
     if sweep:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -141,3 +142,39 @@ def test_a_task_is_bounded_by_its_lag_window_before_its_hindsight():
     assert (lag["bounded_by"], lag["lag_window_ratio"]) == ("lag", 0.8)
     assert (pair["bounded_by"], pair["hindsight_ratio"]) == ("hindsight", 0.75)
     assert free["bounded_by"] is None and free["hindsight_gbh"] == 85.0
+
+
+def test_the_best_pair_online_learns_a_step_only_once_its_outcome_is_known():
+    """Lag 1, a pair chosen before every release: job 2 knows job 0 (1000 MB, fits
+    exactly); job 3 knows jobs 0–1 and is killed at 1000 MB (after 1000/2000 of its run),
+    then fits at its need; job 4 knows jobs 0–2, not job 3's step: killed once more."""
+    jobs = SimpleNamespace(
+        need_mb=np.array([1000.0, 1000.0, 1000.0, 2000.0, 2000.0]), cores=np.ones(5),
+        wall_s=np.ones(5),
+    )  # fmt: skip
+    with benchmark_module("atlas_hindsight") as hindsight:
+        online = hindsight.follow_leader(jobs, lag=1, every=1)
+        after = hindsight.follow_leader(
+            SimpleNamespace(need_mb=jobs.need_mb, cores=jobs.cores, wall_s=jobs.wall_s * 3),
+            lag=1, every=1,
+        )  # fmt: skip
+    assert online == {"waste": 1000.0, "kills": 2.0}
+    assert after["waste"] == 3 * online["waste"]
+
+
+def test_a_job_tries_each_larger_allocation_then_fits_at_its_need():
+    with benchmark_module("atlas_hindsight") as hindsight:
+        once = hindsight.attempts_waste(100.0, 2.0, [50.0, 50.0, 120.0])
+        every = hindsight.attempts_waste(100.0, 1.0, [50.0, 80.0, 90.0])
+    assert once == (50 * 50 / 100 * 2 + 20 * 2, 1)  # killed at 50, the repeat skipped
+    assert every == (25 + 64 + 81, 3)  # killed at each, then fits at the need: no slack
+
+
+def test_the_bounds_report_the_best_pair_online_beside_them():
+    engine = {"wasted_gbh": 100.0, "wasted_after_lag_gbh": 20.0}
+    after = {"after_lag_gbh": 5.0, "kills": 1.0, "online_after_lag_gbh": 65.0, "online_kills": 4.0}
+    with benchmark_module("atlas_hindsight") as hindsight:
+        out = hindsight.factor_1_bounds(engine, {"wasted_gbh": 200.0}, after, 0.7)
+    assert out["bounded_by"] is None
+    online = (out["online_pair_gbh"], out["online_pair_ratio"], out["online_pair_kills"])
+    assert online == (145.0, 0.725, 4.0)
