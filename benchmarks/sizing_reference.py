@@ -1,0 +1,122 @@
+"""What the engine's own models allow on the nf-core cells, knowing more than the protocol
+lets them: scoutless's sizer (the ``scoutless`` row of `benchmarks/sizing.py`) with the
+outcomes of the rest of each type's online stream known up front (k-fold cross-fitting).
+
+Each type's online instances are dealt into ``k`` folds by position (instance i to fold
+i mod k); each fold is sized by a warm sizer whose history holds the type's history and
+the other folds' instances, learning nothing as it goes, so no instance is ever sized
+knowing its own outcome. The folds' wastage and failures add up to the cell's. Against
+the best baseline of the same cell (``--against``, the sizing benchmark's memory JSON,
+whose features the cells take and whose online figure stands beside), this says how much of the gap to a goal is the learning
+curve (what the stream has not yet revealed when an instance is sized) and how much the
+models (what they reach once they know nearly everything else). A reference, not a
+bound: a sizer with other models may do better.
+
+    nice python benchmarks/sizing_reference.py TRACES_DIR --folds 2,5 --jobs 2 \\
+        --out results/sizing_reference.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from record import add_out, emit, reference_loop_s
+from scoutless.config import SizingSettings
+from scoutless.sizing.protocol import Instances, TaskType, task_types
+from scoutless.sizing.run import run_types, warm_sizer
+from sizing_cap import trace_frames
+
+
+def cross_fit(types: list[TaskType], k: int, fold: int) -> list[TaskType]:
+    """The types with fold ``fold``'s online instances to size (in their order) and every
+    other fold's in the history; a type with none in this fold is left out."""
+    out = []
+    for task in types:
+        where = np.arange(len(task.online)) % k
+        own, rest = np.flatnonzero(where == fold), np.flatnonzero(where != fold)
+        if len(own):
+            history = Instances.concat([task.history, task.online.take(rest)])
+            out.append(replace(task, history=history, online=task.online.take(own)))
+    return out
+
+
+def known_ahead(types: list[TaskType], k: int, settings: SizingSettings) -> dict[str, float]:
+    """The cell's wastage (GB·h) and failures, each fold sized knowing the others."""
+    wastage, failures = 0.0, 0
+    for fold in range(k):
+        folded = cross_fit(types, k, fold)
+        sizer = warm_sizer(folded, settings)
+        sizer.learn = lambda task, i, outcome: None  # type: ignore[method-assign]
+        cell = run_types(folded, [sizer])["methods"]["scoutless"]
+        wastage, failures = wastage + cell["wastage_gbh"], failures + cell["failures"]
+    return {"wastage_gbh": wastage, "failures": failures}
+
+
+def cell(frame: Any, name: str, seed: int, folds: list[int], against: dict) -> dict[str, Any]:
+    """One workflow at one seed: the online figure and best baseline from ``against``, and
+    each fold count's figures and ratio."""
+    types = task_types(frame, seed, name, features=against["features"])
+    run = against["runs"][str(seed)]["workflows"][name]
+    best = run["goal"]["scoutless"]
+    base = best["baseline_wastage_gbh"]
+    out: dict[str, Any] = {
+        "workflow": name, "seed": seed, "best_baseline": best.get("best_baseline"),
+        "baseline_gbh": base, "online_gbh": run["methods"]["scoutless"]["wastage_gbh"],
+        "online_failures": run["methods"]["scoutless"]["failures"],
+    }  # fmt: skip
+    out["online_ratio"] = out["online_gbh"] / base
+    for k in folds:
+        got = known_ahead(types, k, SizingSettings())
+        out |= {f"k{k}_gbh": got["wastage_gbh"], f"k{k}_failures": got["failures"],
+                f"k{k}_ratio": got["wastage_gbh"] / base}  # fmt: skip
+    print(f"seed {seed} {name}: {out}", file=sys.stderr, flush=True)
+    return out
+
+
+def summary(rows: list[dict[str, Any]], folds: list[int]) -> dict[str, Any]:
+    """Over the cells: the median ratio online and per fold count, and the failures."""
+    out: dict[str, Any] = {"cells": len(rows)}
+    for key in ("online", *(f"k{k}" for k in folds)):
+        out[f"{key}_median_ratio"] = float(np.median([r[f"{key}_ratio"] for r in rows]))
+        out[f"{key}_failures"] = int(sum(r[f"{key}_failures"] for r in rows))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
+    parser.add_argument("--seeds", default="1996,2023,42")
+    parser.add_argument("--folds", default="2,5", help="fold counts, comma-separated")
+    parser.add_argument("--against", type=Path, default=Path("results/sizing.json"),
+                        help="the sizing benchmark's JSON (best baseline, online figure)")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
+    add_out(parser)
+    args = parser.parse_args()
+    loop_before = reference_loop_s()
+    against = json.loads(args.against.read_text())
+    if against.get("resource") != "memory":
+        parser.error(f"--against {args.against}: not the memory sizing benchmark's JSON")
+    frames = trace_frames(parser, args.traces)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    folds = [int(k) for k in args.folds.split(",")]
+    if any(k < 2 for k in folds):
+        parser.error("--folds: each fold count must be at least 2")
+    jobs = [(frames[n], n, s, folds, against) for s in seeds for n in frames]
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
+        rows = list(pool.map(cell, *zip(*jobs, strict=True)))
+    result = {"seeds": seeds, "folds": folds, "against": str(args.against), "rows": rows,
+              "summary": summary(rows, folds)}  # fmt: skip
+    emit(result, args.out, loop_before, indent=1)
+
+
+if __name__ == "__main__":
+    main()
