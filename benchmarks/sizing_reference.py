@@ -49,14 +49,19 @@ def cross_fit(types: list[TaskType], k: int, fold: int) -> list[TaskType]:
     return out
 
 
+def sized_ahead(types: list[TaskType], settings: SizingSettings) -> dict[str, Any]:
+    """The types' online instances sized by a warm sizer that learns nothing as it goes:
+    each from the history alone (the cell's figures)."""
+    sizer = warm_sizer(types, settings)
+    sizer.learn = lambda task, i, outcome: None  # type: ignore[method-assign]
+    return run_types(types, [sizer])["methods"]["scoutless"]
+
+
 def known_ahead(types: list[TaskType], k: int, settings: SizingSettings) -> dict[str, float]:
     """The cell's wastage (GB·h) and failures, each fold sized knowing the others."""
     wastage, failures = 0.0, 0
     for fold in range(k):
-        folded = cross_fit(types, k, fold)
-        sizer = warm_sizer(folded, settings)
-        sizer.learn = lambda task, i, outcome: None  # type: ignore[method-assign]
-        cell = run_types(folded, [sizer])["methods"]["scoutless"]
+        cell = sized_ahead(cross_fit(types, k, fold), settings)
         wastage, failures = wastage + cell["wastage_gbh"], failures + cell["failures"]
     return {"wastage_gbh": wastage, "failures": failures}
 
