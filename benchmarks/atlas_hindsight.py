@@ -14,7 +14,8 @@ ATLAS jobs benchmark reports beside the engine (``atlas_jobs.py``).
 * **The best pair online** (follow the leader): the same search run before every
   ``every`` releases on the outcomes known by then (a job's, ``lag`` releases after it),
   each job sized by the pair of its width (of every width while its own has none), a
-  third attempt at the largest need known, then one that fits. Not a bound either way: it
+  third attempt at the largest need known, then each next one twice the last (the
+  engine's and JEDI's way past what is known) until one fits. Not a bound either way: it
   is what the hindsight pair's rule reaches without the hindsight, the plain online
   reference a sizer that treats a task's jobs alike is measured against.
 
@@ -78,11 +79,16 @@ def hindsight(jobs: TaskJobs, lag: int, every: int = 50) -> dict[str, float]:
 
 def attempts_waste(need: float, weight: float, allocations: list[float]) -> tuple[float, int]:
     """One job's waste (MB·s) and kills at a strict limit: each allocation above the last
-    tried in turn until one holds ``need``, then one at the need itself."""
+    tried in turn, then each next one twice the last, until one holds ``need``."""
     waste, kills, last = 0.0, 0, -np.inf
     for a in allocations:
         if a <= last:
             continue
+        if a >= need:
+            return waste + (a - need) * weight, kills
+        waste, kills, last = waste + a * a / need * weight, kills + 1, a
+    while last < need:  # past everything known: doubling
+        a = 2.0 * last
         if a >= need:
             return waste + (a - need) * weight, kills
         waste, kills, last = waste + a * a / need * weight, kills + 1, a

@@ -147,7 +147,7 @@ def test_a_task_is_bounded_by_its_lag_window_before_its_hindsight():
 def test_the_best_pair_online_learns_a_step_only_once_its_outcome_is_known():
     """Lag 1, a pair chosen before every release: job 2 knows job 0 (1000 MB, fits
     exactly); job 3 knows jobs 0–1 and is killed at 1000 MB (after 1000/2000 of its run),
-    then fits at its need; job 4 knows jobs 0–2, not job 3's step: killed once more."""
+    then fits at twice that; job 4 knows jobs 0–2, not job 3's step: killed once more."""
     jobs = SimpleNamespace(
         need_mb=np.array([1000.0, 1000.0, 1000.0, 2000.0, 2000.0]), cores=np.ones(5),
         wall_s=np.ones(5),
@@ -158,16 +158,16 @@ def test_the_best_pair_online_learns_a_step_only_once_its_outcome_is_known():
             SimpleNamespace(need_mb=jobs.need_mb, cores=jobs.cores, wall_s=jobs.wall_s * 3),
             lag=1, every=1,
         )  # fmt: skip
-    assert online == {"waste": 1000.0, "kills": 2.0}
+    assert online == {"waste": 1000.0, "kills": 2.0}  # 2 × 1000 holds 2000 exactly
     assert after["waste"] == 3 * online["waste"]
 
 
 def test_a_job_tries_each_larger_allocation_then_fits_at_its_need():
     with benchmark_module("atlas_hindsight") as hindsight:
         once = hindsight.attempts_waste(100.0, 2.0, [50.0, 50.0, 120.0])
-        every = hindsight.attempts_waste(100.0, 1.0, [50.0, 80.0, 90.0])
+        every = hindsight.attempts_waste(100.0, 1.0, [30.0, 40.0, 45.0])
     assert once == (50 * 50 / 100 * 2 + 20 * 2, 1)  # killed at 50, the repeat skipped
-    assert every == (25 + 64 + 81, 3)  # killed at each, then fits at the need: no slack
+    assert every == (9 + 16 + 20.25 + 81 + 80, 4)  # killed at each and at 90, fits at 180
 
 
 def test_the_bounds_report_the_best_pair_online_beside_them():
