@@ -230,3 +230,20 @@ def test_an_idle_task_is_forgotten_after_the_idle_time(engine) -> None:  # type:
     with engine.begin() as conn:  # an hour and more ago
         conn.execute(update(jt.ledger).values(handled_at=datetime(2020, 1, 1)))
     assert _follower(engine, forget_idle_s=3600.0).forget_ended() == [7]
+
+
+def test_the_follower_prices_a_memory_kill_as_the_replay_online_strategy_does() -> None:
+    """The follower sizes memory in MB per core: its kill is the replay's kill price in
+    those units (not the sizing penalty, whose floor is in bytes), so the replay measures
+    what the follower does; walltime keeps its own price."""
+    from scoutless.replay.traces import MB, kill_price
+    from scoutless.sizing.features import Release
+
+    settings = Settings()
+    sizer = jtm.follower_sizer(settings)
+    for cores in (1.0, 8.0):
+        f = Release(cores=cores)
+        assert sizer.sizer.failure_price(f) == kill_price(settings, MB)(f)
+        assert sizer.sizer.failure_price(f).fixed < 10_000  # MB per core, not bytes
+    walltime = sizer._of(jtm.time_key(1, "job"))
+    assert walltime is not sizer.sizer and walltime.failure_price is not None

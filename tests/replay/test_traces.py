@@ -225,10 +225,15 @@ def test_online_prices_a_kill_as_the_cores_lost_not_the_memory_held():
     narrow, wide = price(Release(cores=1)), price(Release(cores=64))
     p = settings.allocation.prices
     assert narrow.holds == wide.holds == 0.0
-    # per core: a kill loses each core's run, a fit's excess is each core's memory slack
-    assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB
+    # per core: a kill loses each core's run, a fit's excess is each core's memory slack;
+    # the sizer charges memory_kill_share of that whole-run price
+    share = settings.allocation.memory_kill_share
+    assert narrow.fixed == (1 + p.kill_overhead) / p.memory_gb_hour * 1024 * MB * share
+    whole = settings.model_copy(update={
+        "allocation": settings.allocation.model_copy(update={"memory_kill_share": 1.0})})  # fmt: skip
+    assert kill_price(whole)(Release(cores=1)).fixed == narrow.fixed / share
     rng = np.random.default_rng(1)
-    needs = 20e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 8 GB of slack per core
+    needs = 2e9 * np.exp(rng.normal(0.0, 0.3, 40))  # a kill: 2 GB of slack per core
     sizer = OnlineSizer(settings.sizing, failure_price=price)
     sizer.start_type("t", [Release()] * 40, needs, np.ones(40))
     # both sides of the price scale with the cores: the same headroom per core

@@ -112,6 +112,17 @@ class AllocationSettings(BaseModel):
         "factor (1: none assumed); only above 1 does the decision consider ramCount below the "
         "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
     )
+    memory_kill_share: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="the share of a memory kill's whole-run price (its cores' run and "
+        "kill_overhead, in memory slack at memory_gb_hour) the online sizer charges for an "
+        "allocation below the need: the run taken whole is an upper bound, and a job above its "
+        "allocation but within the pilot's grace runs on at the overuse price. 0.25 gave the "
+        "online strategy the least priced total on the 20k demo at replay seeds 3 and 4 (not "
+        "those the benchmark reports) among 1, 0.5, 0.25 and 0.125 (docs/how-to/replay.md)",
+    )
     load_rounds: int = Field(
         2,
         ge=0,

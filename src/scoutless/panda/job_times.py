@@ -73,8 +73,13 @@ def time_key(task_id: int, kind: str) -> str:
 
 
 def follower_sizer(settings: Settings) -> ContractSizer:
-    """The follower's sizer: memory, and walltime at its resource's prices."""
-    return ContractSizer(settings.sizing, {WALLTIME_SUFFIX: walltime(settings).failure_price()})
+    """The follower's sizer: memory in MB per core at the replay's online strategy's price
+    of a kill (`replay.traces.kill_price`: what the replay measures is what runs), and
+    walltime at its resource's prices."""
+    from scoutless.replay.traces import MB, kill_price  # the replay's pandas, when first sized
+
+    return ContractSizer(settings.sizing, {WALLTIME_SUFFIX: walltime(settings).failure_price()},
+                         price=kill_price(settings, MB))  # fmt: skip
 
 
 def per_event(task: Task) -> float | None:

@@ -242,16 +242,18 @@ def type_keys(rows: pd.DataFrame, columns: list[str]) -> list[Hashable]:
 
 
 def kill_price(settings: Settings, unit: float = 1.0) -> Callable[[Release], FailurePrice]:
-    """A memory kill in the replay's terms, for the online sizer sizing memory per core:
-    each of the job's cores for its run and the retry's overhead ((1 + ``kill_overhead``)
-    core-hours per core-hour; the run taken whole, an upper bound: the kill lands at the
-    limit's share of it), in bytes per core of memory slack at ``memory_gb_hour`` (what an
-    allocation that fits costs the sizer, per core: both sides scale with the cores);
+    """A memory kill in the replay's terms, for the online sizer sizing memory per core
+    (the replay's online strategy and the job follower alike): each of the job's cores for
+    its run and the retry's overhead ((1 + ``kill_overhead``) core-hours per core-hour), in
+    bytes per core of memory slack at ``memory_gb_hour`` (what an allocation that fits
+    costs the sizer, per core: both sides scale with the cores), × the allocation's
+    ``memory_kill_share`` (the run taken whole is an upper bound: the kill lands at the
+    limit's share of it, and a need within the pilot's grace runs on at the overuse price);
     the allocation itself is not charged (holds 0): the cores are the loss. ``unit``: bytes
     in the sizer's unit of memory (``MB``: a ramCount's MB per core)."""
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
-    gb = 1024.0 * MB / unit
+    gb = 1024.0 * MB / unit * settings.allocation.memory_kill_share
 
     def price(f: Release) -> FailurePrice:
         prices = by_width.get(f.cores > 1) or settings.allocation.prices

@@ -46,9 +46,11 @@ class ContractSizer:
         self,
         settings: SizingSettings,
         priced: Mapping[str, Callable[[Features], FailurePrice] | None] | None = None,
+        price: Callable[[Features], FailurePrice] | None = None,
     ) -> None:
-        """``priced``: key suffix → the failure price of that resource's sizer."""
-        self.sizer = OnlineSizer(settings)
+        """``priced``: key suffix → the failure price of that resource's sizer; ``price``:
+        the failure price of every other key's (None: the sizing settings' penalty)."""
+        self.sizer = OnlineSizer(settings, failure_price=price)
         self.resources = {
             suffix: OnlineSizer(settings, failure_price=price)
             for suffix, price in (priced or {}).items()
