@@ -113,15 +113,17 @@ class AllocationSettings(BaseModel):
         "need (need / grace). The replay's memory_kill_factor is the site's behaviour, not this",
     )
     memory_kill_share: float = Field(
-        0.25,
+        1.0,
         gt=0,
         le=1,
         description="the share of a memory kill's whole-run price (its cores' run and "
         "kill_overhead, in memory slack at memory_gb_hour) the online sizer charges for an "
-        "allocation below the need: the run taken whole is an upper bound, and a job above its "
-        "allocation but within the pilot's grace runs on at the overuse price. 0.25 gave the "
-        "online strategy the least priced total on the 20k demo at replay seeds 3 and 4 (not "
-        "those the benchmark reports) among 1, 0.5, 0.25 and 0.125 (docs/how-to/replay.md)",
+        "allocation below the need (the replay's online strategy and the job follower). 1: "
+        "the whole price, an upper bound (the site kills only past the pilot's grace; below "
+        "it a job runs on at the overuse price). 0.25 gave the least priced total on the 20k "
+        "demo at replay seeds 3 and 4 and memory slack within 1.01x the hybrid's, but memory "
+        "kills 0.30-0.50x its and a rollout rehearsal that no longer shows the online arm "
+        "killing no more than the control (docs/how-to/replay.md)",
     )
     load_rounds: int = Field(
         2,
