@@ -75,8 +75,15 @@ def at(doc: Any, path: Path_) -> Any:
     return doc
 
 
+#: keys whose integers name something (a seed, a task) rather than count it: no separators
+IDENTIFIERS = frozenset({"seed", "task", "jeditaskid", "pandaid"})
+
+
 def figure(doc: dict[str, Any], path: Path_) -> Cell:
-    return Cell(fmt(at(doc, path)), path)
+    value = at(doc, path)
+    if path and path[-1] in IDENTIFIERS and isinstance(value, int) and not isinstance(value, bool):
+        return Cell(str(value), path)
+    return Cell(fmt(value), path)
 
 
 def label(text: Any) -> Cell:

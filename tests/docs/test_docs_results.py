@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docsgen.headline import END, START, headline, readme_link
-from docsgen.results_pages import Benchmark, at, every_figure, fmt
+from docsgen.results_pages import Benchmark, at, every_figure, figure, fmt
 from docsgen.results_site import benchmark_page, results_pages
 from docsgen.results_views import BENCHMARKS
 
@@ -149,6 +149,12 @@ def test_a_broken_json_names_its_file(tmp_path: Path) -> None:
 )
 def test_a_figure_reads_back_as_its_value(value) -> None:
     assert _same(fmt(value), value)
+
+
+def test_a_seed_or_a_task_reads_as_its_name_a_count_with_separators() -> None:
+    doc = {"rows": [{"seed": 1996, "task": 15350577, "jobs": 10568, "ratio": 0.5}]}
+    cells = {k: figure(doc, ("rows", 0, k)).text for k in doc["rows"][0]}
+    assert cells == {"seed": "1996", "task": "15350577", "jobs": "10,568", "ratio": "0.5"}
 
 
 def test_the_readme_headline_is_the_jsons() -> None:
