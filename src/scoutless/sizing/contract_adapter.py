@@ -52,8 +52,8 @@ class ContractSizer:
         the failure price of every other key's (None: the sizing settings' penalty)."""
         self.sizer = OnlineSizer(settings, failure_price=price)
         self.resources = {
-            suffix: OnlineSizer(settings, failure_price=price)
-            for suffix, price in (priced or {}).items()
+            suffix: OnlineSizer(settings, failure_price=cost)
+            for suffix, cost in (priced or {}).items()
         }
         self._ordered: dict[int, int] = {}  # id(sizer) → its types when last put in key order
 
