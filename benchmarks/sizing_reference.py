@@ -3,7 +3,8 @@ lets them: scoutless's sizer (the ``scoutless`` row of `benchmarks/sizing.py`) w
 outcomes of the rest of each type's online stream known up front (k-fold cross-fitting).
 
 Each type's online instances are dealt into ``k`` folds by position (instance i to fold
-i mod k); each fold is sized by a warm sizer whose history holds the type's history and
+i mod k; ``--block-folds``: into k contiguous stretches, so that what a fold knows is more
+of the stream, not its neighbours in time); each fold is sized by a warm sizer whose history holds the type's history and
 the other folds' instances, learning nothing as it goes, so no instance is ever sized
 knowing its own outcome. The folds' wastage and failures add up to the cell's. Against
 the best baseline of the same cell (``--against``, the sizing benchmark's memory JSON,
@@ -36,12 +37,14 @@ from scoutless.sizing.run import run_types, warm_sizer
 from sizing_cap import trace_frames
 
 
-def cross_fit(types: list[TaskType], k: int, fold: int) -> list[TaskType]:
+def cross_fit(types: list[TaskType], k: int, fold: int, blocks: bool = False) -> list[TaskType]:
     """The types with fold ``fold``'s online instances to size (in their order) and every
-    other fold's in the history; a type with none in this fold is left out."""
+    other fold's in the history; a type with none in this fold is left out. ``blocks``:
+    the folds are k contiguous stretches of the stream instead of dealt by position."""
     out = []
     for task in types:
-        where = np.arange(len(task.online)) % k
+        n = len(task.online)
+        where = np.arange(n) * k // max(n, 1) if blocks else np.arange(n) % k
         own, rest = np.flatnonzero(where == fold), np.flatnonzero(where != fold)
         if len(own):
             history = Instances.concat([task.history, task.online.take(rest)])
@@ -57,18 +60,20 @@ def sized_ahead(types: list[TaskType], settings: SizingSettings) -> dict[str, An
     return run_types(types, [sizer])["methods"]["scoutless"]
 
 
-def known_ahead(types: list[TaskType], k: int, settings: SizingSettings) -> dict[str, float]:
+def known_ahead(
+    types: list[TaskType], k: int, settings: SizingSettings, blocks: bool = False
+) -> dict[str, float]:
     """The cell's wastage (GB·h) and failures, each fold sized knowing the others."""
     wastage, failures = 0.0, 0
     for fold in range(k):
-        cell = sized_ahead(cross_fit(types, k, fold), settings)
+        cell = sized_ahead(cross_fit(types, k, fold, blocks), settings)
         wastage, failures = wastage + cell["wastage_gbh"], failures + cell["failures"]
     return {"wastage_gbh": wastage, "failures": failures}
 
 
-def cell(frame: Any, name: str, seed: int, folds: list[int], against: dict) -> dict[str, Any]:
+def cell(frame: Any, name: str, seed: int, folds: list[str], against: dict) -> dict[str, Any]:
     """One workflow at one seed: the online figure and best baseline from ``against``, and
-    each fold count's figures and ratio."""
+    each fold count's figures and ratio (``k5``: dealt by position; ``b5``: in blocks)."""
     types = task_types(frame, seed, name, features=against["features"])
     run = against["runs"][str(seed)]["workflows"][name]
     best = run["goal"]["scoutless"]
@@ -79,18 +84,18 @@ def cell(frame: Any, name: str, seed: int, folds: list[int], against: dict) -> d
         "online_failures": run["methods"]["scoutless"]["failures"],
     }  # fmt: skip
     out["online_ratio"] = out["online_gbh"] / base
-    for k in folds:
-        got = known_ahead(types, k, SizingSettings())
-        out |= {f"k{k}_gbh": got["wastage_gbh"], f"k{k}_failures": got["failures"],
-                f"k{k}_ratio": got["wastage_gbh"] / base}  # fmt: skip
+    for key in folds:
+        got = known_ahead(types, int(key[1:]), SizingSettings(), blocks=key[0] == "b")
+        out |= {f"{key}_gbh": got["wastage_gbh"], f"{key}_failures": got["failures"],
+                f"{key}_ratio": got["wastage_gbh"] / base}  # fmt: skip
     print(f"seed {seed} {name}: {out}", file=sys.stderr, flush=True)
     return out
 
 
-def summary(rows: list[dict[str, Any]], folds: list[int]) -> dict[str, Any]:
+def summary(rows: list[dict[str, Any]], folds: list[str]) -> dict[str, Any]:
     """Over the cells: the median ratio online and per fold count, and the failures."""
     out: dict[str, Any] = {"cells": len(rows)}
-    for key in ("online", *(f"k{k}" for k in folds)):
+    for key in ("online", *folds):
         out[f"{key}_median_ratio"] = float(np.median([r[f"{key}_ratio"] for r in rows]))
         out[f"{key}_failures"] = int(sum(r[f"{key}_failures"] for r in rows))
     return out
@@ -101,6 +106,8 @@ def main() -> None:
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
     parser.add_argument("--seeds", default="1996,2023,42")
     parser.add_argument("--folds", default="2,5", help="fold counts, comma-separated")
+    parser.add_argument("--block-folds", default="5",
+                        help="fold counts dealt in contiguous blocks ('' none)")  # fmt: skip
     parser.add_argument("--against", type=Path, default=Path("results/sizing.json"),
                         help="the sizing benchmark's JSON (best baseline, online figure)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="cells sized in parallel")
@@ -112,9 +119,10 @@ def main() -> None:
         parser.error(f"--against {args.against}: not the memory sizing benchmark's JSON")
     frames = trace_frames(parser, args.traces)
     seeds = [int(s) for s in args.seeds.split(",")]
-    folds = [int(k) for k in args.folds.split(",")]
-    if any(k < 2 for k in folds):
-        parser.error("--folds: each fold count must be at least 2")
+    counts = {"k": args.folds, "b": args.block_folds}
+    folds = [f"{d}{int(k)}" for d, given in counts.items() for k in given.split(",") if k.strip()]
+    if any(int(k[1:]) < 2 for k in folds):
+        parser.error("--folds, --block-folds: each fold count must be at least 2")
     jobs = [(frames[n], n, s, folds, against) for s in seeds for n in frames]
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
         rows = list(pool.map(cell, *zip(*jobs, strict=True)))

@@ -298,15 +298,16 @@ def sizing_refresh_tables(doc: dict[str, Any]) -> list[Table]:
 def sizing_reference_tables(doc: dict[str, Any]) -> list[Table]:
     """The engine online beside itself with the rest of the stream known ahead."""
     heads = tuple(at(doc, ("summary",)) or {})
-    folds = [f"k{k}" for k in at(doc, ("folds",)) or []]
+    folds = [k if isinstance(k, str) else f"k{k}" for k in at(doc, ("folds",)) or []]
     cols = ("workflow", "seed", "best_baseline", "baseline_gbh", "online_ratio",
             *(f"{k}_ratio" for k in folds), "online_failures", *(f"{k}_failures" for k in folds))  # fmt: skip
     return [
         Table("Summary", heads, [[figure(doc, ("summary", c)) for c in heads]],
               "median over the cells of the engine's wastage ÷ the best baseline's: online "
               "(as the sizing benchmark runs it) and with each fold count (k: the type's "
-              "online instances dealt into k folds, each sized knowing the others' outcomes "
-              "up front and learning nothing); failures in all"),
+              "online instances dealt into k folds by position, b: into k contiguous "
+              "stretches, each sized knowing the others' outcomes up front and learning "
+              "nothing); failures in all"),
         records(doc, ("rows",), cols, "Per workflow and seed",
                 "ratios ÷ the best baseline of the cell (the sizing benchmark's JSON)"),
     ]  # fmt: skip

@@ -55,3 +55,11 @@ def test_a_fold_is_sized_from_what_is_known_ahead_alone_whatever_its_order() -> 
     assert reversed_["wastage_gbh"] == pytest.approx(ahead["wastage_gbh"], rel=1e-12)
     assert reversed_["failures"] == ahead["failures"]
     assert learning["methods"]["scoutless"]["wastage_gbh"] != pytest.approx(ahead["wastage_gbh"])
+
+
+def test_block_folds_are_contiguous_stretches_of_the_stream() -> None:
+    task = TaskType("wf", "t", _instances([1.0]), _instances([2.0, 3.0, 4.0, 5.0, 6.0, 7.0]))
+    with benchmark_module("sizing_reference") as reference:
+        folds = [reference.cross_fit([task], 3, fold, blocks=True)[0] for fold in range(3)]
+    assert [list(f.online.need / GB) for f in folds] == [[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]
+    assert list(folds[1].history.need / GB) == [1.0, 2.0, 3.0, 6.0, 7.0]
