@@ -216,5 +216,14 @@ class World:
             lambda: len(self.outbox(ids)) == len(ids), timeout, f"predictions for {len(ids)} tasks"
         )
         skip = {t for t, m in self.outbox(ids).items() if m["skip_scout"]} - set(left_alone)
-        wait_for(lambda: set(self.jedi.updated(ids)) == skip, timeout, f"{len(skip)} tasks updated")
+        try:
+            wait_for(lambda: set(self.jedi.updated(ids)) == skip, timeout,
+                     f"{len(skip)} tasks updated")  # fmt: skip
+        except AssertionError as timed_out:  # say which, so that a rare miss can be read
+            updated, now = set(self.jedi.updated(ids)), self.outbox(ids)
+            flipped = {t for t in skip if not now[t]["skip_scout"]}
+            raise AssertionError(
+                f"{timed_out}: not updated {sorted(skip - updated)}, updated but not skipped "
+                f"{sorted(updated - skip)}, skip_scout since withdrawn {sorted(flipped)}"
+            ) from None
         return self.outbox(ids)
