@@ -26,6 +26,8 @@ and wastes a × that time; one at a ≥ n wastes (a − n) × wall.
 
 from __future__ import annotations
 
+from itertools import chain, count
+
 import numpy as np
 
 from atlas_walk import GBH, TaskJobs
@@ -81,18 +83,14 @@ def attempts_waste(need: float, weight: float, allocations: list[float]) -> tupl
     """One job's waste (MB·s) and kills at a strict limit: each allocation above the last
     tried in turn, then each next one twice the last, until one holds ``need``."""
     waste, kills, last = 0.0, 0, -np.inf
-    for a in allocations:
+    doubling = (max(allocations) * 2.0**k for k in count(1))  # past everything known
+    for a in chain(allocations, doubling):
         if a <= last:
             continue
         if a >= need:
             return waste + (a - need) * weight, kills
         waste, kills, last = waste + a * a / need * weight, kills + 1, a
-    while last < need:  # past everything known: doubling
-        a = 2.0 * last
-        if a >= need:
-            return waste + (a - need) * weight, kills
-        waste, kills, last = waste + a * a / need * weight, kills + 1, a
-    return waste, kills
+    raise AssertionError("unreachable: the doubling passes any need")
 
 
 def follow_leader(jobs: TaskJobs, lag: int, every: int = 50) -> dict[str, float]:

@@ -4,17 +4,18 @@ outcomes of the rest of each type's online stream known up front (k-fold cross-f
 
 Each type's online instances are dealt into ``k`` folds by position (instance i to fold
 i mod k; ``--block-folds``: into k contiguous stretches, so that what a fold knows is more
-of the stream, not its neighbours in time); each fold is sized by a warm sizer whose history holds the type's history and
-the other folds' instances, learning nothing as it goes, so no instance is ever sized
-knowing its own outcome. The folds' wastage and failures add up to the cell's. Against
-the best baseline of the same cell (``--against``, the sizing benchmark's memory JSON,
-whose features the cells take and whose online figure stands beside), this says how much of the gap to a goal is the learning
-curve (what the stream has not yet revealed when an instance is sized) and how much the
-models (what they reach once they know nearly everything else). A reference, not a
-bound: a sizer with other models may do better.
+of the stream, not its neighbours in time); each fold is sized by a warm sizer whose
+history holds the type's history and the other folds' instances, learning nothing as it
+goes, so no instance is ever sized knowing its own outcome. The folds' wastage and
+failures add up to the cell's. Against the best baseline of the same cell (``--against``,
+the sizing benchmark's memory JSON, whose features the cells take and whose online figure
+stands beside), this says how much of the gap to a goal is the learning curve (what the
+stream has not yet revealed when an instance is sized) and how much the models (what
+they reach once they know nearly everything else). A reference, not a bound: a sizer
+with other models may do better.
 
-    nice python benchmarks/sizing_reference.py TRACES_DIR --folds 2,5 --jobs 2 \\
-        --out results/sizing_reference.json
+    nice python benchmarks/sizing_reference.py TRACES_DIR --folds 2,5 --block-folds 5 \\
+        --jobs 2 --out results/sizing_reference.json
 """
 
 from __future__ import annotations

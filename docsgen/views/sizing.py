@@ -298,7 +298,7 @@ def sizing_refresh_tables(doc: dict[str, Any]) -> list[Table]:
 def sizing_reference_tables(doc: dict[str, Any]) -> list[Table]:
     """The engine online beside itself with the rest of the stream known ahead."""
     heads = tuple(at(doc, ("summary",)) or {})
-    folds = [k if isinstance(k, str) else f"k{k}" for k in at(doc, ("folds",)) or []]
+    folds = at(doc, ("folds",)) or []
     cols = ("workflow", "seed", "best_baseline", "baseline_gbh", "online_ratio",
             *(f"{k}_ratio" for k in folds), "online_failures", *(f"{k}_failures" for k in folds))  # fmt: skip
     return [
