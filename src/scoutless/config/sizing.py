@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -65,6 +67,14 @@ class SizingSettings(BaseModel):
         description="a type's residual samples are rebuilt (a sort of its rows) once it has "
         "learnt more than this share of the rows they were built from (0: after every "
         "outcome; a large type then costs a sort per outcome)",
+    )
+    residuals: Literal["leave_one_out", "prequential"] = Field(
+        "leave_one_out",
+        description="the residuals a type's need is spread by: each model's leave-one-out "
+        "residuals of the rows held, refitted whenever the samples are rebuilt (the error of "
+        "the model that sizes next), or each row's residual against the model as it stood "
+        "before that row was learnt (what a type that starts small keeps of its first, "
+        "poorly fitted outcomes, as wide as the model was then)",
     )
     refit_every: int = Field(
         16, ge=1, description="instances between refits of a type's model choice"

@@ -60,7 +60,7 @@ def seed(sizer: PersistentSizer, settings: Settings, key: str, task: Task, needs
     start = OnlineSizer(settings.sizing)  # a state is data: the same for any price
     weight = task.cores if key.endswith(jtm.WALLTIME_SUFFIX) else 1.0
     start.start_type(key, [Release(cores=task.cores)] * len(needs), needs,
-                     [weight] * len(needs), borrowed=True)  # fmt: skip
+                     [weight] * len(needs), borrowed=True, pseudo=True)  # fmt: skip
     prior |= {"points": len(needs), "spread": settings.job_follower.prior_spread,
               "borrowed": True}  # fmt: skip
     sizer.store.append(key, 0, {"prior": True}, prior, start.snapshot(key))

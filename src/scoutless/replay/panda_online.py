@@ -117,7 +117,7 @@ class PandaOnline:
         sizer = OnlineSizer(self.sizing, failure_price=price, max_kill_probability=cap)
         n = len(prior)
         # the prior's rows at no particular cores: the cores line fits the jobs' own
-        sizer.start_type(0, [Release(cores=math.nan)] * n, prior, np.ones(n))
+        sizer.start_type(0, [Release(cores=math.nan)] * n, prior, np.ones(n), pseudo=True)
         return sizer
 
     def _release(self, unit: int) -> Release:

@@ -74,6 +74,8 @@ class Line(Location):
 
     def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         ok = np.isfinite(xs)
+        if not ok.any():  # every refit is the mean
+            return Mean().loo(xs, ys)
         if not ok.all() or len(ys) < 4:
             return super().loo(xs, ys)
         icpt, slope = line_fit(xs, ys)
@@ -104,6 +106,41 @@ class Neighbours(Location):
 
         return _or_mean(nearest, every)
 
+    def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """`fit`'s leave-one-out residuals without a refit per row: in 1-D a row's k
+        nearest others lie within k places of it in sorted order."""
+        ok = np.isfinite(xs)
+        out = _others_mean_residuals(ys)  # a row of unknown input, or too few others
+        m = int(ok.sum()) - 1  # the others of known input a row of known input is fitted on
+        if m < 3:
+            return out
+        k = min(m, max(3, round(np.sqrt(m))))
+        order = np.argsort(xs[ok], kind="stable")
+        x, y = xs[ok][order], ys[ok][order]
+        offsets = np.concatenate((np.arange(-k, 0), np.arange(1, k + 1)))
+        near = np.empty(len(x))
+        for lo in range(0, len(x), NEAR_BLOCK):  # rows × 2k distances, a block at a time
+            at = np.arange(lo, min(lo + NEAR_BLOCK, len(x)))
+            idx = at[:, None] + offsets
+            inside = (idx >= 0) & (idx < len(x))
+            idx = np.clip(idx, 0, len(x) - 1)
+            dist = np.where(inside, np.abs(x[idx] - x[at, None]), np.inf)
+            pick = np.argpartition(dist, k - 1, axis=1)[:, :k]
+            near[at] = y[np.take_along_axis(idx, pick, axis=1)].mean(axis=1)
+        rows = np.flatnonzero(ok)[order]
+        out[rows] = y - near
+        return out
+
+
+#: rows whose nearest others are found at once (`Neighbours.loo`)
+NEAR_BLOCK = 4096
+
+
+def _others_mean_residuals(ys: np.ndarray) -> np.ndarray:
+    """Each row's log need less the mean of the others' (a refit that is the mean)."""
+    n = len(ys)
+    return ys - (ys.sum() - ys) / (n - 1) if n > 1 else np.full(n, np.nan)
+
 
 class Affine(Location):
     """Least squares of need on input size in bytes (Witt et al.'s line: a need that is a
@@ -124,6 +161,37 @@ class Affine(Location):
             return float(np.log(max(icpt + slope * min(max(np.expm1(x), lo), hi), floor)))
 
         return _or_mean(line, ys)
+
+    def loo(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """`fit`'s leave-one-out residuals in closed form: each row's line from the sums
+        less its own (bytes centred first), its range and floor from the others' extremes."""
+        ok = np.isfinite(xs)
+        out = _others_mean_residuals(ys)
+        m = int(ok.sum()) - 1
+        if m < 3:
+            return out
+        raw, need = np.expm1(xs[ok]), np.exp(ys[ok])
+        d = raw - raw.mean()
+        sd, sn = d.sum() - d, need.sum() - need
+        sdd, sdn = (d @ d) - d * d, (d @ need) - d * need
+        mean_d, mean_n = sd / m, sn / m
+        sxx, sxy = sdd - m * mean_d**2, sdn - m * mean_d * mean_n
+        lo, hi = _others_extreme(raw, np.min), _others_extreme(raw, np.max)
+        spread = (hi > lo) & (sxx > 0)
+        slope = np.where(spread, sxy / np.where(spread, sxx, 1.0), 0.0)
+        at = np.clip(raw, lo, hi) - raw.mean()
+        pred = np.maximum(mean_n + slope * (at - mean_d), _others_extreme(need, np.min))
+        out[ok] = ys[ok] - np.log(pred)
+        return out
+
+
+def _others_extreme(values: np.ndarray, pick: Callable) -> np.ndarray:
+    """Per row, ``pick`` (np.min or np.max) of the other rows' values (n ≥ 2)."""
+    order = np.argsort(values, kind="stable")
+    first, second = (order[0], order[1]) if pick is np.min else (order[-1], order[-2])
+    out = np.full(len(values), values[first])
+    out[first] = values[second]
+    return out
 
 
 class Cores(Location):

@@ -6,7 +6,9 @@ the type's uncensored rows, evaluated when an instance is sized).
 Per task type it keeps the outcomes and, for each location model of `models.CANDIDATES`
 (the mean, a line in the log input size, the nearest neighbours in it, a line in bytes, a
 line in the log cores),
-that model's out-of-sample residual of each (`type_history`). A model's need distribution
+that model's out-of-sample residual of each (`type_history`): leave-one-out, refitted
+whenever the type's samples are rebuilt (`refit_residuals`), so the spread is the error
+of the model that sizes next, not of the one a type's first few outcomes made. A model's need distribution
 for an instance is its location plus its residuals (`need_sample`: runtime-weighted,
 weighted towards the rows of the nearest input sizes, censored ones re-weighted,
 smoothed, mixed with the other types' shape). The allocation
@@ -77,6 +79,26 @@ def location(state: TypeHistory, model: str, f: Features) -> float:
     return hit[1](getattr(f, feature)())
 
 
+def refit_residuals(state: TypeHistory) -> None:
+    """Each model's residuals of the outcomes a type learnt that fitted, leave-one-out as
+    the model now fitted to every pair makes them. A row learnt when its type held a
+    handful of outcomes otherwise keeps the error of a model fitted on those few (the second
+    outcome's residual is the first's distance from it), and the spread it widens lasts
+    until the row is dropped. A prior's points (``started``, `OnlineSizer.start_type`'s
+    ``pseudo``) keep their own fit's: a shape, how needs spread, not where they lie. A kill
+    keeps its residual as learnt: a bound above the location of its time, which a location
+    moved since (the jobs after it far below) does not make a larger claim of."""
+    keep = ~state.censored()
+    if keep.sum() < 2:
+        return
+    learnt = keep.copy()
+    learnt[: state.started] = False
+    y = state.column("log_need")[keep]
+    for model in CANDIDATES:
+        col = state.residuals(model.name)  # a view: written in place
+        col[learnt] = model.loo(state.column(model.feature)[keep], y)[learnt[keep]]
+
+
 class OnlineSizer:
     """Online sizing over task types (see the module's docstring): the `Sizer` protocol's
     ``first`` / ``retry`` / ``learn``, a type's history up front (``start_type``), and
@@ -141,11 +163,14 @@ class OnlineSizer:
         runtimes: Sequence[float],
         *,
         borrowed: bool = False,
+        pseudo: bool = False,
     ) -> None:
         """A type's history (known before its first instance): its rows, leave-one-out
         residuals of every model, and the model with the least of them (the latest
         `max_outcomes_per_type` rows). ``borrowed``: instances of the same type in other
-        workflows, used until the type has `own_replaces_borrowed` outcomes of its own."""
+        workflows, used until the type has `own_replaces_borrowed` outcomes of its own;
+        ``pseudo``: the rows are a model's answer, not outcomes (a prior's points), and
+        their residuals stay their own fit's (`refit_residuals`)."""
         cap = self.settings.max_outcomes_per_type
         keep = slice(-cap, None) if cap else slice(None)
         log_need = np.log(np.asarray(needs, dtype=float))[keep]
@@ -157,6 +182,7 @@ class OnlineSizer:
             "log_cores": np.array([f.log_cores() for f in features])[keep],
         }, prior=None)  # fmt: skip
         self.types[key].borrowed = len(log_need) if borrowed else 0
+        self.types[key].started = len(log_need) if pseudo else 0
 
     def _fit(self, key: Hashable, rows: dict[str, np.ndarray], prior: tuple | None) -> None:
         """A type's state from uncensored rows alone: each model's residuals leave-one-out."""
@@ -203,6 +229,8 @@ class OnlineSizer:
             row[f"resid:{model}"] = y - location(state, model, features)
         state.add(row, self.settings.max_outcomes_per_type, self.settings.sample_refresh_share)
         self._learnt += 1
+        if state.anchor_learnt == state.learnt and self.settings.residuals == "leave_one_out":
+            refit_residuals(state)  # the samples are rebuilt: from the current models' errors
         own = state.n_pairs() - state.borrowed
         if state.borrowed and not outcome.censored and own >= self.settings.own_replaces_borrowed:
             self._drop_borrowed(key, state)

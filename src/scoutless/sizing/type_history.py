@@ -5,7 +5,8 @@ index space, so a residual is read beside the outcome it belongs to.
 A row holds the instance's log input size and log cores, its log need (a lower bound on
 it when the attempt was killed: ``censored``), its runtime, the log of the user's request
 and, per location model, the log need less what that model predicted from the rows before
-it. The location models fit the uncensored rows (``pairs``, on each model's feature
+it (the sizer refits an uncensored row's to its leave-one-out when the anchor moves:
+`online.refit_residuals`). The location models fit the uncensored rows (``pairs``, on each model's feature
 column). Past ``cap`` rows the oldest are dropped: a need drifts with a task's software,
 so the recent outcomes tell more, and dropping by age needs no randomness and no weights to
 carry across a restart.
@@ -95,6 +96,9 @@ class TypeHistory:
     shadow: dict[str, float] = field(default_factory=dict)
     choice: str = ""
     borrowed: int = 0
+    #: the leading rows that are a prior's points, not outcomes: their residuals stay
+    #: those of their own leave-one-out fit (`online.refit_residuals`)
+    started: int = 0
     learnt: int = 0
     prior: tuple[int, np.ndarray, float | None] | None = None
     #: the rows the residual samples are built from (the leading ones) and the outcomes
@@ -160,6 +164,7 @@ class TypeHistory:
     def drop_oldest(self, count: int) -> None:
         self.rows.drop_oldest(count)
         self.borrowed = max(0, self.borrowed - count)
+        self.started = max(0, self.started - count)
         self.anchor_rows = max(0, self.anchor_rows - count)
         self._pairs.clear()
 
@@ -175,7 +180,8 @@ class TypeHistory:
         return {
             "models": list(self.models), "columns": columns,
             "shadow": {m: json_number(v) for m, v in self.shadow.items()},
-            "choice": self.choice, "borrowed": self.borrowed, "learnt": self.learnt,
+            "choice": self.choice, "borrowed": self.borrowed, "started": self.started,
+            "learnt": self.learnt,
             "anchor_rows": self.anchor_rows, "anchor_learnt": self.anchor_learnt,
             "prior": prior,
         }  # fmt: skip
@@ -187,7 +193,8 @@ class TypeHistory:
         data = _upgrade(data, models) if models is not None else data
         shadow = {m: np.nan if v is None else float(v) for m, v in data["shadow"].items()}
         state = cls(tuple(data["models"]), shadow=shadow, choice=data["choice"],
-                    borrowed=int(data["borrowed"]), learnt=int(data["learnt"]))  # fmt: skip
+                    borrowed=int(data["borrowed"]), started=int(data.get("started", 0)),
+                    learnt=int(data["learnt"]))  # fmt: skip
         state.rows.extend({
             n: np.array([np.nan if v is None else float(v) for v in values])
             for n, values in data["columns"].items()
