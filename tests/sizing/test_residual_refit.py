@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoutless.config import SizingSettings
-from scoutless.sizing.models import CANDIDATES, Affine, Location, Neighbours
+from scoutless.sizing.models import CANDIDATES, Affine, Cores, Location, Neighbours
 from scoutless.sizing.online import Features, OnlineSizer
 from scoutless.sizing.protocol import Outcome
 
@@ -38,6 +38,23 @@ def test_the_closed_forms_equal_a_refit_per_row(n: int, seed: int, unknown: floa
         np.testing.assert_allclose(
             model.loo(xs, ys), _reference(model, xs, ys), rtol=1e-7, atol=1e-9
         )
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 2**16), slope=st.floats(-3.0, 3.0))
+def test_the_cores_line_with_unknown_cores_equals_a_refit_per_row(
+    n: int, seed: int, slope: float
+) -> None:
+    # a prior's points at unknown cores beside jobs on 1-16 cores; the bound on the slope
+    # binds for some rows' others and not for others'
+    rng = np.random.default_rng(seed)
+    xs = np.log(rng.choice([1.0, 2.0, 4.0, 8.0, 16.0], n))
+    xs[rng.random(n) < 0.4] = np.nan
+    xs[0] = np.nan  # at least one point of the prior
+    ys = rng.normal(0.0, 0.5, n) + slope * np.nan_to_num(xs)
+    np.testing.assert_allclose(
+        Cores().loo(xs, ys), _reference(Cores(), xs, ys), rtol=1e-7, atol=1e-9
+    )
 
 
 def test_the_nearest_others_are_found_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -217,8 +217,31 @@ class Cores(Location):
         if ok.sum() < 3 or np.ptp(xs[ok]) == 0:  # every refit is the mean: its closed form
             return Mean().loo(xs, ys)
         if not ok.all() or len(ys) < 4 or abs(line_fit(xs, ys)[1]) > MAX_CORES_SLOPE:
-            return super().loo(xs, ys)
+            return _bounded_loo(xs, ys)
         return Line().loo(xs, ys)  # the unbounded line's closed form (its slope in bounds)
+
+
+def _bounded_loo(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """`Cores.fit`'s leave-one-out residuals from the sums less each row's own (a prior's
+    points at unknown cores beside the jobs' otherwise cost a refit per row): a row of
+    unknown cores, or one whose others hold fewer than three known cores or one value of
+    them, against the others' mean; any other against the others' bounded line."""
+    ok = np.isfinite(xs)
+    out = _others_mean_residuals(ys)
+    m = int(ok.sum()) - 1
+    if m < 3:
+        return out
+    x, y = xs[ok], ys[ok]
+    d, e = x - x.mean(), y - y.mean()
+    sd, se = d.sum() - d, e.sum() - e
+    sxx = (d @ d) - d * d - sd * sd / m
+    sxy = (d @ e) - d * e - sd * se / m
+    varies = _others_extreme(x, np.max) > _others_extreme(x, np.min)
+    slope = np.where(varies, sxy / np.where(varies, sxx, 1.0), 0.0)
+    slope = np.clip(slope, -MAX_CORES_SLOPE, MAX_CORES_SLOPE)
+    pred = y.mean() + se / m + slope * (x - x.mean() - sd / m)
+    out[ok] = np.where(varies, y - pred, out[ok])
+    return out
 
 
 #: how steeply a log need may follow log cores (`Cores`)
