@@ -5,17 +5,17 @@ the type's uncensored rows, evaluated when an instance is sized).
 
 Per task type it keeps the outcomes and, for each location model of `models.CANDIDATES`
 (the mean, a line in the log input size, the nearest neighbours in it, a line in bytes, a
-line in the log cores),
-that model's out-of-sample residual of each (`type_history`): leave-one-out, refitted
-whenever the type's samples are rebuilt (`refit_residuals`), so the spread is the error
-of the model that sizes next, not of the one a type's first few outcomes made. A model's need distribution
-for an instance is its location plus its residuals (`need_sample`: runtime-weighted,
-weighted towards the rows of the nearest input sizes, censored ones re-weighted,
-smoothed, mixed with the other types' shape). The allocation
-and every retry are `distribution.plan`'s: the least expected cost, a retry on the
-distribution conditional on the need exceeding the failed allocation. After each outcome
-every model is charged what its plan would have cost on that instance (× its runtime);
-the type sizes with the cheapest so far (its history's leave-one-out error decides first).
+line in the log cores), that model's out-of-sample residual of each (`type_history`):
+leave-one-out, refitted whenever the type's samples are rebuilt (`refit_residuals`), so
+the spread is the error of the model that sizes next, not of the one a type's first few
+outcomes made. A model's need distribution for an instance is its location plus its
+residuals (`need_sample`: runtime-weighted, weighted towards the rows of the nearest input
+sizes, censored ones re-weighted, smoothed, mixed with the other types' shape). The
+allocation and every retry are `distribution.plan`'s: the least expected cost, a retry on
+the distribution conditional on the need exceeding the failed allocation. After each
+outcome every model is charged what its plan would have cost on that instance (× its
+runtime); the type sizes with the cheapest so far (its history's leave-one-out error
+decides first).
 
 A type with no history (sized cold) starts from instances borrowed from other workflows
 until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request

@@ -6,10 +6,10 @@ A row holds the instance's log input size and log cores, its log need (a lower b
 it when the attempt was killed: ``censored``), its runtime, the log of the user's request
 and, per location model, the log need less what that model predicted from the rows before
 it (the sizer refits an uncensored row's to its leave-one-out when the anchor moves:
-`online.refit_residuals`). The location models fit the uncensored rows (``pairs``, on each model's feature
-column). Past ``cap`` rows the oldest are dropped: a need drifts with a task's software,
-so the recent outcomes tell more, and dropping by age needs no randomness and no weights to
-carry across a restart.
+`online.refit_residuals`). The location models fit the uncensored rows (``pairs``, on
+each model's feature column). Past ``cap`` rows the oldest are dropped: a need drifts
+with a task's software, so the recent outcomes tell more, and dropping by age needs no
+randomness and no weights to carry across a restart.
 
 The residual samples an instance is sized from are built from the rows held at the type's
 *anchor* (``anchor_rows`` leading rows, ``anchor_learnt`` outcomes then), not from every
