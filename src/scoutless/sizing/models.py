@@ -171,18 +171,28 @@ class Affine(Location):
         if m < 3:
             return out
         raw, need = np.expm1(xs[ok]), np.exp(ys[ok])
-        d = raw - raw.mean()
-        sd, sn = d.sum() - d, need.sum() - need
-        sdd, sdn = (d @ d) - d * d, (d @ need) - d * need
-        mean_d, mean_n = sd / m, sn / m
-        sxx, sxy = sdd - m * mean_d**2, sdn - m * mean_d * mean_n
         lo, hi = _others_extreme(raw, np.min), _others_extreme(raw, np.max)
-        spread = (hi > lo) & (sxx > 0)
-        slope = np.where(spread, sxy / np.where(spread, sxx, 1.0), 0.0)
+        mean_d, mean_n, slope = _others_lines(raw, need, hi > lo)
         at = np.clip(raw, lo, hi) - raw.mean()
         pred = np.maximum(mean_n + slope * (at - mean_d), _others_extreme(need, np.min))
         out[ok] = ys[ok] - np.log(pred)
         return out
+
+
+def _others_lines(
+    x: np.ndarray, y: np.ndarray, varies: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, least squares of ``y`` on ``x`` over the other rows, from the sums less the
+    row's own (x centred first): the others' mean x (centred), mean y and slope (0 where
+    ``varies`` says the others' x do not)."""
+    m = len(x) - 1
+    d = x - x.mean()
+    sd, sy = d.sum() - d, y.sum() - y
+    sdd, sdy = (d @ d) - d * d, (d @ y) - d * y
+    mean_d, mean_y = sd / m, sy / m
+    sxx, sxy = sdd - m * mean_d**2, sdy - m * mean_d * mean_y
+    spread = varies & (sxx > 0)
+    return mean_d, mean_y, np.where(spread, sxy / np.where(spread, sxx, 1.0), 0.0)
 
 
 def _others_extreme(values: np.ndarray, pick: Callable) -> np.ndarray:
@@ -232,14 +242,10 @@ def _bounded_loo(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     if m < 3:
         return out
     x, y = xs[ok], ys[ok]
-    d, e = x - x.mean(), y - y.mean()
-    sd, se = d.sum() - d, e.sum() - e
-    sxx = (d @ d) - d * d - sd * sd / m
-    sxy = (d @ e) - d * e - sd * se / m
     varies = _others_extreme(x, np.max) > _others_extreme(x, np.min)
-    slope = np.where(varies, sxy / np.where(varies, sxx, 1.0), 0.0)
+    mean_d, mean_y, slope = _others_lines(x, y, varies)
     slope = np.clip(slope, -MAX_CORES_SLOPE, MAX_CORES_SLOPE)
-    pred = y.mean() + se / m + slope * (x - x.mean() - sd / m)
+    pred = mean_y + slope * (x - x.mean() - mean_d)
     out[ok] = np.where(varies, y - pred, out[ok])
     return out
 

@@ -84,7 +84,7 @@ def refit_residuals(state: TypeHistory) -> None:
     the model now fitted to every pair makes them. A row learnt when its type held a
     handful of outcomes otherwise keeps the error of a model fitted on those few (the second
     outcome's residual is the first's distance from it), and the spread it widens lasts
-    until the row is dropped. A prior's points (``started``, `OnlineSizer.start_type`'s
+    until the row is dropped. A prior's points (``TypeHistory.pseudo``, `OnlineSizer.start_type`'s
     ``pseudo``) keep their own fit's: a shape, how needs spread, not where they lie. A kill
     keeps its residual as learnt: a bound above the location of its time, which a location
     moved since (the jobs after it far below) does not make a larger claim of."""
@@ -92,7 +92,7 @@ def refit_residuals(state: TypeHistory) -> None:
     if keep.sum() < 2:
         return
     learnt = keep.copy()
-    learnt[: state.started] = False
+    learnt[: state.pseudo] = False
     y = state.column("log_need")[keep]
     for model in CANDIDATES:
         col = state.residuals(model.name)  # a view: written in place
@@ -182,7 +182,7 @@ class OnlineSizer:
             "log_cores": np.array([f.log_cores() for f in features])[keep],
         }, prior=None)  # fmt: skip
         self.types[key].borrowed = len(log_need) if borrowed else 0
-        self.types[key].started = len(log_need) if pseudo else 0
+        self.types[key].pseudo = len(log_need) if pseudo else 0
 
     def _fit(self, key: Hashable, rows: dict[str, np.ndarray], prior: tuple | None) -> None:
         """A type's state from uncensored rows alone: each model's residuals leave-one-out."""

@@ -98,7 +98,7 @@ class TypeHistory:
     borrowed: int = 0
     #: the leading rows that are a prior's points, not outcomes: their residuals stay
     #: those of their own leave-one-out fit (`online.refit_residuals`)
-    started: int = 0
+    pseudo: int = 0
     learnt: int = 0
     prior: tuple[int, np.ndarray, float | None] | None = None
     #: the rows the residual samples are built from (the leading ones) and the outcomes
@@ -107,9 +107,7 @@ class TypeHistory:
     anchor_learnt: int = 0
     #: derived, rebuilt on demand, per feature column: (learnt, features, log needs) of
     #: the uncensored rows
-    _pairs: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(
-        default_factory=dict, repr=False
-    )
+    _pairs: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     #: per model, its residual sample as last built: (version, values, weights)
     samples: dict[str, tuple] = field(default_factory=dict, repr=False)
     #: per model, its location fitted to the pairs as last built: (version, fitted)
@@ -164,7 +162,7 @@ class TypeHistory:
     def drop_oldest(self, count: int) -> None:
         self.rows.drop_oldest(count)
         self.borrowed = max(0, self.borrowed - count)
-        self.started = max(0, self.started - count)
+        self.pseudo = max(0, self.pseudo - count)
         self.anchor_rows = max(0, self.anchor_rows - count)
         self._pairs.clear()
 
@@ -180,7 +178,7 @@ class TypeHistory:
         return {
             "models": list(self.models), "columns": columns,
             "shadow": {m: json_number(v) for m, v in self.shadow.items()},
-            "choice": self.choice, "borrowed": self.borrowed, "started": self.started,
+            "choice": self.choice, "borrowed": self.borrowed, "pseudo": self.pseudo,
             "learnt": self.learnt,
             "anchor_rows": self.anchor_rows, "anchor_learnt": self.anchor_learnt,
             "prior": prior,
@@ -193,7 +191,7 @@ class TypeHistory:
         data = _upgrade(data, models) if models is not None else data
         shadow = {m: np.nan if v is None else float(v) for m, v in data["shadow"].items()}
         state = cls(tuple(data["models"]), shadow=shadow, choice=data["choice"],
-                    borrowed=int(data["borrowed"]), started=int(data.get("started", 0)),
+                    borrowed=int(data["borrowed"]), pseudo=int(data.get("pseudo", 0)),
                     learnt=int(data["learnt"]))  # fmt: skip
         state.rows.extend({
             n: np.array([np.nan if v is None else float(v) for v in values])
