@@ -95,6 +95,11 @@ class SizingSettings(BaseModel):
         description="outcomes of its own after which a type sized cold forgets the "
         "instances borrowed from other workflows",
     )
+    refute_borrowed: bool = Field(
+        True,
+        description="a type sized cold forgets the borrowed instances at once when one of its "
+        "own needs, or a kill's bound, lies outside every borrowed need",
+    )
     max_outcomes_per_type: int | None = Field(
         2048,
         ge=16,

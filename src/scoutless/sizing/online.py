@@ -232,8 +232,23 @@ class OnlineSizer:
         if state.anchor_learnt == state.learnt and self.settings.residuals == "leave_one_out":
             refit_residuals(state)  # the samples are rebuilt: from the current models' errors
         own = state.n_pairs() - state.borrowed
-        if state.borrowed and not outcome.censored and own >= self.settings.own_replaces_borrowed:
+        enough = own >= self.settings.own_replaces_borrowed or self._refutes(state, y, y)
+        if state.borrowed and not outcome.censored and enough:
             self._drop_borrowed(key, state)
+
+    def _refutes(self, state: TypeHistory, low: float, high: float) -> bool:
+        """Whether an own outcome known to lie in [``low``, ``high``] (log need; a kill:
+        its bound to +inf) lies outside every borrowed need by more than their spread (a
+        first kill at their top is what a sample of them predicts now and then; a second,
+        a growth step past it, is not): the other workflows' instances of the type (a
+        process's need differs between pipelines, 20 GB against 8) then describe the
+        workflow's no better than nothing, and holding them until `own_replaces_borrowed`
+        outcomes costs a retry ladder through their range."""
+        if not (self.settings.refute_borrowed and state.borrowed):
+            return False
+        lent = state.column("log_need")[: state.borrowed]
+        past = max(float(np.std(lent)), 0.05)  # the growth's first step (`_growth`)
+        return bool(low > lent.max() + past or high < lent.min() - past)
 
     def _charge_shadow(
         self, key: Hashable, state: TypeHistory, f: Features, outcome: Outcome
@@ -363,7 +378,12 @@ class OnlineSizer:
     def retry(self, key: Hashable, features: Features, failed: float) -> float:
         """The next attempt after one failed at ``failed``: the plan on the distribution
         conditional on need > failed; past everything it knows, the largest need seen
-        when that is larger, else an exponential search (`_growth`)."""
+        when that is larger, else an exponential search (`_growth`). A kill past every
+        borrowed need drops the borrowed instances first (`_refutes`)."""
+        state = self._state(key)
+        if self._refutes(state, _log(failed), np.inf):  # past every borrowed need
+            self._drop_borrowed(key, state)
+            self._current = None
         if self._current is None or self._current[:2] != (key, features):
             self._current = (key, features, self._prepare(key, features))
         ranked, weights, price = self._current[2]
