@@ -61,3 +61,12 @@ def test_an_own_need_outside_the_borrowed_range_drops_them(need: float, dropped:
     assert (sizer.types["t"].borrowed == 0) is dropped
     if dropped:  # only the type's own outcome is left
         assert sizer.types["t"].n_pairs() == 1
+
+
+def test_a_priors_points_leave_by_the_count_alone() -> None:
+    # the job follower's prior: a model's answer held as points (borrowed and pseudo)
+    sizer = OnlineSizer(SizingSettings())
+    points = list(2 * GB * np.exp(np.linspace(-0.4, 0.0, 10)))
+    sizer.start_type("t", [F] * 10, points, [60.0] * 10, borrowed=True, pseudo=True)
+    sizer.learn("t", F, Outcome(6 * GB, 60.0))
+    assert sizer.types["t"].borrowed == 10

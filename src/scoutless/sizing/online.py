@@ -243,8 +243,10 @@ class OnlineSizer:
         a growth step past it, is not): the other workflows' instances of the type (a
         process's need differs between pipelines, 20 GB against 8) then describe the
         workflow's no better than nothing, and holding them until `own_replaces_borrowed`
-        outcomes costs a retry ladder through their range."""
-        if not (self.settings.refute_borrowed and state.borrowed):
+        outcomes costs a retry ladder through their range. A prior's points (``pseudo``:
+        the job follower's) are a model's answer, their range the spread it was given, not
+        what instances showed: they leave by the count alone."""
+        if not (self.settings.refute_borrowed and state.borrowed) or state.pseudo:
             return False
         lent = state.column("log_need")[: state.borrowed]
         past = max(float(np.std(lent)), 0.05)  # the growth's first step (`_growth`)
