@@ -11,8 +11,11 @@ failures add up to the cell's. Against the best baseline of the same cell (``--a
 the sizing benchmark's memory JSON, whose features the cells take and whose online figure
 stands beside), this says how much of the gap to a goal is the learning curve (what the
 stream has not yet revealed when an instance is sized) and how much the models (what
-they reach once they know nearly everything else). A reference, not a bound: a sizer
-with other models may do better.
+they reach once they know nearly everything else). With k = 2 a fold knows the history
+and half the online instances: on average over the stream as much as the online sizer
+knows when it sizes one (the history and the instances before it), spread over the
+stream instead of behind it. A reference, not a bound: a sizer with other models may do
+better. Each median comes with its 95 % bootstrap interval (``intervals``).
 
     nice python benchmarks/sizing_reference.py TRACES_DIR --folds 2,5 --block-folds 5 \\
         --jobs 2 --out results/sizing_reference.json
@@ -34,7 +37,9 @@ import numpy as np
 from record import add_out, emit, reference_loop_s
 from scoutless.config import SizingSettings
 from scoutless.sizing.protocol import Instances, TaskType, task_types
+from scoutless.sizing.report import median_interval
 from scoutless.sizing.run import run_types, warm_sizer
+from sizing import SEEDS
 from sizing_cap import trace_frames
 
 
@@ -102,10 +107,15 @@ def summary(rows: list[dict[str, Any]], folds: list[str]) -> dict[str, Any]:
     return out
 
 
+def intervals(rows: list[dict[str, Any]], folds: list[str]) -> dict[str, Any]:
+    """Each median's 95 % bootstrap interval, the cells resampled (the sizing benchmark's)."""
+    return {key: median_interval([r[f"{key}_ratio"] for r in rows]) for key in ("online", *folds)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", type=Path, help="folder of trace_*.csv (Sizey's data/)")
-    parser.add_argument("--seeds", default="1996,2023,42")
+    parser.add_argument("--seeds", default=SEEDS, help="comma list (the sizing benchmark's ten)")
     parser.add_argument("--folds", default="2,5", help="fold counts, comma-separated")
     parser.add_argument("--block-folds", default="5",
                         help="fold counts dealt in contiguous blocks ('' none)")  # fmt: skip
@@ -128,7 +138,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork")) as pool:
         rows = list(pool.map(cell, *zip(*jobs, strict=True)))
     result = {"seeds": seeds, "folds": folds, "against": str(args.against), "rows": rows,
-              "summary": summary(rows, folds)}  # fmt: skip
+              "summary": summary(rows, folds), "intervals": intervals(rows, folds)}  # fmt: skip
     emit(result, args.out, loop_before, indent=1)
 
 

@@ -308,6 +308,10 @@ def sizing_reference_tables(doc: dict[str, Any]) -> list[Table]:
               "online instances dealt into k folds by position, b: into k contiguous "
               "stretches, each sized knowing the others' outcomes up front and learning "
               "nothing); failures in all"),
+        Table("The medians' 95 % intervals", ("sizer", "median", "low", "high"),
+              [[label(k), *(figure(doc, ("intervals", k, c)) for c in ("median", "low", "high"))]
+               for k in at(doc, ("intervals",)) or {}],
+              "the cells resampled with replacement (the sizing benchmark's bootstrap)"),
         records(doc, ("rows",), cols, "Per workflow and seed",
                 "ratios ÷ the best baseline of the cell (the sizing benchmark's JSON)"),
     ]  # fmt: skip
