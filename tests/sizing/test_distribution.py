@@ -111,21 +111,60 @@ def _plan_in_numpy(c, tail, ecum, holds, failure_cost, max_fail_probability) -> 
     return best
 
 
-def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
-    from scoutless.sizing.plan_kernel import best_allocation
-
-    rng = np.random.default_rng(5)
+def _random_grids(seed: int, spread: float):
+    """200 random candidate grids with their tails and partial expectations, a failure's
+    price, and (every third) a kill cap: what the recursion is checked on."""
+    rng = np.random.default_rng(seed)
     for trial in range(200):
         m = int(rng.integers(1, 60))
-        c = np.sort(rng.lognormal(0.0, 1.0, m))
+        c = np.sort(rng.lognormal(0.0, spread, m))
         mass = rng.random(m) * (rng.random(m) < 0.8)
         part = mass * c * rng.uniform(0.5, 1.0, m)
         tail = np.concatenate(([mass.sum()], mass.sum() - np.cumsum(mass)))
         ecum = np.concatenate(([0.0], np.cumsum(part)))
         holds, fixed = float(rng.choice([0.0, 1.0, 0.5])), float(rng.exponential(1.0))
         cap = None if trial % 3 else float(rng.uniform(0.0, 0.5))
+        yield rng, c, tail, ecum, holds, fixed, cap
+
+
+def test_the_compiled_plan_equals_the_numpy_recursion() -> None:
+    from scoutless.sizing.plan_kernel import best_allocation
+
+    for _, c, tail, ecum, holds, fixed, cap in _random_grids(5, 1.0):
         expected = _plan_in_numpy(c, tail, ecum, holds, fixed, cap)
         got = best_allocation(c, tail, ecum, holds, fixed, np.nan if cap is None else cap)
+        assert got == expected
+
+
+def _grace_in_numpy(c, tail, ecum, holds, failure_cost, cap, grace, overuse) -> int:
+    """The recursion at a site that kills only above ``grace`` × the allocation, as numpy
+    runs it (the definition the kernel is held to; tests/sizing/test_kill_grace.py)."""
+    m = len(c)
+    reach = np.array([0] + [max(q, int(np.searchsorted(c, grace * c[q - 1], side="right")))
+                            for q in range(1, m + 1)])  # fmt: skip
+    cost = np.zeros(m + 1)
+    best = 0
+    for k in range(m - 1, -1, -1):
+        q = np.arange(k + 1, m + 1)
+        a, r = c[q - 1], reach[q]
+        fits = a * (tail[k] - tail[q]) - (ecum[q] - ecum[k])
+        runs_on = overuse * ((ecum[r] - ecum[q]) - a * (tail[q] - tail[r]))
+        total = fits + runs_on + (failure_cost + holds * a) * tail[r] + cost[r]
+        if k == 0 and cap is not None:
+            total = np.where(tail[r] <= cap * tail[0] + 1e-12, total, np.inf)
+        j = int(np.argmin(total))
+        cost[k], best = total[j], q[j]
+    return best
+
+
+def test_the_compiled_plan_with_a_grace_equals_the_numpy_recursion() -> None:
+    from scoutless.sizing.plan_kernel import best_allocation
+
+    for rng, c, tail, ecum, holds, fixed, cap in _random_grids(11, 0.5):
+        grace, overuse = float(rng.uniform(1.05, 3.0)), float(rng.uniform(0.0, 4.0))
+        expected = _grace_in_numpy(c, tail, ecum, holds, 3.0 * fixed, cap, grace, overuse)
+        got = best_allocation(c, tail, ecum, holds, 3.0 * fixed,
+                              np.nan if cap is None else cap, grace, overuse)  # fmt: skip
         assert got == expected
 
 

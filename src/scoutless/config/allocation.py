@@ -125,6 +125,18 @@ class AllocationSettings(BaseModel):
         "kills 0.30-0.50x its and a rollout rehearsal that no longer shows the online arm "
         "killing no more than the control (docs/how-to/replay.md)",
     )
+    memory_kill_grace: bool = Field(
+        False,
+        description="the online memory sizer (the replay's online strategy, the job "
+        "follower) plans with the site's kill rule, as the submission's decision does: a "
+        "need above the allocation runs on within replay.memory_kill_factor x it, at "
+        "memory_overuse_gb_hour, and only a need above that is a kill. Off by default: on "
+        "the 20k demo (replay seeds 0-2) it holds 0.96x the hybrid's memory slack against "
+        "1.11-1.12x, at 0.68-0.73x its memory kills against 0.08-0.23x and the same priced "
+        "total (within 0.5 %), and the rollout rehearsal no longer shows the online arm "
+        "killing no more than the control (docs/how-to/replay.md); false: every need above "
+        "the allocation is priced as a kill",
+    )
     load_rounds: int = Field(
         2,
         ge=0,

@@ -254,10 +254,13 @@ def kill_price(settings: Settings, unit: float = 1.0) -> Callable[[Release], Fai
     by_width = {multicore: settings.allocation.prices_for(name)
                 for multicore, name in standard_types(settings.replay.resource_types).items()}  # fmt: skip
     gb = 1024.0 * MB / unit * settings.allocation.memory_kill_share
+    grace = settings.replay.memory_kill_factor if settings.allocation.memory_kill_grace else 1.0
 
     def price(f: Release) -> FailurePrice:
         prices = by_width.get(f.cores > 1) or settings.allocation.prices
-        return FailurePrice(fixed=memory_kill_in_gb_hours(prices) * gb, holds=0.0)
+        overuse = prices.memory_overuse_gb_hour / max(prices.memory_gb_hour, 1e-9)
+        return FailurePrice(fixed=memory_kill_in_gb_hours(prices) * gb, holds=0.0,
+                            grace=grace, overuse=overuse if grace > 1.0 else 0.0)  # fmt: skip
 
     return price
 

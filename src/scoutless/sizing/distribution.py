@@ -31,10 +31,17 @@ class FailurePrice:
     #: added to ``fixed``: this many times the need's median (a retry's overhead is the
     #: job's own run again, whatever the attempt that failed)
     per_median: float = 0.0
+    #: the site kills only a need above this × the allocation (PanDA's pilot: the
+    #: replay's ``memory_kill_factor``); 1: any need above it fails
+    grace: float = 1.0
+    #: a need above the allocation within ``grace`` runs on, each unit above it at this
+    #: × a unit of slack's price (the memory it takes from other jobs)
+    overuse: float = 0.0
 
     def plus(self, fixed: float) -> FailurePrice:
         """The price with ``fixed`` added to its fixed part (``per_median`` resolved)."""
-        return FailurePrice(self.fixed + fixed, self.holds)
+        return FailurePrice(self.fixed + fixed, self.holds, grace=self.grace,
+                            overuse=self.overuse)  # fmt: skip
 
 
 def censored_weights(
@@ -150,6 +157,8 @@ def plan_sorted(
     failure_cost: float = 0.0,
     holds: float = 1.0,
     max_fail_probability: float | None = None,
+    grace: float = 1.0,
+    overuse: float = 0.0,
 ) -> float | None:
     """The allocation minimising expected cost for a need distributed as the weighted
     ``ranked`` (ascending, ``weights`` in that order), given that the need exceeds
@@ -164,7 +173,9 @@ def plan_sorted(
     one that fails costs c_q and the plan from c_q on. The answer is J(0)'s argmin.
     ``holds`` scales the c_q a failure costs (0: only ``failure_cost``);
     ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
-    a constraint on this attempt, not a price; the largest value always meets it). One
+    a constraint on this attempt, not a price; the largest value always meets it).
+    ``grace`` > 1: a site that kills only above that × the allocation, a need between
+    running on at ``overuse`` × slack's price (`plan_kernel.best_allocation_grace`). One
     compiled pass (`plan_kernel.plan_ranked`).
     """
     from scoutless.sizing.plan_kernel import plan_ranked  # numba: loaded when first used
@@ -172,5 +183,5 @@ def plan_sorted(
     cap = np.nan if max_fail_probability is None else float(max_fail_probability)
     levels = grid_levels(grid, tail_levels)
     best = plan_ranked(ranked, weights, float(above), levels, float(holds),
-                       float(failure_cost), cap)  # fmt: skip
+                       float(failure_cost), cap, float(grace), float(overuse))  # fmt: skip
     return None if np.isnan(best) else float(best)

@@ -349,7 +349,8 @@ class OnlineSizer:
         (ascending), ``price`` what a failed attempt costs (one per instance: `_failure`)."""
         best = plan_sorted(ranked, weights, above=failed, grid=self.settings.grid_points,
                            tail_levels=self.settings.tail_levels, failure_cost=price.fixed, holds=price.holds,
-                           max_fail_probability=self.max_kill_probability)  # fmt: skip
+                           max_fail_probability=self.max_kill_probability, grace=price.grace,
+                           overuse=price.overuse)  # fmt: skip
         if best is not None:
             return max(best, failed * MIN_STEP) if np.isfinite(failed) else best
         ys = self._state(key).pairs()[1]

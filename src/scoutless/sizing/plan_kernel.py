@@ -17,21 +17,46 @@ jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 @jit
 def best_allocation(
-    c: Any, tail: Any, ecum: Any, holds: float, failure_cost: float, cap: float
-) -> int:
+    c: Any, tail: Any, ecum: Any, holds: float, failure_cost: float, cap: float,
+    grace: float = 1.0, overuse: float = 0.0,
+) -> int:  # fmt: skip
     """The index q (1..m) of ``c[q - 1]``, the first attempt of the plan of least
     expected cost: J(k) = min over q > k of c_q·(P(need > c_k) − (1 − holds)·P(need >
     c_q)) − E[need; c_k < need ≤ c_q] + failure_cost·P(need > c_q) + J(q). ``cap``: the
-    first attempt's P(need > c_q) at most this share of P(need > c_0) (NaN: no cap)."""
+    first attempt's P(need > c_q) at most this share of P(need > c_0) (NaN: no cap).
+
+    ``grace`` > 1: a site that kills only above ``grace`` × the allocation (PanDA's
+    pilot): an attempt at c_q that the need exceeds by no more than that runs on, each
+    unit above c_q at ``overuse`` × a unit of slack's price; one above fails, and what is
+    known after is need > grace·c_q, taken as need > c_p, the largest candidate at or
+    below it (p(q) ≥ q; a little less than is known: the plan errs towards caution).
+    J(k) = min over q > k of c_q·P(c_k < need ≤ c_q) − E[need; c_k < need ≤ c_q]
+    + overuse·(E[need; c_q < need ≤ c_p] − c_q·P(c_q < need ≤ c_p))
+    + (failure_cost + holds·c_q)·P(need > c_p) + J(p); ``cap`` bounds P(need > c_p)."""
     m = len(c)
+    plain = not grace > 1.0
+    reach = np.arange(m + 1)  # p(q): the candidates at or below grace·c_q
+    if not plain:
+        p = 1
+        for q in range(1, m + 1):
+            p = max(p, q)
+            while p < m and c[p] <= grace * c[q - 1]:
+                p += 1
+            reach[q] = p
     cost = np.zeros(m + 1)
     best = 0
     for k in range(m - 1, -1, -1):
         chosen, least = -1, math.inf
         for q in range(k + 1, m + 1):
-            held = c[q - 1] * (tail[k] - (1.0 - holds) * tail[q])
-            total = held - (ecum[q] - ecum[k]) + failure_cost * tail[q] + cost[q]
-            if k == 0 and not math.isnan(cap) and not tail[q] <= cap * tail[0] + 1e-12:
+            a, r = c[q - 1], reach[q]
+            if plain:
+                total = a * (tail[k] - (1.0 - holds) * tail[q]) - (ecum[q] - ecum[k]) \
+                    + failure_cost * tail[q] + cost[q]  # fmt: skip
+            else:
+                fits = a * (tail[k] - tail[q]) - (ecum[q] - ecum[k])
+                runs_on = overuse * ((ecum[r] - ecum[q]) - a * (tail[q] - tail[r]))
+                total = fits + runs_on + (failure_cost + holds * a) * tail[r] + cost[r]
+            if k == 0 and not math.isnan(cap) and not tail[r] <= cap * tail[0] + 1e-12:
                 total = math.inf
             if math.isnan(total):  # np.argmin: the first NaN
                 chosen, least = q, total
@@ -51,6 +76,8 @@ def plan_ranked(
     holds: float,
     failure_cost: float,
     cap: float,
+    grace: float = 1.0,
+    overuse: float = 0.0,
 ) -> float:
     """`distribution.plan` on a sample already in ascending order (``weights`` in that
     order) in one pass: the values above ``above``, their quantiles at ``levels`` (the
@@ -101,4 +128,4 @@ def plan_ranked(
         run_part += part[k]
         tail[k + 1] = whole - run_mass
         ecum[k + 1] = run_part
-    return c[best_allocation(c, tail, ecum, holds, failure_cost, cap) - 1]
+    return c[best_allocation(c, tail, ecum, holds, failure_cost, cap, grace, overuse) - 1]
