@@ -175,7 +175,7 @@ def plan_sorted(
     ``max_fail_probability`` caps the answer's P(need > c_q | need > above) (a kill cap:
     a constraint on this attempt, not a price; the largest value always meets it).
     ``grace`` > 1: a site that kills only above that × the allocation, a need between
-    running on at ``overuse`` × slack's price (`plan_kernel.best_allocation_grace`). One
+    running on at ``overuse`` × slack's price (`plan_kernel.best_allocation`). One
     compiled pass (`plan_kernel.plan_ranked`).
     """
     from scoutless.sizing.plan_kernel import plan_ranked  # numba: loaded when first used
