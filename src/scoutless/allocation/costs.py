@@ -268,6 +268,12 @@ def memory_kill_in_gb_hours(prices: Prices) -> float:
     return (1.0 + prices.kill_overhead) / max(prices.memory_gb_hour, 1e-9)
 
 
+def memory_overuse_in_slack(prices: Prices) -> float:
+    """A GB-hour used above the allocation within the pilot's grace in GB-hours of memory
+    slack: what an engine that sizes memory alone charges a need that runs on there."""
+    return prices.memory_overuse_gb_hour / max(prices.memory_gb_hour, 1e-9)
+
+
 def walltime_prices(prices: Prices) -> tuple[float, float]:
     """A walltime's prices for a sizer that sizes it alone (``sizing/resources.py``): the
     slack per core-hour of limit above the run, and a kill's restart overhead (× the run)."""

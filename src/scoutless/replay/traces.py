@@ -51,7 +51,7 @@ import pandas as pd
 
 from scoutless.allocation.allocate import value_allocation
 from scoutless.allocation.context import JobContext
-from scoutless.allocation.costs import memory_kill_in_gb_hours
+from scoutless.allocation.costs import memory_kill_in_gb_hours, memory_overuse_in_slack
 from scoutless.config import Settings
 from scoutless.policy_names import VALUE_POLICIES
 from scoutless.replay.plan import StrategyPlan
@@ -258,9 +258,9 @@ def kill_price(settings: Settings, unit: float = 1.0) -> Callable[[Release], Fai
 
     def price(f: Release) -> FailurePrice:
         prices = by_width.get(f.cores > 1) or settings.allocation.prices
-        overuse = prices.memory_overuse_gb_hour / max(prices.memory_gb_hour, 1e-9)
+        overuse = memory_overuse_in_slack(prices) if grace > 1.0 else 0.0
         return FailurePrice(fixed=memory_kill_in_gb_hours(prices) * gb, holds=0.0,
-                            grace=grace, overuse=overuse if grace > 1.0 else 0.0)  # fmt: skip
+                            grace=grace, overuse=overuse)  # fmt: skip
 
     return price
 

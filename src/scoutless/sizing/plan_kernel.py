@@ -69,16 +69,9 @@ def best_allocation(
 
 @jit
 def plan_ranked(
-    ranked: Any,
-    weights: Any,
-    above: float,
-    levels: Any,
-    holds: float,
-    failure_cost: float,
-    cap: float,
-    grace: float = 1.0,
-    overuse: float = 0.0,
-) -> float:
+    ranked: Any, weights: Any, above: float, levels: Any, holds: float, failure_cost: float,
+    cap: float, grace: float = 1.0, overuse: float = 0.0,
+) -> float:  # fmt: skip
     """`distribution.plan` on a sample already in ascending order (``weights`` in that
     order) in one pass: the values above ``above``, their quantiles at ``levels`` (the
     inverse of the weighted empirical distribution, no interpolation, ties merged, the
