@@ -15,10 +15,10 @@ GB = 1e9
 F = Features(request=40 * GB)
 
 
-def _sizer(refute: bool) -> OnlineSizer:
+def _sizer(refute: bool, **settings: int) -> OnlineSizer:
     """A sizer with another type known (its need ÷ request shapes the request's path) and
     type "t" borrowed from another workflow: 30 instances near 8 GB."""
-    sizer = OnlineSizer(SizingSettings(refute_borrowed=refute))
+    sizer = OnlineSizer(SizingSettings(refute_borrowed=refute, **settings))
     rng = np.random.default_rng(3)
     other = Features(request=4 * GB)
     sizer.start_type("other", [other] * 20, list(2 * GB * rng.lognormal(0, 0.1, 20)), [60.0] * 20)
@@ -70,3 +70,16 @@ def test_a_priors_points_leave_by_the_count_alone() -> None:
     sizer.start_type("t", [F] * 10, points, [60.0] * 10, borrowed=True, pseudo=True)
     sizer.learn("t", F, Outcome(6 * GB, 60.0))
     assert sizer.types["t"].borrowed == 10
+
+
+def test_a_kill_learnt_keeps_them_and_enough_own_outcomes_drop_them() -> None:
+    # a kill is a bound, not a need to refit from: it never makes the borrowed rows leave
+    sizer = _sizer(True)
+    sizer.learn("t", F, Outcome(20 * GB, 60.0, censored=True))
+    assert sizer.types["t"].borrowed == 30
+    # within their range, they leave by the count: own_replaces_borrowed outcomes
+    counted = _sizer(True, own_replaces_borrowed=3)
+    for k in range(3):
+        assert counted.types["t"].borrowed == 30, k
+        counted.learn("t", F, Outcome(8.0 * GB, 60.0))
+    assert counted.types["t"].borrowed == 0 and counted.types["t"].n_pairs() == 3

@@ -18,10 +18,10 @@ runtime); the type sizes with the cheapest so far (its history's leave-one-out e
 decides first).
 
 A type with no history (sized cold) starts from instances borrowed from other workflows
-until it has `own_replaces_borrowed` outcomes, or — seen nowhere — from the user's request
-times the other types' need/request ratios. The cores enter through their own location
-model (within a Nextflow process they rarely vary; within an ATLAS task a job's memory
-follows them): where they do not vary it is the mean. A type holds at most
+until it has `own_replaces_borrowed` outcomes or one refutes them (`borrowed`), or — seen
+nowhere — from the user's request times the other types' need/request ratios. The cores
+enter through their own location model (within a Nextflow process they rarely vary; within
+an ATLAS task a job's memory follows them): where they do not vary it is the mean. A type holds at most
 `max_outcomes_per_type` outcomes (the oldest go).
 
 Nothing here knows Nextflow: a task type is a key, an instance its features."""
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from scoutless.config import SizingSettings
+from scoutless.sizing.borrowed import leaves_after, own_rows, refutes
 from scoutless.sizing.distribution import FailurePrice, plan_sorted, ranked_median
 from scoutless.sizing.features import Release
 from scoutless.sizing.models import BY_NAME, CANDIDATES
@@ -202,15 +203,8 @@ class OnlineSizer:
         self._install(key, state)
 
     def _drop_borrowed(self, key: Hashable, state: TypeHistory) -> None:
-        """Enough outcomes of its own: the type forgets the borrowed instances (its own
-        kills, if any, are forgotten with them: they stay out of the refit rows)."""
-        own = ~state.censored()
-        own[: state.borrowed] = False
-        rows = {
-            n: state.column(n)[own]
-            for n in ("log_input", "log_need", "runtime", "log_request", "log_cores")
-        }
-        self._fit(key, rows, prior=state.prior)
+        """The borrowed instances leave (`borrowed`): the type refitted from its own."""
+        self._fit(key, own_rows(state), prior=state.prior)
 
     def learn(self, key: Hashable, features: Features, outcome: Outcome) -> None:
         """An attempt's outcome: a need that fitted charges every model what its plan
@@ -231,26 +225,8 @@ class OnlineSizer:
         self._learnt += 1
         if state.anchor_learnt == state.learnt and self.settings.residuals == "leave_one_out":
             refit_residuals(state)  # the samples are rebuilt: from the current models' errors
-        own = state.n_pairs() - state.borrowed
-        enough = own >= self.settings.own_replaces_borrowed or self._refutes(state, y, y)
-        if state.borrowed and not outcome.censored and enough:
+        if leaves_after(state, self.settings, y, bool(outcome.censored)):
             self._drop_borrowed(key, state)
-
-    def _refutes(self, state: TypeHistory, low: float, high: float) -> bool:
-        """Whether an own outcome known to lie in [``low``, ``high``] (log need; a kill:
-        its bound to +inf) lies outside every borrowed need by more than their spread (a
-        first kill at their top is what a sample of them predicts now and then; a second,
-        a growth step past it, is not): the other workflows' instances of the type (a
-        process's need differs between pipelines, 20 GB against 8) then describe the
-        workflow's no better than nothing, and holding them until `own_replaces_borrowed`
-        outcomes costs a retry ladder through their range. A prior's points (``pseudo``:
-        the job follower's) are a model's answer, their range the spread it was given, not
-        what instances showed: they leave by the count alone."""
-        if not (self.settings.refute_borrowed and state.borrowed) or state.pseudo:
-            return False
-        lent = state.column("log_need")[: state.borrowed]
-        past = max(float(np.std(lent)), 0.05)  # the growth's first step (`_growth`)
-        return bool(low > lent.max() + past or high < lent.min() - past)
 
     def _charge_shadow(
         self, key: Hashable, state: TypeHistory, f: Features, outcome: Outcome
@@ -382,9 +358,9 @@ class OnlineSizer:
         """The next attempt after one failed at ``failed``: the plan on the distribution
         conditional on need > failed; past everything it knows, the largest need seen
         when that is larger, else an exponential search (`_growth`). A kill past every
-        borrowed need drops the borrowed instances first (`_refutes`)."""
+        borrowed need drops the borrowed instances first (`borrowed.refutes`)."""
         state = self._state(key)
-        if self._refutes(state, _log(failed), np.inf):  # past every borrowed need
+        if refutes(state, self.settings, _log(failed), np.inf):  # past every borrowed need
             self._drop_borrowed(key, state)
             self._current = None
         if self._current is None or self._current[:2] != (key, features):
