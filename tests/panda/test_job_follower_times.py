@@ -232,18 +232,25 @@ def test_an_idle_task_is_forgotten_after_the_idle_time(engine) -> None:  # type:
     assert _follower(engine, forget_idle_s=3600.0).forget_ended() == [7]
 
 
-def test_the_follower_prices_a_memory_kill_as_the_replay_online_strategy_does() -> None:
+@pytest.mark.parametrize("grace", [False, True])
+def test_the_follower_prices_a_memory_kill_as_the_replay_online_strategy_does(grace: bool) -> None:
     """The follower sizes memory in MB per core: its kill is the replay's kill price in
     those units (not the sizing penalty, whose floor is in bytes), so the replay measures
-    what the follower does; walltime keeps its own price."""
+    what the follower does — the site's kill rule too, where it is asked for
+    (``allocation.memory_kill_grace``); walltime keeps its own price."""
     from scoutless.replay.traces import MB, kill_price
     from scoutless.sizing.features import Release
 
     settings = Settings()
+    settings = settings.model_copy(update={
+        "allocation": settings.allocation.model_copy(update={"memory_kill_grace": grace})})  # fmt: skip
     sizer = jtm.follower_sizer(settings)
     for cores in (1.0, 8.0):
         f = Release(cores=cores)
         assert sizer.sizer.failure_price(f) == kill_price(settings, MB)(f)
         assert sizer.sizer.failure_price(f).fixed < 10_000  # MB per core, not bytes
+        assert sizer.sizer.failure_price(f).grace == (
+            settings.replay.memory_kill_factor if grace else 1.0
+        )
     walltime = sizer._of(jtm.time_key(1, "job"))
     assert walltime is not sizer.sizer and walltime.failure_price is not None

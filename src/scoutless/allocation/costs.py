@@ -296,8 +296,7 @@ def realised_components(
         "memory_slack": p["memory_gb_hour"] * done.priced_slack_mb_s / GB_HOUR,
         "memory_overuse": p["memory_overuse_gb_hour"] * done.overuse_mb_s / GB_HOUR,
         "himem": p["himem_core_hour"] * congested["himem"] * done.himem_core_s / HOUR,
-        "long_queue": p["long_queue_core_hour"] * congested["long_queue"] * done.long_core_s
-        / HOUR,
+        "long_queue": p["long_queue_core_hour"] * congested["long_queue"] * done.long_core_s / HOUR,
         "walltime_slack": p["walltime_slack_core_hour"] * done.walltime_slack_core_s / HOUR,
         "scout_wait": p["scout_delay_hour"] * done.scout_wait_s / HOUR,
         "room_delay": p["scout_delay_hour"] * done.room_delay_s / HOUR,
