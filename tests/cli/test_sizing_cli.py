@@ -81,6 +81,31 @@ def test_skip_bad_is_not_offered_where_it_cannot_help(tmp_path: Path) -> None:
         assert line.startswith(f"scoutless: error: {trace}") and "--skip-bad" not in line
 
 
+def test_size_names_a_malformed_row_and_skip_bad_sizes_the_rest(tmp_path: Path) -> None:
+    """A bad number in an instance table stops `size` naming its file, line and column (it
+    was read as a missing value and the row dropped without a word); --skip-bad sizes the
+    rest, says what it skipped and keeps it in sizing.json."""
+    frame = synthetic_workflow(seed=2, rows=40)
+    frame["rss"] = frame["rss"].astype(object)
+    frame.loc[4, "rss"] = "12,5 GB"
+    table = tmp_path / "demo.csv"
+    frame.to_csv(table, index=False)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["size", "--trace", str(table), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert f"{table}:6: column rss: '12,5 GB' is not a number" in line and "--skip-bad" in line
+    assert not (out / "sizing.json").exists()
+    args = ["size", "--trace", str(table), "--out", str(out), "--skip-bad", "--format", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"skipped {table}:6: column rss" in " ".join(result.stderr.split())  # rich wraps
+    doc = json.loads((out / "sizing.json").read_text())
+    assert doc == json.loads(result.stdout)
+    assert doc["skipped_rows"] == [f"{table}:6: column rss: '12,5 GB' is not a number"]
+    assert sum(c["instances"] for c in doc["workflows"]["demo"]["task_types"].values()) > 0
+
+
 def test_size_on_too_little_data_says_so_and_exits_2(tmp_path: Path) -> None:
     table = tmp_path / "small.csv"
     synthetic_workflow(seed=1, rows=10).to_csv(table, index=False)
@@ -120,7 +145,9 @@ def test_size_tables_whole_in_a_pipe_and_as_json_or_csv(tmp_path: Path) -> None:
     assert "wrote" in as_json.stderr
     as_csv = runner.invoke(app, [*args, "--format", "csv"])
     rows = as_csv.stdout.splitlines()
-    assert rows[0].startswith("method,") and len(rows) == 1 + len(doc["workflows"]["demo"]["methods"])
+    assert rows[0].startswith("method,") and len(rows) == 1 + len(
+        doc["workflows"]["demo"]["methods"]
+    )
     assert runner.invoke(app, [*args, "--format", "xml"]).exit_code == 2
 
 
@@ -154,7 +181,9 @@ def test_size_walltime_reads_the_limits_the_import_kept(tmp_path: Path) -> None:
     trace = tmp_path / "trace_demo.txt"
     frame.to_csv(trace, sep="\t", index=False)
     table = tmp_path / "demo.parquet"
-    assert runner.invoke(app, ["import", "nextflow", str(trace), "--out", str(table)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["import", "nextflow", str(trace), "--out", str(table)]).exit_code == 0
+    )
     out = tmp_path / "out"
     args = ["size", "--trace", str(table), "--out", str(out), "--resource", "walltime"]
     result = runner.invoke(app, [*args, "--features", "peers-rchar"])

@@ -118,6 +118,31 @@ def _sized(frame: pd.DataFrame, name: str, seed: int, **how: Any) -> dict:
         raise UserError(f"--protocol live: {exc}") from exc
 
 
+def _read_tables(
+    trace: Path, history: list[Path] | None, skip_bad: bool, said: Any
+) -> tuple[Any, list | None, list[str]]:
+    """The instance table, the other workflows' (None: not sized cold) and the malformed
+    rows skipped (``skip_bad``; else the first stops the run, naming its file and line),
+    each skipped row said (the first ten) and returned for sizing.json."""
+    from scoutless.cli.errors import UserError, trace_error
+    from scoutless.sizing.instances import read_instances
+    from scoutless.sources.common import BadLines, TraceParseError
+
+    bad = BadLines(skip=skip_bad)
+    try:
+        frame = read_instances(trace, bad)
+        histories = [read_instances(h, bad) for h in history or []] if history is not None else None
+    except TraceParseError as exc:
+        raise trace_error(exc, skip_bad) from exc
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    for err in bad.errors[:10]:
+        said.print(f"skipped {err}")
+    if len(bad) > 10:
+        said.print(f"skipped {len(bad) - 10} more malformed rows (all in sizing.json)")
+    return frame, histories, [str(e) for e in bad.errors]
+
+
 def size(
     trace: Annotated[Path, typer.Option("--trace", help="instance table (import nextflow)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for sizing.json")],
@@ -133,6 +158,9 @@ def size(
     ] = None,
     resource: Annotated[str, typer.Option(help="memory | walltime")] = "memory",
     features: Annotated[str, typer.Option(help=FEATURES_HELP)] = "submission",
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="skip malformed rows (default: stop at the first)")
+    ] = False,
     fmt: FormatOption = "table",
 ) -> None:
     """Size a workflow's instances online (scoutless and the published baselines).
@@ -142,18 +170,15 @@ def size(
     from scoutless.atomic import atomic_write_text  # here, as the rest: `size --help` stays light
     from scoutless.cli.errors import UserError
     from scoutless.jsonsafe import jsonable  # numpy: imported here, `size --help` stays light
-    from scoutless.sizing.instances import read_instances, workflow_name
+    from scoutless.sizing.instances import workflow_name
     from scoutless.sizing.resources import resource as resource_named
 
     fmt = checked(fmt)
     _check_options(protocol=protocol, resource=resource, features=features)
     if cold and not history:
         raise UserError("--cold needs --history TABLE (other workflows' instance tables)")
-    try:
-        frame = read_instances(trace)
-        histories = [read_instances(h) for h in history or []] if cold else None
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
+    said = notes(fmt, console)  # stderr where stdout carries json or csv
+    frame, histories, skipped = _read_tables(trace, history if cold else None, skip_bad, said)
     name = workflow or (str(frame["workflow"].iloc[0]) if len(frame) else workflow_name(trace))
     start = time.perf_counter()
     settings = get_settings()
@@ -163,6 +188,7 @@ def size(
     doc = {
         "protocol": protocol, "resource": resource, "features": features, "seed": seed,
         "seconds": round(time.perf_counter() - start, 1), "workflows": {name: result},
+        "skipped_rows": skipped,
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "sizing.json", json.dumps(jsonable(doc), indent=1))
@@ -171,7 +197,6 @@ def size(
     cells = pd.DataFrame([{"method": m, **c} for m, c in result["methods"].items()])
     give(fmt, lambda: console.print(_table(name, result, sized.unit)), {"methods": cells},
          document=doc)  # fmt: skip
-    said = notes(fmt, console)
     for method, g in result["goal"].items():
         said.print(_goal_line(method, g, result["methods"][method]["failures"]))
     said.print(f"wrote {out / 'sizing.json'}")
