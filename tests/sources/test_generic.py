@@ -105,3 +105,33 @@ def test_csv_parser_parses_or_raises_own_error(text):
     }
     with contextlib.suppress(TraceParseError):
         generic_jobs(frame, mapping)
+
+
+def test_a_time_or_feature_that_does_not_parse_is_a_bad_row_not_a_silent_drop(lanl_csv):
+    """An unreadable submit time (or none), end time or numerical feature names its line
+    and column; skipping, each such row is reported once, in line order (they were
+    dropped, or read as missing, without a word)."""
+    _, jobs = lanl_csv
+    frame = jobs.astype({"submit_epoch": object, "end_epoch": object,
+                         "requested_processors": object})  # fmt: skip
+    frame.loc[7, "requested_processors"] = "many"  # line 9
+    frame.loc[2, "submit_epoch"] = "yesterday"  # line 4
+    frame.loc[5, "submit_epoch"] = None  # line 7: a task needs its submit time
+    frame.loc[5, "end_epoch"] = "soon"  # the same row: reported once
+    frame.loc[10, "end_epoch"] = None  # not finished: a missing value, no error
+    lines = list(range(2, len(frame) + 2))
+    with pytest.raises(TraceParseError, match=r"x.csv:4: column 'submit_epoch': expected a submit"):
+        generic_jobs(frame, MAPPING, lines=lines, source="x.csv")
+    kept = generic_jobs(frame, MAPPING, lines=lines, source="x.csv", skip_bad=True)
+    assert [e.line for e in kept.bad_lines] == [4, 7, 9]
+    assert "column 'submit_epoch': empty; a row needs a submit time" in str(kept.bad_lines[1])
+    assert "column 'requested_processors': expected a number, got 'many'" in str(kept.bad_lines[2])
+    assert len(kept.frame) == len(frame) - 3
+    assert kept.frame.set_index("jeditaskid").loc[11, "finished_at"] is pd.NaT
+
+
+def test_epoch_milliseconds_are_refused_by_line_not_dropped_whole(lanl_csv):
+    _, jobs = lanl_csv
+    frame = jobs.assign(submit_epoch=jobs["submit_epoch"] * 1000)
+    with pytest.raises(TraceParseError, match=r":2: column 'submit_epoch': expected a submit time"):
+        generic_jobs(frame, MAPPING, lines=list(range(2, len(frame) + 2)))

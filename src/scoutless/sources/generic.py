@@ -16,7 +16,8 @@
     scale = 1.0                  # value × scale is in ``unit``
     request = "req_time_s"       # optional: the user's request, same scale
 
-One row is one task. Rows whose target cells hold text that is not a number are bad lines.
+One row is one task. Rows whose target or numerical feature cells hold text that is not a
+number, or whose times do not parse (or have no submit time), are bad lines.
 """
 
 from __future__ import annotations
@@ -115,6 +116,34 @@ def _times(values: pd.Series) -> pd.Series:
     return pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
 
 
+#: the mapped time columns: mapping key, the jobs' column, what a cell must be
+TIMES = (
+    ("submit_time", "creationdate", "a submit time (epoch seconds or ISO-8601)"),
+    ("end_time", "finished_at", "an end time (epoch seconds or ISO-8601)"),
+)
+
+
+def _unreadable(
+    raw: pd.Series,
+    parsed: pd.Series,
+    name: str,
+    what: str,
+    found: BadLines,
+    lines: list[int],
+    source: str,
+    required: bool = False,
+) -> np.ndarray:
+    """The rows whose cell of column ``name`` holds text that did not parse as ``what``
+    (``required``: or nothing at all), each reported to ``found``."""
+    text = raw.astype("string").str.strip()
+    given = (raw.notna() & text.ne("").fillna(False)).to_numpy(bool)
+    wrong = parsed.isna().to_numpy(bool) & (given | required)
+    for i in np.flatnonzero(wrong):
+        said = f"expected {what}, got {raw.iloc[i]!r}" if given[i] else f"empty; a row needs {what}"
+        found.report(TraceParseError(f"column {name!r}: {said}", source=source, line=lines[i]))
+    return wrong
+
+
 def _target_columns(
     frame: pd.DataFrame,
     targets: dict[str, Any],
@@ -164,18 +193,23 @@ def _ids(frame: pd.DataFrame, columns: dict[str, Any], source: str) -> np.ndarra
 
 
 def _add_features(
-    jobs: pd.DataFrame, frame: pd.DataFrame, feats: dict[str, Any], source: str
-) -> list[FeatureSpec]:
-    """The mapped feature columns, typed, added to ``jobs``; their specs."""
+    jobs: pd.DataFrame, frame: pd.DataFrame, feats: dict[str, Any], source: str,
+    found: BadLines, lines: list[int],
+) -> tuple[list[FeatureSpec], np.ndarray]:  # fmt: skip
+    """The mapped feature columns, typed, added to ``jobs``; their specs, and the rows
+    whose numerical feature holds text that is not a number (reported to ``found``; an
+    empty cell is a missing value)."""
     specs = [FeatureSpec(c, "categorical", f"{source}:{c}") for c in feats.get("categorical", [])]
     specs += [FeatureSpec(c, "numerical", f"{source}:{c}") for c in feats.get("numerical", [])]
+    wrong = np.zeros(len(frame), dtype=bool)
     for spec in specs:
         raw = _column(frame, spec.name, "feature", source)
         if spec.kind == "categorical":
             jobs[spec.name] = raw.astype("string")
         else:
             jobs[spec.name] = pd.to_numeric(raw, errors="coerce")
-    return specs
+            wrong |= _unreadable(raw, jobs[spec.name], spec.name, "a number", found, lines, source)
+    return specs, wrong
 
 
 def generic_jobs(
@@ -201,15 +235,29 @@ def generic_jobs(
             source=source,
         )
     keep = np.ones(len(frame), dtype=bool)
-    out, units = _target_columns(frame, targets, keep, bad, lines, source)
+    found = BadLines(skip=True)  # every malformed row, reported to ``bad`` in line order
+    out, units = _target_columns(frame, targets, keep, found, lines, source)
     jobs = pd.DataFrame(out, index=frame.index)
     jobs["jeditaskid"] = _ids(frame, columns, source)
-    jobs["creationdate"] = _times(_column(frame, columns["submit_time"], "submit_time", source))
-    if "end_time" in columns:
-        jobs["finished_at"] = _times(_column(frame, columns["end_time"], "end_time", source))
+    for key, col, what in TIMES:
+        if key in columns:
+            raw = _column(frame, columns[key], key, source)
+            jobs[col] = _times(raw)
+            keep &= ~_unreadable(raw, jobs[col], columns[key], what, found, lines, source,
+                                 required=key == "submit_time")  # fmt: skip
     if "user" in columns:
         jobs["user"] = _column(frame, columns["user"], "user", source).astype("string")
-    specs = _add_features(jobs, frame, mapping.get("features", {}), source)
-    jobs = jobs[keep & jobs["creationdate"].notna().to_numpy()]
+    specs, wrong = _add_features(jobs, frame, mapping.get("features", {}), source, found, lines)
+    for error in _first_per_line(found.errors):
+        bad.report(error)
+    jobs = jobs[keep & ~wrong]
     info = {"format": "table", "mapping": mapping}
     return TraceJobs(jobs.reset_index(drop=True), specs, units, "table", info, bad.errors)
+
+
+def _first_per_line(errors: list[TraceParseError]) -> list[TraceParseError]:
+    """One error per malformed row (its first found), in line order."""
+    first: dict[int, TraceParseError] = {}
+    for error in errors:
+        first.setdefault(error.line or 0, error)
+    return [first[line] for line in sorted(first)]
