@@ -29,6 +29,7 @@ USER_ERRORS: frozenset[str] = frozenset({
     "scoutless.allocation.arms.RolloutError", "scoutless.allocation.policies.PolicyError",
     "scoutless.allocation.values.CalibrationError", "scoutless.client.ServiceError",
     "scoutless.config.settings.SettingsFileError", "scoutless.distributed.cluster.SchedulerError",
+    "scoutless.config.settings.SettingsEnvError",
     "scoutless.distributed.sources.ExportError", "scoutless.evaluation.evaluate.EvaluationError",
     "scoutless.features.schema.SchemaError", "scoutless.features.domains.DomainError",
     "scoutless.history.panda_db.DatabaseUnavailable",

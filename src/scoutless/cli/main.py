@@ -20,6 +20,7 @@ Global options (before the verb): ``--version``, and ``--config FILE`` (or
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -108,12 +109,12 @@ def _use_config(value: Path | None) -> Path | None:
     if value is not None:
         from pydantic import ValidationError
 
-        from scoutless.config import CONFIG_ENV, SettingsFileError, get_settings
+        from scoutless.config import CONFIG_ENV, SettingsEnvError, SettingsFileError, get_settings
 
         os.environ[CONFIG_ENV] = str(value.resolve())
         try:  # read once here, so that a wrong key or value stops the command in one line
             get_settings()
-        except SettingsFileError as exc:
+        except (SettingsFileError, SettingsEnvError) as exc:
             raise typer.BadParameter(str(exc)) from exc
         except ValidationError as exc:
             raise typer.BadParameter(f"{value}: {exc}") from exc
@@ -141,6 +142,11 @@ def options(
     ] = None,
 ) -> None:
     """Predict task memory, CPU time per event, I/O and walltime at submission time."""
+    asks_help = {"--help", "-h"} & set(sys.argv[1:])  # help is given whatever the environment
+    if not asks_help and any(k.upper().startswith("SCOUTLESS_") for k in os.environ):
+        from scoutless.config.settings import check_environment
+
+        check_environment(os.environ)  # a misnamed setting stops every verb before it starts
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -8,8 +8,10 @@ with the same names, ``[panda] cpu_efficiency_percent = 80``), then these defaul
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 #: the environment variable naming the settings file (``scoutless --config FILE`` sets it)
 CONFIG_ENV = "SCOUTLESS_CONFIG"
+#: every setting's environment variable starts with this (``Settings.model_config``)
+ENV_PREFIX = "SCOUTLESS_"
 
 
 #: PanDA's PostgreSQL schema (``Settings.db_schema``'s default)
@@ -46,7 +50,7 @@ PANDA_SCHEMA = "doma_panda"
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SCOUTLESS_", env_nested_delimiter="__", extra="ignore"
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore"
     )
 
     workdir: Path = Path("scoutless-work")
@@ -113,6 +117,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Arguments, then the environment, then the settings file, then the defaults."""
+        check_environment(os.environ)
         path = settings_file()
         if path is None:
             return init_settings, env_settings, dotenv_settings, file_secret_settings
@@ -218,3 +223,52 @@ def _unknown_keys(values: dict, model: type[BaseModel], prefix: str = "") -> lis
         if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
             unknown += _unknown_keys(value, sub, f"{prefix}{key}.")
     return unknown
+
+
+class SettingsEnvError(ValueError):
+    """A ``SCOUTLESS_*`` environment variable written as a setting that names none: the
+    environment source passes over it without a word, and the command would run on the
+    default. The message names the variable and the one it most likely meant."""
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Raise `SettingsEnvError` for the ``SCOUTLESS_*`` variables that look like a setting
+    and are none: a section that does not exist (``SCOUTLESS_SIZNG__…``), a section joined by
+    one underscore (``SCOUTLESS_SIZING_FAILURE_PENALTY``), or a section's field written at the
+    top (``SCOUTLESS_FAILURE_PENALTY``). A field misspelt inside a section is the section's
+    own error (extra fields are forbidden there); other ``SCOUTLESS_*`` names (the scripts'
+    ports and folders) are left alone."""
+    problems = [p for name in sorted(environ) if (p := _misnamed(name))]
+    if problems:
+        raise SettingsEnvError("; ".join(problems))
+
+
+def _misnamed(name: str) -> str | None:
+    """What is wrong with environment variable ``name`` as a setting (None: nothing)."""
+    if not name.upper().startswith(ENV_PREFIX):
+        return None
+    rest = name[len(ENV_PREFIX) :].lower()
+    sections = {k: f.annotation for k, f in Settings.model_fields.items()
+                if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}  # fmt: skip
+    if "__" in rest:
+        head, tail = rest.split("__", 1)
+        if head in sections:
+            return None
+        guess = difflib.get_close_matches(head, sections, n=1)
+        meant = f"; did you mean {_env(guess[0], tail)}?" if guess else ""
+        return f"{name}: no settings section {head!r}{meant}"
+    if rest in Settings.model_fields:
+        return None
+    for section, model in sections.items():
+        field = rest.removeprefix(section + "_")
+        if field != rest and field in model.model_fields:
+            return f"{name}: a section nests with two underscores: {_env(section, field)}"
+    owners = [section for section, model in sections.items() if rest in model.model_fields]
+    if owners:
+        meant = " or ".join(_env(section, rest) for section in owners)
+        return f"{name}: no top-level setting {rest!r}; did you mean {meant}?"
+    return None
+
+
+def _env(section: str, field: str) -> str:
+    return f"{ENV_PREFIX}{section.upper()}__{field.upper()}"
