@@ -33,6 +33,11 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
          "a section nests with two underscores: SCOUTLESS_SIZING__FAILURE_PENALTY"),
         ("SCOUTLESS_FAILURE_PENALTY",
          "no top-level setting 'failure_penalty'; did you mean SCOUTLESS_SIZING__FAILURE_PENALTY?"),
+        ("SCOUTLESS_SIZING__REFUTE_BOROWED",
+         "sizing has no setting 'refute_borowed'; did you mean SCOUTLESS_SIZING__REFUTE_BORROWED?"),
+        ("SCOUTLESS_ALLOCATION__PRICES__MEMORY_GB_HOURS",  # through nested models
+         "allocation.prices has no setting 'memory_gb_hours'; "
+         "did you mean SCOUTLESS_ALLOCATION__PRICES__MEMORY_GB_HOUR?"),
         ("scoutless_sizing_failure_penalty",  # the environment source ignores case too
          "a section nests with two underscores: SCOUTLESS_SIZING__FAILURE_PENALTY"),
     ],

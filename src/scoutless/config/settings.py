@@ -235,9 +235,9 @@ def check_environment(environ: Mapping[str, str]) -> None:
     """Raise `SettingsEnvError` for the ``SCOUTLESS_*`` variables that look like a setting
     and are none: a section that does not exist (``SCOUTLESS_SIZNG__…``), a section joined by
     one underscore (``SCOUTLESS_SIZING_FAILURE_PENALTY``), or a section's field written at the
-    top (``SCOUTLESS_FAILURE_PENALTY``). A field misspelt inside a section is the section's
-    own error (extra fields are forbidden there); other ``SCOUTLESS_*`` names (the scripts'
-    ports and folders) are left alone."""
+    top (``SCOUTLESS_FAILURE_PENALTY``), a field a section does not have
+    (``SCOUTLESS_SIZING__REFUTE_BOROWED``); other ``SCOUTLESS_*`` names (the scripts' ports
+    and folders) are left alone."""
     problems = [p for name in sorted(environ) if (p := _misnamed(name))]
     if problems:
         raise SettingsEnvError("; ".join(problems))
@@ -253,7 +253,7 @@ def _misnamed(name: str) -> str | None:
     if "__" in rest:
         head, tail = rest.split("__", 1)
         if head in sections:
-            return None
+            return _misnamed_inside(name, sections[head], head, tail.split("__"))
         guess = difflib.get_close_matches(head, sections, n=1)
         meant = f"; did you mean {_env(guess[0], tail)}?" if guess else ""
         return f"{name}: no settings section {head!r}{meant}"
@@ -267,6 +267,21 @@ def _misnamed(name: str) -> str | None:
     if owners:
         meant = " or ".join(_env(section, rest) for section in owners)
         return f"{name}: no top-level setting {rest!r}; did you mean {meant}?"
+    return None
+
+
+def _misnamed_inside(name: str, model: type, path: str, parts: list[str]) -> str | None:
+    """A nested variable's path followed through the sections' models: the first part that
+    is no field of its model, with the closest that is (a dict-typed field's keys, and what
+    lies below a plain value, are the value's own check)."""
+    for part in parts:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        if part not in model.model_fields:
+            guess = difflib.get_close_matches(part, model.model_fields, n=1)
+            meant = f"; did you mean {_env(path, guess[0])}?" if guess else ""
+            return f"{name}: {path.replace('__', '.')} has no setting {part!r}{meant}"
+        model, path = model.model_fields[part].annotation, f"{path}__{part}"
     return None
 
 
