@@ -94,3 +94,18 @@ def test_exactly_the_rows_with_junk_are_reported_and_the_rest_kept(
     assert [e.line for e in bad.errors] == [j + 2 for j in spoilt]
     kept = [v for i, v in enumerate(values) if i not in spoilt]
     assert np.array_equal(frame["rss"].to_numpy(), np.asarray(kept, dtype=frame["rss"].dtype))
+
+
+def test_the_fast_and_the_exact_reader_agree(tmp_path: Path) -> None:
+    """A table whose every row is one line goes through pandas' C reader; a quoted field
+    (which may hold a comma or a line break) through the csv module: the same rows, numbers
+    and errors either way."""
+    body = "w,A,100,5,1\nw,A,x1,5,1\nw,B,-,7,NULL\nw,B,8,6,2\n"
+    quoted = body.replace("w,B,8", '"w",B,8')
+    out = []
+    for name, text in (("plain.csv", body), ("quoted.csv", quoted)):
+        bad = BadLines(skip=True)
+        frame = read_instances(_write(tmp_path, text, name), bad)
+        out.append((frame[["rss", "realtime", "rchar"]], [(e.line, e.message) for e in bad.errors]))
+    pd.testing.assert_frame_equal(out[0][0], out[1][0], check_dtype=False)
+    assert out[0][1] == out[1][1] == [(3, "column rss: 'x1' is not a number")]

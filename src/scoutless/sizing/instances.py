@@ -26,10 +26,12 @@ NUMERIC_COLUMNS: tuple[str, ...] = (
     "cpus", "rchar", "rss", "peak_rss", "memory", "time", "realtime", "submit", "complete",
     "exit", "attempt", "input_size",
 )  # fmt: skip
-#: what a cell may hold for "not recorded" (Nextflow writes ``-``; pandas, an empty cell)
-NOT_RECORDED = frozenset(
-    {"", "-", "nan", "NaN", "NA", "N/A", "n/a", "null", "NULL", "None", "<NA>"}
-)
+#: what a cell may hold for "not recorded": pandas' missing values (an empty cell, ``NaN``,
+#: ``NULL`` …) and Nextflow's ``-``
+NOT_RECORDED = frozenset({
+    "", "-", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+    "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+})  # fmt: skip
 #: the protocol's features options: where an instance's input size comes from —
 #: ``submission``, what is known at release (an ``input_size`` column; a Nextflow trace
 #: has none), or ``peers-rchar``, the bytes read during the run (the peers' regressions')
@@ -79,9 +81,13 @@ Malformed = tuple[int, TraceParseError]
 
 
 def _read_csv(path: Path) -> tuple[pd.DataFrame, list[int], list[Malformed]]:
-    """A CSV table's rows as text (`NOT_RECORDED` cells as NaN), each row's line, and the
-    rows whose field count differs from the header's (left out); blank lines passed over."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    """A CSV table's rows (`NOT_RECORDED` cells as NaN), each row's line, and the rows
+    whose field count differs from the header's (left out); blank lines passed over."""
+    text = read_text(path)
+    fast = _one_row_a_line(text)
+    if fast is not None:
+        return fast, list(range(2, len(fast) + 2)), []
+    reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if not header:
         raise ValueError(f"{path}: empty instance table (no header line)")
@@ -99,6 +105,20 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[int], list[Malformed]]:
         lines.append(reader.line_num)
     frame = pd.DataFrame(rows, columns=header, dtype=object)
     return frame.where(~frame.isin(NOT_RECORDED), np.nan), lines, errors
+
+
+def _one_row_a_line(text: str) -> pd.DataFrame | None:
+    """pandas' C reader where every row is one line with the header's field count (no
+    quote, no blank line: row i is line i + 2), about five times faster than the csv
+    module's rows; None where a line must be found by the exact reader."""
+    lines = text.splitlines()
+    if not lines or '"' in text:
+        return None
+    fields = lines[0].count(",")
+    if not lines[0] or any(not line or line.count(",") != fields for line in lines[1:]):
+        return None
+    return pd.read_csv(io.StringIO(text), low_memory=False, keep_default_na=False,
+                       na_values=sorted(NOT_RECORDED))  # fmt: skip
 
 
 def _numbers(
