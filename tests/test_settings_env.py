@@ -85,3 +85,9 @@ def test_every_problem_is_named_at_once_and_a_command_exits_2() -> None:
                                 env={"SCOUTLESS_SIZING_FAILURE_PENALTY": "4"})  # fmt: skip
     assert result.exit_code == 2
     assert "SCOUTLESS_SIZING__FAILURE_PENALTY" in " ".join(result.output.split())
+
+
+def test_a_verbs_help_is_given_whatever_the_environment() -> None:
+    env = {"SCOUTLESS_SIZING_FAILURE_PENALTY": "4"}
+    result = CliRunner().invoke(app, ["size", "--help"], env=env)
+    assert result.exit_code == 0 and "Usage: scoutless size" in " ".join(result.output.split())

@@ -9,6 +9,7 @@ in a fresh interpreter (this one has imported everything already)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -45,8 +46,10 @@ def _modules_after(argv_lists: list[list[str]]) -> dict:
                   sys.stdout)
         """
     )
+    # a SCOUTLESS_* variable set, as on CI: a verb then checks the environment, not on --help
+    env = {**os.environ, "SCOUTLESS_PGPORT": "5433"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
+                         check=True, timeout=120, env=env)  # fmt: skip
     return json.loads(out.stdout)
 
 

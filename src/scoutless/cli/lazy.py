@@ -165,8 +165,17 @@ class _LazyGroup(TyperGroup):
         return light_options(super().get_params(ctx))
 
     def invoke(self, ctx: Any) -> Any:
-        """Run the verb; a user's error is one line and exit 2 (``cli/errors.py``)."""
+        """Run the verb; a user's error is one line and exit 2 (``cli/errors.py``); a
+        misnamed ``SCOUTLESS_*`` setting stops it before it starts (its ``--help`` is given
+        whatever the environment, and imports no settings)."""
         with one_line_errors():
+            verb_args = [*getattr(ctx, "_protected_args", ()), *ctx.args]
+            if not {"--help", "-h"} & set(verb_args) and any(
+                k.upper().startswith("SCOUTLESS_") for k in os.environ
+            ):
+                from scoutless.config.settings import check_environment
+
+                check_environment(os.environ)
             return super().invoke(ctx)
 
     def list_commands(self, ctx: Any) -> list[str]:

@@ -20,7 +20,6 @@ Global options (before the verb): ``--version``, and ``--config FILE`` (or
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -142,11 +141,6 @@ def options(
     ] = None,
 ) -> None:
     """Predict task memory, CPU time per event, I/O and walltime at submission time."""
-    asks_help = {"--help", "-h"} & set(sys.argv[1:])  # help is given whatever the environment
-    if not asks_help and any(k.upper().startswith("SCOUTLESS_") for k in os.environ):
-        from scoutless.config.settings import check_environment
-
-        check_environment(os.environ)  # a misnamed setting stops every verb before it starts
 
 
 def main() -> None:  # pragma: no cover - console entry
