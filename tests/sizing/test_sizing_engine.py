@@ -53,3 +53,17 @@ def test_cold_starts_from_the_other_workflows_and_beats_the_request(sized: dict)
 
 def test_a_type_is_named_across_workflows_by_its_last_part() -> None:
     assert type_key("NFCORE_RNASEQ:RNASEQ:FASTQC") == "fastqc" == type_key("fastqc")
+
+
+def test_the_progress_hook_sees_each_type_in_order_and_changes_nothing(sized: dict) -> None:
+    """``on_type`` (the command's progress bar) is told each type before it is walked."""
+    calls: list[tuple[int, int, str]] = []
+    frame = synthetic_workflow(seed=0, rows=50)
+    others = [synthetic_workflow(7, 50, "other")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lwr, "MODELS", 1)
+        mp.setattr(lwr, "COBYLA_STEPS", 20)
+        again = size_workflow(frame, "demo", 1996, cold_histories=others, features="peers-rchar",
+                              settings=Settings(), on_type=lambda *a: calls.append(a))  # fmt: skip
+    assert calls == [(i, 3, name) for i, name in enumerate(sized["task_types"])]
+    assert again["methods"] == sized["methods"]

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # pandas and the online sizer are imported by the functions that run, so that
 # `scoutless size --help` and `scoutless import --help` stay light (cli/main.py)
 console = LazyConsole()
+#: progress goes to stderr: with ``--format json`` or ``csv`` stdout holds the result alone
+err_console = LazyConsole(stderr=True)
 PROTOCOLS = ("peers", "live")
 FEATURES_HELP = (
     "input size: submission (known at release) | peers-rchar (bytes read during the run, "
@@ -107,15 +109,29 @@ def _check_options(**given: str) -> None:
 
 
 def _sized(frame: pd.DataFrame, name: str, seed: int, **how: Any) -> dict:
-    """`size_workflow` on ``frame``, a table the live protocol cannot size a UserError."""
+    """`size_workflow` on ``frame`` with a bar of the task types walked (on a terminal's
+    stderr, gone when done: stdout keeps the result alone), a table the live protocol cannot
+    size a UserError."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from scoutless.cli.errors import UserError
     from scoutless.sizing.live import NoClock
     from scoutless.sizing.report import size_workflow
 
-    try:
-        return size_workflow(frame, name, seed, **how)
-    except NoClock as exc:
-        raise UserError(f"--protocol live: {exc}") from exc
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn()]  # fmt: skip
+    shown = err_console.is_terminal  # a pipe or a log gets no bar (nor its blank line)
+    with Progress(*columns, console=err_console, transient=True, disable=not shown) as bar:
+        step = bar.add_task(f"sizing {name}", total=None)
+
+        def on_type(done: int, total: int, type_name: str) -> None:
+            short = type_name.rsplit(":", 1)[-1]
+            bar.update(step, total=total, completed=done, description=f"{name}: {short}")
+
+        try:
+            return size_workflow(frame, name, seed, on_type=on_type, **how)
+        except NoClock as exc:
+            raise UserError(f"--protocol live: {exc}") from exc
 
 
 def _read_tables(

@@ -5,7 +5,7 @@ scoutless's wastage and failures against it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -73,12 +73,14 @@ def size_workflow(
     features: str = "submission",
     offline_lwr: bool = False,
     protocol: str = "peers",
+    on_type: Callable[[int, int, str], None] | None = None,
 ) -> dict:
     """The baselines and scoutless (warm; and cold from ``cold_histories`` when given) on
     one workflow's instance table, with the goal of each scoutless row; ``resource`` sized
     with ``features`` (`sizing.instances.FEATURES`); ``offline_lwr``: also Witt's
     low-wastage regression as published (its own split, ``peak_rss``, the peers' ``rchar``);
-    ``protocol``: ``peers`` (one type after another) or ``live`` (`live.py`)."""
+    ``protocol``: ``peers`` (one type after another) or ``live`` (`live.py`); ``on_type``:
+    called before each type the peers' protocol walks (a progress bar)."""
     types = task_types(frame, seed, workflow, resource, features)
     if not types:
         raise SizingError(
@@ -88,7 +90,7 @@ def size_workflow(
     ours = [warm_sizer(types, settings.sizing, resource)]
     if cold_histories is not None:
         ours.append(cold_sizer(types, cold_histories, settings.sizing, resource, features))
-    out = _walk(types, ours, protocol, settings, resource)
+    out = _walk(types, ours, protocol, settings, resource, on_type)
     out["goal"] = {s: goal(out["methods"], s, resource) for s in ("scoutless", "scoutless_cold")
                    if s in out["methods"]}  # fmt: skip
     out["resource"], out["features"] = resource.name, features
@@ -103,9 +105,10 @@ def size_workflow(
 
 def _walk(
     types: list[TaskType], ours: list[PeerSizer], protocol: str, settings: Settings,
-    resource: Resource,
+    resource: Resource, on_type: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, dict]:  # fmt: skip
-    """Every baseline and ``ours`` on ``types`` under ``protocol``."""
+    """Every baseline and ``ours`` on ``types`` under ``protocol`` (``on_type``: the peers'
+    walk's progress, before each type)."""
     requests = has_requests(types)
     if protocol == "live":
         lists = (ErrorList(), ErrorList(), ErrorList())
@@ -115,7 +118,8 @@ def _walk(
         )  # fmt: skip
         return with_presets(types, out, resource) if requests else out
     if protocol == "peers":
-        return run_types(types, [*baseline_sizers(settings, resource, requests=requests), *ours], resource)
+        sizers = [*baseline_sizers(settings, resource, requests=requests), *ours]
+        return run_types(types, sizers, resource, on_type=on_type)
     raise SizingError(f"unknown protocol {protocol!r}; expected peers or live")
 
 

@@ -94,14 +94,18 @@ def run_types(
     sizers: Sequence[PeerSizer],
     resource: Resource = MEMORY,
     attempts: dict[str, list[list[float]]] | None = None,
+    on_type: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, dict]:
     """Walk every type with every sizer; per method the workflow's cell and per type's.
-    ``attempts``, when given, gets each method's attempts per instance in the walk's order."""
+    ``attempts``, when given, gets each method's attempts per instance in the walk's order;
+    ``on_type(done, total, name)`` is called before each type (a progress bar)."""
     out: dict[str, dict] = {"methods": {}, "task_types": {}}
     presets = ["users_presets"] if has_requests(types) else []
     totals = {s.name: Tally() for s in sizers} | {p: Tally() for p in presets}
     keep = attempts is not None
-    for task in types:
+    for done, task in enumerate(types):
+        if on_type is not None:
+            on_type(done, len(types), task.name)
         tallies = {s.name: walk(s, task, keep_attempts=keep, resource=resource) for s in sizers}
         for name, tally in tallies.items():
             if keep:
