@@ -7,15 +7,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from scoutless.cli.main import app
 from scoutless.config import Settings, SettingsEnvError
-from scoutless.config.settings import check_environment
-
-SECTIONS = {k: f.annotation for k, f in Settings.model_fields.items()
-            if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}  # fmt: skip
+from scoutless.config.settings import check_environment, setting_sections
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +61,7 @@ def test_settings_and_the_scripts_own_variables_pass(monkeypatch: pytest.MonkeyP
 
 
 def test_every_field_written_right_passes_and_with_one_underscore_is_caught() -> None:
-    for section, model in SECTIONS.items():
+    for section, model in setting_sections().items():
         for field in model.model_fields:
             right = f"SCOUTLESS_{section.upper()}__{field.upper()}"
             check_environment({right: "1"})

@@ -12,6 +12,7 @@ import difflib
 import os
 import tomllib
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -243,13 +244,19 @@ def check_environment(environ: Mapping[str, str]) -> None:
         raise SettingsEnvError("; ".join(problems))
 
 
+@cache
+def setting_sections() -> dict[str, type[BaseModel]]:
+    """The settings' sections (a field whose type is a model) by name: fixed once imported."""
+    return {k: f.annotation for k, f in Settings.model_fields.items()
+            if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}  # fmt: skip
+
+
 def _misnamed(name: str) -> str | None:
     """What is wrong with environment variable ``name`` as a setting (None: nothing)."""
     if not name.upper().startswith(ENV_PREFIX):
         return None
     rest = name[len(ENV_PREFIX) :].lower()
-    sections = {k: f.annotation for k, f in Settings.model_fields.items()
-                if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}  # fmt: skip
+    sections = setting_sections()
     if "__" in rest:
         head, tail = rest.split("__", 1)
         if head in sections:

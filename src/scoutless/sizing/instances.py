@@ -131,6 +131,8 @@ def _numbers(
     errors: list[Malformed] = []
     for col in [c for c in frame.columns if c in NUMERIC_COLUMNS]:  # the file's order
         raw = frame[col]
+        if pd.api.types.is_numeric_dtype(raw):  # read as numbers already: nothing to check
+            continue
         number = pd.to_numeric(raw, errors="coerce")
         text = raw.astype("string").str.strip()
         unreadable = (number.isna() & raw.notna() & ~text.isin(NOT_RECORDED)).to_numpy(bool)

@@ -21,8 +21,8 @@ A type with no history (sized cold) starts from instances borrowed from other wo
 until it has `own_replaces_borrowed` outcomes or one refutes them (`borrowed`), or — seen
 nowhere — from the user's request times the other types' need/request ratios. The cores
 enter through their own location model (within a Nextflow process they rarely vary; within
-an ATLAS task a job's memory follows them): where they do not vary it is the mean. A type holds at most
-`max_outcomes_per_type` outcomes (the oldest go).
+an ATLAS task a job's memory follows them): where they do not vary it is the mean. A type
+holds at most `max_outcomes_per_type` outcomes (the oldest go).
 
 Nothing here knows Nextflow: a task type is a key, an instance its features."""
 
