@@ -106,3 +106,18 @@ def test_equal_state_gives_equal_snapshots() -> None:
     held_one, held_two = one.keys(), two.keys()
     assert [one.snapshot(k) for k in held_one] == [two.snapshot(k) for k in held_two]
     json.dumps(one.snapshot("type1"), allow_nan=False)  # strict JSON: NaN written as null
+
+
+def test_a_snapshot_that_named_a_priors_points_started_restores_them() -> None:
+    """The field was ``started`` in snapshots written before it was named ``pseudo``: a state
+    stored then keeps its prior's points as points (their residuals their own fit's)."""
+    sizer = OnlineSizer(SizingSettings())
+    points = list(2 * GB * np.exp(np.linspace(-0.4, 0.0, 10)))
+    sizer.start_type("t", [Features(request=4 * GB)] * 10, points, [60.0] * 10,
+                     borrowed=True, pseudo=True)  # fmt: skip
+    snap = json.loads(json.dumps(sizer.snapshot("t")))
+    old = {("started" if k == "pseudo" else k): v for k, v in snap.items()}
+    resumed = OnlineSizer(SizingSettings())
+    resumed.restore("t", old)
+    assert resumed.types["t"].pseudo == 10 == sizer.types["t"].pseudo
+    assert resumed.snapshot("t") == snap

@@ -191,7 +191,8 @@ class TypeHistory:
         data = _upgrade(data, models) if models is not None else data
         shadow = {m: np.nan if v is None else float(v) for m, v in data["shadow"].items()}
         state = cls(tuple(data["models"]), shadow=shadow, choice=data["choice"],
-                    borrowed=int(data["borrowed"]), pseudo=int(data.get("pseudo", 0)),
+                    borrowed=int(data["borrowed"]),
+                    pseudo=int(data.get("pseudo", data.get("started", 0))),
                     learnt=int(data["learnt"]))  # fmt: skip
         state.rows.extend({
             n: np.array([np.nan if v is None else float(v) for v in values])
