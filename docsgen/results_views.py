@@ -239,6 +239,17 @@ BENCHMARKS: list[Benchmark] = [
         sizing_reference_tables,
     ),
     Benchmark(
+        "instance_read",
+        "What reading an instance table strictly costs",
+        "`scoutless size` reads its instance table strictly: every row's field count and "
+        "every numeric cell checked, a malformed row named by its line. Sizey's six traces "
+        "concatenated into one CSV, read that way (pandas' C reader where every row is one "
+        "line; the csv module where a quoted field may span lines) and by pandas' plain "
+        "read_csv, which checks nothing: least seconds of each, the ratio, and whether the "
+        "two strict paths read the same numbers (they must).",
+        "python benchmarks/instance_read.py TRACES_DIR --copies 20 --out results/instance_read.json",
+    ),
+    Benchmark(
         "lwr_speed",
         "What a fit of Witt's low-wastage regression costs",
         "The fits the online low-wastage regression makes on one workflow at one seed, each "
