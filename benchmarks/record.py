@@ -3,7 +3,9 @@
 A figure means little without the machine it was taken on: each result records the
 machine's cores, the time of a fixed Python loop before and after the run (machines, and
 one shared machine from one minute to the next, differ in speed by 2x and more), the date
-and the command that reproduces it. ``--out results/NAME.json`` is what the docs site's
+and the command that reproduces it, led by the settings the environment gave the run
+(``SCOUTLESS_<SECTION>__<FIELD>=…``: a figure taken off the defaults says so, and its
+command reruns it). ``--out results/NAME.json`` is what the docs site's
 results pages are built from.
 """
 
@@ -15,6 +17,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,13 +43,33 @@ def add_out(parser: argparse.ArgumentParser) -> None:
 def machine(loop_before: float) -> dict[str, Any]:
     """Cores, reference-loop seconds before and now, the date, the command."""
     script = Path(sys.argv[0])
-    command = ["python", f"benchmarks/{script.name}", *sys.argv[1:]]
+    command = [*settings_env(os.environ), "python", f"benchmarks/{script.name}", *sys.argv[1:]]
     return {
         "cpu_cores": os.cpu_count(),
         "reference_loop_s": {"before": loop_before, "after": reference_loop_s()},
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "command": shlex.join(command),
     }
+
+
+def settings_env(environ: Mapping[str, str]) -> list[str]:
+    """``NAME=value`` for each setting ``environ`` sets, by name: without them the command
+    would rerun on the defaults (a password, or a URL's, shown as ``***``). The scripts' other
+    ``SCOUTLESS_*`` names (ports, folders, test URLs) are no setting and are left out."""
+    from scoutless.config.settings import ENV_PREFIX, Settings, masked_url, setting_sections
+
+    sections, fields = setting_sections(), Settings.model_fields
+    out = []
+    for name in sorted(environ):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :].lower()
+        section, joined, _ = rest.partition("__")
+        if (joined and section in sections) or (not joined and rest in fields):
+            secret = any(word in rest for word in ("password", "secret", "token"))
+            value = "***" if secret and not rest.endswith("_file") else environ[name]
+            out.append(f"{name}={masked_url(value)}")
+    return out
 
 
 def emit(result: dict[str, Any], out: Path | None, loop_before: float, **dumps: Any) -> None:
