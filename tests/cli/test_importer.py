@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +137,24 @@ def test_import_fills_the_history_store_with_the_tables_template_history(tmp_pat
     names = [feature_name("template", s, t) for t in targets for s in TARGET_STATS]
     np.testing.assert_allclose(got[names].to_numpy(float), expected[names].to_numpy(float),
                                rtol=1e-9, equal_nan=True)  # fmt: skip
+
+
+def test_import_condor_says_which_absurd_values_it_read_as_not_measured(tmp_path):
+    (ad,) = [
+        {**a, "RemoteUserCpu": 1e308, "RemoteSysCpu": 1e308}
+        for a in json.loads((TRACES / "htcondor/history.377260.0.json").read_text())
+    ]
+    ads = [{**ad, "ClusterId": 1000 + i, "RemoteUserCpu": 100.0 + 7 * i, "RemoteSysCpu": 0,
+            "RemoteWallClockTime": 300.0 + 11 * i, "QDate": ad["QDate"] + 60 * i}
+           for i in range(60)]  # fmt: skip
+    src = tmp_path / "history.json"
+    src.write_text(json.dumps([*ads, {**ad, "QDate": ad["QDate"] + 3600}]))
+    out = tmp_path / "condor.parquet"
+    result = runner.invoke(
+        app, ["import", "condor", str(src), "--out", str(out), "--quantiles", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "read as not measured: cputime_value 1" in result.output
+    table = TrainingTable.load(out)
+    assert table.info["values_out_of_range"] == {"cputime_value": 1}
+    assert np.isfinite(table.frame["cputime_value"].dropna()).all()

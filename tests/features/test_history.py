@@ -21,7 +21,7 @@ from scoutless.features.history import (
     template_labels,
     with_derived_keys,
 )
-from scoutless.features.running_stats import last_k_quantiles, latest_quantiles
+from scoutless.features.running_stats import last_k_quantiles, latest_quantiles, mean_of_last2
 
 CFG = HistorySettings(last_k=3, ewm_halflife_jobs=2.0)
 
@@ -220,3 +220,15 @@ def test_the_latest_quantiles_in_plain_floats_are_the_vectorised_ones(values, k,
     x = np.asarray(values)
     swept = last_k_quantiles(np.zeros(len(x), dtype=np.int64), x, k, quantiles)[-1]
     np.testing.assert_array_equal(latest_quantiles(values, k, quantiles), swept)
+
+
+def test_the_mean_of_the_last_two_near_a_floats_top_is_finite_in_training_and_service() -> None:
+    """Two values near the largest float overflow their sum: the mean is taken of halves,
+    the same operations in training's vectorised path and the service's running one."""
+    big = [1.2e308, 1.6e308, 1.0e308]
+    frame = pd.DataFrame({"user": ["a"] * 3, "executable": ["x"] * 3, "walltime": big,
+                          "request": [1.0] * 3})  # fmt: skip
+    got = _features(frame, np.array([0.0, 10.0, 20.0]), np.array([1.0, 11.0, 21.0]))
+    mean2 = got[feature_name("user", "mean2", "walltime")].to_numpy()
+    assert mean2[1] == 1.2e308 and mean2[2] == pytest.approx(1.4e308)
+    assert mean2[2] == mean_of_last2(big[:2])

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,7 +98,20 @@ def test_json_ads_parse_or_raise_own_error(ads):
         parsed, _ = parse_condor_text(json.dumps(ads) if ads else "[]")
     except TraceParseError:
         return
-    condor_jobs(parsed)
+    numbers = condor_jobs(parsed).frame.select_dtypes("number").to_numpy(dtype=float)
+    assert not np.isinf(numbers).any()  # a measurement or missing, never infinite
+
+
+def test_an_absurd_ad_overflowing_a_float_reads_as_not_measured():
+    ad = {"RemoteWallClockTime": 100, "RemoteUserCpu": 1e308, "RemoteSysCpu": 1e308,
+          "RequestCpus": 2, "MaxWallTimeMins": 1e307, "MemoryUsage": 512}  # fmt: skip
+    tiny = {**ad, "RemoteUserCpu": 50, "RemoteSysCpu": 0, "RequestCpus": 1e-320}
+    jobs = condor_jobs(parse_condor_text(json.dumps([ad, tiny]))[0])
+    assert jobs.frame["cputime_value"].isna().all()
+    assert jobs.frame["request_walltime_s"].isna().tolist() == [True, True]
+    assert jobs.frame["walltime_value"].tolist() == [100, 100]
+    assert jobs.frame["memory_value"].tolist() == [512, 512]
+    assert jobs.info["values_out_of_range"]["cputime_value"] == 2
 
 
 @settings(max_examples=150, deadline=None)

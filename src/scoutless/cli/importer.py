@@ -50,7 +50,11 @@ def _update_store(history_db: str, jobs: Any, table: TrainingTable, cfg: Any) ->
 
     columns = list(jobs.frame.columns)
     n_keys = update_store(
-        make_engine(history_db, schema=get_settings().db_schema), jobs.frame, history_keys(columns), list(table.bins), cfg
+        make_engine(history_db, schema=get_settings().db_schema),
+        jobs.frame,
+        history_keys(columns),
+        list(table.bins),
+        cfg,
     )
     console.print(f"history store: {n_keys} key rows updated")
 
@@ -120,12 +124,15 @@ def import_trace(
         from scoutless.cli.errors import trace_error
 
         raise trace_error(exc, skip_bad) from exc
-    _report(jobs.bad_lines, _summary(table, out))
+    _report(jobs.bad_lines, _summary(table, out), jobs.info.get("values_out_of_range"))
 
 
-def _report(bad_lines: list, summary: Table) -> None:
+def _report(bad_lines: list, summary: Table, out_of_range: dict[str, int] | None = None) -> None:
     for err in bad_lines[:10]:
         console.print(f"[yellow]skipped {err}")
     if len(bad_lines) > 10:
         console.print(f"[yellow]… {len(bad_lines) - 10} more malformed lines skipped")
+    if out_of_range:
+        counts = ", ".join(f"{name} {n}" for name, n in sorted(out_of_range.items()))
+        console.print(f"[yellow]values past a float's range read as not measured: {counts}")
     console.print(summary)

@@ -211,7 +211,7 @@ def _prefix_stats(
     logv = signed_log1p(values)
     ew_mean, ew_spread = ewm_moments(codes, logv, cfg.ewm_halflife_jobs)
     out = pd.DataFrame({"code": codes, "end": ends, "last": values})
-    out["mean2"] = np.where(np.isfinite(previous), (values + previous) / 2.0, values)
+    out["mean2"] = np.where(np.isfinite(previous), values / 2.0 + previous / 2.0, values)
     out["ewm"] = np.expm1(ew_mean)
     out["ewsd"] = ew_spread
     q = last_k_quantiles(codes, values, cfg.last_k, cfg.quantiles)
@@ -245,9 +245,7 @@ def _events(codes: np.ndarray, finished_s: np.ndarray, values: np.ndarray) -> np
     return usable[np.lexsort((usable, finished_s[usable], codes[usable]))]
 
 
-def target_history(
-    key: HistoryInput, values: np.ndarray, cfg: HistorySettings
-) -> pd.DataFrame:
+def target_history(key: HistoryInput, values: np.ndarray, cfg: HistorySettings) -> pd.DataFrame:
     """TARGET_STATS per job for one key and one target's values (NaN: no history)."""
     codes = _codes(key.groups)
     values = np.asarray(values, dtype=float)

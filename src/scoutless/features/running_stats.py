@@ -101,10 +101,11 @@ def latest_quantiles(values: Sequence[float], k: int, quantiles: Sequence[float]
 
 
 def mean_of_last2(values: Sequence[float]) -> float:
-    """``np.mean(values[-2:])`` in plain floats: numpy's mean of two is (a + b) / 2 and of
-    one a / 1, the same IEEE operations, without numpy's per-call cost."""
+    """The mean of the last two values in plain floats (no numpy per-call cost), as
+    training's vectorised path takes it: the sum of the halves (equal to (a + b) / 2 but
+    finite for two values near a float's top, whose sum overflows)."""
     if len(values) > 1:
-        return (values[-2] + values[-1]) / 2.0
+        return values[-2] / 2.0 + values[-1] / 2.0
     return values[-1] / 1.0
 
 
@@ -122,5 +123,5 @@ def last2_errors(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     of the code's two previous events as the prediction (NaN for a code's first)."""
     shifted = pd.Series(values).groupby(codes, sort=False)
     previous, before = shifted.shift(1).to_numpy(), shifted.shift(2).to_numpy()
-    predicted = np.where(np.isfinite(before), (previous + before) / 2.0, previous)
+    predicted = np.where(np.isfinite(before), previous / 2.0 + before / 2.0, previous)
     return np.abs(signed_log1p(values) - signed_log1p(predicted))

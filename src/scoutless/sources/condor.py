@@ -20,7 +20,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from scoutless.features.spec import FeatureSpec
@@ -198,6 +197,19 @@ def _memory_mb(ad: dict[str, Any]) -> float:
     return image / 1024.0 if image > 0 else math.nan
 
 
+def _unmeasured_overflows(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Values an absurd ad takes past a float (CPU seconds summed or divided by a
+    ``RequestCpus`` near 0, minutes × 60) read as not measured, counted per column: an
+    infinity would pass for a measurement and spoil every quantile it enters."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for name, value in row.items():
+            if isinstance(value, float) and math.isinf(value):
+                row[name] = math.nan
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def condor_jobs(
     ads: list[dict[str, Any]], bad_lines: list[TraceParseError] | None = None
 ) -> TraceJobs:
@@ -208,7 +220,7 @@ def condor_jobs(
         if not wall > 0:
             continue
         cpus = _num(ad, "requestcpus")
-        cpu = np.nansum([_num(ad, "remoteusercpu"), _num(ad, "remotesyscpu")])
+        cpu = sum(v for v in (_num(ad, "remoteusercpu"), _num(ad, "remotesyscpu")) if v == v)
         submit = _epoch(_num(ad, "qdate"))
         completed = _num(ad, "completiondate")
         started = _num(ad, "jobstartdate")
@@ -240,13 +252,14 @@ def condor_jobs(
                 request_col("memory"): _num(ad, "requestmemory"),
             }
         )
+    out_of_range = _unmeasured_overflows(rows)
     frame, units = finish_job_frame(
         rows,
         _COLUMNS,
         ("user", "owner", "acct_group", "vo", "executable", "job_universe"),
         {"memory": "MB/job", "cputime": "CPU s/core", "walltime": "s"},
     )
-    info = {"format": "condor", "n_ads": len(ads)}
+    info = {"format": "condor", "n_ads": len(ads), "values_out_of_range": out_of_range}
     return TraceJobs(frame, list(CONDOR_FEATURES), units, "condor", info, bad_lines or [])
 
 
