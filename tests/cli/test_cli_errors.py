@@ -44,7 +44,9 @@ def test_taskparams_on_a_file_that_is_not_an_object(tmp_path: Path) -> None:
     (tmp_path / "task.json").write_text("[1, 2, 3]")
     (tmp_path / "work").mkdir()
     line = _refused("taskparams", str(tmp_path / "task.json"), "--bundle", str(tmp_path / "work"))
-    assert line == f"{tmp_path / 'task.json'}: expected a JSON object of task parameters, not a list"
+    assert (
+        line == f"{tmp_path / 'task.json'}: expected a JSON object of task parameters, not a list"
+    )
 
 
 def test_monitor_impact_on_a_mistyped_sqlite_path_creates_nothing(tmp_path: Path) -> None:
@@ -52,6 +54,20 @@ def test_monitor_impact_on_a_mistyped_sqlite_path_creates_nothing(tmp_path: Path
     line = _refused("monitor", "impact", "--db", f"sqlite:///{typo}")
     assert line.startswith(f"{typo} does not exist")
     assert not typo.exists()
+
+
+@pytest.mark.parametrize(
+    ("verb", "option", "value"),
+    [("impact", "--days", "0"), ("impact", "--days", "nan"), ("promise", "--days", "-2"),
+     ("promise", "--refit-days", "0"), ("run", "--history-days", "-1")],
+)  # fmt: skip
+def test_a_span_of_days_that_is_not_positive_is_refused_by_name(
+    verb: str, option: str, value: str, tmp_path: Path
+) -> None:
+    registry = [] if verb == "impact" else ["--registry", str(tmp_path)]
+    registry += ["--once"] if verb == "run" else []  # were it let through: one step, no loop
+    line = _refused("monitor", verb, *registry, option, value)
+    assert line.startswith(f"Invalid value for '{option}': {value} is not a positive number")
 
 
 def test_a_usage_error_is_one_line_naming_the_help() -> None:

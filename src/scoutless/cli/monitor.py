@@ -29,7 +29,17 @@ RegistryOpt = Annotated[
     Path, typer.Option("--registry", help="registry folder (or a single bundle folder)")
 ]
 EveryOpt = Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")]
-DaysOpt = Annotated[float, typer.Option(help="look back this many days")]
+
+
+def _positive_days(value: float | None) -> float | None:
+    """A span of days must be a positive number: 0, a negative or nan is a usage error
+    naming the option, not a traceback from the window arithmetic."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g} is not a positive number of days")
+    return value
+
+
+DaysOpt = Annotated[float, typer.Option(help="look back this many days", callback=_positive_days)]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="alert rules TOML (see docs/operations.md)")
 ]
@@ -227,7 +237,10 @@ def promise(
     days: DaysOpt = 30.0,
     refit_days: Annotated[
         float | None,
-        typer.Option(help="on a breach, refit the calibration on this many recent days"),
+        typer.Option(
+            help="on a breach, refit the calibration on this many recent days",
+            callback=_positive_days,
+        ),
     ] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -243,9 +256,7 @@ def promise(
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     settings = get_settings()
-    collect_actuals(
-        engine, _load_champion(registry).bins, settings=settings, log_engine=ops_engine
-    )
+    collect_actuals(engine, _load_champion(registry).bins, settings=settings, log_engine=ops_engine)
     now = datetime.now(UTC)
     predictions = PredictionLog(ops_engine).read(since=now - timedelta(days=days))
     rows = kept.judged(predictions, read_actuals(ops_engine))
@@ -271,7 +282,9 @@ def run(
     config: ConfigOpt = None,
     once: Annotated[bool, typer.Option(help="one step, then exit (for cron/systemd)")] = False,
     retrain_on_alert: Annotated[bool, typer.Option(help="retrain when a rule says so")] = True,
-    history_days: Annotated[float, typer.Option(help="retrain on this many days")] = 30.0,
+    history_days: Annotated[
+        float, typer.Option(help="retrain on this many days", callback=_positive_days)
+    ] = 30.0,
     margin: Annotated[float, typer.Option(help="accuracy gain needed to promote")] = 0.01,
     metrics_port: Annotated[
         int | None, typer.Option(help="serve Prometheus gauges on 127.0.0.1:PORT")
