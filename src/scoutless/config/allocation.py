@@ -123,7 +123,9 @@ class AllocationSettings(BaseModel):
         "it a job runs on at the overuse price). 0.25 gave the least priced total on the 20k "
         "demo at replay seeds 3 and 4 and memory slack within 1.01x the hybrid's, but memory "
         "kills 0.30-0.50x its and a rollout rehearsal that no longer shows the online arm "
-        "killing no more than the control (docs/how-to/replay.md)",
+        "killing no more than the control; 0.5: memory slack 1.05-1.06x the hybrid's (the "
+        "Bayes decision's 1.05x), kills 0.22-0.23x, the rehearsal missed at its smallest size "
+        "(docs/how-to/replay.md)",
     )
     memory_kill_grace: bool = Field(
         False,
