@@ -70,6 +70,15 @@ def test_a_span_of_days_that_is_not_positive_is_refused_by_name(
     assert line.startswith(f"Invalid value for '{option}': {value} is not a positive number")
 
 
+def test_a_database_that_cannot_be_reached_is_one_line_in_the_drivers_words() -> None:
+    """A mistyped host or port is the database's operation (PEP 249's OperationalError),
+    not a bug: no traceback, no SQL, the driver's reason naming the host."""
+    line = _refused("data", "generate", "--db", "postgresql+psycopg://postgres@127.0.0.1:1/x",
+                    "--tasks", "300")  # fmt: skip
+    assert line.startswith("database: connection failed") and '"127.0.0.1", port 1' in line
+    assert "sqlalche.me" not in line
+
+
 def test_a_usage_error_is_one_line_naming_the_help() -> None:
     line = _refused("demo", "--tasks", "3")
     assert "--tasks" in line and line.endswith("demo --help)")

@@ -24,6 +24,9 @@ USER_ERROR_EXIT = 2
 USER_ERRORS: frozenset[str] = frozenset({
     "builtins.FileNotFoundError", "builtins.NotADirectoryError", "builtins.IsADirectoryError",
     "builtins.PermissionError", "json.decoder.JSONDecodeError", "sqlalchemy.exc.ArgumentError",
+    # PEP 249: the database's operation, not the program (a host that does not resolve, a
+    # server that refuses, a password refused, a locked or full file)
+    "sqlalchemy.exc.OperationalError",
     "pydantic_core._pydantic_core.ValidationError",
     "scoutless.cli.errors.UserError",
     "scoutless.allocation.arms.RolloutError", "scoutless.allocation.policies.PolicyError",
@@ -93,6 +96,8 @@ def message(exc: BaseException, source: str = "") -> str:
         said = validation_line([(exc.loc, exc.message)], source)
     elif isinstance(exc, KeyError) and exc.args:  # str() of a KeyError is its repr
         said = str(exc.args[0])
+    elif getattr(exc, "orig", None) is not None and hasattr(exc, "statement"):  # DBAPIError
+        said = f"database: {exc.orig}"  # the driver's words (they name the host), no SQL
     elif isinstance(exc, OSError) and exc.filename is not None:
         said = f"{exc.filename}: {exc.strerror or exc}"
     else:
