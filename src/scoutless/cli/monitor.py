@@ -40,6 +40,9 @@ def _positive_days(value: float | None) -> float | None:
 
 
 DaysOpt = Annotated[float, typer.Option(help="look back this many days", callback=_positive_days)]
+HistoryDaysOpt = Annotated[
+    float, typer.Option(help="retrain on this many days", callback=_positive_days)
+]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="alert rules TOML (see docs/operations.md)")
 ]
@@ -282,9 +285,7 @@ def run(
     config: ConfigOpt = None,
     once: Annotated[bool, typer.Option(help="one step, then exit (for cron/systemd)")] = False,
     retrain_on_alert: Annotated[bool, typer.Option(help="retrain when a rule says so")] = True,
-    history_days: Annotated[
-        float, typer.Option(help="retrain on this many days", callback=_positive_days)
-    ] = 30.0,
+    history_days: HistoryDaysOpt = 30.0,
     margin: Annotated[float, typer.Option(help="accuracy gain needed to promote")] = 0.01,
     metrics_port: Annotated[
         int | None, typer.Option(help="serve Prometheus gauges on 127.0.0.1:PORT")
