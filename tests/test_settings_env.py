@@ -87,3 +87,16 @@ def test_a_verbs_help_is_given_whatever_the_environment() -> None:
     env = {"SCOUTLESS_SIZING_FAILURE_PENALTY": "4"}
     result = CliRunner().invoke(app, ["size", "--help"], env=env)
     assert result.exit_code == 0 and "Usage: scoutless size" in " ".join(result.output.split())
+
+
+def test_updated_validates_what_model_copy_would_let_through() -> None:
+    from pydantic import ValidationError
+
+    from scoutless.config import JobFollowerSettings, updated
+
+    base = JobFollowerSettings()
+    assert updated(base, poll_interval_s=None) is base
+    assert updated(base, poll_interval_s=5.0).poll_interval_s == 5.0
+    assert base.model_copy(update={"poll_interval_s": -1.0}).poll_interval_s == -1.0  # the hole
+    with pytest.raises(ValidationError, match="poll_interval_s"):
+        updated(base, poll_interval_s=-1.0)

@@ -70,6 +70,21 @@ def test_a_span_of_days_that_is_not_positive_is_refused_by_name(
     assert line.startswith(f"Invalid value for '{option}': {value} is not a positive number")
 
 
+@pytest.mark.timeout(60)  # were the bound skipped, the command would start and poll on
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(["online", "follow", "--poll-interval", "-1"], "poll_interval_s: Input should be greater than 0"),
+     (["listen", "--max-age", "-5"], "max_age_s: Input should be greater than 0"),
+     (["listen", "--alpha", "7"], "alpha: Input should be less than 1")],
+)  # fmt: skip
+def test_an_option_copied_into_a_setting_keeps_the_settings_bounds(
+    argv: list[str], said: str, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    bundle = ["--bundle", str(tmp_path)] if argv[0] == "listen" else []
+    assert _refused(*argv, "--db", db, *bundle) == said
+
+
 def test_a_database_that_cannot_be_reached_is_one_line_in_the_drivers_words() -> None:
     """A mistyped host or port is the database's operation (PEP 249's OperationalError),
     not a bug: no traceback, no SQL, the driver's reason naming the host."""

@@ -33,6 +33,7 @@ def follow(
     import signal
     import threading
 
+    from scoutless.config import updated
     from scoutless.history.panda_db import existing_database
     from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.job_follower import JobFollower
@@ -42,11 +43,8 @@ def follow(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     settings = get_settings()
-    if poll_interval is not None:
-        follower_settings = settings.job_follower.model_copy(
-            update={"poll_interval_s": poll_interval}
-        )
-        settings = settings.model_copy(update={"job_follower": follower_settings})
+    follower = updated(settings.job_follower, poll_interval_s=poll_interval)
+    settings = settings.model_copy(update={"job_follower": follower})
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -70,6 +70,7 @@ def listen(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    from scoutless.config import updated
     from scoutless.history.panda_db import existing_database
     from scoutless.panda.broker import StompBroker, tls_files
     from scoutless.panda.listener import TaskListener
@@ -81,7 +82,7 @@ def listen(
     given = {"broker": broker, "subscribe": subscribe, "publish": publish, "policy": policy,
              "alpha": alpha, "max_age_s": max_age, "health_port": health_port}  # fmt: skip
     settings = get_settings()
-    s = settings.listener.model_copy(update={k: v for k, v in given.items() if v is not None})
+    s = updated(settings.listener, **given)
     _refuse_unused_alpha(s.policy, alpha)
     url = db or settings.resolved_db_url()
     stop = threading.Event()

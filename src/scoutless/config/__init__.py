@@ -34,6 +34,7 @@ from scoutless.config.settings import (
     masked_url,
     parse_db_url,
     settings_file,
+    updated,
     with_password,
 )
 from scoutless.config.sizing import SizingSettings
@@ -73,5 +74,6 @@ __all__ = [
     "masked_url",
     "parse_db_url",
     "settings_file",
+    "updated",
     "with_password",
 ]

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 CONFIG_ENV = "SCOUTLESS_CONFIG"
 #: every setting's environment variable starts with this (``Settings.model_config``)
 ENV_PREFIX = "SCOUTLESS_"
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 #: PanDA's PostgreSQL schema (``Settings.db_schema``'s default)
@@ -174,6 +175,13 @@ def masked_url(text: str) -> str:
         return make_url(text).render_as_string(hide_password=True)
     except ArgumentError:
         return text
+
+
+def updated(model: _Model, **changes: object) -> _Model:
+    """``model`` with ``changes`` (None: unchanged), validated as a file's values are: a
+    command's option copied in with ``model_copy`` would skip every bound (``gt=0`` …)."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    return type(model).model_validate({**model.model_dump(), **given}) if given else model
 
 
 def get_settings() -> Settings:
