@@ -70,6 +70,11 @@ def test_a_span_of_days_that_is_not_positive_is_refused_by_name(
     assert line.startswith(f"Invalid value for '{option}': {value} is not a positive number")
 
 
+def test_a_poll_interval_that_is_not_positive_is_refused_by_name(tmp_path: Path) -> None:
+    line = _refused("serve", "--bundle", str(tmp_path), "--poll", "0")
+    assert line.startswith("Invalid value for '--poll': 0 is not a positive number of seconds")
+
+
 @pytest.mark.timeout(60)  # were the bound skipped, the command would start and poll on
 @pytest.mark.parametrize(
     ("argv", "said"),

@@ -13,6 +13,7 @@ import typer
 from scoutless.cli import scale
 from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
+from scoutless.cli.options import positive
 from scoutless.cli.output import FormatOption
 
 app = typer.Typer(no_args_is_help=True)
@@ -30,13 +31,7 @@ RegistryOpt = Annotated[
 ]
 EveryOpt = Annotated[str, typer.Option(help="window size: 1h, 1D, 7D …")]
 
-
-def _positive_days(value: float | None) -> float | None:
-    """A span of days must be a positive number: 0, a negative or nan is a usage error
-    naming the option, not a traceback from the window arithmetic."""
-    if value is not None and not value > 0:
-        raise typer.BadParameter(f"{value:g} is not a positive number of days")
-    return value
+_positive_days = positive("days")
 
 
 DaysOpt = Annotated[float, typer.Option(help="look back this many days", callback=_positive_days)]

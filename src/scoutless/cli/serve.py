@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scoutless.cli.lazy import LazyConsole, get_settings, masked_url
+from scoutless.cli.options import positive
 
 if TYPE_CHECKING:
     from scoutless.config import Settings
@@ -38,7 +39,9 @@ def serve(
         typer.Option(help="gateway mode: TARGET=http://host:port,… (no --bundle)"),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes")] = 1,
-    poll: Annotated[float, typer.Option(help="seconds between champion checks")] = 5.0,
+    poll: Annotated[
+        float, typer.Option(help="seconds between champion checks", callback=positive("seconds"))
+    ] = 5.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
 ) -> None:
     """Serve predictions over HTTP (POST /v1/predict, GET /v1/tasks/{id}/prediction …).
