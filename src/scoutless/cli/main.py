@@ -54,7 +54,7 @@ VERBS: dict[str, Verb] = {
         "scoutless.cli.monitor:app", "Compare predictions with actuals, drift, alerts."
     ),
     "retrain": Verb(
-        "scoutless.cli.monitor:retrain",
+        "scoutless.cli.retrain:retrain",
         "Train a challenger on recent history; promote it only if it beats the champion.",
     ),
     "registry": Verb("scoutless.cli.registry:app", "Model versions and the champion pointer."),

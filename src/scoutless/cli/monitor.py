@@ -1,8 +1,7 @@
-"""`scoutless monitor collect|report|run` and `scoutless retrain`."""
+"""`scoutless monitor collect|report|impact|promise|run`."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from scoutless.cli import scale
 from scoutless.cli.errors import UserError
 from scoutless.cli.lazy import LazyConsole, get_settings
 from scoutless.cli.options import positive
@@ -43,7 +41,7 @@ ConfigOpt = Annotated[
 ]
 
 
-def _engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
+def open_engines(db: str | None, log_db: str | None) -> tuple[Any, Any]:
     from scoutless.history.panda_db import existing_database, make_engine  # `--help` stays light
 
     settings = get_settings()
@@ -61,7 +59,7 @@ def _load_champion(registry: Path) -> Any:
         raise UserError(str(exc)) from exc
 
 
-def _fmt(value: object) -> str:
+def fmt_number(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
@@ -74,7 +72,7 @@ def _print_frame(frame: Any, title: str) -> None:
     for column in frame.columns:
         table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
     for row in frame.itertuples(index=False):
-        table.add_row(*[_fmt(v) for v in row])
+        table.add_row(*[fmt_number(v) for v in row])
     console.print(table if len(frame) else f"[dim]{title}: no data[/dim]")
 
 
@@ -90,7 +88,7 @@ def collect(
 
     from scoutless.ops.actuals import collect_actuals
 
-    engine, ops_engine = _engines(db, log_db)
+    engine, ops_engine = open_engines(db, log_db)
     predictor = _load_champion(registry)
     with console.status("collecting actuals"):
         result = collect_actuals(
@@ -124,7 +122,7 @@ def report(
     from scoutless.ops.prediction_log import PredictionLog
     from scoutless.ops.report import render_report
 
-    _, ops_engine = _engines(db, log_db)
+    _, ops_engine = open_engines(db, log_db)
     predictor = _load_champion(registry)
     since = datetime.now(UTC) - timedelta(days=days)
     snapshot = build_snapshot(
@@ -185,7 +183,7 @@ def impact(
     if every is None:
         every = window_for(days)
         said.print(f"window {every}: {days:g} days in at most 40 windows (--every to choose)")
-    engine, ops_engine = _engines(db, log_db)
+    engine, ops_engine = open_engines(db, log_db)
     if collect:
         done = collect_impact(engine, ops_engine)
         said.print(f"collected {done.n_read} tasks ({done.n_final} final), "
@@ -248,7 +246,7 @@ def promise(
     from scoutless.ops.alerts import fire, load_alert_config
     from scoutless.ops.prediction_log import PredictionLog
 
-    engine, ops_engine = _engines(db, log_db)
+    engine, ops_engine = open_engines(db, log_db)
     try:
         alert_config = load_alert_config(config)
     except ValueError as exc:
@@ -307,7 +305,7 @@ def run(
         alert_config = load_alert_config(config)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    engine, ops_engine = _engines(db, log_db)
+    engine, ops_engine = open_engines(db, log_db)
     gauges = MonitorGauges()
     if metrics_port is not None:
         from prometheus_client import start_http_server
@@ -332,56 +330,3 @@ def run(
         monitor_step(ctx)
         return
     raise typer.Exit(code=run_loop(lambda: monitor_step(ctx), interval))
-
-
-def _parse_date(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise typer.BadParameter(f"--since {value!r}: expected a date such as 2026-01-31") from exc
-
-
-def retrain(
-    registry: RegistryOpt,
-    db: DbOpt = None,
-    since: Annotated[
-        str | None, typer.Option(help="train on tasks created since this date (ISO)")
-    ] = None,
-    margin: Annotated[float, typer.Option(help="mean accuracy gain needed to promote")] = 0.01,
-    models: Annotated[str, typer.Option(help="comma-separated model kinds")] = "xgb",
-    max_epochs: Annotated[int | None, typer.Option(help="cap DNN epochs")] = None,
-    scheduler: scale.SchedulerOption = None,
-) -> None:
-    """Train a challenger on recent history; promote it only if it beats the champion."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    from rich.table import Table
-
-    from scoutless.ops.retrain import retrain as run_retrain
-    from scoutless.training import train_bundle
-
-    engine, _ = _engines(db, None)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with (
-        scale.fitter(scheduler, console) as fit_model,
-        Progress(*columns, console=console, transient=True) as progress,
-    ):
-        task = progress.add_task("retraining", total=None)
-        result = run_retrain(
-            engine, registry, since=_parse_date(since), margin=margin,
-            models=tuple(m.strip() for m in models.split(",") if m.strip()),
-            max_epochs=max_epochs, settings=get_settings(),
-            on_step=lambda msg: progress.update(task, description=msg),
-            trainer=functools.partial(train_bundle, fit_model=fit_model),
-        )  # fmt: skip
-    table = Table(title=f"retrain: {'promoted' if result.promoted else 'kept champion'}")
-    table.add_column("target")
-    table.add_column(f"champion {result.champion_before or '-'}", justify="right")
-    table.add_column(f"challenger {result.challenger}", justify="right")
-    for target, score in result.challenger_scores.items():
-        champion = result.champion_scores.get(target)
-        table.add_row(target, "-" if champion is None else f"{champion:.3f}", f"{score:.3f}")
-    table.add_row("mean", _fmt(result.champion_score), _fmt(result.challenger_score))
-    console.print(table)
-    console.print(f"{result.reason} (train {result.n_train}, hold-out {result.n_holdout} tasks)")
