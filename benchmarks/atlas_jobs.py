@@ -10,7 +10,9 @@ whatever sizes the task (``atlas_hindsight.py``: the waste of the feedback lag's
 at the request, the best constant pair in hindsight after it, and that pair's search run
 online on the outcomes known); at factor 2 its kills
 are ≤ max(the recorded's, 1 % of the jobs); the factor-1 goal again at shorter feedback lags
-(``--sweep-lags``: what the lag alone costs). Then the same six tasks under the peers' protocol as
+(``--sweep-lags``: what the lag alone costs) and at other failure penalties
+(``--sweep-penalties``: whether any point of the engine's trade between waste and kills
+reaches it). Then the same six tasks under the peers' protocol as
 ``scoutless size`` runs it (each task a type of one table: finished jobs with a
 ``minramcount``, need = maxPSS, runtime = wall time, request = ``minramcount``, ``rchar``
 = ``inputfilebytes``; seed 1996): scoutless against the ``jedi`` baseline per task, and
@@ -32,9 +34,9 @@ from typing import Any
 import pandas as pd
 
 from atlas_hindsight import factor_1_bounds, hindsight
-from atlas_walk import MB, SIDES, read_task, walk_task
+from atlas_walk import MB, SIDES, OnlineSide, read_task, walk_task
 from record import add_out, emit, reference_loop_s
-from scoutless.config import Settings
+from scoutless.config import Settings, get_settings, updated
 from scoutless.sizing.protocol import task_types
 from scoutless.sizing.report import size_workflow
 from scoutless.sizing.resources import MEMORY
@@ -177,6 +179,24 @@ def lag_sweep(paths: list[Path], lags: list[int]) -> dict[str, Any]:
     return out
 
 
+def penalty_sweep(paths: list[Path], penalties: list[float], lag: int) -> dict[str, Any]:
+    """The factor-1 goal at other failure penalties (the engine's side walked again, the
+    recorded side's waste as the main walk has it): whether any point of the engine's
+    trade between waste and kills reaches a goal the default misses."""
+    base = get_settings().sizing
+    out: dict[str, Any] = {"penalties": penalties, "default": base.failure_penalty, "tasks": {}}
+    for jobs in (read_task(path) for path in paths):
+        recorded = walk_task(jobs, "recorded", 1.0, lag=lag).summary()
+        points = {}
+        for penalty in penalties:
+            online = OnlineSide(updated(base, failure_penalty=penalty))
+            engine = walk_task(jobs, "engine", 1.0, lag=lag, online=online).summary()
+            goal = task_goals({"1": {"engine": engine, "recorded": recorded}}, len(jobs))
+            points[f"{penalty:g}"] = {k: goal["factor_1"][k] for k in ("waste_ratio", "kills")}
+        out["tasks"][jobs.task] = points
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DATA, help="folder of job_records_*.csv")
@@ -188,6 +208,11 @@ def main() -> None:
         "--sweep-lags",
         default="0,10",
         help="shorter lags the factor-1 goal is also walked at ('' none)",
+    )
+    parser.add_argument(
+        "--sweep-penalties",
+        default="0,0.1,0.5",
+        help="other sizing.failure_penalty values the factor-1 goal is walked at ('' none)",
     )
     add_out(parser)
     args = parser.parse_args()
@@ -205,6 +230,8 @@ def main() -> None:
 
     result["tasks"] = walk_tasks(paths, factors, args.lag, partial)
     result["lag_sweep"] = lag_sweep(paths, [int(x) for x in args.sweep_lags.split(",") if x])
+    penalties = [float(x) for x in args.sweep_penalties.split(",") if x]
+    result["penalty_sweep"] = penalty_sweep(paths, penalties, args.lag) if penalties else {}
     if not args.no_peers:
         result["peers"] = peers(paths, args.seed)
     emit({**result, "complete": True}, args.out, loop_before, default=float)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.config import get_settings
+from scoutless.config import SizingSettings, get_settings
 from scoutless.replay.ladder import FileLedger, job_min_ram_count, memory_retry, per_core
 from scoutless.replay.rules import memory_kill_time
 from scoutless.sizing.features import Release as Features
@@ -104,8 +104,9 @@ class OnlineSide:
     """The one adapter to the online sizer (``first``/``retry``/``learn`` per key, its
     unit bytes per core); nothing else in the benchmark names the sizer's API."""
 
-    def __init__(self) -> None:
-        self.sizer = OnlineSizer(get_settings().sizing)
+    def __init__(self, sizing: SizingSettings | None = None) -> None:
+        """``sizing``: the sizer's settings (default: the environment's)."""
+        self.sizer = OnlineSizer(sizing or get_settings().sizing)
         self.learnt: dict[str, int] = {}
 
     def knows(self, key: str) -> bool:

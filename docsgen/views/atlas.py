@@ -1,6 +1,6 @@
 """The real-ATLAS-jobs benchmark's results view: each task's waste, kills and slack by
 side and kill factor; the goals, with what each allows whatever sizes the task; the lag's
-share of a miss; the peers' protocol against the jedi baseline."""
+share of a miss and the failure penalty's; the peers' protocol against the jedi baseline."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
             "the engine's waste ÷ the recorded's at kill factor 1 when a job's outcome is "
             "known that many releases later (the goal's lag last).",
         ))  # fmt: skip
+    tables += _penalty_table(doc, tasks)
     peer_cols = ("instances", "scoutless_gbh", "scoutless_failures", "jedi_gbh",
                  "jedi_failures", "met")  # fmt: skip
     peers = list(at(doc, ("peers", "tasks")) or {})
@@ -99,6 +100,31 @@ def atlas_jobs_tables(doc: dict[str, Any]) -> list[Table]:
         [[label(t), *(figure(doc, ("tasks", t, "dropped", k)) for k in dropped)] for t in tasks],
     ))  # fmt: skip
     return tables
+
+
+def _penalty_table(doc: dict[str, Any], tasks: list[str]) -> list[Table]:
+    """The k1 goal over the failure penalty (the default's column from the main walk)."""
+    sweep = at(doc, ("penalty_sweep",)) or {}
+    if not sweep:
+        return []
+    default = sweep.get("default")
+    penalties = sorted({*sweep["penalties"], *([default] if default is not None else [])})
+
+    def cell(task: str, penalty: float) -> str:
+        if penalty == default:
+            goal = at(doc, ("tasks", task, "goals", "factor_1")) or {}
+        else:
+            goal = at(doc, ("penalty_sweep", "tasks", task, f"{penalty:g}")) or {}
+        ratio, kills = goal.get("waste_ratio"), goal.get("kills")
+        return "" if ratio is None else f"{ratio:.3f} ({kills:g})"
+
+    return [Table(
+        "k1 waste ratio (kills) over the failure penalty",
+        ["task", *(f"penalty {p:g}" + (" (default)" if p == default else "") for p in penalties)],
+        [[label(t), *(label(cell(t, p)) for p in penalties)] for t in tasks],
+        "sizing.failure_penalty for every task at a time: the engine's trade between waste "
+        "and kills at kill factor 1 (goal: ratio ≤ 0.7 with fewer kills than recorded).",
+    )]  # fmt: skip
 
 
 def _point(gbh: float | None, failures: int | None) -> str:

@@ -178,3 +178,25 @@ def test_the_bounds_report_the_best_pair_online_beside_them():
     assert out["bounded_by"] is None
     online = (out["online_pair_gbh"], out["online_pair_ratio"], out["online_pair_kills"])
     assert online == (145.0, 0.725, 4.0)
+
+
+def test_the_penalty_sweep_walks_the_engine_at_each_penalty_against_one_recorded_walk(
+    tmp_path, monkeypatch
+):
+    path = write_records(tmp_path / "job_records_7.csv", 160)
+    with benchmark_module("atlas_jobs") as jobs:
+        seen = []
+
+        class Seen(jobs.OnlineSide):
+            def __init__(self, sizing=None):
+                seen.append(sizing.failure_penalty)
+                super().__init__(sizing)
+
+        monkeypatch.setattr(jobs, "OnlineSide", Seen)
+        sweep = jobs.penalty_sweep([path], [0.0, 4.0], lag=LAG)
+    assert seen == [0.0, 4.0]
+    assert sweep["penalties"] == [0.0, 4.0] and sweep["default"] == 0.25
+    points = sweep["tasks"]["7"]
+    assert set(points) == {"0", "4"}
+    for point in points.values():
+        assert point["waste_ratio"] > 0 and point["kills"] >= 0
