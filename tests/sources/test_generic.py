@@ -1,6 +1,7 @@
 """The generic adapter on a CSV/Parquet derived from the real LANL excerpt (same rows)."""
 
 import contextlib
+import re
 
 import numpy as np
 import pandas as pd
@@ -135,3 +136,30 @@ def test_epoch_milliseconds_are_refused_by_line_not_dropped_whole(lanl_csv):
     frame = jobs.assign(submit_epoch=jobs["submit_epoch"] * 1000)
     with pytest.raises(TraceParseError, match=r":2: column 'submit_epoch': expected a submit time"):
         generic_jobs(frame, MAPPING, lines=list(range(2, len(frame) + 2)))
+
+
+def test_a_number_past_a_floats_range_is_a_bad_row_not_an_infinity(lanl_csv):
+    """``inf`` or ``1e400`` parse as numbers but no job has them: such a feature, target or
+    request was an infinity in the table, spoiling every quantile it entered."""
+    _, jobs = lanl_csv
+    frame = jobs.astype({"requested_processors": object, "requested_time": object,
+                         "run_time": object})  # fmt: skip
+    frame.loc[1, "requested_processors"] = "1e400"  # line 3
+    frame.loc[4, "requested_time"] = "inf"  # line 6
+    frame.loc[6, "run_time"] = "-Infinity"  # line 8
+    lines = list(range(2, len(frame) + 2))
+    said = "x.csv:3: column 'requested_processors': expected a number within a float's range"
+    with pytest.raises(TraceParseError, match=re.escape(f"{said}, got '1e400'")):
+        generic_jobs(frame, MAPPING, lines=lines, source="x.csv")
+    kept = generic_jobs(frame, MAPPING, lines=lines, source="x.csv", skip_bad=True)
+    assert [e.line for e in kept.bad_lines] == [3, 6, 8]
+    numbers = kept.frame.select_dtypes("number").to_numpy(dtype=float)
+    assert not np.isinf(numbers).any() and len(kept.frame) == len(frame) - 3
+
+
+def test_ids_must_be_whole_numbers(lanl_csv):
+    _, jobs = lanl_csv
+    frame = jobs.astype({"job_number": float})
+    frame.loc[3, "job_number"] = 3.5
+    with pytest.raises(TraceParseError, match="must hold unique integers"):
+        generic_jobs(frame, MAPPING)

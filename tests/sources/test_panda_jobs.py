@@ -83,6 +83,17 @@ def test_bad_number_names_line_and_column(traces):
     assert len(rows) == 39 and bad[0].line == 6
 
 
+def test_a_number_past_a_floats_range_names_line_and_column(traces):
+    lines = (traces / SMALL).read_text().splitlines()
+    fields = lines[5].split(",")
+    fields[24] = "1e999"  # maxpss: a number, but past a float's range
+    lines[5] = ",".join(fields)
+    text = "\n".join(lines)
+    with pytest.raises(TraceParseError, match=r"x.csv:6: column 'maxpss': expected a number "
+                       r"within a float's range, got '1e999'"):  # fmt: skip
+        parse_panda_jobs_text(text, task_id=1, source="x.csv")
+
+
 def test_missing_required_column_is_reported():
     with pytest.raises(TraceParseError, match="missing columns"):
         parse_panda_jobs_text("pandaid,maxpss\n1,2\n", task_id=1)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scoutless.config import Settings
 from scoutless.features.spec import MEASURED_COLUMNS
 from scoutless.sources.assemble import to_training_table
-from scoutless.sources.common import TraceParseError
+from scoutless.sources.common import TraceParseError, parse_slurm_memory
 from scoutless.sources.sacct import SACCT_MEASURED, parse_sacct_text, read_sacct, sacct_jobs
 
 
@@ -64,6 +64,15 @@ def test_bad_duration_names_field_and_line(traces):
         parse_sacct_text(text, source="t")
     records, bad = parse_sacct_text(text, source="t", skip_bad=True)
     assert len(records) == 4 and bad[0].line == 3
+
+
+def test_a_duration_or_memory_past_a_floats_range_names_field_and_line(traces):
+    lines = (traces / "slurm/test-data1.csv").read_text().splitlines()
+    lines[2] = lines[2].replace("03:33:56", "9" * 400)
+    with pytest.raises(TraceParseError, match=r"t:3: elapsed: a Slurm duration past a float"):
+        parse_sacct_text("\n".join(lines), source="t")
+    with pytest.raises(ValueError, match="memory size past a float's range"):
+        parse_slurm_memory("1e400K")
 
 
 def test_features_exclude_measurements(traces):

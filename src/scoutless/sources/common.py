@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -46,6 +47,20 @@ class BadLines:
 
     def __len__(self) -> int:
         return len(self.errors)
+
+
+def finite_numbers(raw: pd.Series) -> pd.Series:
+    """The cells as numbers, missing where they do not parse or lie past a float's range
+    (``inf``, ``1e400``): a job's value is finite, and an infinity spoils every quantile."""
+    values = pd.to_numeric(raw, errors="coerce")
+    return values.where(np.isfinite(values.to_numpy(float)))
+
+
+def refused_number(cell: object, what: str = "a number") -> str:
+    """Why a given cell was refused: not ``what``, or a number past a float's range."""
+    number = pd.to_numeric(pd.Series([cell]), errors="coerce").iloc[0]
+    said = f"{what} within a float's range" if pd.notna(number) else what
+    return f"expected {said}, got {cell!r}"
 
 
 def read_text(path: str | Path) -> str:
@@ -100,7 +115,13 @@ def parse_slurm_duration(text: str) -> float:
     else:
         # a bare number is minutes (Slurm's --time convention)
         hours, minutes, seconds = 0.0, fields[0], 0.0
-    return days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+    try:
+        total = days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise ValueError(f"a Slurm duration past a float's range: {text!r}")
+    return total
 
 
 def format_slurm_duration(seconds: float) -> str:
@@ -153,7 +174,10 @@ def parse_slurm_memory(text: str, *, default_unit: str = "M") -> MemoryAmount | 
         raise ValueError(f"not a Slurm memory size: {text!r} (expected e.g. 4Gn, 3000Mc, 123K)")
     unit = (m["unit"] or default_unit).upper()
     per: MemoryScope = {"n": "node", "c": "cpu", "": "job"}[m["per"]]
-    return MemoryAmount(float(m["num"]) * _UNIT_MB[unit], per)
+    mb = float(m["num"]) * _UNIT_MB[unit]
+    if not math.isfinite(mb):
+        raise ValueError(f"a Slurm memory size past a float's range: {text!r}")
+    return MemoryAmount(mb, per)
 
 
 def format_slurm_memory(amount: MemoryAmount) -> str:

@@ -33,7 +33,13 @@ import pandas as pd
 
 from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, request_col
-from scoutless.sources.common import BadLines, TraceParseError, read_text
+from scoutless.sources.common import (
+    BadLines,
+    TraceParseError,
+    finite_numbers,
+    read_text,
+    refused_number,
+)
 from scoutless.targets.spec import TARGET_NAMES
 
 
@@ -139,7 +145,7 @@ def _unreadable(
     given = (raw.notna() & text.ne("").fillna(False)).to_numpy(bool)
     wrong = parsed.isna().to_numpy(bool) & (given | required)
     for i in np.flatnonzero(wrong):
-        said = f"expected {what}, got {raw.iloc[i]!r}" if given[i] else f"empty; a row needs {what}"
+        said = refused_number(raw.iloc[i], what) if given[i] else f"empty; a row needs {what}"
         found.report(TraceParseError(f"column {name!r}: {said}", source=source, line=lines[i]))
     return wrong
 
@@ -164,18 +170,17 @@ def _target_columns(
             if name is None:
                 continue
             raw = _column(frame, name, f"target {t} {key}", source)
-            values = pd.to_numeric(raw, errors="coerce")
+            values = finite_numbers(
+                finite_numbers(raw) * scale
+            )  # scaled past a float's range: refused
             wrong = values.isna() & raw.notna() & raw.astype(str).str.strip().ne("")
             for i in np.flatnonzero(wrong.to_numpy() & keep):
+                said = refused_number(raw.iloc[i], "a number")
                 bad.report(
-                    TraceParseError(
-                        f"column {name!r}: expected a number, got {raw.iloc[i]!r}",
-                        source=source,
-                        line=lines[i],
-                    )
+                    TraceParseError(f"column {name!r}: {said}", source=source, line=lines[i])
                 )
                 keep[i] = False
-            out[f"{t}_value" if key == "value" else request_col(t)] = values * scale
+            out[f"{t}_value" if key == "value" else request_col(t)] = values
         units[t] = str(spec.get("unit", ""))
     return out, units
 
@@ -183,8 +188,8 @@ def _target_columns(
 def _ids(frame: pd.DataFrame, columns: dict[str, Any], source: str) -> np.ndarray:
     """The mapped id column (unique integers), or 1..n."""
     if "id" in columns:
-        ids = pd.to_numeric(_column(frame, columns["id"], "id", source), errors="coerce")
-        if ids.isna().any() or not ids.is_unique:
+        ids = finite_numbers(_column(frame, columns["id"], "id", source))
+        if ids.isna().any() or (ids % 1 != 0).any() or not ids.is_unique:
             raise TraceParseError(
                 f"id column {columns['id']!r} must hold unique integers", source=source
             )
@@ -207,7 +212,7 @@ def _add_features(
         if spec.kind == "categorical":
             jobs[spec.name] = raw.astype("string")
         else:
-            jobs[spec.name] = pd.to_numeric(raw, errors="coerce")
+            jobs[spec.name] = finite_numbers(raw)
             wrong |= _unreadable(raw, jobs[spec.name], spec.name, "a number", found, lines, source)
     return specs, wrong
 

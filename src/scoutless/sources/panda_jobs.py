@@ -29,7 +29,13 @@ import pandas as pd
 from scoutless.config import Settings
 from scoutless.features.spec import FeatureSpec
 from scoutless.sources.assemble import TraceJobs, request_col
-from scoutless.sources.common import BadLines, TraceParseError, read_text
+from scoutless.sources.common import (
+    BadLines,
+    TraceParseError,
+    finite_numbers,
+    read_text,
+    refused_number,
+)
 from scoutless.targets.estimators import compute_task_targets
 from scoutless.targets.job_records import estimator_inputs
 from scoutless.targets.spec import TARGET_NAMES, scout_value_col, value_col
@@ -81,16 +87,11 @@ def parse_panda_jobs_text(
     numeric = {}
     for col in (c for c in NUMERIC_COLUMNS if c in frame.columns):
         raw = frame[col].str.strip()
-        values = pd.to_numeric(raw.replace({"": None, "None": None, "NULL": None}), errors="coerce")
+        values = finite_numbers(raw.replace({"": None, "None": None, "NULL": None}))
         wrong = values.isna() & raw.ne("") & ~raw.isin(["None", "NULL", "nan", "NaN"])
         for i in np.flatnonzero(wrong.to_numpy() & keep):
-            bad.report(
-                TraceParseError(
-                    f"column {col!r}: expected a number, got {frame[col].iloc[i]!r}",
-                    source=source,
-                    line=i + 2,
-                )
-            )
+            said = f"column {col!r}: {refused_number(frame[col].iloc[i])}"
+            bad.report(TraceParseError(said, source=source, line=i + 2))
             keep[i] = False
         numeric[col] = values
     for i, line in enumerate(lines[1 : len(frame) + 1]):
