@@ -46,6 +46,22 @@ def test_skipping_leaves_out_every_malformed_row_and_reports_each_in_file_order(
     assert "column realtime: 'x'" in str(bad.errors[3])  # its first bad cell only
 
 
+@pytest.mark.parametrize("quoted", [False, True], ids=["fast", "exact"])
+def test_a_number_past_a_floats_range_is_a_malformed_row_on_either_path(
+    tmp_path: Path, quoted: bool
+) -> None:
+    """``inf`` or ``1e400`` parse as numbers; a need of infinity would size every other
+    instance of its type at infinity."""
+    name = '"A"' if quoted else "A"  # a quote sends the table through the exact reader
+    body = f"w,{name},100,5,1\nw,A,inf,5,1\nw,A,100,1e400,1\nw,A,8,6,2\n"
+    bad = BadLines(skip=True)
+    frame = read_instances(_write(tmp_path, body), bad)
+    assert frame["rss"].tolist() == [100, 8]
+    assert [e.line for e in bad.errors] == [3, 4]
+    assert "column rss: 'inf' is past a float's range" in str(bad.errors[0])
+    assert "column realtime" in str(bad.errors[1]) and "past a float's range" in str(bad.errors[1])
+
+
 def test_not_recorded_cells_are_missing_values_not_errors(tmp_path: Path) -> None:
     frame = read_instances(_write(tmp_path, "w,A,100,5,-\nw,A,100,5,\nw,A,100,5,NaN\n\n"))
     assert len(frame) == 3 and frame["rchar"].isna().all()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.sources.common import BadLines, TraceParseError, read_text
+from scoutless.sources.common import BadLines, TraceParseError, finite_numbers, read_text
 
 #: the instance table's columns, in order (``attempt`` counts from 1)
 INSTANCE_COLUMNS: tuple[str, ...] = (
@@ -131,19 +131,25 @@ def _numbers(
     errors: list[Malformed] = []
     for col in [c for c in frame.columns if c in NUMERIC_COLUMNS]:  # the file's order
         raw = frame[col]
-        if pd.api.types.is_numeric_dtype(raw):  # read as numbers already: nothing to check
-            continue
-        number = pd.to_numeric(raw, errors="coerce")
-        text = raw.astype("string").str.strip()
-        unreadable = (number.isna() & raw.notna() & ~text.isin(NOT_RECORDED)).to_numpy(bool)
+        if pd.api.types.is_numeric_dtype(raw):  # read as numbers already: only infinities
+            number = raw
+            unreadable = np.isinf(raw.to_numpy(float))
+        else:
+            number = finite_numbers(raw)
+            text = raw.astype("string").str.strip()
+            unreadable = (number.isna() & raw.notna() & ~text.isin(NOT_RECORDED)).to_numpy(bool)
         for i in np.flatnonzero(unreadable & ~wrong):
-            what = f"column {col}: {str(raw.iloc[i])[:40]!r} is not a number"
+            cell = raw.iloc[i]
+            past = pd.notna(pd.to_numeric(pd.Series([cell]), errors="coerce").iloc[0])
+            what = f"column {col}: {str(cell)[:40]!r} is " + (
+                "past a float's range" if past else "not a number"
+            )
             line = lines[i] if lines is not None else None
             place = int(i) if line is None else line
             what = what if line is not None else f"row {i}: {what}"
             errors.append((place, TraceParseError(what, source=source, line=line)))
         wrong |= unreadable
-        frame[col] = number
+        frame[col] = number  # a row with an unreadable cell leaves below
     return (frame[~wrong].reset_index(drop=True) if wrong.any() else frame), errors
 
 
