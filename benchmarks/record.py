@@ -56,19 +56,14 @@ def settings_env(environ: Mapping[str, str]) -> list[str]:
     """``NAME=value`` for each setting ``environ`` sets, by name: without them the command
     would rerun on the defaults (a password, or a URL's, shown as ``***``). The scripts' other
     ``SCOUTLESS_*`` names (ports, folders, test URLs) are no setting and are left out."""
-    from scoutless.config.settings import ENV_PREFIX, Settings, masked_url, setting_sections
+    from scoutless.config.settings import is_setting_variable, masked_url
 
-    sections, fields = setting_sections(), Settings.model_fields
     out = []
-    for name in sorted(environ):
-        if not name.upper().startswith(ENV_PREFIX):
-            continue
-        rest = name[len(ENV_PREFIX) :].lower()
-        section, joined, _ = rest.partition("__")
-        if (joined and section in sections) or (not joined and rest in fields):
-            secret = any(word in rest for word in ("password", "secret", "token"))
-            value = "***" if secret and not rest.endswith("_file") else environ[name]
-            out.append(f"{name}={masked_url(value)}")
+    for name in sorted(n for n in environ if is_setting_variable(n)):
+        lower = name.lower()
+        secret = any(word in lower for word in ("password", "secret", "token"))
+        value = "***" if secret and not lower.endswith("_file") else environ[name]
+        out.append(f"{name}={masked_url(value)}")
     return out
 
 

@@ -259,6 +259,17 @@ def setting_sections() -> dict[str, type[BaseModel]]:
             if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}  # fmt: skip
 
 
+def is_setting_variable(name: str) -> bool:
+    """Whether environment variable ``name`` sets a setting by its form: a top-level
+    field (``SCOUTLESS_DB_URL``) or one inside a section (``SCOUTLESS_SIZING__…``); a
+    misnamed one is `check_environment`'s to refuse."""
+    if not name.upper().startswith(ENV_PREFIX):
+        return False
+    rest = name[len(ENV_PREFIX) :].lower()
+    section, nested, _ = rest.partition("__")
+    return section in setting_sections() if nested else rest in Settings.model_fields
+
+
 def _misnamed(name: str) -> str | None:
     """What is wrong with environment variable ``name`` as a setting (None: nothing)."""
     if not name.upper().startswith(ENV_PREFIX):

@@ -11,7 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoutless.sources.common import BadLines, TraceParseError, finite_numbers, read_text
+from scoutless.sources.common import (
+    BadLines,
+    TraceParseError,
+    finite_numbers,
+    past_float_range,
+    read_text,
+)
 
 #: the instance table's columns, in order (``attempt`` counts from 1)
 INSTANCE_COLUMNS: tuple[str, ...] = (
@@ -140,10 +146,8 @@ def _numbers(
             unreadable = (number.isna() & raw.notna() & ~text.isin(NOT_RECORDED)).to_numpy(bool)
         for i in np.flatnonzero(unreadable & ~wrong):
             cell = raw.iloc[i]
-            past = pd.notna(pd.to_numeric(pd.Series([cell]), errors="coerce").iloc[0])
-            what = f"column {col}: {str(cell)[:40]!r} is " + (
-                "past a float's range" if past else "not a number"
-            )
+            said = "past a float's range" if past_float_range(cell) else "not a number"
+            what = f"column {col}: {str(cell)[:40]!r} is {said}"
             line = lines[i] if lines is not None else None
             place = int(i) if line is None else line
             what = what if line is not None else f"row {i}: {what}"

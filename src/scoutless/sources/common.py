@@ -56,10 +56,15 @@ def finite_numbers(raw: pd.Series) -> pd.Series:
     return values.where(np.isfinite(values.to_numpy(float)))
 
 
+def past_float_range(cell: object) -> bool:
+    """Whether ``cell`` reads as a number only a float's infinity holds (``inf``, ``1e400``)."""
+    number = pd.to_numeric(pd.Series([cell]), errors="coerce").iloc[0]
+    return bool(np.isinf(number))
+
+
 def refused_number(cell: object, what: str = "a number") -> str:
     """Why a given cell was refused: not ``what``, or a number past a float's range."""
-    number = pd.to_numeric(pd.Series([cell]), errors="coerce").iloc[0]
-    said = f"{what} within a float's range" if pd.notna(number) else what
+    said = f"{what} within a float's range" if past_float_range(cell) else what
     return f"expected {said}, got {cell!r}"
 
 

@@ -170,9 +170,7 @@ def _target_columns(
             if name is None:
                 continue
             raw = _column(frame, name, f"target {t} {key}", source)
-            values = finite_numbers(
-                finite_numbers(raw) * scale
-            )  # scaled past a float's range: refused
+            values = finite_numbers(finite_numbers(raw) * scale)  # scaled past range: refused
             wrong = values.isna() & raw.notna() & raw.astype(str).str.strip().ne("")
             for i in np.flatnonzero(wrong.to_numpy() & keep):
                 said = refused_number(raw.iloc[i], "a number")
